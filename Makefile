@@ -1,0 +1,51 @@
+# ctrlkit developer entry points. `make test` is what CI runs (.ci/run).
+GO        ?= go
+PKGS      ?= ./...
+# Every fuzz target runs this long in `make fuzz` (a smoke run; use FUZZTIME=10m to hunt).
+FUZZTIME  ?= 10s
+BENCHTIME ?= 1s
+BENCHCOUNT ?= 6
+
+.PHONY: all test fmt-check vet lint bench bench-peers fuzz tidy kube
+
+all: test
+
+## test: gofmt check, go vet and the race-enabled test suite (the CI gate).
+test: fmt-check vet
+	$(GO) test -race -count=1 $(PKGS)
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+	@if [ -f hack/bench/go.mod ]; then cd hack/bench && $(GO) vet ./...; fi
+
+## lint: formatting and vet for the main module and the benchmark module.
+lint: fmt-check vet
+
+## bench: in-package benchmarks, then ctrlkit side by side with its peers (hack/bench).
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
+	$(MAKE) bench-peers
+
+bench-peers:
+	cd hack/bench && BENCHTIME=$(BENCHTIME) BENCHCOUNT=$(BENCHCOUNT) ./run.sh
+
+## fuzz: run every fuzz target for FUZZTIME each.
+fuzz:
+	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
+	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
+	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/func //'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+tidy:
+	$(GO) mod tidy
+	@if [ -f hack/bench/go.mod ]; then cd hack/bench && $(GO) mod tidy; fi
+
+## kube: build kube-apiserver and etcd from Go module sources (see hack/install-kube.sh).
+kube:
+	bash hack/install-kube.sh
