@@ -1,0 +1,67 @@
+// Package workqueue is the work queue a controller's workers pull keys from: deduplicating,
+// delaying, rate-limiting and prioritised, in one generic type.
+//
+// It has the semantics of client-go's k8s.io/client-go/util/workqueue and implements its
+// TypedRateLimitingInterface, so an existing controller switches with one line:
+//
+//	queue := workqueue.New[string](workqueue.WithName("foo"))
+//
+// # The rules
+//
+//   - Dedup: an item added many times before a worker gets it is handed out once.
+//   - Exclusive processing: Get hands an item to one worker; while that worker has it (until
+//     Done), adding it again only marks it, and it is handed out again after Done. Two workers
+//     never process the same item at the same time.
+//   - Get blocks until an item is ready or the queue shuts down. After ShutDown, adds are
+//     ignored, Get hands out what is still ready and then reports shutdown. ShutDownWithDrain
+//     also waits until every ready item has been handed out and every handed-out item is Done.
+//   - Delays: AddAfter(item, d) adds item once d has passed (d <= 0 adds at once); an item that
+//     is already waiting keeps the earlier ready time. One goroutine with one timer serves all
+//     delays, whatever their number.
+//   - Rate limits: AddRateLimited asks a client-go TypedRateLimiter for the delay (by default
+//     client-go's controller default: per-item exponential backoff from 5 ms to 1000 s, and an
+//     overall 10 qps bucket with burst 100); Forget resets an item's backoff, NumRequeues reports
+//     it.
+//   - Priorities: AddWithOpts(AddOpts{Priority: p}, items...) hands out higher priorities
+//     first, FIFO within a priority. An item added again keeps the higher of its priorities.
+//     Delayed and rate-limited adds keep their priority through the delay.
+//   - Metrics: with WithName and WithMetricsProvider, the queue reports client-go's seven
+//     workqueue metrics through a client-go MetricsProvider.
+//
+// # The worker loop
+//
+// Every worker runs the same loop; Done must be called for every item Get returned:
+//
+//	for {
+//		key, shutdown := queue.Get()
+//		if shutdown {
+//			return
+//		}
+//		err := reconcile(key)
+//		switch {
+//		case err == nil:
+//			queue.Forget(key) // success: reset the key's backoff
+//		case queue.NumRequeues(key) < 15:
+//			queue.AddRateLimited(key) // retry later, backing off
+//		default:
+//			queue.Forget(key) // give up
+//		}
+//		queue.Done(key)
+//	}
+//
+// # When to use it
+//
+// Use it wherever client-go's rate-limiting queue is used, and where priorities are wanted (for
+// example to let user-triggered changes overtake a resync of every object) without
+// controller-runtime's priority queue, which is slower. docs/design/workqueue.md explains the
+// data structure and docs/performance.md has the measurements.
+//
+// # Differences from client-go
+//
+//   - Done of an item that is not being processed does nothing (client-go may queue a second
+//     copy of an item that is already queued).
+//   - ShutDownWithDrain waits for ready items too, not only for processing ones.
+//   - Metrics need an explicit provider: client-go's global SetProvider is not visible here.
+//   - Items that are due are handed out by Get and counted by Len even before the delay
+//     goroutine wakes up, so a fake clock step takes effect at once.
+package workqueue

@@ -1,0 +1,139 @@
+package workqueue_test
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	kworkqueue "k8s.io/client-go/util/workqueue"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/ctrlkit/ctrlkit/workqueue"
+)
+
+// A key added several times before a worker gets it is handed out once.
+func Example() {
+	q := workqueue.New[string]()
+	defer q.ShutDown()
+
+	q.Add("default/web")
+	q.Add("default/db")
+	q.Add("default/web") // already queued: no second copy
+	fmt.Println("queued:", q.Len())
+
+	for q.Len() > 0 {
+		key, _ := q.Get()
+		fmt.Println("processing", key)
+		q.Done(key)
+	}
+	// Output:
+	// queued: 2
+	// processing default/web
+	// processing default/db
+}
+
+// Workers run the canonical loop; ShutDownWithDrain returns once everything queued is done.
+func ExampleQueue_ShutDownWithDrain() {
+	q := workqueue.New[string]()
+	for i := range 5 {
+		q.Add(fmt.Sprintf("ns/obj-%d", i))
+	}
+
+	var (
+		mu   sync.Mutex
+		done []string
+		wg   sync.WaitGroup
+	)
+	for range 2 {
+		wg.Go(func() {
+			for {
+				key, shutdown := q.Get()
+				if shutdown {
+					return
+				}
+				mu.Lock()
+				done = append(done, key)
+				mu.Unlock()
+				q.Forget(key)
+				q.Done(key)
+			}
+		})
+	}
+	q.ShutDownWithDrain()
+	wg.Wait()
+	sort.Strings(done)
+	fmt.Println(done)
+	// Output:
+	// [ns/obj-0 ns/obj-1 ns/obj-2 ns/obj-3 ns/obj-4]
+}
+
+// Higher priorities are handed out first, FIFO within one priority; re-adding an item at a
+// higher priority moves it up.
+func ExampleQueue_AddWithOpts() {
+	q := workqueue.New[string]()
+	defer q.ShutDown()
+
+	q.AddWithOpts(workqueue.AddOpts{Priority: -100}, "resync/a", "resync/b", "resync/c")
+	q.Add("event/x")
+	q.AddWithOpts(workqueue.AddOpts{Priority: 10}, "resync/c") // the user touched c
+
+	for q.Len() > 0 {
+		key, _ := q.Get()
+		fmt.Println(key)
+		q.Done(key)
+	}
+	// Output:
+	// resync/c
+	// event/x
+	// resync/a
+	// resync/b
+}
+
+// AddAfter holds an item back; an item already waiting keeps the earlier ready time. A fake
+// clock makes time explicit.
+func ExampleQueue_AddAfter() {
+	clk := testingclock.NewFakeClock(time.Unix(0, 0))
+	q := workqueue.New[string](workqueue.WithClock(clk))
+	defer q.ShutDown()
+
+	q.AddAfter("ns/slow", time.Minute)
+	q.AddAfter("ns/slow", 10*time.Second) // earlier: wins
+	q.AddAfter("ns/slow", time.Hour)      // later: ignored
+	fmt.Println("ready now:", q.Len())
+
+	clk.Step(10 * time.Second)
+	fmt.Println("ready after 10s:", q.Len())
+	key, _ := q.Get()
+	fmt.Println("got", key)
+	q.Done(key)
+	// Output:
+	// ready now: 0
+	// ready after 10s: 1
+	// got ns/slow
+}
+
+// AddRateLimited backs off per item; Forget starts the backoff over.
+func ExampleQueue_AddRateLimited() {
+	clk := testingclock.NewFakeClock(time.Unix(0, 0))
+	q := workqueue.New[string](
+		workqueue.WithClock(clk),
+		workqueue.WithRateLimiter(kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute)),
+	)
+	defer q.ShutDown()
+
+	q.AddRateLimited("ns/flaky") // ready in 1s
+	q.AddRateLimited("ns/flaky") // would be 2s; the earlier ready time stays
+	fmt.Println("requeues:", q.NumRequeues("ns/flaky"))
+
+	clk.Step(time.Second)
+	key, _ := q.Get()
+	fmt.Println("got", key)
+	q.Forget(key)
+	q.Done(key)
+	fmt.Println("requeues after Forget:", q.NumRequeues(key))
+	// Output:
+	// requeues: 2
+	// got ns/flaky
+	// requeues after Forget: 0
+}

@@ -1,0 +1,113 @@
+package workqueue
+
+import (
+	"time"
+
+	kworkqueue "k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+)
+
+// unfinishedWorkPeriod is how often the unfinished-work gauges are refreshed (client-go's value).
+const unfinishedWorkPeriod = 500 * time.Millisecond
+
+// queueMetrics reports through a client-go MetricsProvider with client-go's meaning of each
+// metric. The queue holds a nil *queueMetrics when metrics are off, so the hot path pays one nil
+// check. Timestamps live in the entries, not in maps of their own, and the entries being
+// processed are linked in a list for the unfinished-work gauges. All methods run under the
+// queue's lock.
+type queueMetrics[T comparable] struct {
+	clock                   clock.PassiveClock
+	depth                   kworkqueue.GaugeMetric
+	adds                    kworkqueue.CounterMetric
+	latency                 kworkqueue.HistogramMetric
+	workDuration            kworkqueue.HistogramMetric
+	unfinishedWorkSeconds   kworkqueue.SettableGaugeMetric
+	longestRunningProcessor kworkqueue.SettableGaugeMetric
+	retries                 kworkqueue.CounterMetric
+
+	processing *entry[T] // head of the list of entries being processed
+}
+
+func newQueueMetrics[T comparable](p kworkqueue.MetricsProvider, name string, c clock.PassiveClock) *queueMetrics[T] {
+	if p == nil || name == "" {
+		return nil
+	}
+	return &queueMetrics[T]{
+		clock:                   c,
+		depth:                   p.NewDepthMetric(name),
+		adds:                    p.NewAddsMetric(name),
+		latency:                 p.NewLatencyMetric(name),
+		workDuration:            p.NewWorkDurationMetric(name),
+		unfinishedWorkSeconds:   p.NewUnfinishedWorkSecondsMetric(name),
+		longestRunningProcessor: p.NewLongestRunningProcessorSecondsMetric(name),
+		retries:                 p.NewRetriesMetric(name),
+	}
+}
+
+// added records that e became dirty (needs processing).
+func (m *queueMetrics[T]) added(e *entry[T]) {
+	m.adds.Inc()
+	m.depth.Inc()
+	e.addedAt = m.clock.Now()
+}
+
+// started records that e was handed to a worker.
+func (m *queueMetrics[T]) started(e *entry[T]) {
+	now := m.clock.Now()
+	m.depth.Dec()
+	m.latency.Observe(now.Sub(e.addedAt).Seconds())
+	e.startedAt = now
+	e.prevProc, e.nextProc = nil, m.processing
+	if m.processing != nil {
+		m.processing.prevProc = e
+	}
+	m.processing = e
+}
+
+// finished records that the worker called Done for e.
+func (m *queueMetrics[T]) finished(e *entry[T]) {
+	m.workDuration.Observe(m.clock.Since(e.startedAt).Seconds())
+	if e.prevProc != nil {
+		e.prevProc.nextProc = e.nextProc
+	} else {
+		m.processing = e.nextProc
+	}
+	if e.nextProc != nil {
+		e.nextProc.prevProc = e.prevProc
+	}
+	e.prevProc, e.nextProc = nil, nil
+}
+
+func (m *queueMetrics[T]) retry() { m.retries.Inc() }
+
+func (m *queueMetrics[T]) updateUnfinishedWork() {
+	var total, oldest float64
+	for e := m.processing; e != nil; e = e.nextProc {
+		age := m.clock.Since(e.startedAt).Seconds()
+		total += age
+		if age > oldest {
+			oldest = age
+		}
+	}
+	m.unfinishedWorkSeconds.Set(total)
+	m.longestRunningProcessor.Set(oldest)
+}
+
+// metricsLoop refreshes the unfinished-work gauges until ShutDown. The ticker is created by New,
+// so a fake clock has its waiter as soon as the queue exists.
+func (q *Queue[T]) metricsLoop(t clock.Ticker) {
+	defer q.wg.Done()
+	defer t.Stop()
+	for {
+		select {
+		case <-q.stop:
+			return
+		case <-t.C():
+			q.mu.Lock()
+			if !q.shuttingDown {
+				q.metrics.updateUnfinishedWork()
+			}
+			q.mu.Unlock()
+		}
+	}
+}

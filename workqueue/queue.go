@@ -1,0 +1,492 @@
+package workqueue
+
+import (
+	"fmt"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	kworkqueue "k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Queue is a plain, delaying, rate-limiting and prioritised work queue in one type, with the
+// semantics of client-go's util/workqueue. Build one with New; the zero Queue is not usable.
+// All methods are safe for concurrent use.
+type Queue[T comparable] struct {
+	mu sync.Mutex
+
+	// items holds one entry per item the queue knows about: ready, being processed, waiting for
+	// a delay, or several of these at once. An entry leaves the map (and the item becomes
+	// garbage-collectable) when it is none of them.
+	items      map[T]*entry[T]
+	ready      levels[T]
+	queued     int // live entries in ready: what Len reports
+	processing int // entries handed out and not yet Done
+	delayed    delayHeap[T]
+	waitSeq    uint64
+	waiters    waiterList[T]
+	free       []*entry[T] // recycled entries, so steady-state adds allocate nothing
+
+	shuttingDown bool
+	draining     bool
+	drained      sync.Cond // on mu; signalled while draining when nothing is queued or processing
+	down         atomic.Bool
+
+	clock   clock.WithTicker
+	limiter kworkqueue.TypedRateLimiter[T]
+	metrics *queueMetrics[T] // nil when metrics are off
+
+	loopStarted bool
+	kick        chan struct{}
+	stop        chan struct{}
+	stopOnce    sync.Once
+	wg          sync.WaitGroup // the delay and metrics goroutines
+
+	waiterPool sync.Pool
+}
+
+// The Queue drops into code written against client-go's interfaces.
+var _ kworkqueue.TypedRateLimitingInterface[string] = (*Queue[string])(nil)
+
+// AddOpts are the options of AddWithOpts. The zero value is a plain Add.
+type AddOpts struct {
+	// Priority orders ready items: higher first, FIFO within one priority. Add, AddAfter and
+	// AddRateLimited use 0; negative priorities are allowed. An item added again keeps the higher
+	// of its priorities (raising it moves the item to the back of the higher priority).
+	Priority int
+	// After delays the add like AddAfter; zero or negative adds at once.
+	After time.Duration
+	// RateLimited delays the add by the rate limiter's delay for the item, like AddRateLimited.
+	// With After also positive, the shorter of the two delays is used (controller-runtime's rule);
+	// the limiter counts the requeue either way.
+	RateLimited bool
+}
+
+// entry state bits. An entry can be ready (stQueued) or processing, never both; stDirty means
+// "processing and added again": Done makes it ready. Waiting for a delay (heapIdx >= 0) is
+// independent of the state bits, as client-go's delaying queue is a layer over its queue.
+const (
+	stQueued uint8 = 1 << iota
+	stProcessing
+	stDirty
+)
+
+type entry[T comparable] struct {
+	item  T
+	state uint8
+	prio  int    // priority of the ready slot, or of the re-add when dirty
+	seq   uint64 // matches the entry's live slot in ready; bumped on every enqueue
+
+	heapIdx  int // index in delayed, -1 when not waiting
+	readyAt  time.Time
+	waitPrio int
+	waitSeq  uint64
+
+	// metrics only
+	addedAt, startedAt time.Time
+	prevProc, nextProc *entry[T]
+}
+
+// New returns a running queue. Call ShutDown (or ShutDownWithDrain) when done with it: that stops
+// the queue's goroutines (one for delays, started on first use, and one for metrics when
+// enabled).
+func New[T comparable](opts ...Option) *Queue[T] {
+	var o options
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	q := &Queue[T]{
+		items: make(map[T]*entry[T]),
+		clock: o.clock,
+		kick:  make(chan struct{}, 1),
+		stop:  make(chan struct{}),
+	}
+	q.drained.L = &q.mu
+	q.waiterPool.New = func() any { return &waiter[T]{ch: make(chan struct{}, 1)} }
+	if q.clock == nil {
+		q.clock = clock.RealClock{}
+	}
+	switch rl := o.limiter.(type) {
+	case nil:
+		q.limiter = kworkqueue.DefaultTypedControllerRateLimiter[T]()
+	case kworkqueue.TypedRateLimiter[T]:
+		q.limiter = rl
+	default:
+		klog.Background().Error(nil, "Ignoring a rate limiter for another item type, using the default",
+			"queue", o.name, "rateLimiter", fmt.Sprintf("%T", rl), "itemType", reflect.TypeFor[T]().String())
+		q.limiter = kworkqueue.DefaultTypedControllerRateLimiter[T]()
+	}
+	if q.metrics = newQueueMetrics[T](o.metrics, o.name, q.clock); q.metrics != nil {
+		t := q.clock.NewTicker(unfinishedWorkPeriod)
+		q.wg.Add(1)
+		go q.metricsLoop(t)
+	}
+	return q
+}
+
+// Add marks item as needing processing, at priority 0. An item already waiting to be handed out
+// is not queued twice; an item being processed is handed out again after its Done. Adds after
+// ShutDown are ignored.
+func (q *Queue[T]) Add(item T) {
+	q.mu.Lock()
+	if !q.shuttingDown {
+		q.addLocked(item, 0)
+		if q.waiters.head != nil {
+			q.dispatchLocked()
+		}
+	}
+	q.mu.Unlock()
+}
+
+// AddWithOpts adds items with a priority, a delay or a rate-limited delay (see AddOpts). Delayed
+// items keep their priority: it applies when the delay ends.
+func (q *Queue[T]) AddWithOpts(o AddOpts, items ...T) {
+	if len(items) == 0 || q.down.Load() {
+		return
+	}
+	switch {
+	case o.RateLimited:
+		for _, item := range items {
+			d := q.limiter.When(item)
+			if o.After > 0 && o.After < d {
+				d = o.After
+			}
+			q.addAfter(item, d, o.Priority)
+		}
+	case o.After > 0:
+		at := q.clock.Now().Add(o.After)
+		q.mu.Lock()
+		if !q.shuttingDown {
+			for _, item := range items {
+				if q.metrics != nil {
+					q.metrics.retry()
+				}
+				q.delayLocked(item, at, o.Priority)
+			}
+		}
+		q.mu.Unlock()
+	default:
+		q.mu.Lock()
+		if !q.shuttingDown {
+			for _, item := range items {
+				q.addLocked(item, o.Priority)
+			}
+			if q.waiters.head != nil {
+				q.dispatchLocked()
+			}
+		}
+		q.mu.Unlock()
+	}
+}
+
+// AddAfter adds item once d has passed; d <= 0 adds at once. An item already waiting keeps the
+// earlier of its ready times. Items still waiting at ShutDown are dropped, as in client-go.
+func (q *Queue[T]) AddAfter(item T, d time.Duration) {
+	q.addAfter(item, d, 0)
+}
+
+// AddRateLimited adds item after the delay the rate limiter gives it.
+func (q *Queue[T]) AddRateLimited(item T) {
+	if q.down.Load() {
+		return
+	}
+	q.addAfter(item, q.limiter.When(item), 0)
+}
+
+// Forget tells the rate limiter to stop tracking item (its backoff starts over). It does not
+// remove the item from the queue; the worker still calls Done.
+func (q *Queue[T]) Forget(item T) { q.limiter.Forget(item) }
+
+// NumRequeues reports how many times the rate limiter has delayed item since it was forgotten.
+func (q *Queue[T]) NumRequeues(item T) int { return q.limiter.NumRequeues(item) }
+
+func (q *Queue[T]) addAfter(item T, d time.Duration, prio int) {
+	var at time.Time
+	if d > 0 {
+		at = q.clock.Now().Add(d) // read the clock outside the lock
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shuttingDown {
+		return
+	}
+	if q.metrics != nil {
+		q.metrics.retry()
+	}
+	if d <= 0 {
+		q.addLocked(item, prio)
+		if q.waiters.head != nil {
+			q.dispatchLocked()
+		}
+		return
+	}
+	q.delayLocked(item, at, prio)
+}
+
+// Len returns the number of items ready to be handed out, for information only.
+func (q *Queue[T]) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.delayed) > 0 {
+		q.promoteLocked(q.clock.Now())
+	}
+	return q.queued
+}
+
+// Get blocks until it can hand out an item, the highest priority first and the oldest first
+// within a priority. The caller owns the item until it calls Done; no other caller gets it
+// meanwhile. After ShutDown, Get still hands out the items that are ready and then reports
+// shutdown = true. Workers should keep calling Get until it does.
+func (q *Queue[T]) Get() (item T, shutdown bool) {
+	q.mu.Lock()
+	if len(q.delayed) > 0 {
+		// Items whose delay has passed are eligible now, even if the delay goroutine has not
+		// woken yet: a fake clock stepped by a test takes effect at once.
+		q.promoteLocked(q.clock.Now())
+	}
+	if q.queued > 0 {
+		e := q.takeLocked()
+		item = e.item
+		q.mu.Unlock()
+		return item, false
+	}
+	if q.shuttingDown {
+		q.mu.Unlock()
+		return item, true
+	}
+	// Wait for an item to be handed over directly (see dispatchLocked): the waker does the
+	// bookkeeping under its lock, so a woken getter need not take the lock again.
+	w := q.waiterPool.Get().(*waiter[T])
+	q.waiters.push(w)
+	q.mu.Unlock()
+	<-w.ch
+	item, shutdown = w.item, w.shutdown
+	var zero T
+	w.item, w.shutdown = zero, false
+	q.waiterPool.Put(w)
+	return item, shutdown
+}
+
+// Done marks item as processed. If it was added again while it was processed, it is queued
+// again now. Done of an item that is not being processed does nothing.
+func (q *Queue[T]) Done(item T) {
+	q.mu.Lock()
+	e := q.items[item]
+	if e == nil || e.state&stProcessing == 0 {
+		q.mu.Unlock()
+		return
+	}
+	q.processing--
+	if q.metrics != nil {
+		q.metrics.finished(e)
+	}
+	if e.state&stDirty != 0 {
+		e.state = 0
+		q.enqueueLocked(e, e.prio)
+		if q.waiters.head != nil {
+			q.dispatchLocked()
+		}
+	} else {
+		e.state = 0
+		if e.heapIdx < 0 {
+			q.releaseLocked(e)
+		}
+	}
+	if q.draining && q.processing == 0 && q.queued == 0 {
+		q.drained.Broadcast()
+	}
+	q.mu.Unlock()
+}
+
+// ShutDown makes the queue ignore new items, wakes every waiting Get, drops the items waiting
+// for a delay and stops the queue's goroutines before it returns. Items already ready are still
+// handed out by Get; then Get reports shutdown. ShutDown also ends a ShutDownWithDrain that is
+// waiting. Calling it more than once is fine.
+func (q *Queue[T]) ShutDown() { q.shutDown(false) }
+
+// ShutDownWithDrain is ShutDown that then waits until every item ready at the time has been
+// handed out and every handed-out item is Done (client-go waits only for the latter). Workers
+// must keep calling Get and Done, or it waits forever; ShutDown ends the wait.
+func (q *Queue[T]) ShutDownWithDrain() { q.shutDown(true) }
+
+// ShuttingDown reports whether ShutDown or ShutDownWithDrain has been called.
+func (q *Queue[T]) ShuttingDown() bool { return q.down.Load() }
+
+func (q *Queue[T]) shutDown(drain bool) {
+	q.mu.Lock()
+	if !q.shuttingDown {
+		q.shuttingDown = true
+		q.down.Store(true)
+		q.dropDelayedLocked()
+	}
+	// Getters wait only while nothing is ready, so each of them can be told to quit.
+	for w := q.waiters.pop(); w != nil; w = q.waiters.pop() {
+		w.shutdown = true
+		w.ch <- struct{}{}
+	}
+	if drain {
+		q.draining = true
+	} else if q.draining {
+		q.draining = false // ends the wait of ShutDownWithDrain
+		q.drained.Broadcast()
+	}
+	q.mu.Unlock()
+
+	q.stopOnce.Do(func() { close(q.stop) })
+
+	if drain {
+		q.mu.Lock()
+		for q.draining && (q.queued > 0 || q.processing > 0) {
+			q.drained.Wait()
+		}
+		q.mu.Unlock()
+	}
+	q.wg.Wait()
+}
+
+// addLocked marks item as needing processing at priority prio.
+func (q *Queue[T]) addLocked(item T, prio int) {
+	e := q.items[item]
+	if e == nil {
+		e = q.newEntryLocked(item)
+		q.enqueueLocked(e, prio)
+		if q.metrics != nil {
+			q.metrics.added(e)
+		}
+		return
+	}
+	q.readyLocked(e, prio)
+}
+
+// readyLocked applies an add of priority prio to a known entry.
+func (q *Queue[T]) readyLocked(e *entry[T], prio int) {
+	switch {
+	case e.state&stProcessing != 0:
+		if e.state&stDirty == 0 {
+			e.state |= stDirty
+			e.prio = prio
+			if q.metrics != nil {
+				q.metrics.added(e)
+			}
+		} else if prio > e.prio {
+			e.prio = prio
+		}
+	case e.state&stQueued != 0:
+		if prio > e.prio {
+			// Move to the back of the higher priority; the old slot becomes stale.
+			old := e.prio
+			e.prio = prio
+			e.seq++
+			q.ready.abandon(old)
+			q.ready.push(e)
+		}
+	default: // only waiting for a delay
+		q.enqueueLocked(e, prio)
+		if q.metrics != nil {
+			q.metrics.added(e)
+		}
+	}
+}
+
+func (q *Queue[T]) enqueueLocked(e *entry[T], prio int) {
+	e.state |= stQueued
+	e.prio = prio
+	e.seq++
+	q.ready.push(e)
+	q.queued++
+}
+
+// takeLocked pops the next ready entry and marks it processing. q.queued must be > 0.
+func (q *Queue[T]) takeLocked() *entry[T] {
+	e := q.ready.pop()
+	q.queued--
+	e.state = stProcessing
+	q.processing++
+	if q.metrics != nil {
+		q.metrics.started(e)
+	}
+	return e
+}
+
+// dispatchLocked hands ready entries straight to waiting getters, oldest getter first.
+func (q *Queue[T]) dispatchLocked() {
+	for q.queued > 0 {
+		w := q.waiters.pop()
+		if w == nil {
+			return
+		}
+		w.item = q.takeLocked().item
+		w.ch <- struct{}{}
+	}
+}
+
+func (q *Queue[T]) newEntryLocked(item T) *entry[T] {
+	var e *entry[T]
+	if n := len(q.free); n > 0 {
+		e = q.free[n-1]
+		q.free[n-1] = nil
+		q.free = q.free[:n-1]
+	} else {
+		e = &entry[T]{heapIdx: -1}
+	}
+	e.item = item
+	q.items[item] = e
+	return e
+}
+
+// maxFree bounds the recycled entries kept after a burst.
+const maxFree = 1024
+
+// releaseLocked forgets an entry that is neither ready, processing nor waiting. Its seq is kept:
+// a stale slot may still point at it and must stay stale if the entry is reused.
+func (q *Queue[T]) releaseLocked(e *entry[T]) {
+	delete(q.items, e.item)
+	var zero T
+	e.item = zero
+	e.state = 0
+	e.readyAt, e.addedAt, e.startedAt = time.Time{}, time.Time{}, time.Time{}
+	if len(q.free) < maxFree {
+		q.free = append(q.free, e)
+	}
+}
+
+// waiter is a getter blocked in Get. The item is handed to it under the queue's lock.
+type waiter[T comparable] struct {
+	ch       chan struct{} // buffered 1: the waker never blocks
+	item     T
+	shutdown bool
+	next     *waiter[T]
+}
+
+// waiterList is a FIFO of blocked getters, so the longest waiting one is served first.
+type waiterList[T comparable] struct {
+	head, tail *waiter[T]
+}
+
+func (l *waiterList[T]) push(w *waiter[T]) {
+	w.next = nil
+	if l.tail == nil {
+		l.head = w
+	} else {
+		l.tail.next = w
+	}
+	l.tail = w
+}
+
+func (l *waiterList[T]) pop() *waiter[T] {
+	w := l.head
+	if w == nil {
+		return nil
+	}
+	l.head = w.next
+	if l.head == nil {
+		l.tail = nil
+	}
+	w.next = nil
+	return w
+}
