@@ -1,0 +1,160 @@
+package informer
+
+import (
+	"errors"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Adder is the part of a work queue the enqueue helpers use. ctrlkit's
+// workqueue.Queue[K] and client-go's workqueue.TypedInterface[K] both
+// satisfy it.
+type Adder[K comparable] interface {
+	Add(item K)
+}
+
+// EnqueueKey returns a Handler that adds each event's object key
+// ("namespace/name", or "name" when cluster-scoped; the format of
+// cache.MetaNamespaceKeyFunc) to q. Deletions inferred from tombstones use
+// the tombstone's key. Resync updates are enqueued too: periodic resync
+// exists to re-run reconciles.
+func EnqueueKey[T Object](q Adder[string]) Handler[T] {
+	return EnqueueKeyFunc[T](q, cache.ObjectName.String)
+}
+
+// EnqueueKeyFunc is EnqueueKey for a queue of any key type: key turns the
+// object's namespace and name into K.
+func EnqueueKeyFunc[T Object, K comparable](q Adder[K], key func(cache.ObjectName) K) Handler[T] {
+	if key == nil {
+		return &mapped[T, K]{q: q}
+	}
+	return &mapped[T, K]{q: q, fn: func(obj T) []K {
+		return []K{key(cache.ObjectName{Namespace: obj.GetNamespace(), Name: obj.GetName()})}
+	}}
+}
+
+// EnqueueMapped returns a Handler that adds fn(obj) to q for every event.
+// For an update it adds the keys of both the old and the new object, once
+// each, so a mapping that changed (a relabelled child, a new owner) reaches
+// both the former and the current target. Resync updates are enqueued; wrap
+// with WithoutResync to drop them.
+func EnqueueMapped[T Object, K comparable](q Adder[K], fn func(T) []K) Handler[T] {
+	return &mapped[T, K]{q: q, fn: fn}
+}
+
+// EnqueueControllerOf returns a Handler that adds the key of the object's
+// controlling owner ("namespace/ownerName") to q when that owner is of
+// ownerGVK's group and kind (any version: owner references name whatever
+// version the owner was created with). An update whose controller reference
+// changed enqueues both the old and the new owner. Resync updates are
+// dropped: the owner's own informer resyncs the owner.
+//
+// The owner's key takes the child's namespace, as owner references name
+// owners in the child's namespace; for a cluster-scoped owner of a namespaced
+// child use EnqueueMapped.
+func EnqueueControllerOf[T Object](q Adder[string], ownerGVK schema.GroupVersionKind) Handler[T] {
+	return EnqueueControllerOfFunc[T](q, ownerGVK, cache.ObjectName.String)
+}
+
+// EnqueueControllerOfFunc is EnqueueControllerOf for a queue of any key type:
+// key turns the owner's namespace and name into K.
+func EnqueueControllerOfFunc[T Object, K comparable](q Adder[K], ownerGVK schema.GroupVersionKind, key func(cache.ObjectName) K) Handler[T] {
+	if key == nil {
+		return &mapped[T, K]{q: q, skipResync: true}
+	}
+	return &mapped[T, K]{q: q, skipResync: true, fn: func(obj T) []K {
+		name, ok := ControllerOf(obj, ownerGVK)
+		if !ok {
+			return nil
+		}
+		return []K{key(name)}
+	}}
+}
+
+// ControllerOf returns the namespace and name of obj's controlling owner when
+// that owner is of ownerGVK's group and kind.
+func ControllerOf(obj metav1.Object, ownerGVK schema.GroupVersionKind) (cache.ObjectName, bool) {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	if ref == nil || ref.Kind != ownerGVK.Kind {
+		return cache.ObjectName{}, false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil || gv.Group != ownerGVK.Group {
+		return cache.ObjectName{}, false
+	}
+	return cache.ObjectName{Namespace: obj.GetNamespace(), Name: ref.Name}, true
+}
+
+// WithoutResync wraps h so that resync updates (IsResync) do not reach it.
+func WithoutResync[T Object](h Handler[T]) Handler[T] {
+	return resyncFilter[T]{h}
+}
+
+type resyncFilter[T Object] struct{ Handler[T] }
+
+func (r resyncFilter[T]) HandleUpdate(oldObj, newObj T) {
+	if IsResync(oldObj, newObj) {
+		return
+	}
+	r.Handler.HandleUpdate(oldObj, newObj)
+}
+
+func (r resyncFilter[T]) validate() error { return validateHandler(r.Handler) }
+
+// mapped is the handler behind every enqueue helper.
+type mapped[T Object, K comparable] struct {
+	q          Adder[K]
+	fn         func(T) []K
+	skipResync bool
+}
+
+// validator is implemented by handlers that can be misconfigured; AddHandler
+// refuses them rather than letting them fail on the first event.
+type validator interface{ validate() error }
+
+func validateHandler(h any) error {
+	if v, ok := h.(validator); ok {
+		return v.validate()
+	}
+	return nil
+}
+
+func (m *mapped[T, K]) validate() error {
+	switch {
+	case m.q == nil:
+		return errors.New("enqueue handler has a nil queue")
+	case m.fn == nil:
+		return errors.New("enqueue handler has a nil key function")
+	}
+	return nil
+}
+
+func (m *mapped[T, K]) HandleAdd(obj T, _ bool) {
+	for _, k := range m.fn(obj) {
+		m.q.Add(k)
+	}
+}
+
+func (m *mapped[T, K]) HandleUpdate(oldObj, newObj T) {
+	if m.skipResync && IsResync(oldObj, newObj) {
+		return
+	}
+	keys := m.fn(newObj)
+	for _, k := range keys {
+		m.q.Add(k)
+	}
+	for _, k := range m.fn(oldObj) {
+		if !slices.Contains(keys, k) {
+			m.q.Add(k)
+		}
+	}
+}
+
+func (m *mapped[T, K]) HandleDelete(obj T, _ DeleteInfo) {
+	for _, k := range m.fn(obj) {
+		m.q.Add(k)
+	}
+}

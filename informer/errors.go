@@ -1,0 +1,85 @@
+package informer
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// Sentinel errors, matched with errors.Is.
+var (
+	// ErrUnsupportedType is returned by For when the factory cannot serve the
+	// requested Go type (it is not registered in client-go's scheme, or the
+	// client-go informer factory has no informer for its resource).
+	ErrUnsupportedType = errors.New("type not served by the informer factory")
+
+	// ErrUnexpectedType reports an object of the wrong Go type in an informer's
+	// event stream or cache: a foreign tombstone, a transform that returned
+	// another type, or a custom resource that failed conversion. The concrete
+	// error is an *UnexpectedTypeError.
+	ErrUnexpectedType = errors.New("unexpected object type")
+
+	// ErrCacheSyncTimeout is matched by the error WaitForCacheSync returns when
+	// its context ends before every informer synced. The concrete error is a
+	// *CacheSyncError naming the informers that had not synced.
+	ErrCacheSyncTimeout = errors.New("informer caches did not sync")
+
+	// ErrNoMetadataClient is returned by ForMetadata when the factory was built
+	// without WithMetadataClient.
+	ErrNoMetadataClient = errors.New("factory has no metadata client (use WithMetadataClient)")
+
+	// ErrNoDynamicClient is returned by ForResource when the factory was built
+	// without WithDynamicClient.
+	ErrNoDynamicClient = errors.New("factory has no dynamic client (use WithDynamicClient)")
+)
+
+// UnexpectedTypeError describes an object of the wrong type seen by a typed
+// informer. It matches ErrUnexpectedType with errors.Is.
+type UnexpectedTypeError struct {
+	// Informer names the informer that saw the object (see Informer.Name).
+	Informer string
+	// Want is the Go type the informer serves, Got the type it saw.
+	Want, Got string
+	// Tombstone is true when the object arrived inside a
+	// cache.DeletedFinalStateUnknown.
+	Tombstone bool
+	// Key is the object's cache key when it is known.
+	Key string
+}
+
+func (e *UnexpectedTypeError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "informer %s: unexpected object type %s", e.Informer, e.Got)
+	if e.Tombstone {
+		b.WriteString(" in tombstone")
+	}
+	if e.Key != "" {
+		fmt.Fprintf(&b, " for key %q", e.Key)
+	}
+	fmt.Fprintf(&b, ", want %s", e.Want)
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrUnexpectedType) true.
+func (e *UnexpectedTypeError) Is(target error) bool { return target == ErrUnexpectedType }
+
+// typeName renders a Go type with its package path so that *v1.Pod of
+// k8s.io/api/core/v1 and of k8s.io/api/events/v1 are told apart.
+func typeName(t reflect.Type) string {
+	if t == nil {
+		return "<nil>"
+	}
+	ptr := ""
+	base := t
+	for base.Kind() == reflect.Pointer {
+		ptr += "*"
+		base = base.Elem()
+	}
+	if base.PkgPath() == "" {
+		return t.String()
+	}
+	return fmt.Sprintf("%s%s.%s", ptr, base.PkgPath(), base.Name())
+}
+
+func typeOf(v any) string { return typeName(reflect.TypeOf(v)) }

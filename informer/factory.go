@@ -1,0 +1,246 @@
+package informer
+
+import (
+	"context"
+	"reflect"
+	"sort"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// Factory hands out shared typed informers. It wraps client-go's
+// informers.SharedInformerFactory (and, when configured, its dynamic and
+// metadata counterparts), so every informer is client-go's own
+// SharedIndexInformer: one List+Watch per type however many controllers ask.
+//
+// A Factory is safe for concurrent use. Create it with NewFactory, obtain
+// informers with For, ForMetadata or ForResource, then Start it; Shutdown
+// stops every informer and waits for their goroutines.
+type Factory struct {
+	cfg    factoryConfig
+	ctx    context.Context // carries the logger for the error handler
+	logger klog.Logger
+
+	shared   informers.SharedInformerFactory
+	dynamic  dynamicinformer.DynamicSharedInformerFactory // nil without WithDynamicClient
+	metadata metadatainformer.SharedInformerFactory       // nil without WithMetadataClient
+
+	mu        sync.Mutex
+	informers map[registryKey]registered
+	runCtx    context.Context // set by the first Start; informers created later start with it
+	cancel    context.CancelFunc
+	shutdown  bool
+}
+
+// registryKey identifies one shared informer of the factory.
+type registryKey struct {
+	source source
+	typ    reflect.Type                // typed informers
+	gvr    schema.GroupVersionResource // metadata and dynamic informers
+}
+
+type source int
+
+const (
+	sourceTyped source = iota
+	sourceMetadata
+	sourceDynamic
+)
+
+// registered is what the factory needs from every informer it handed out.
+type registered interface {
+	Name() string
+	HasSynced() bool
+	HasSyncedChecker() cache.DoneChecker
+	servedType() reflect.Type
+}
+
+// NewFactory returns a Factory over client. See the FactoryOption functions
+// for the knobs; with none, informers watch all namespaces, never resync,
+// strip managedFields and report problems through
+// utilruntime.HandleErrorWithContext.
+func NewFactory(client kubernetes.Interface, opts ...FactoryOption) *Factory {
+	f := &Factory{informers: map[registryKey]registered{}}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&f.cfg)
+		}
+	}
+	if f.cfg.logger != nil {
+		f.logger = *f.cfg.logger
+	} else {
+		f.logger = klog.Background()
+	}
+	f.ctx = klog.NewContext(context.Background(), f.logger)
+
+	sharedOpts := []informers.SharedInformerOption{
+		informers.WithNamespace(f.cfg.namespace),
+		// One transform for every informer of the client-go factory; it
+		// dispatches on the object's type to the per-type transforms.
+		informers.WithTransform(f.transform),
+	}
+	if f.cfg.tweak != nil {
+		sharedOpts = append(sharedOpts, informers.WithTweakListOptions(f.cfg.tweak))
+	}
+	f.shared = informers.NewSharedInformerFactoryWithOptions(client, f.cfg.resync, sharedOpts...)
+
+	if f.cfg.dynamicClient != nil {
+		f.dynamic = dynamicinformer.NewFilteredDynamicSharedInformerFactory(f.cfg.dynamicClient, f.cfg.resync, f.cfg.namespace, f.cfg.tweak)
+	}
+	if f.cfg.metadataClient != nil {
+		// Transforms are set per informer (ForMetadata): this constructor is
+		// the only one that takes both a namespace and list tweaks.
+		f.metadata = metadatainformer.NewFilteredSharedInformerFactory(f.cfg.metadataClient, f.cfg.resync, f.cfg.namespace, f.cfg.tweak)
+	}
+	return f
+}
+
+// SharedInformerFactory returns the client-go factory underneath, for code
+// that needs client-go's generated informers. Informers taken from it share
+// the same watches and transforms as those from For.
+func (f *Factory) SharedInformerFactory() informers.SharedInformerFactory { return f.shared }
+
+// Start runs every informer handed out so far. Informers handed out after
+// Start are started at once, so a controller can ask for one late. The first
+// Start's context governs them all: cancelling it, or calling Shutdown, stops
+// them. Start does not block; use WaitForCacheSync to wait for the caches.
+func (f *Factory) Start(ctx context.Context) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.shutdown {
+		return
+	}
+	if f.runCtx == nil {
+		f.runCtx, f.cancel = context.WithCancel(ctx)
+	}
+	f.startLocked()
+}
+
+func (f *Factory) startLocked() {
+	ctx := f.runCtx
+	f.shared.StartWithContext(ctx)
+	if f.dynamic != nil {
+		f.dynamic.Start(ctx.Done())
+	}
+	if f.metadata != nil {
+		f.metadata.Start(ctx.Done())
+	}
+}
+
+// Shutdown stops every informer and blocks until all their goroutines have
+// returned. It is safe to call more than once and without Start; after it,
+// Start does nothing.
+func (f *Factory) Shutdown() {
+	f.mu.Lock()
+	f.shutdown = true
+	if f.cancel != nil {
+		f.cancel()
+	}
+	f.mu.Unlock()
+
+	f.shared.Shutdown()
+	if f.dynamic != nil {
+		f.dynamic.Shutdown()
+	}
+	if f.metadata != nil {
+		f.metadata.Shutdown()
+	}
+}
+
+// WaitForCacheSync waits until every informer handed out by the factory has
+// synced, or ctx ends. Its error names the informers that had not synced and
+// matches ErrCacheSyncTimeout. An informer that was never started never
+// syncs, so call Start first.
+func (f *Factory) WaitForCacheSync(ctx context.Context) error {
+	f.mu.Lock()
+	infs := make([]interface{ HasSynced() bool }, 0, len(f.informers))
+	for _, inf := range f.informers {
+		infs = append(infs, inf)
+	}
+	f.mu.Unlock()
+	// Map order is random; a stable order keeps errors reproducible.
+	sort.Slice(infs, func(i, j int) bool {
+		return infs[i].(registered).Name() < infs[j].(registered).Name()
+	})
+	return WaitForCacheSync(ctx, infs...)
+}
+
+// lookupOrCreate returns the informer registered under key, or creates one
+// with create and registers it. The informer is started at once if the
+// factory already runs.
+func lookupOrCreate[T Object](f *Factory, key registryKey, create func() (*sharedInformer[T], error)) (*sharedInformer[T], error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if existing, ok := f.informers[key]; ok {
+		inf, ok := existing.(*sharedInformer[T])
+		if !ok {
+			return nil, &conflictError{name: existing.Name(), have: existing.servedType(), want: reflect.TypeFor[T]()}
+		}
+		return inf, nil
+	}
+	inf, err := create()
+	if err != nil {
+		return nil, err
+	}
+	f.informers[key] = inf
+	if f.runCtx != nil && !f.shutdown {
+		f.startLocked()
+	}
+	return inf, nil
+}
+
+// conflictError: a resource already served as another Go type by this factory.
+type conflictError struct {
+	name       string
+	have, want reflect.Type
+}
+
+func (e *conflictError) Error() string {
+	return "informer " + e.name + " already serves " + typeName(e.have) + ", cannot serve " + typeName(e.want)
+}
+
+func (e *conflictError) Is(target error) bool { return target == ErrUnsupportedType }
+
+// transform is the one TransformFunc of the typed client-go factory: strip
+// managedFields (unless disabled), then run the per-type transforms.
+func (f *Factory) transform(obj any) (any, error) {
+	if !f.cfg.keepManagedFields {
+		if m, ok := obj.(metav1.Object); ok {
+			// Cheap for typed and unstructured objects alike; no-op when absent.
+			m.SetManagedFields(nil)
+		}
+	}
+	if len(f.cfg.transforms) == 0 {
+		return obj, nil
+	}
+	fn := f.cfg.transforms[reflect.TypeOf(obj)]
+	if fn == nil {
+		return obj, nil
+	}
+	out, err := fn(obj)
+	if err != nil {
+		// Returning the error would make client-go fail the whole list or
+		// watch and retry forever; cache the object untransformed instead.
+		f.report(err)
+		return obj, nil
+	}
+	return out, nil
+}
+
+// report sends err to the configured error handler.
+func (f *Factory) report(err error) {
+	if f.cfg.errorHandler != nil {
+		f.cfg.errorHandler(f.ctx, err)
+		return
+	}
+	utilruntime.HandleErrorWithContext(f.ctx, err, "informer problem")
+}

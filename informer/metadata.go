@@ -1,0 +1,68 @@
+package informer
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/cache"
+)
+
+// ForMetadata returns the factory's shared metadata-only informer for gvr,
+// over client-go's metadata informer factory: the API server sends only
+// object metadata, so the cache holds *metav1.PartialObjectMetadata (name,
+// namespace, labels, annotations, owner references, ...) instead of whole
+// objects. Use it for resources whose spec and status a controller never
+// reads, e.g. to find Secrets or Pods by owner on a large cluster.
+//
+// The factory needs WithMetadataClient; without one the error matches
+// ErrNoMetadataClient. The informer is distinct from For's typed informer of
+// the same resource (another watch); its Name has a " (metadata)" suffix.
+func ForMetadata(f *Factory, gvr schema.GroupVersionResource) (Informer[*metav1.PartialObjectMetadata], error) {
+	if err := validGVR(gvr); err != nil {
+		return nil, err
+	}
+	if f.metadata == nil {
+		return nil, fmt.Errorf("metadata informer for %s: %w", gvr.GroupResource(), ErrNoMetadataClient)
+	}
+	name := gvr.GroupResource().String() + " (metadata)"
+	inf, err := lookupOrCreate(f, registryKey{source: sourceMetadata, gvr: gvr}, func() (*sharedInformer[*metav1.PartialObjectMetadata], error) {
+		shared := f.metadata.ForResource(gvr).Informer()
+		setTransform(f, name, shared, f.transform)
+		return newSharedInformer[*metav1.PartialObjectMetadata](f, name, gvr, kindFor(gvr), shared)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return inf, nil
+}
+
+func validGVR(gvr schema.GroupVersionResource) error {
+	if gvr.Version == "" || gvr.Resource == "" {
+		return fmt.Errorf("informer for %q: group version resource needs a version and a resource", gvr.String())
+	}
+	return nil
+}
+
+// setTransform installs fn on a freshly created client-go informer. It can
+// only fail if someone started that informer through the client-go factory
+// behind our back; the informer still works, without our transform.
+func setTransform(f *Factory, name string, inf cache.SharedIndexInformer, fn cache.TransformFunc) {
+	if err := inf.SetTransform(fn); err != nil {
+		f.report(fmt.Errorf("informer %s: transform not installed: %w", name, err))
+	}
+}
+
+// kindFor finds the kind of gvr in client-go's scheme (empty when the scheme
+// does not know it, e.g. for a custom resource).
+func kindFor(gvr schema.GroupVersionResource) schema.GroupVersionKind {
+	for kind := range scheme.Scheme.KnownTypes(gvr.GroupVersion()) {
+		gvk := gvr.GroupVersion().WithKind(kind)
+		if plural, _ := meta.UnsafeGuessKindToResource(gvk); plural == gvr {
+			return gvk
+		}
+	}
+	return schema.GroupVersionKind{}
+}

@@ -1,0 +1,130 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+	"k8s.io/klog/v2"
+)
+
+// FactoryOption configures NewFactory. Options are applied in order; a later
+// option of the same kind replaces an earlier one (WithTransform composes
+// instead, see there).
+type FactoryOption func(*factoryConfig)
+
+// factoryConfig holds what the options set. It is fixed once NewFactory
+// returns, so the transform path reads it without locks.
+type factoryConfig struct {
+	resync            time.Duration
+	namespace         string
+	tweak             func(*metav1.ListOptions)
+	keepManagedFields bool
+	transforms        map[reflect.Type]func(any) (any, error)
+	errorHandler      func(context.Context, error)
+	logger            *klog.Logger
+	dynamicClient     dynamic.Interface
+	metadataClient    metadata.Interface
+}
+
+// WithResync sets the default resync period of every informer (0, the
+// default, means no periodic resync). Resync re-delivers every cached object
+// as an update whose old and new objects share a resourceVersion; see
+// IsResync and HandlerFuncs.SkipResync.
+func WithResync(d time.Duration) FactoryOption {
+	return func(c *factoryConfig) { c.resync = d }
+}
+
+// WithNamespace limits every namespaced informer of the factory to one
+// namespace. The default, metav1.NamespaceAll (""), watches all namespaces.
+func WithNamespace(ns string) FactoryOption {
+	return func(c *factoryConfig) { c.namespace = ns }
+}
+
+// WithTweakListOptions lets the caller narrow every list and watch the
+// factory issues, typically with a label or field selector. Listers then
+// only see what matched.
+func WithTweakListOptions(fn func(*metav1.ListOptions)) FactoryOption {
+	return func(c *factoryConfig) { c.tweak = fn }
+}
+
+// WithoutManagedFieldsStripping keeps metadata.managedFields in cached
+// objects. By default the factory drops them on entry to the cache: they are
+// server-side-apply bookkeeping controllers rarely read, and often a third of
+// an object's bytes (see docs/performance.md).
+func WithoutManagedFieldsStripping() FactoryOption {
+	return func(c *factoryConfig) { c.keepManagedFields = true }
+}
+
+// WithTransform registers a transform for objects of type T, run on each
+// object before it enters the cache (after managedFields stripping). Use it to
+// drop fields a controller never reads. Several transforms for one T run in
+// the order given.
+//
+// The transform may mutate and return its argument (client-go hands it a
+// private copy) and must be idempotent. If it returns an error, the error is
+// reported to the factory's error handler and the object is cached as it was
+// before the transform: a broken transform must not wedge the informer.
+func WithTransform[T Object](fn func(T) (T, error)) FactoryOption {
+	return func(c *factoryConfig) {
+		if fn == nil {
+			return
+		}
+		if c.transforms == nil {
+			c.transforms = map[reflect.Type]func(any) (any, error){}
+		}
+		t := reflect.TypeFor[T]()
+		prev := c.transforms[t]
+		c.transforms[t] = func(obj any) (any, error) {
+			if prev != nil {
+				var err error
+				if obj, err = prev(obj); err != nil {
+					return obj, err
+				}
+			}
+			typed, ok := obj.(T)
+			if !ok {
+				return obj, nil
+			}
+			out, err := fn(typed)
+			if err != nil {
+				return obj, fmt.Errorf("transform for %s: %w", typeName(t), err)
+			}
+			return out, nil
+		}
+	}
+}
+
+// WithErrorHandler sets where the factory reports problems it cannot return
+// to a caller: objects of the wrong type in an event stream or cache, failing
+// transforms and index functions. The default is
+// k8s.io/apimachinery/pkg/util/runtime.HandleErrorWithContext. The handler may
+// run while an informer holds its cache lock: it must return quickly and must
+// not read the informer's cache.
+func WithErrorHandler(fn func(ctx context.Context, err error)) FactoryOption {
+	return func(c *factoryConfig) { c.errorHandler = fn }
+}
+
+// WithLogger sets the logger handed to informer event handlers and to the
+// error handler's context. The default is klog.Background().
+func WithLogger(logger klog.Logger) FactoryOption {
+	return func(c *factoryConfig) { c.logger = &logger }
+}
+
+// WithDynamicClient gives the factory a dynamic client so that ForResource can
+// serve custom resources from a dynamic shared informer factory owned (started
+// and shut down) by this Factory.
+func WithDynamicClient(client dynamic.Interface) FactoryOption {
+	return func(c *factoryConfig) { c.dynamicClient = client }
+}
+
+// WithMetadataClient gives the factory a metadata client so that ForMetadata
+// can serve metadata-only informers from a metadata shared informer factory
+// owned (started and shut down) by this Factory.
+func WithMetadataClient(client metadata.Interface) FactoryOption {
+	return func(c *factoryConfig) { c.metadataClient = client }
+}
