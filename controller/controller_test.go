@@ -1,0 +1,492 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+var errBoom = errors.New("boom")
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	ok := ReconcilerFunc[string](func(context.Context, string) (Result, error) { return Result{}, nil })
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	defer q.ShutDown()
+	cases := []struct {
+		name  string
+		cname string
+		r     Reconciler[string]
+		opts  Options[string]
+		field string
+	}{
+		{"empty name", "", ok, Options[string]{}, "name"},
+		{"nil reconciler", "c", nil, Options[string]{}, "Reconciler"},
+		{"negative workers", "c", ok, Options[string]{Workers: -1}, "Workers"},
+		{"negative retries", "c", ok, Options[string]{MaxRetries: -3}, "MaxRetries"},
+		{"retries and no retries", "c", ok, Options[string]{MaxRetries: 3, NoRetries: true}, "MaxRetries"},
+		{"negative timeout", "c", ok, Options[string]{ReconcileTimeout: -time.Second}, "ReconcileTimeout"},
+		{"negative sync timeout", "c", ok, Options[string]{CacheSyncTimeout: -time.Second}, "CacheSyncTimeout"},
+		{"queue and limiter", "c", ok, Options[string]{Queue: q, RateLimiter: workqueue.DefaultTypedControllerRateLimiter[string]()}, "RateLimiter"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New(tc.cname, tc.r, tc.opts)
+			require.Error(t, err)
+			assert.Nil(t, c)
+			assert.ErrorIs(t, err, ErrInvalidOptions)
+			var oe *OptionsError
+			require.ErrorAs(t, err, &oe)
+			assert.Equal(t, tc.field, oe.Field)
+			assert.Contains(t, err.Error(), tc.field)
+		})
+	}
+}
+
+func TestNewDefaults(t *testing.T) {
+	c, err := New("defaults", ReconcilerFunc[Key](func(context.Context, Key) (Result, error) { return Result{}, nil }), Options[Key]{})
+	require.NoError(t, err)
+	assert.Equal(t, "defaults", c.Name())
+	assert.Equal(t, 1, c.Workers())
+	assert.Equal(t, DefaultMaxRetries, c.maxRetries)
+	assert.True(t, c.NeedLeaderElection(), "controllers need leader election unless they opt out")
+
+	c2, err := New("standby-safe", ReconcilerFunc[Key](func(context.Context, Key) (Result, error) { return Result{}, nil }),
+		Options[Key]{NeedLeaderElection: new(false), NoRetries: true, Workers: 4})
+	require.NoError(t, err)
+	assert.False(t, c2.NeedLeaderElection())
+	assert.Equal(t, 0, c2.maxRetries)
+	assert.Equal(t, 4, c2.Workers())
+}
+
+func TestSuccessForgets(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	s := newScript(clk, func(int, string) (Result, error) { return Result{}, nil })
+	spy := newSpyQueue[string]("success", clk, nil, nil)
+	c, err := New("success", Reconciler[string](s), Options[string]{Queue: spy})
+	require.NoError(t, err)
+	ctx, _ := testLogger(t)
+	stop := startController(t, ctx, c)
+
+	// A failure history exists before the success; the success must clear it.
+	spy.TypedRateLimitingInterface.AddRateLimited("a")
+	require.Equal(t, 1, c.Queue().NumRequeues("a"))
+	spy.waitTimer(t)
+	clk.Step(time.Second)
+	s.next(t)
+	waitIdle(t, c)
+	stop()
+
+	assert.Equal(t, []string{"Forget(a)", "Done(a)"}, spy.Ops())
+	assert.Equal(t, 0, c.Queue().NumRequeues("a"))
+	assert.Len(t, s.Calls(), 1)
+}
+
+// The headline rule: an always-failing key is called once plus
+// MaxRetries (15) times = 16, with the default limiter's exponential delays
+// between calls, and then forgotten.
+func TestErrorBacksOffExponentiallyAndGivesUp(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	s := newScript(clk, func(int, string) (Result, error) { return Result{}, errBoom })
+	limiter := &recordingLimiter[string]{TypedRateLimiter: workqueue.DefaultTypedControllerRateLimiter[string]()}
+	q := newSpyQueue("backoff", clk, workqueue.TypedRateLimiter[string](limiter), nil)
+	c, err := New("backoff", Reconciler[string](s), Options[string]{Queue: q})
+	require.NoError(t, err)
+	ctx, logs := testLogger(t)
+	stop := startController(t, ctx, c)
+
+	c.Enqueue("k")
+	s.next(t)
+	want := []time.Duration{}
+	for i := range DefaultMaxRetries {
+		d := 5 * time.Millisecond << i
+		want = append(want, d)
+		q.waitDelayed(t)
+		clk.Step(d)
+		got := s.next(t)
+		calls := s.Calls()
+		assert.Equal(t, d, got.at.Sub(calls[len(calls)-2].at), "delay before retry %d", i+1)
+	}
+	waitIdle(t, c)
+	// Nothing is pending: a long step brings no 17th call.
+	clk.Step(time.Hour)
+	waitIdle(t, c)
+	stop()
+
+	assert.Len(t, s.Calls(), DefaultMaxRetries+1)
+	assert.Equal(t, want, limiter.Delays())
+	assert.Equal(t, 0, c.Queue().NumRequeues("k"), "the key is forgotten after giving up")
+	msgs := strings.Join(messages(logs), "\n")
+	assert.Contains(t, msgs, "Reconcile failed too many times; dropping the key")
+}
+
+func TestMaxRetriesAndNoRetries(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		opts  Options[string]
+		calls int
+	}{
+		{"MaxRetries 3", Options[string]{MaxRetries: 3}, 4},
+		{"NoRetries", Options[string]{NoRetries: true}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := testingclock.NewFakeClock(t0)
+			s := newScript(clk, func(int, string) (Result, error) { return Result{}, errBoom })
+			q := newSpyQueue("retries", clk, workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), nil)
+			tc.opts.Queue = q
+			c, err := New("retries", Reconciler[string](s), tc.opts)
+			require.NoError(t, err)
+			ctx, _ := testLogger(t)
+			stop := startController(t, ctx, c)
+			c.Enqueue("k")
+			s.next(t)
+			for range tc.calls - 1 {
+				q.waitDelayed(t)
+				clk.Step(time.Minute)
+				s.next(t)
+			}
+			waitIdle(t, c)
+			clk.Step(time.Hour)
+			waitIdle(t, c)
+			stop()
+			assert.Len(t, s.Calls(), tc.calls)
+		})
+	}
+}
+
+func TestTerminalErrorIsNotRetried(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	s := newScript(clk, func(int, string) (Result, error) {
+		return Result{Requeue: true}, fmt.Errorf("validating spec: %w", Terminal(errors.New("replicas must be >= 0")))
+	})
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	require.NoError(t, err)
+	spy := newSpyQueue[string]("terminal", clk, nil, m)
+	c, err := New("terminal", Reconciler[string](s), Options[string]{Queue: spy, Metrics: m})
+	require.NoError(t, err)
+	ctx, logs := testLogger(t)
+	stop := startController(t, ctx, c)
+	c.Enqueue("bad")
+	s.next(t)
+	waitIdle(t, c)
+	clk.Step(time.Hour)
+	waitIdle(t, c)
+	stop()
+
+	assert.Len(t, s.Calls(), 1)
+	assert.Equal(t, []string{"Forget(bad)", "Done(bad)"}, spy.Ops())
+	var terminalLogs int
+	for _, e := range logged(logs) {
+		if strings.Contains(e.Message, "terminal") {
+			terminalLogs++
+			assert.ErrorIs(t, e.Err, ErrTerminal)
+		}
+	}
+	assert.Equal(t, 1, terminalLogs, "a terminal error is logged once")
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("terminal", ResultTerminal)))
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("terminal", ResultError)))
+}
+
+func TestRequeueAfterIsHonoured(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	s := newScript(clk, func(n int, _ string) (Result, error) {
+		if n == 1 {
+			return Result{RequeueAfter: 30 * time.Second, Requeue: true}, nil
+		}
+		return Result{}, nil
+	})
+	limiter := &recordingLimiter[string]{TypedRateLimiter: workqueue.DefaultTypedControllerRateLimiter[string]()}
+	q := newSpyQueue("requeue-after", clk, workqueue.TypedRateLimiter[string](limiter), nil)
+	c, err := New("requeue-after", Reconciler[string](s), Options[string]{Queue: q})
+	require.NoError(t, err)
+	ctx, _ := testLogger(t)
+	stop := startController(t, ctx, c)
+	c.Enqueue("k")
+	s.next(t)
+	q.waitDelayed(t)
+	clk.Step(30*time.Second - time.Nanosecond)
+	waitIdle(t, c)
+	assert.Len(t, s.Calls(), 1, "not due yet")
+	clk.Step(time.Nanosecond)
+	second := s.next(t)
+	waitIdle(t, c)
+	stop()
+	assert.Equal(t, t0.Add(30*time.Second), second.at)
+	assert.Empty(t, limiter.Delays(), "RequeueAfter wins over Requeue and bypasses the rate limiter")
+}
+
+func TestRequeueUsesRateLimiter(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	s := newScript(clk, func(n int, _ string) (Result, error) {
+		return Result{Requeue: n < 3}, nil
+	})
+	limiter := &recordingLimiter[string]{TypedRateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute)}
+	spy := newSpyQueue("requeue", clk, workqueue.TypedRateLimiter[string](limiter), nil)
+	c, err := New("requeue", Reconciler[string](s), Options[string]{Queue: spy})
+	require.NoError(t, err)
+	ctx, _ := testLogger(t)
+	stop := startController(t, ctx, c)
+	c.Enqueue("k")
+	s.next(t)
+	for range 2 {
+		spy.waitDelayed(t)
+		clk.Step(time.Second)
+		s.next(t)
+	}
+	waitIdle(t, c)
+	stop()
+	assert.Len(t, s.Calls(), 3)
+	// Each successful pass forgets first, so the limiter restarts at its base delay.
+	assert.Equal(t, []time.Duration{time.Second, time.Second}, limiter.Delays())
+	assert.Equal(t, []string{
+		"Forget(k)", "AddRateLimited(k)", "Done(k)",
+		"Forget(k)", "AddRateLimited(k)", "Done(k)",
+		"Forget(k)", "Done(k)",
+	}, spy.Ops())
+}
+
+func TestErrorWithRequeueAfterIsHandledAsError(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	s := newScript(clk, func(n int, _ string) (Result, error) {
+		if n == 1 {
+			return Result{RequeueAfter: time.Hour}, errBoom
+		}
+		return Result{}, nil
+	})
+	limiter := &recordingLimiter[string]{TypedRateLimiter: workqueue.DefaultTypedControllerRateLimiter[string]()}
+	q := newSpyQueue("err-and-after", clk, workqueue.TypedRateLimiter[string](limiter), nil)
+	c, err := New("err-and-after", Reconciler[string](s), Options[string]{Queue: q})
+	require.NoError(t, err)
+	ctx, logs := testLogger(t)
+	stop := startController(t, ctx, c)
+	c.Enqueue("k")
+	s.next(t)
+	q.waitDelayed(t)
+	clk.Step(5 * time.Millisecond)
+	second := s.next(t)
+	waitIdle(t, c)
+	stop()
+	assert.Equal(t, t0.Add(5*time.Millisecond), second.at, "backoff, not the hour asked for")
+	assert.Equal(t, []time.Duration{5 * time.Millisecond}, limiter.Delays())
+	var found bool
+	for _, e := range logged(logs) {
+		if strings.Contains(e.Message, "RequeueAfter was ignored") {
+			found = true
+		}
+	}
+	assert.True(t, found, "the log says RequeueAfter was ignored; got %q", messages(logs))
+}
+
+// Many workers, few keys, and every Reconcile enqueues its own key again: a
+// key is never reconciled by two workers at once, and each enqueue made
+// during a Reconcile leads to one more Reconcile after it.
+func TestKeyEnqueuedDuringReconcileRunsAgainNeverConcurrently(t *testing.T) {
+	const (
+		workers = 16
+		keys    = 4
+		rounds  = 50 // reconciles per key
+	)
+	var (
+		c        *Controller[int]
+		active   [keys]atomic.Int32
+		count    [keys]atomic.Int32
+		overlaps atomic.Int32
+		wg       sync.WaitGroup
+	)
+	wg.Add(keys)
+	r := ReconcilerFunc[int](func(ctx context.Context, k int) (Result, error) {
+		if active[k].Add(1) != 1 {
+			overlaps.Add(1)
+		}
+		defer active[k].Add(-1)
+		n := count[k].Add(1)
+		if n < rounds {
+			c.Enqueue(k) // while processing: marked dirty, handed out after Done
+			c.Enqueue(k) // deduplicated
+		} else if n == rounds {
+			wg.Done()
+		}
+		return Result{}, nil
+	})
+	var err error
+	c, err = New("no-overlap", Reconciler[int](r), Options[int]{Workers: workers})
+	require.NoError(t, err)
+	ctx, _ := testLogger(t)
+	stop := startController(t, ctx, c)
+	for k := range keys {
+		c.Enqueue(k)
+	}
+	wg.Wait()
+	waitIdle(t, c)
+	stop()
+	assert.Zero(t, overlaps.Load(), "a key was reconciled by two workers at once")
+	for k := range keys {
+		assert.Equal(t, int32(rounds), count[k].Load(), "key %d", k)
+	}
+}
+
+func TestPanicIsRecoveredAndRetried(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	s := newScript(clk, func(n int, _ string) (Result, error) {
+		if n == 1 {
+			panic("nil map")
+		}
+		return Result{}, nil
+	})
+	m, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	q := newSpyQueue[string]("panics", clk, nil, m)
+	c, err := New("panics", Reconciler[string](s), Options[string]{Queue: q, Metrics: m})
+	require.NoError(t, err)
+	ctx, logs := testLogger(t)
+	stop := startController(t, ctx, c)
+	c.Enqueue("k")
+	s.next(t)
+	q.waitDelayed(t)
+	clk.Step(5 * time.Millisecond)
+	s.next(t)
+	waitIdle(t, c)
+	stop()
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.panics.WithLabelValues("panics")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("panics", ResultError)))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("panics", ResultSuccess)))
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.activeWorkers.WithLabelValues("panics")))
+	var pe *PanicError
+	for _, e := range logged(logs) {
+		if errors.As(e.Err, &pe) {
+			break
+		}
+	}
+	require.NotNil(t, pe, "the panic was logged as a *PanicError")
+	assert.Equal(t, "nil map", pe.Value)
+	assert.ErrorIs(t, pe, ErrPanic)
+	assert.Contains(t, string(pe.Stack), "controller_test.go")
+}
+
+func TestRePanicPropagatesAfterDone(t *testing.T) {
+	r := ReconcilerFunc[string](func(context.Context, string) (Result, error) { panic("crash") })
+	c, err := New("repanic", Reconciler[string](r), Options[string]{RePanic: true})
+	require.NoError(t, err)
+	c.Enqueue("k")
+	var recovered any
+	func() {
+		defer func() { recovered = recover() }()
+		c.processNext(context.Background(), klog.Background())
+	}()
+	assert.Equal(t, "crash", recovered)
+	assert.Equal(t, 0, c.InFlight())
+	// Done ran: the key is not stuck in processing, so it can be handed out again.
+	c.Enqueue("k")
+	assert.Equal(t, 1, c.Len())
+	c.Queue().ShutDown()
+}
+
+func TestReconcileContextCarriesLoggerAndDeadline(t *testing.T) {
+	type seen struct {
+		deadline time.Time
+		ok       bool
+	}
+	got := make(chan seen, 1)
+	r := ReconcilerFunc[Key](func(ctx context.Context, k Key) (Result, error) {
+		klog.FromContext(ctx).Info("reconciling")
+		d, ok := ctx.Deadline()
+		got <- seen{d, ok}
+		return Result{}, nil
+	})
+	c, err := New("ctx", Reconciler[Key](r), Options[Key]{ReconcileTimeout: time.Minute})
+	require.NoError(t, err)
+	ctx, logs := testLogger(t)
+	stop := startController(t, ctx, c)
+	before := time.Now()
+	c.Enqueue(Key{Namespace: "ns", Name: "a"})
+	s := <-got
+	waitIdle(t, c)
+	stop()
+	require.True(t, s.ok, "the Reconcile context has a deadline")
+	assert.WithinRange(t, s.deadline, before.Add(time.Minute), time.Now().Add(time.Minute))
+	var entry *struct{ kv []any }
+	for _, e := range logged(logs) {
+		if e.Message == "reconciling" {
+			entry = &struct{ kv []any }{e.WithKVList}
+		}
+	}
+	require.NotNil(t, entry)
+	assert.Equal(t, []any{"controller", "ctx", "key", Key{Namespace: "ns", Name: "a"}}, entry.kv)
+}
+
+func TestRunWaitsForInFlightReconcile(t *testing.T) {
+	started := make(chan struct{})
+	var finished atomic.Bool
+	r := ReconcilerFunc[string](func(ctx context.Context, _ string) (Result, error) {
+		close(started)
+		<-ctx.Done() // the shutdown is visible to the Reconcile
+		finished.Store(true)
+		return Result{}, nil
+	})
+	c, err := New("drain", Reconciler[string](r), Options[string]{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+	c.Enqueue("k")
+	<-started
+	cancel()
+	require.NoError(t, <-done)
+	assert.True(t, finished.Load(), "Run returned before the in-flight Reconcile finished")
+
+	// Intake is stopped: adds after Run are ignored, a second Run refuses.
+	c.Enqueue("late")
+	assert.Equal(t, 0, c.Len())
+	assert.ErrorIs(t, c.Run(context.Background()), ErrAlreadyStarted)
+}
+
+func TestRunFailsWhenCachesDoNotSync(t *testing.T) {
+	c, err := New("nosync", ReconcilerFunc[string](func(context.Context, string) (Result, error) { return Result{}, nil }),
+		Options[string]{CacheSyncTimeout: 20 * time.Millisecond})
+	require.NoError(t, err)
+	c.sources = append(c.sources, source{name: "*v1.Pod", hasSynced: func() bool { return false }})
+	err = c.Run(context.Background())
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrCacheSyncTimeout)
+	var cse *CacheSyncError
+	require.ErrorAs(t, err, &cse)
+	assert.Equal(t, "nosync", cse.Controller)
+	assert.Contains(t, err.Error(), "*v1.Pod")
+}
+
+// Options.Clock reaches the default queue: a key an hour away arrives once
+// the fake clock (not the wall clock) has moved an hour.
+func TestClockDrivesDefaultQueue(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	s := newScript(clk, func(int, string) (Result, error) { return Result{}, nil })
+	c, err := New("clock", Reconciler[string](s), Options[string]{Clock: clk})
+	require.NoError(t, err)
+	ctx, _ := testLogger(t)
+	stop := startController(t, ctx, c)
+	c.EnqueueAfter("k", time.Hour)
+	require.Eventually(t, func() bool {
+		if len(s.Calls()) > 0 {
+			return true
+		}
+		clk.Step(time.Minute)
+		return false
+	}, 10*time.Second, time.Millisecond)
+	stop()
+	at := s.Calls()[0].at
+	assert.False(t, at.Before(t0.Add(time.Hour)), "called at %v, before the hour passed", at)
+}

@@ -1,0 +1,115 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Errors returned by this package wrap one of them, so
+// callers match with errors.Is; the typed errors below add detail for
+// errors.As.
+var (
+	// ErrTerminal is matched (errors.Is) by every error made with Terminal.
+	ErrTerminal = errors.New("terminal error")
+	// ErrInvalidOptions is matched by every *OptionsError.
+	ErrInvalidOptions = errors.New("invalid options")
+	// ErrAlreadyStarted is returned by a second Run or Start.
+	ErrAlreadyStarted = errors.New("already started")
+	// ErrCacheSyncTimeout is matched by every *CacheSyncError.
+	ErrCacheSyncTimeout = errors.New("timed out waiting for caches to sync")
+	// ErrDuplicateController is returned by Manager.Add for a name already
+	// added to that Manager.
+	ErrDuplicateController = errors.New("duplicate controller name")
+	// ErrPanic is matched by every *PanicError.
+	ErrPanic = errors.New("reconcile panicked")
+)
+
+// TerminalError marks an error that retrying cannot fix (bad user input, an
+// unsupported spec). The worker loop logs it once and forgets the key; the
+// next event for the object reconciles it again.
+type TerminalError struct {
+	Err error
+}
+
+// Terminal wraps err so the worker loop does not retry it. Terminal(nil) is
+// nil, so `return Result{}, controller.Terminal(err)` is safe for any err.
+func Terminal(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &TerminalError{Err: err}
+}
+
+// IsTerminal reports whether err (or anything it wraps) was made by Terminal.
+func IsTerminal(err error) bool {
+	return errors.Is(err, ErrTerminal)
+}
+
+func (e *TerminalError) Error() string { return "terminal: " + e.Err.Error() }
+
+// Unwrap returns the wrapped error, so errors.Is/As see through Terminal.
+func (e *TerminalError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrTerminal) true.
+func (e *TerminalError) Is(target error) bool { return target == ErrTerminal }
+
+// OptionsError reports one invalid option given to New or NewManager.
+type OptionsError struct {
+	// Controller is the controller's name, empty for ManagerOptions.
+	Controller string
+	// Field is the option at fault, e.g. "Workers".
+	Field string
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+func (e *OptionsError) Error() string {
+	if e.Controller == "" {
+		return fmt.Sprintf("invalid %s: %s", e.Field, e.Reason)
+	}
+	return fmt.Sprintf("controller %q: invalid %s: %s", e.Controller, e.Field, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalidOptions) true.
+func (e *OptionsError) Is(target error) bool { return target == ErrInvalidOptions }
+
+// CacheSyncError names the controller and the informers whose caches did not
+// sync within CacheSyncTimeout.
+type CacheSyncError struct {
+	Controller string
+	// Err is what the wait returned; it names the informers that did not
+	// sync.
+	Err error
+}
+
+func (e *CacheSyncError) Error() string {
+	return fmt.Sprintf("controller %q: %v: %v", e.Controller, ErrCacheSyncTimeout, e.Err)
+}
+
+// Unwrap returns the underlying wait error.
+func (e *CacheSyncError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrCacheSyncTimeout) true.
+func (e *CacheSyncError) Is(target error) bool { return target == ErrCacheSyncTimeout }
+
+// PanicError is the error a recovered panic in Reconcile becomes.
+type PanicError struct {
+	// Value is what Reconcile panicked with.
+	Value any
+	// Stack is the goroutine's stack at the panic.
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("%v: %v", ErrPanic, e.Value) }
+
+// Is makes errors.Is(err, ErrPanic) true.
+func (e *PanicError) Is(target error) bool { return target == ErrPanic }
+
+// Unwrap returns the panic value when it is an error, so a panic(err) can
+// still be matched with errors.Is(err, thatErr).
+func (e *PanicError) Unwrap() error {
+	if err, ok := e.Value.(error); ok {
+		return err
+	}
+	return nil
+}

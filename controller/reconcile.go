@@ -1,0 +1,55 @@
+package controller
+
+import (
+	"context"
+	"time"
+)
+
+// Reconciler drives the world towards the state a key describes. Reconcile
+// reads what it needs (usually from informer listers), writes through a
+// client, and reports what should happen to the key next.
+//
+// Reconcile must be idempotent: the same key can be handed to it again at any
+// time (a new event, a resync, a retry), but never to two workers at once.
+type Reconciler[K comparable] interface {
+	Reconcile(ctx context.Context, key K) (Result, error)
+}
+
+// ReconcilerFunc adapts a function to a Reconciler.
+type ReconcilerFunc[K comparable] func(ctx context.Context, key K) (Result, error)
+
+// Reconcile calls f(ctx, key).
+func (f ReconcilerFunc[K]) Reconcile(ctx context.Context, key K) (Result, error) {
+	return f(ctx, key)
+}
+
+// Result tells the worker loop what to do with a key after a Reconcile that
+// returned a nil error. The zero Result means "done until the next event".
+//
+// With a non-nil error the Result is ignored except for Priority: the error
+// policy (rate-limited retry, give up after MaxRetries, Terminal) decides.
+type Result struct {
+	// Requeue asks for another pass through the rate limiter. The pass
+	// succeeded, so the key's failure history is forgotten first: the delay
+	// is the limiter's first step (5 ms with the default limiter, which also
+	// applies its overall 10 qps / 100 burst bucket).
+	Requeue bool
+
+	// RequeueAfter, when > 0, adds the key back after this delay (it wins
+	// over Requeue). Use it for work that must be re-checked at a known time,
+	// such as an expiry. Returned together with an error it is ignored, and
+	// the log says so.
+	RequeueAfter time.Duration
+
+	// Priority, when non-nil, is the queue priority of the requeue (retry,
+	// Requeue or RequeueAfter). Higher is handed out first. It is honoured
+	// only when the controller's queue supports priorities (the default
+	// ctrlkit queue does); nil means the queue's default priority (0).
+	Priority *int
+}
+
+// IsZero reports whether r asks for nothing: no requeue, no delay, no
+// priority.
+func (r Result) IsZero() bool {
+	return !r.Requeue && r.RequeueAfter <= 0 && r.Priority == nil
+}
