@@ -233,4 +233,3 @@ func messages(u ktesting.Underlier) []string {
 	}
 	return out
 }
-
