@@ -1,0 +1,16 @@
+// Package featuregatetesting switches feature gates for the duration of a test.
+//
+// Production code cannot change a gate once it is frozen, and cannot register features
+// once the gate was read. Tests need to flip features anyway, on the very gate the code
+// under test reads, so this package uses an override path that package featuregate keeps
+// private to its own subtree: overrides bypass Freeze and the read check (not validation)
+// and are undone in t.Cleanup.
+//
+//	func TestNewBehaviour(t *testing.T) {
+//		featuregatetesting.SetDuringTest(t, features.Gate, features.NewBehaviour, true)
+//		// ... code reading features.Gate.Enabled(features.NewBehaviour) sees true ...
+//	}
+//
+// Overrides are process-wide state on the gate: tests that run in parallel must not
+// override the same feature of the same gate (the second one fails).
+package featuregatetesting
