@@ -1,0 +1,64 @@
+package leaderelection
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+)
+
+// AddFlags registers kube-controller-manager's leader-election flags on fs, bound to c's
+// fields. Zero durations and an empty Namespace are first set to their defaults so the help
+// text shows the values Run will use; set c.Enabled (and c.Name) before calling to choose
+// their defaults. A malformed duration is reported by fs.Parse; rules between values (such
+// as lease duration > renew deadline) are left to Validate.
+//
+// --leader-elect-resource-lock is accepted for command-line compatibility, but only with
+// its one supported value, "leases".
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	if c.Namespace == "" {
+		c.Namespace = DefaultNamespace
+	}
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = DefaultLeaseDuration
+	}
+	if c.RenewDeadline == 0 {
+		c.RenewDeadline = DefaultRenewDeadline
+	}
+	if c.RetryPeriod == 0 {
+		c.RetryPeriod = DefaultRetryPeriod
+	}
+	fs.BoolVar(&c.Enabled, "leader-elect", c.Enabled, ""+
+		"Start a leader election client and gain leadership before executing the main loop. "+
+		"Enable this when running replicated components for high availability.")
+	fs.DurationVar(&c.LeaseDuration, "leader-elect-lease-duration", c.LeaseDuration, ""+
+		"The duration that non-leader candidates will wait after observing a leadership renewal "+
+		"until attempting to acquire leadership of a led but unrenewed leader slot. This is "+
+		"effectively the maximum duration that a leader can be stopped before it is replaced by "+
+		"another candidate. This is only applicable if leader election is enabled.")
+	fs.DurationVar(&c.RenewDeadline, "leader-elect-renew-deadline", c.RenewDeadline, ""+
+		"The interval between attempts by the acting master to renew a leadership slot before it "+
+		"stops leading. This must be less than the lease duration. This is only applicable if "+
+		"leader election is enabled.")
+	fs.DurationVar(&c.RetryPeriod, "leader-elect-retry-period", c.RetryPeriod, ""+
+		"The duration the clients should wait between attempting acquisition and renewal of a "+
+		"leadership. This is only applicable if leader election is enabled.")
+	fs.Var(resourceLockFlag{}, "leader-elect-resource-lock", ""+
+		"The type of resource object that is used for locking during leader election. "+
+		"Supported options are 'leases'.")
+	fs.StringVar(&c.Name, "leader-elect-resource-name", c.Name, ""+
+		"The name of resource object that is used for locking during leader election.")
+	fs.StringVar(&c.Namespace, "leader-elect-resource-namespace", c.Namespace, ""+
+		"The namespace of resource object that is used for locking during leader election.")
+}
+
+// resourceLockFlag accepts only "leases": every other lock kind was removed from client-go.
+type resourceLockFlag struct{}
+
+func (resourceLockFlag) String() string { return "leases" }
+func (resourceLockFlag) Type() string   { return "string" }
+func (resourceLockFlag) Set(v string) error {
+	if v != "leases" {
+		return fmt.Errorf("unsupported resource lock %q: only \"leases\" is supported", v)
+	}
+	return nil
+}

@@ -1,0 +1,73 @@
+package leaderelection
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// guardedLock wraps client-go's LeaseLock for one Run. It tells the session which holder it
+// sees (for Leader and OnNewLeader, without the engine's goroutine per call) and it fixes
+// two hazards in the engine's release path, which runs when ReleaseOnCancel is set:
+//
+//   - On a lost lease the engine releases before it cancels OnStartedLeading's ctx, so a
+//     standby could acquire the emptied Lease while the old leader's guarded code still
+//     runs. Here a release first ends leadership and waits for OnStartedLeading to return;
+//     if it does not return within the engine's release timeout (RenewDeadline) the Lease
+//     is left to expire instead.
+//   - The engine decides a release is its to make from its last observation, not from the
+//     Get it has just done, and a Conflict retry refreshes the resourceVersion: a leader that
+//     lost the lease to another candidate would empty that candidate's Lease. Here a release
+//     is refused unless the Get that precedes it shows this candidate as the holder.
+//
+// The engine calls a lock from its Run goroutine only, so lastHolder needs no mutex.
+type guardedLock struct {
+	inner resourcelock.Interface
+	s     *session
+
+	lastHolder   string // holder in the last successful Get
+	lastHolderOK bool
+}
+
+var _ resourcelock.Interface = (*guardedLock)(nil)
+
+func (l *guardedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	rec, raw, err := l.inner.Get(ctx)
+	l.lastHolderOK = err == nil
+	if err != nil {
+		return rec, raw, err
+	}
+	l.lastHolder = rec.HolderIdentity
+	l.s.observe(rec.HolderIdentity)
+	return rec, raw, nil
+}
+
+func (l *guardedLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	if err := l.inner.Create(ctx, ler); err != nil {
+		return err
+	}
+	l.s.observe(ler.HolderIdentity)
+	return nil
+}
+
+func (l *guardedLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	if ler.HolderIdentity == "" { // the engine writes an empty holder only to release
+		if err := l.s.stepDown(ctx); err != nil {
+			return fmt.Errorf("leaderelection: not releasing lease %s: %w", l.inner.Describe(), err)
+		}
+		if !l.lastHolderOK || l.lastHolder != l.inner.Identity() {
+			return fmt.Errorf("leaderelection: not releasing lease %s: it is held by %q, not %q",
+				l.inner.Describe(), l.lastHolder, l.inner.Identity())
+		}
+	}
+	if err := l.inner.Update(ctx, ler); err != nil {
+		return err
+	}
+	l.s.observe(ler.HolderIdentity)
+	return nil
+}
+
+func (l *guardedLock) RecordEvent(s string) { l.inner.RecordEvent(s) }
+func (l *guardedLock) Identity() string     { return l.inner.Identity() }
+func (l *guardedLock) Describe() string     { return l.inner.Describe() }
