@@ -1,0 +1,369 @@
+package workqueue_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"testing"
+	"time"
+
+	kworkqueue "k8s.io/client-go/util/workqueue"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/ctrlkit/ctrlkit/workqueue"
+)
+
+// refModel is the reference the queue is checked against in the sequential model test and the
+// fuzz target: the rules of the package written the simplest way (a map and linear scans).
+type refModel struct {
+	now      time.Duration
+	entries  map[string]*refEntry
+	seq      uint64
+	failures map[string]int
+	shutdown bool
+	base     time.Duration
+	max      time.Duration
+}
+
+type refEntry struct {
+	queued     bool
+	processing bool
+	dirty      bool
+	prio       int    // of the ready slot, or of the re-add after Done when dirty
+	seq        uint64 // FIFO order of the ready slot
+
+	waiting  bool
+	readyAt  time.Duration
+	waitPrio int
+	waitSeq  uint64
+}
+
+func newRefModel(base, max time.Duration) *refModel {
+	return &refModel{entries: map[string]*refEntry{}, failures: map[string]int{}, base: base, max: max}
+}
+
+func (m *refModel) next() uint64 { m.seq++; return m.seq }
+
+func (m *refModel) entry(k string) *refEntry {
+	e := m.entries[k]
+	if e == nil {
+		e = &refEntry{}
+		m.entries[k] = e
+	}
+	return e
+}
+
+func (m *refModel) cleanup(k string) {
+	if e := m.entries[k]; e != nil && !e.queued && !e.processing && !e.waiting {
+		delete(m.entries, k)
+	}
+}
+
+func (m *refModel) add(k string, prio int) {
+	if m.shutdown {
+		return
+	}
+	e := m.entry(k)
+	switch {
+	case e.processing:
+		if !e.dirty {
+			e.dirty, e.prio = true, prio
+		} else if prio > e.prio {
+			e.prio = prio
+		}
+	case e.queued:
+		if prio > e.prio {
+			e.prio, e.seq = prio, m.next()
+		}
+	default:
+		e.queued, e.prio, e.seq = true, prio, m.next()
+	}
+}
+
+func (m *refModel) delay(k string, d time.Duration, prio int) {
+	if m.shutdown {
+		return
+	}
+	if d <= 0 {
+		m.add(k, prio)
+		return
+	}
+	e := m.entry(k)
+	at := m.now + d
+	if e.waiting {
+		e.waitPrio = max(e.waitPrio, prio)
+		e.readyAt = min(e.readyAt, at)
+		return
+	}
+	e.waiting, e.readyAt, e.waitPrio, e.waitSeq = true, at, prio, m.next()
+}
+
+// when is client-go's ItemExponentialFailureRateLimiter.
+func (m *refModel) when(k string) time.Duration {
+	exp := m.failures[k]
+	m.failures[k]++
+	backoff := float64(m.base.Nanoseconds()) * math.Pow(2, float64(exp))
+	if backoff > math.MaxInt64 {
+		return m.max
+	}
+	return min(time.Duration(backoff), m.max)
+}
+
+func (m *refModel) promote() {
+	var due []string
+	for k, e := range m.entries {
+		if e.waiting && e.readyAt <= m.now {
+			due = append(due, k)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool {
+		a, b := m.entries[due[i]], m.entries[due[j]]
+		if a.readyAt != b.readyAt {
+			return a.readyAt < b.readyAt
+		}
+		return a.waitSeq < b.waitSeq
+	})
+	for _, k := range due {
+		e := m.entries[k]
+		e.waiting = false
+		m.add(k, e.waitPrio)
+	}
+}
+
+func (m *refModel) length() int {
+	m.promote()
+	n := 0
+	for _, e := range m.entries {
+		if e.queued {
+			n++
+		}
+	}
+	return n
+}
+
+// get returns the item Get hands out, whether Get reports shutdown, and whether Get would block.
+func (m *refModel) get() (item string, shutdown, blocks bool) {
+	m.promote()
+	var best *refEntry
+	for k, e := range m.entries {
+		if e.queued && (best == nil || e.prio > best.prio || e.prio == best.prio && e.seq < best.seq) {
+			best, item = e, k
+		}
+	}
+	if best == nil {
+		return "", m.shutdown, !m.shutdown
+	}
+	best.queued, best.processing = false, true
+	return item, false, false
+}
+
+func (m *refModel) done(k string) {
+	e := m.entries[k]
+	if e == nil || !e.processing {
+		return
+	}
+	e.processing = false
+	if e.dirty {
+		e.dirty = false
+		e.queued, e.seq = true, m.next()
+	}
+	m.cleanup(k)
+}
+
+func (m *refModel) shutDown() {
+	m.shutdown = true
+	for k, e := range m.entries {
+		e.waiting = false
+		m.cleanup(k)
+	}
+}
+
+func (m *refModel) busy() bool {
+	for _, e := range m.entries {
+		if e.queued || e.processing {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *refModel) processingKeys() []string {
+	var ks []string
+	for k, e := range m.entries {
+		if e.processing {
+			ks = append(ks, k)
+		}
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+var modelKeys = []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+
+// runModel drives a fresh queue and the reference model with the operations decoded from next
+// (which returns false when the input is exhausted), failing on the first difference. It
+// returns the number of operations run.
+func runModel(t testing.TB, next func() (byte, bool), maxOps int) int {
+	const base, maxDelay = time.Millisecond, time.Second
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
+	q := workqueue.New[string](
+		workqueue.WithClock(clk),
+		workqueue.WithRateLimiter(kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](base, maxDelay)),
+	)
+	defer q.ShutDown()
+	m := newRefModel(base, maxDelay)
+
+	var trace []string
+	fail := func(format string, args ...any) {
+		t.Helper()
+		tail := trace[max(0, len(trace)-40):]
+		t.Fatalf("after %d ops (last: %v): %s", len(trace), tail, fmt.Sprintf(format, args...))
+	}
+	arg := func() byte { b, _ := next(); return b }
+	key := func() string { return modelKeys[int(arg())%len(modelKeys)] }
+	prio := func() int { return int(arg()%5) - 2 }
+	delay := func() time.Duration { return time.Duration(int(arg()%66)-5) * time.Millisecond }
+
+	ops := 0
+	for ; ops < maxOps; ops++ {
+		op, ok := next()
+		if !ok {
+			break
+		}
+		switch op % 20 {
+		case 0, 1, 2:
+			k := key()
+			trace = append(trace, "Add("+k+")")
+			q.Add(k)
+			m.add(k, 0)
+		case 3:
+			p, ks := prio(), []string{key(), key()}
+			trace = append(trace, fmt.Sprintf("AddWithOpts(p=%d,%v)", p, ks))
+			q.AddWithOpts(workqueue.AddOpts{Priority: p}, ks...)
+			for _, k := range ks {
+				m.add(k, p)
+			}
+		case 4:
+			p, d, k := prio(), delay(), key()
+			trace = append(trace, fmt.Sprintf("AddWithOpts(p=%d,after=%v,%s)", p, d, k))
+			q.AddWithOpts(workqueue.AddOpts{Priority: p, After: d}, k)
+			m.delay(k, d, p)
+		case 5:
+			p, d, k := prio(), delay(), key()
+			trace = append(trace, fmt.Sprintf("AddWithOpts(p=%d,after=%v,ratelimited,%s)", p, d, k))
+			q.AddWithOpts(workqueue.AddOpts{Priority: p, After: d, RateLimited: true}, k)
+			if !m.shutdown {
+				rl := m.when(k)
+				if d > 0 && d < rl {
+					rl = d
+				}
+				m.delay(k, rl, p)
+			}
+		case 6, 7:
+			d, k := delay(), key()
+			trace = append(trace, fmt.Sprintf("AddAfter(%s,%v)", k, d))
+			q.AddAfter(k, d)
+			m.delay(k, d, 0)
+		case 8:
+			k := key()
+			trace = append(trace, "AddRateLimited("+k+")")
+			q.AddRateLimited(k)
+			if !m.shutdown {
+				m.delay(k, m.when(k), 0)
+			}
+		case 9, 10, 11:
+			want, wantShutdown, blocks := m.get()
+			if blocks {
+				trace = append(trace, "Len")
+				if n := q.Len(); n != 0 {
+					fail("Len() = %d, model has nothing ready", n)
+				}
+				continue
+			}
+			trace = append(trace, "Get")
+			got, shutdown := q.Get()
+			if got != want || shutdown != wantShutdown {
+				fail("Get() = %q, %v; want %q, %v", got, shutdown, want, wantShutdown)
+			}
+		case 12, 13:
+			var k string
+			if ps := m.processingKeys(); len(ps) > 0 && arg()%4 != 0 {
+				k = ps[int(arg())%len(ps)]
+			} else {
+				k = key()
+			}
+			trace = append(trace, "Done("+k+")")
+			q.Done(k)
+			m.done(k)
+		case 14:
+			k := key()
+			trace = append(trace, "Forget("+k+")")
+			q.Forget(k)
+			delete(m.failures, k)
+		case 15:
+			k := key()
+			trace = append(trace, "NumRequeues("+k+")")
+			if got, want := q.NumRequeues(k), m.failures[k]; got != want {
+				fail("NumRequeues(%s) = %d, want %d", k, got, want)
+			}
+		case 16, 17:
+			d := time.Duration(arg()%40) * time.Millisecond
+			trace = append(trace, fmt.Sprintf("Step(%v)", d))
+			clk.Step(d)
+			m.now += d
+			// Len settles the step: due items are promoted before the next operation, so the
+			// order of later adds does not depend on when the delay goroutine wakes.
+			if got, want := q.Len(), m.length(); got != want {
+				fail("Len() after step = %d, want %d", got, want)
+			}
+		case 18:
+			trace = append(trace, "Len")
+			if got, want := q.Len(), m.length(); got != want {
+				fail("Len() = %d, want %d", got, want)
+			}
+		case 19:
+			switch b := arg(); {
+			case b < 8:
+				trace = append(trace, "ShutDown")
+				q.ShutDown()
+				m.shutDown()
+			case b < 16 && !m.busy():
+				// With nothing ready or processing the drain has nothing to wait for.
+				trace = append(trace, "ShutDownWithDrain")
+				q.ShutDownWithDrain()
+				m.shutDown()
+			default:
+				trace = append(trace, "ShuttingDown")
+				if got := q.ShuttingDown(); got != m.shutdown {
+					fail("ShuttingDown() = %v, want %v", got, m.shutdown)
+				}
+			}
+		}
+	}
+	return ops
+}
+
+// TestModelSequential checks long random operation sequences against the reference model:
+// every Get must return exactly the model's item (priority, FIFO, dedup, processing rules),
+// Len and NumRequeues must agree.
+func TestModelSequential(t *testing.T) {
+	total := modelOps(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	ran := 0
+	for ran < total {
+		// Sequences of varied length: short ones explore shutdown and fresh queues often.
+		n := 1 + rng.IntN(2000)
+		ran += runModel(t, func() (byte, bool) { return byte(rng.Uint32()), true }, n)
+	}
+	t.Logf("%d operations", ran)
+}
+
+// modelOps is the number of operations of each randomized test: 10^6 in the long mode (also
+// under -race, where each test takes a few seconds), 2*10^4 with -short.
+func modelOps(testing.TB) int {
+	if testing.Short() {
+		return 20_000
+	}
+	return 1_000_000
+}
