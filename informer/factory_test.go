@@ -62,6 +62,7 @@ func TestForSharesOneInformerAndOneWatch(t *testing.T) {
 	assert.Equal(t, event{op: "add", key: "a/p1", initial: true}, one.next(t))
 	assert.Equal(t, event{op: "add", key: "a/p1", initial: true}, two.next(t))
 	assert.Equal(t, 1, countActions(&client.Fake, "list", "pods"))
+	require.Eventually(t, func() bool { return countActions(&client.Fake, "watch", "pods") >= 1 }, 10*time.Second, 5*time.Millisecond)
 	assert.Equal(t, 1, countActions(&client.Fake, "watch", "pods"))
 	assert.Equal(t, "pods", first.Name())
 	assert.Equal(t, corev1.SchemeGroupVersion.WithResource("pods"), first.GVR())
@@ -264,6 +265,8 @@ func TestFactoryOptionsReachTheAPI(t *testing.T) {
 	pods, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	startFactory(t, f)
+	// The watch starts right after the list that synced the cache.
+	require.Eventually(t, func() bool { return countActions(&client.Fake, "watch", "pods") == 1 }, 10*time.Second, 5*time.Millisecond)
 	var seen int
 	for _, a := range client.Actions() {
 		switch a := a.(type) {

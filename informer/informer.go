@@ -142,7 +142,7 @@ func (s *sharedInformer[T]) AddIndex(name string, fn func(T) ([]string, error)) 
 	return s.addIndexer(name, func(obj any) ([]string, error) {
 		typed, ok := obj.(T)
 		if !ok {
-			s.f.report(&UnexpectedTypeError{Informer: s.name, Want: typeName(reflect.TypeFor[T]()), Got: typeOf(obj)})
+			s.f.report(s.unexpected(obj))
 			return nil, nil
 		}
 		values, err := fn(typed)
