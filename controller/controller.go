@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/ctrlkit/ctrlkit/informer"
 )
 
 // DefaultMaxRetries is how many times a failing key is retried (with
@@ -113,18 +115,13 @@ type Controller[K comparable] struct {
 
 	queueOnce sync.Once
 	queue     workqueue.TypedRateLimitingInterface[K]
+	prio      priorityAdder[K]
 
 	mu      sync.Mutex
 	sources []source
 
 	started  atomic.Bool
 	inFlight atomic.Int64
-}
-
-// source is one watched informer: Run waits for it to sync.
-type source struct {
-	name      string
-	hasSynced func() bool
 }
 
 // New validates opts and builds a controller named name (the name is used in
@@ -201,6 +198,9 @@ func (c *Controller[K]) Queue() workqueue.TypedRateLimitingInterface[K] {
 func (c *Controller[K]) buildQueue() {
 	if c.queue == nil {
 		c.queue = newDefaultQueue(c.name, c.limiter, c.clock, c.metrics)
+	}
+	if p, ok := c.queue.(priorityAdder[K]); ok {
+		c.prio = p
 	}
 	c.cm = c.metrics.forController(c.name, c.workers)
 }
@@ -283,9 +283,9 @@ func (c *Controller[K]) Run(ctx context.Context) error {
 	<-ctx.Done()
 	logger.V(2).Info("Shutting down: draining in-flight reconciles")
 	q.ShutDownWithDrain()
-	// client-go's delaying queue stops its timer goroutine only on ShutDown,
-	// not on ShutDownWithDrain; nothing is in flight any more, so this is
-	// only that cleanup.
+	// A client-go queue given as Options.Queue stops its delay goroutine only
+	// on ShutDown, not on ShutDownWithDrain; nothing is in flight any more,
+	// so this is only that cleanup.
 	q.ShutDown()
 	wg.Wait()
 	logger.V(2).Info("Stopped")
@@ -305,7 +305,11 @@ func (c *Controller[K]) waitForSync(ctx context.Context) error {
 		waitCtx, cancel = context.WithTimeout(ctx, c.syncWait)
 		defer cancel()
 	}
-	if err := waitForSources(waitCtx, srcs); err != nil {
+	infs := make([]interface{ HasSynced() bool }, len(srcs))
+	for i, s := range srcs {
+		infs[i] = s
+	}
+	if err := informer.WaitForCacheSync(waitCtx, infs...); err != nil {
 		return &CacheSyncError{Controller: c.name, Err: err}
 	}
 	return nil

@@ -459,14 +459,14 @@ func TestRunFailsWhenCachesDoNotSync(t *testing.T) {
 	c, err := New("nosync", ReconcilerFunc[string](func(context.Context, string) (Result, error) { return Result{}, nil }),
 		Options[string]{CacheSyncTimeout: 20 * time.Millisecond})
 	require.NoError(t, err)
-	c.sources = append(c.sources, source{name: "*v1.Pod", hasSynced: func() bool { return false }})
+	c.WaitFor("pods", func() bool { return false })
 	err = c.Run(context.Background())
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrCacheSyncTimeout)
 	var cse *CacheSyncError
 	require.ErrorAs(t, err, &cse)
 	assert.Equal(t, "nosync", cse.Controller)
-	assert.Contains(t, err.Error(), "*v1.Pod")
+	assert.Contains(t, err.Error(), "pods")
 }
 
 // Options.Clock reaches the default queue: a key an hour away arrives once
@@ -489,4 +489,57 @@ func TestClockDrivesDefaultQueue(t *testing.T) {
 	stop()
 	at := s.Calls()[0].at
 	assert.False(t, at.Before(t0.Add(time.Hour)), "called at %v, before the hour passed", at)
+}
+
+// Result.Priority reaches the default (ctrlkit) queue: a requeue with a high
+// priority is handed out before keys that were already waiting.
+func TestResultPriorityIsHonoured(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		priority *int
+		want     []string
+	}{
+		{"no priority: FIFO", nil, []string{"a", "b", "c", "a"}},
+		{"priority 10: first", new(10), []string{"a", "a", "b", "c"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			var (
+				mu    sync.Mutex
+				order []string
+			)
+			calls := make(chan struct{}, 10)
+			r := ReconcilerFunc[string](func(_ context.Context, k string) (Result, error) {
+				mu.Lock()
+				order = append(order, k)
+				first := len(order) == 1
+				mu.Unlock()
+				calls <- struct{}{}
+				if first {
+					<-release
+					return Result{Requeue: true, Priority: tc.priority}, nil
+				}
+				return Result{}, nil
+			})
+			c, err := New("priority", Reconciler[string](r), Options[string]{
+				RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](0, 0),
+			})
+			require.NoError(t, err)
+			ctx, _ := testLogger(t)
+			stop := startController(t, ctx, c)
+			c.Enqueue("a")
+			<-calls
+			c.Enqueue("b")
+			c.Enqueue("c")
+			close(release)
+			for range 3 {
+				<-calls
+			}
+			waitIdle(t, c)
+			stop()
+			mu.Lock()
+			defer mu.Unlock()
+			assert.Equal(t, tc.want, order)
+		})
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
@@ -233,3 +234,5 @@ func messages(u ktesting.Underlier) []string {
 	}
 	return out
 }
+
+func labelsEverything() labels.Selector { return labels.Everything() }

@@ -3,23 +3,41 @@ package controller
 import (
 	"time"
 
-	"k8s.io/client-go/util/workqueue"
+	kworkqueue "k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+
+	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
-// newDefaultQueue builds the queue a controller uses when Options.Queue is
-// nil, named after the controller so its metrics carry the name.
-func newDefaultQueue[K comparable](name string, limiter workqueue.TypedRateLimiter[K], clk clock.WithTicker, m *Metrics) workqueue.TypedRateLimitingInterface[K] {
-	cfg := workqueue.TypedRateLimitingQueueConfig[K]{Name: name, Clock: clk}
-	if m != nil {
-		cfg.MetricsProvider = m
-	}
-	return workqueue.NewTypedRateLimitingQueueWithConfig(limiter, cfg)
+// priorityAdder is the optional part of a queue that honours
+// Result.Priority. ctrlkit's *workqueue.Queue has it; a client-go queue given
+// as Options.Queue does not, and then priorities are ignored.
+type priorityAdder[K comparable] interface {
+	AddWithOpts(o workqueue.AddOpts, items ...K)
 }
 
-// add puts key back: after a delay, through the rate limiter, or at once.
+// newDefaultQueue builds the queue a controller uses when Options.Queue is
+// nil: a ctrlkit queue named after the controller, so its metrics carry the
+// name.
+func newDefaultQueue[K comparable](name string, limiter kworkqueue.TypedRateLimiter[K], clk clock.WithTicker, m *Metrics) *workqueue.Queue[K] {
+	opts := []workqueue.Option{
+		workqueue.WithName(name),
+		workqueue.WithClock(clk),
+		workqueue.WithRateLimiter(limiter),
+	}
+	if m != nil {
+		opts = append(opts, workqueue.WithMetricsProvider(m))
+	}
+	return workqueue.New[K](opts...)
+}
+
+// add puts key back: after a delay, through the rate limiter, or at once;
+// with a priority when one was asked for and the queue has priorities.
 func (c *Controller[K]) add(key K, priority *int, after time.Duration, rateLimited bool) {
-	_ = priority
+	if priority != nil && c.prio != nil {
+		c.prio.AddWithOpts(workqueue.AddOpts{Priority: *priority, After: after, RateLimited: rateLimited}, key)
+		return
+	}
 	switch {
 	case after > 0:
 		c.queue.AddAfter(key, after)

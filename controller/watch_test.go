@@ -1,0 +1,181 @@
+package controller
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/informer"
+)
+
+var rsKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+
+func replicaSet(ns, name string) *appsv1.ReplicaSet {
+	return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-rs-" + name), ResourceVersion: "1"}}
+}
+
+func podOf(ns, name string, owner *appsv1.ReplicaSet) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: "1"}}
+	if owner != nil {
+		p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, rsKind)}
+	}
+	return p
+}
+
+// keyRecorder is a Reconciler that records every key it sees.
+type keyRecorder struct {
+	mu   sync.Mutex
+	seen map[Key]int
+}
+
+func (r *keyRecorder) Reconcile(_ context.Context, k Key) (Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen == nil {
+		r.seen = map[Key]int{}
+	}
+	r.seen[k]++
+	return Result{}, nil
+}
+
+func (r *keyRecorder) count(k Key) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seen[k]
+}
+
+func (r *keyRecorder) keys() map[Key]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[Key]int, len(r.seen))
+	for k, v := range r.seen {
+		out[k] = v
+	}
+	return out
+}
+
+func TestEnqueueMappings(t *testing.T) {
+	rs := replicaSet("ns", "web")
+	assert.Equal(t, []Key{{Namespace: "ns", Name: "web"}}, EnqueueObject(rs))
+	assert.Equal(t, []Key{{Namespace: "ns", Name: "web"}}, EnqueueControllerOf(rsKind)(podOf("ns", "web-1", rs)))
+	assert.Empty(t, EnqueueControllerOf(rsKind)(podOf("ns", "orphan", nil)))
+	other := podOf("ns", "job-pod", nil)
+	other.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", Controller: new(true)}}
+	assert.Empty(t, EnqueueControllerOf(rsKind)(other), "an owner of another kind is not ours")
+}
+
+// The snippet, end to end on a fake clientset: ReplicaSets map to
+// themselves, Pods to their controlling ReplicaSet; Run waits for both
+// caches, so the first Reconcile already sees every initial object.
+func TestWatchConnectsInformerEventsToTheQueue(t *testing.T) {
+	rs := replicaSet("ns", "web")
+	client := fake.NewClientset(rs, podOf("ns", "web-1", rs), podOf("ns", "orphan", nil))
+	f := informer.NewFactory(client)
+	rsInf, err := informer.For[*appsv1.ReplicaSet](f)
+	require.NoError(t, err)
+	podInf, err := informer.For[*corev1.Pod](f)
+	require.NoError(t, err)
+
+	var (
+		mu            sync.Mutex
+		podsAtFirst   = -1
+		rec           keyRecorder
+		recordedFirst bool
+	)
+	r := ReconcilerFunc[Key](func(ctx context.Context, k Key) (Result, error) {
+		mu.Lock()
+		if !recordedFirst {
+			recordedFirst = true
+			pods, _ := podInf.Lister().List(labelsEverything())
+			podsAtFirst = len(pods)
+		}
+		mu.Unlock()
+		return rec.Reconcile(ctx, k)
+	})
+	c, err := New("replicaset", Reconciler[Key](r), Options[Key]{Workers: 2})
+	require.NoError(t, err)
+	require.NoError(t, c.Watch(rsInf, EnqueueObject))
+	require.NoError(t, c.Watch(podInf, EnqueueControllerOf(rsKind)))
+
+	ctx, _ := testLogger(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	f.Start(ctx)
+	defer f.Shutdown()
+	stop := startController(t, ctx, c)
+
+	web := Key{Namespace: "ns", Name: "web"}
+	require.Eventually(t, func() bool { return rec.count(web) >= 1 }, 10*time.Second, time.Millisecond)
+	assert.True(t, c.HasSynced())
+	mu.Lock()
+	assert.Equal(t, 2, podsAtFirst, "Run started workers before the pod cache synced")
+	mu.Unlock()
+
+	// A new pod of the ReplicaSet, and its deletion, reach the owner's key.
+	before := rec.count(web)
+	_, err = client.CoreV1().Pods("ns").Create(ctx, podOf("ns", "web-2", rs), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return rec.count(web) > before }, 10*time.Second, time.Millisecond)
+	waitIdle(t, c)
+	before = rec.count(web)
+	require.NoError(t, client.CoreV1().Pods("ns").Delete(ctx, "web-2", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool { return rec.count(web) > before }, 10*time.Second, time.Millisecond)
+	waitIdle(t, c)
+	stop()
+
+	for k := range rec.keys() {
+		assert.Equal(t, web, k, "only the ReplicaSet's key is reconciled (the orphan pod maps to nothing)")
+	}
+}
+
+func TestWatchTypedAndTombstones(t *testing.T) {
+	client := fake.NewClientset()
+	f := informer.NewFactory(client)
+	cmInf, err := informer.For[*corev1.ConfigMap](f)
+	require.NoError(t, err)
+	var rec keyRecorder
+	c, err := New("typed", Reconciler[Key](&rec), Options[Key]{})
+	require.NoError(t, err)
+	require.NoError(t, WatchTyped(c, cmInf, func(cm *corev1.ConfigMap) []Key {
+		return []Key{{Namespace: cm.Namespace, Name: "from-" + cm.Name}}
+	}))
+	ctx, _ := testLogger(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	f.Start(ctx)
+	defer f.Shutdown()
+	stop := startController(t, ctx, c)
+	_, err = client.CoreV1().ConfigMaps("ns").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return rec.count(Key{Namespace: "ns", Name: "from-a"}) == 1 }, 10*time.Second, time.Millisecond)
+	waitIdle(t, c)
+	stop()
+
+	// The untyped path unwraps tombstones, with or without an object.
+	c2, err := New("tombstones", Reconciler[Key](&rec), Options[Key]{})
+	require.NoError(t, err)
+	h := &mapHandler[Key]{c: c2, fn: EnqueueObject}
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/gone", Obj: podOf("ns", "gone", nil)})
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/skeleton"})
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "a/b/c"}) // unparsable: dropped
+	h.OnUpdate(podOf("ns", "old", nil), podOf("ns", "new", nil))
+	assert.Equal(t, 4, c2.Len())
+	c2.Queue().ShutDown()
+}
+
+func TestWatchRejectsNil(t *testing.T) {
+	c, err := New("nil", Reconciler[Key](&keyRecorder{}), Options[Key]{})
+	require.NoError(t, err)
+	assert.ErrorIs(t, c.Watch(nil, EnqueueObject), ErrInvalidOptions)
+	assert.ErrorIs(t, WatchTyped[*corev1.Pod](c, nil, nil), ErrInvalidOptions)
+}
