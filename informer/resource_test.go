@@ -1,0 +1,119 @@
+package informer
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+)
+
+// widget is a custom resource type as a user would write it (deepcopy by
+// hand here).
+type widget struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              widgetSpec `json:"spec"`
+}
+
+type widgetSpec struct {
+	Size int `json:"size"`
+}
+
+func (w *widget) DeepCopyObject() runtime.Object {
+	c := *w
+	w.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	return &c
+}
+
+var widgetsGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+
+func unstructuredWidget(ns, name string, size any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1",
+		"kind":       "Widget",
+		"metadata": map[string]any{
+			"namespace": ns, "name": name, "resourceVersion": "1",
+			"managedFields": []any{map[string]any{"manager": "kubectl", "operation": "Apply"}},
+		},
+		"spec": map[string]any{"size": size},
+	}}
+}
+
+func newDynamic(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{widgetsGVR: "WidgetList"}, objs...)
+}
+
+func TestForResourceConvertsOnceOnEntry(t *testing.T) {
+	ctx := context.Background()
+	sink := &errorSink{}
+	dyn := newDynamic(unstructuredWidget("a", "small", int64(1)), unstructuredWidget("a", "broken", "not a number"))
+	f := NewFactory(newClient(), WithDynamicClient(dyn), WithErrorHandler(sink.handle),
+		WithTransform(func(w *widget) (*widget, error) {
+			w.Annotations = map[string]string{"seen-by": "transform"}
+			return w, nil
+		}))
+	widgets, err := ForResource[*widget](f, widgetsGVR)
+	require.NoError(t, err)
+	again, err := ForResource[*widget](f, widgetsGVR)
+	require.NoError(t, err)
+	assert.Same(t, widgets.(*sharedInformer[*widget]), again.(*sharedInformer[*widget]))
+	assert.Equal(t, "widgets.example.com", widgets.Name())
+	log := newEventLog[*widget]()
+	_, err = widgets.AddHandler(log)
+	require.NoError(t, err)
+	startFactory(t, f)
+
+	// The broken one is reported with its key and skipped everywhere.
+	assert.Equal(t, event{op: "add", key: "a/small", initial: true}, log.next(t))
+	w, err := widgets.Lister().Get("a", "small")
+	require.NoError(t, err)
+	assert.Equal(t, 1, w.Spec.Size)
+	assert.Nil(t, w.ManagedFields)
+	assert.Equal(t, "transform", w.Annotations["seen-by"], "per-type transforms run after conversion")
+	all, err := widgets.Lister().List(nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a/small"}, names(all))
+	_, err = widgets.Lister().Get("a", "broken")
+	require.ErrorIs(t, err, ErrUnexpectedType)
+	errs := sink.all()
+	require.NotEmpty(t, errs)
+	assert.ErrorContains(t, errs[0], "informer widgets.example.com: convert a/broken to *github.com/ctrlkit/ctrlkit/informer.widget")
+
+	// Live events arrive typed.
+	_, err = dyn.Resource(widgetsGVR).Namespace("a").Create(ctx, unstructuredWidget("a", "big", int64(9)), metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, event{op: "add", key: "a/big"}, log.next(t))
+	require.NoError(t, dyn.Resource(widgetsGVR).Namespace("a").Delete(ctx, "big", metav1.DeleteOptions{}))
+	assert.Equal(t, event{op: "delete", key: "a/big"}, log.next(t))
+	_, err = widgets.Lister().Get("a", "big")
+	assert.True(t, apierrors.IsNotFound(err))
+}
+
+func TestForResourceUnstructuredAndErrors(t *testing.T) {
+	f := NewFactory(newClient(), WithDynamicClient(newDynamic(unstructuredWidget("a", "w", int64(2)))))
+	raw, err := ForResource[*unstructured.Unstructured](f, widgetsGVR)
+	require.NoError(t, err)
+	// The same resource as another Go type would need a second cache.
+	_, err = ForResource[*widget](f, widgetsGVR)
+	require.ErrorIs(t, err, ErrUnsupportedType)
+	assert.Contains(t, err.Error(), "already serves")
+	startFactory(t, f)
+	u, err := raw.Lister().Get("a", "w")
+	require.NoError(t, err)
+	assert.Nil(t, u.GetManagedFields())
+	size, _, _ := unstructured.NestedInt64(u.Object, "spec", "size")
+	assert.Equal(t, int64(2), size)
+
+	_, err = ForResource[*widget](NewFactory(newClient()), widgetsGVR)
+	require.ErrorIs(t, err, ErrNoDynamicClient)
+	_, err = ForResource[*widget](f, schema.GroupVersionResource{Group: "example.com", Resource: "widgets"})
+	require.ErrorContains(t, err, "needs a version")
+}
