@@ -1,0 +1,54 @@
+// Package ownerref lets a controller own its children by controller reference, the way
+// kube-controller-manager's ReplicaSet, Job and StatefulSet controllers do.
+//
+// A child belongs to the owner whose UID is in its controller reference (the one
+// ownerReference with controller: true), not to whoever's selector happens to match it. Each
+// sync the controller lists candidate children from its cache and claims them: orphans that
+// match the selector are adopted (a controller reference is patched in), children that no
+// longer match are released (the reference is patched out), and children controlled by
+// someone else are left alone. The garbage collector then deletes a child with its owner,
+// and two controllers with overlapping selectors never fight over one object.
+//
+// # When to use it
+//
+// In any controller that creates children and finds them again by label selector. Build a
+// Claimer per sync of the owner and call ClaimObjects with what the informer lists; act only
+// on the objects it returns.
+//
+// # The rules
+//
+// ClaimObjects applies kube-controller-manager's ClaimObject to each object, in this order:
+// an object controlled by another UID is ignored; one controlled by this owner is kept while
+// it matches (even while the owner is being deleted, since keeping needs no write) and
+// released when it does not (unless the owner is being deleted); an orphan is adopted only if
+// the owner is not being deleted, it matches, it is not being deleted itself, and for a
+// namespaced owner it is in the owner's namespace. Before the first adoption canAdopt runs,
+// once per Claimer: use RecheckOwner, which GETs the owner uncached and refuses when it has a
+// deletionTimestamp or another UID, because the cache may not have seen the deletion yet.
+//
+// Patches carry the child's metadata.uid as a precondition (UID is immutable, so the API
+// server refuses a patch aimed at a re-created object with the same name). By default they
+// are strategic merge patches, as kube-controller-manager sends; for custom resources set
+// ClaimerOptions.PatchType to types.MergePatchType, which writes the whole new
+// ownerReferences list with the object's resourceVersion (a stale object gets a Conflict).
+// A NotFound answer means the object is gone (not ours, no error), and so does an Invalid
+// answer to a release. Other failures are aggregated; the remaining objects are still
+// claimed.
+//
+// Any client works through Patcher: PodsPatcher for Pods, ClientPatcher for any client-go
+// typed client or the dynamic client, PatcherFunc for anything else.
+//
+// # Example
+//
+//	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+//	if err != nil {
+//		return err
+//	}
+//	canAdopt := ownerref.RecheckOwner(rs, ownerref.GetFresh(client.AppsV1().ReplicaSets(rs.Namespace).Get, rs.Name))
+//	claimer := ownerref.NewClaimer[*corev1.Pod](rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
+//		selector, canAdopt, ownerref.PodsPatcher(client))
+//	pods, err := claimer.ClaimObjects(ctx, cachedPods) // the Pods this ReplicaSet now owns
+//	if err != nil {
+//		return err // requeue the owner; the failed claims are retried next sync
+//	}
+package ownerref

@@ -1,0 +1,78 @@
+package ownerref
+
+import (
+	"reflect"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// ControllerOf returns a copy of obj's controller reference (the owner reference with
+// controller: true), or nil when obj has none or obj is nil. The API server allows at most
+// one controller reference per object.
+func ControllerOf(obj metav1.Object) *metav1.OwnerReference {
+	if isNil(obj) {
+		return nil
+	}
+	ref := controllerOfNoCopy(obj)
+	if ref == nil {
+		return nil
+	}
+	c := *ref
+	return &c
+}
+
+// controllerOfNoCopy is ControllerOf without the copy, for read-only use inside the package.
+func controllerOfNoCopy(obj metav1.Object) *metav1.OwnerReference {
+	refs := obj.GetOwnerReferences()
+	for i := range refs {
+		if refs[i].Controller != nil && *refs[i].Controller {
+			return &refs[i]
+		}
+	}
+	return nil
+}
+
+// IsControlledBy reports whether obj's controller reference points at owner (by UID, the only
+// identity that survives a delete and re-create under the same name).
+func IsControlledBy(obj, owner metav1.Object) bool {
+	if isNil(obj) || isNil(owner) {
+		return false
+	}
+	ref := controllerOfNoCopy(obj)
+	return ref != nil && ref.UID == owner.GetUID()
+}
+
+// NewControllerRef returns the owner reference that makes owner the controller of a child:
+// controller and blockOwnerDeletion true, so foreground deletion of the owner waits for the
+// child. gvk is the owner's kind (typed objects from a clientset carry no TypeMeta, so it
+// cannot be read from owner). A nil owner gives nil.
+func NewControllerRef(owner metav1.Object, gvk schema.GroupVersionKind) *metav1.OwnerReference {
+	if isNil(owner) {
+		return nil
+	}
+	yes := true
+	block := true
+	return &metav1.OwnerReference{
+		APIVersion:         gvk.GroupVersion().String(),
+		Kind:               gvk.Kind,
+		Name:               owner.GetName(),
+		UID:                owner.GetUID(),
+		Controller:         &yes,
+		BlockOwnerDeletion: &block,
+	}
+}
+
+// isNil reports whether v is nil or a typed nil pointer (a nil *corev1.Pod in a metav1.Object
+// or a T); calling its accessors would panic.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
+}
