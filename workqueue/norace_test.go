@@ -1,5 +1,5 @@
 //go:build !race
 
-package workqueue_test
+package workqueue
 
 const raceEnabled = false

@@ -1,0 +1,359 @@
+package workqueue
+
+import (
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	kworkqueue "k8s.io/client-go/util/workqueue"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+// TestMain fails the package if any test leaves a goroutine behind.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+const waitTimeout = 10 * time.Second
+
+func newTestQueue(t *testing.T, opts ...Option) (*Queue[string], *testingclock.FakeClock) {
+	t.Helper()
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
+	q := New[string](append([]Option{WithClock(clk)}, opts...)...)
+	t.Cleanup(q.ShutDown)
+	return q, clk
+}
+
+func drain(q *Queue[string]) []string {
+	var out []string
+	for q.Len() > 0 {
+		item, _ := q.Get()
+		out = append(out, item)
+		q.Done(item)
+	}
+	return out
+}
+
+// assertEmptyInside checks that nothing inside the queue still refers to an item.
+func assertEmptyInside(t *testing.T, q *Queue[string]) {
+	t.Helper()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	assert.Empty(t, q.items, "entries")
+	assert.Zero(t, q.queued)
+	assert.Zero(t, q.processing)
+	assert.Empty(t, q.delayed)
+	for _, d := range q.delayed[:cap(q.delayed)] {
+		assert.Nil(t, d, "heap slot keeps an entry")
+	}
+	for _, l := range q.ready.byPrio {
+		for _, s := range l.buf {
+			if s.e != nil {
+				assert.Zero(t, s.e.item, "ring slot keeps an item (priority %d)", l.prio)
+			}
+		}
+	}
+	for _, e := range q.free {
+		assert.Zero(t, e.item, "a recycled entry keeps its item")
+	}
+}
+
+type payload struct{ data [64]byte }
+
+// collectable registers a finalizer on obj and returns a function reporting whether it ran.
+func collectable(obj *payload) func() bool {
+	var done atomic.Bool
+	runtime.SetFinalizer(obj, func(*payload) { done.Store(true) })
+	return done.Load
+}
+
+// TestItemsAreCollectableOnEveryPath sends pointer items through every path (plain, re-added
+// while processing, priority raised, delayed, rate-limited then forgotten, dropped by shutdown,
+// a burst that grows and shrinks the rings) and checks the queue keeps none of them alive.
+func TestItemsAreCollectableOnEveryPath(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Unix(0, 0))
+	q := New[*payload](WithClock(clk))
+	var collected []func() bool
+	newItem := func() *payload {
+		p := &payload{}
+		collected = append(collected, collectable(p))
+		return p
+	}
+	process := func() {
+		for q.Len() > 0 {
+			item, _ := q.Get()
+			q.Done(item)
+		}
+	}
+
+	q.Add(newItem())
+	process()
+
+	dirty := newItem()
+	q.Add(dirty)
+	item, _ := q.Get()
+	q.Add(dirty)
+	q.Done(item)
+	process()
+
+	for i := range 3 * compactAt {
+		p := newItem()
+		q.AddWithOpts(AddOpts{Priority: 0}, p)
+		q.AddWithOpts(AddOpts{Priority: 1 + i%3}, p) // leaves a stale slot behind
+	}
+	process()
+
+	q.AddAfter(newItem(), time.Second)
+	q.AddWithOpts(AddOpts{After: time.Second, Priority: 2}, newItem())
+	clk.Step(time.Second)
+	process()
+
+	limited := newItem()
+	q.AddRateLimited(limited)
+	clk.Step(time.Minute)
+	process()
+	q.Forget(limited) // the rate limiter itself tracks the item until Forget
+
+	for range 5000 {
+		q.Add(newItem())
+	}
+	process()
+	limited, dirty, item = nil, nil, nil
+
+	q.AddAfter(newItem(), time.Hour) // dropped by ShutDown
+	q.ShutDown()
+
+	runtime.KeepAlive(q)
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		for _, done := range collected {
+			if !done() {
+				return false
+			}
+		}
+		return true
+	}, waitTimeout, 10*time.Millisecond, "an item added then Done was not garbage collected")
+	runtime.KeepAlive(q)
+}
+
+func TestNothingRefersToItemsAfterProcessing(t *testing.T) {
+	q, clk := newTestQueue(t)
+	for i := range 3000 {
+		k := strconv.Itoa(i)
+		q.AddWithOpts(AddOpts{Priority: i % 4}, k)
+		q.AddWithOpts(AddOpts{Priority: 5}, k)
+		q.AddAfter(k, time.Duration(i)*time.Millisecond)
+	}
+	for q.Len() > 0 || len(q.delayed) > 0 {
+		clk.Step(time.Second)
+		drain(q)
+	}
+	assertEmptyInside(t, q)
+}
+
+// queueGoroutines counts the goroutines started by queues (delay and metrics loops), whether
+// they have begun running or not.
+func queueGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			stacks := string(buf[:n])
+			return strings.Count(stacks, "created by github.com/ctrlkit/ctrlkit/workqueue.New[") +
+				strings.Count(stacks, "created by github.com/ctrlkit/ctrlkit/workqueue.(*Queue[")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+func TestOneGoroutineServesAllDelays(t *testing.T) {
+	q, clk := newTestQueue(t)
+	q.Add("plain")
+	assert.Zero(t, queueGoroutines(), "no goroutine until something is delayed")
+	for i := range 10_000 {
+		q.AddAfter(strconv.Itoa(i), time.Duration(1+i%100)*time.Millisecond)
+	}
+	assert.Equal(t, 1, queueGoroutines(), "10^4 delays, one goroutine")
+	clk.Step(100 * time.Millisecond)
+	assert.Len(t, drain(q), 10_001)
+	q.ShutDown()
+	assert.Zero(t, queueGoroutines())
+}
+
+func TestShutDownStopsEveryGoroutine(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Unix(0, 0))
+	for _, shutDown := range []func(*Queue[string]){(*Queue[string]).ShutDown, (*Queue[string]).ShutDownWithDrain} {
+		q := New[string](WithClock(clk), WithName("leak"), WithMetricsProvider(noopProvider{}))
+		q.AddAfter("a", time.Hour)
+		assert.Equal(t, 2, queueGoroutines())
+		shutDown(q)
+		// ShutDown returns only after its goroutines have exited: no waiting needed.
+		assert.Zero(t, queueGoroutines())
+	}
+	goleak.VerifyNone(t)
+}
+
+// TestDrainWaitsWhileItemsAreQueued is the upstream report (client-go's drain returns while items
+// are still queued): once the drain is waiting, it stays waiting until every queued item has been
+// handed out and is Done.
+func TestDrainWaitsWhileItemsAreQueued(t *testing.T) {
+	q, _ := newTestQueue(t)
+	q.Add("a")
+	q.Add("b")
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		q.ShutDownWithDrain()
+	}()
+	require.Eventually(t, func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.draining
+	}, waitTimeout, time.Millisecond)
+	for range 100 {
+		runtime.Gosched() // give a wrong implementation every chance to return
+	}
+	select {
+	case <-drained:
+		t.Fatal("ShutDownWithDrain returned with two items never handed out")
+	default:
+	}
+	for _, want := range []string{"a", "b"} {
+		got, shutdown := q.Get()
+		require.False(t, shutdown)
+		require.Equal(t, want, got)
+		q.Done(got)
+	}
+	select {
+	case <-drained:
+	case <-time.After(waitTimeout):
+		t.Fatal("ShutDownWithDrain did not return after the last Done")
+	}
+}
+
+func TestStaleSlotsAreCompacted(t *testing.T) {
+	q, _ := newTestQueue(t)
+	const n = 1000
+	for i := range n {
+		q.Add(strconv.Itoa(i))
+	}
+	for i := range n - 1 { // raise all but the last
+		q.AddWithOpts(AddOpts{Priority: 1}, strconv.Itoa(i))
+	}
+	q.mu.Lock()
+	low := q.ready.byPrio[0]
+	assert.Less(t, low.n, 2*compactAt, "priority 0 ring still holds %d slots for 1 live item", low.n)
+	q.mu.Unlock()
+	got := drain(q)
+	require.Len(t, got, n)
+	for i := range n - 1 {
+		assert.Equal(t, strconv.Itoa(i), got[i])
+	}
+	assert.Equal(t, strconv.Itoa(n-1), got[n-1])
+}
+
+func TestRingsShrinkAfterABurst(t *testing.T) {
+	q, _ := newTestQueue(t)
+	for i := range 20_000 {
+		q.Add(strconv.Itoa(i))
+	}
+	assert.Len(t, drain(q), 20_000)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	assert.LessOrEqual(t, len(q.ready.byPrio[0].buf), keepRing)
+	assert.LessOrEqual(t, len(q.free), maxFree)
+}
+
+func TestIdleLevelsAreBounded(t *testing.T) {
+	q, _ := newTestQueue(t)
+	for p := range 1000 {
+		q.AddWithOpts(AddOpts{Priority: p}, strconv.Itoa(p))
+	}
+	got := drain(q)
+	require.Len(t, got, 1000)
+	assert.Equal(t, "999", got[0])
+	assert.Equal(t, "0", got[999])
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	assert.LessOrEqual(t, len(q.ready.byPrio), keepLevels)
+	assert.Empty(t, q.ready.active)
+}
+
+// TestSteadyStateAllocatesNothing: once warmed up, a round trip allocates nothing, also with
+// priorities and with delayed items pending.
+func TestSteadyStateAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	q, _ := newTestQueue(t)
+	keys, waiting := make([]string, 64), make([]string, 64)
+	for i := range keys {
+		keys[i], waiting[i] = "ns/"+strconv.Itoa(i), "waiting/"+strconv.Itoa(i)
+		q.AddAfter(waiting[i], time.Hour)
+	}
+	i := 0
+	cases := map[string]func(){
+		"plain": func() {
+			q.Add(keys[i%len(keys)])
+			k, _ := q.Get()
+			q.Done(k)
+		},
+		"priority": func() {
+			q.AddWithOpts(AddOpts{Priority: i % 4}, keys[i%len(keys)])
+			q.AddWithOpts(AddOpts{Priority: 9}, keys[i%len(keys)])
+			k, _ := q.Get()
+			q.Done(k)
+		},
+		"re-add while processing": func() {
+			q.Add(keys[i%len(keys)])
+			k, _ := q.Get()
+			q.Add(k)
+			q.Done(k)
+			k, _ = q.Get()
+			q.Done(k)
+		},
+		"delay merge": func() {
+			q.AddAfter(waiting[i%len(keys)], 2*time.Hour)
+			q.Add(keys[i%len(keys)])
+			k, _ := q.Get()
+			q.Done(k)
+		},
+	}
+	for name, f := range cases {
+		for range 100 { // warm up rings, free list and maps
+			f()
+			i++
+		}
+		allocs := testing.AllocsPerRun(1000, func() { f(); i++ })
+		assert.Zero(t, allocs, "%s allocates", name)
+	}
+}
+
+type noopMetric struct{}
+
+func (noopMetric) Inc()            {}
+func (noopMetric) Dec()            {}
+func (noopMetric) Set(float64)     {}
+func (noopMetric) Observe(float64) {}
+
+type noopProvider struct{}
+
+func (noopProvider) NewDepthMetric(string) kworkqueue.GaugeMetric       { return noopMetric{} }
+func (noopProvider) NewAddsMetric(string) kworkqueue.CounterMetric      { return noopMetric{} }
+func (noopProvider) NewLatencyMetric(string) kworkqueue.HistogramMetric { return noopMetric{} }
+func (noopProvider) NewWorkDurationMetric(string) kworkqueue.HistogramMetric {
+	return noopMetric{}
+}
+func (noopProvider) NewUnfinishedWorkSecondsMetric(string) kworkqueue.SettableGaugeMetric {
+	return noopMetric{}
+}
+func (noopProvider) NewLongestRunningProcessorSecondsMetric(string) kworkqueue.SettableGaugeMetric {
+	return noopMetric{}
+}
+func (noopProvider) NewRetriesMetric(string) kworkqueue.CounterMetric { return noopMetric{} }
