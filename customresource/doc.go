@@ -36,7 +36,7 @@
 //
 // # The type parameter
 //
-// T is the pointer type, *v1alpha1.PodSet, as in informer.For (and its ForResource),
+// T is the pointer type, *v1alpha1.PodSet, as in informer.For and informer.ForResource,
 // so one type argument means the same thing across ctrlkit and values read from a
 // Client, a lister or an event handler have the same type. NewClient creates new T
 // values with reflection, once per decoded object, after checking once that T is a

@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 
 // newFake returns the dynamic fake client users already use in tests, with PodSet
 // lists registered (the fake needs the list kind of every resource it lists).
-func newFake(t *testing.T, objs ...*unstructured.Unstructured) *dynamicfake.FakeDynamicClient {
+func newFake(t testing.TB, objs ...*unstructured.Unstructured) *dynamicfake.FakeDynamicClient {
 	t.Helper()
 	ros := make([]runtime.Object, len(objs))
 	for i, o := range objs {
@@ -34,7 +34,7 @@ func newFake(t *testing.T, objs ...*unstructured.Unstructured) *dynamicfake.Fake
 		map[schema.GroupVersionResource]string{v1alpha1.GVR: v1alpha1.ListKind}, ros...)
 }
 
-func newClient(t *testing.T, dyn *dynamicfake.FakeDynamicClient, opts ...customresource.Option) *customresource.Client[*v1alpha1.PodSet] {
+func newClient(t testing.TB, dyn *dynamicfake.FakeDynamicClient, opts ...customresource.Option) *customresource.Client[*v1alpha1.PodSet] {
 	t.Helper()
 	c, err := customresource.NewClient[*v1alpha1.PodSet](dyn, v1alpha1.GVR, opts...)
 	require.NoError(t, err)
@@ -56,7 +56,7 @@ func podSet(ns, name string, replicas int32) *v1alpha1.PodSet {
 }
 
 // toUnstructured is the object as the API server would hold it, TypeMeta included.
-func toUnstructured(t *testing.T, ps *v1alpha1.PodSet) *unstructured.Unstructured {
+func toUnstructured(t testing.TB, ps *v1alpha1.PodSet) *unstructured.Unstructured {
 	t.Helper()
 	ps = ps.DeepCopy()
 	ps.TypeMeta = metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.Kind}
