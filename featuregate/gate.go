@@ -34,7 +34,8 @@ type Gate struct {
 	mu sync.Mutex
 	// snap is the published state; nil only in a zero Gate never touched by a mutation.
 	snap atomic.Pointer[snapshot]
-	// read is set by the first Enabled; after it, registration is refused.
+	// read is set by the first Enabled; after it, registration is refused. (Written under
+	// mu; atomic so the warning in SetEmulationVersion can check it after unlocking.)
 	read atomic.Bool
 	// reported remembers unregistered features already reported, so a hot loop asking
 	// for a typo reports once, not once per call.
@@ -62,6 +63,9 @@ type snapshot struct {
 	overrides map[Feature]bool
 	// emulation is the emulated version; nil means the newest spec of each feature.
 	emulation *version.Version
+	// read is set once the gate answered Enabled (Gate.read says the same); until then
+	// Enabled takes the slow path, which records the read.
+	read bool
 }
 
 var (
@@ -153,12 +157,8 @@ func (g *Gate) current() *snapshot {
 // reported once per gate and feature through utilruntime.HandleErrorWithLogger with the
 // gate's logger (an *UnknownFeatureError, key "featureGate").
 func (g *Gate) Enabled(f Feature) bool {
-	// Load before Store: after the first call this is a read of a shared cache line, so
-	// parallel readers do not bounce it between cores.
-	if !g.read.Load() {
-		g.read.Store(true)
-	}
-	if s := g.snap.Load(); s != nil {
+	// Kept small enough to inline: one atomic load, one flag test, one map lookup.
+	if s := g.snap.Load(); s != nil && s.read {
 		if v, ok := s.enabled[f]; ok {
 			return v
 		}
@@ -166,9 +166,14 @@ func (g *Gate) Enabled(f Feature) bool {
 	return g.enabledSlow(f)
 }
 
-// enabledSlow handles the zero Gate and unregistered features, off the hot path.
+// enabledSlow handles the first read, the zero Gate and unregistered features, off the hot
+// path.
 func (g *Gate) enabledSlow(f Feature) bool {
-	if v, ok := g.load().enabled[f]; ok {
+	s := g.load()
+	if !s.read {
+		s = g.markRead()
+	}
+	if v, ok := s.enabled[f]; ok {
 		return v
 	}
 	if _, loaded := g.reported.LoadOrStore(f, struct{}{}); !loaded {
@@ -176,6 +181,20 @@ func (g *Gate) enabledSlow(f Feature) bool {
 			"Feature gate is not registered; it reads as disabled", "featureGate", f)
 	}
 	return false
+}
+
+// markRead closes registration and republishes the snapshot flagged as read, so later
+// reads take the fast path. Mutations copy the flag along.
+func (g *Gate) markRead() *snapshot {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.read.Store(true)
+	cur := g.current()
+	if !cur.read {
+		cur.read = true
+		g.snap.Store(cur)
+	}
+	return cur
 }
 
 // EmulationVersion returns the emulated version, nil when the gate does not emulate one.
@@ -559,7 +578,9 @@ func (s *snapshot) String() string {
 // registered flag, so it can still be configured.
 func (g *Gate) DeepCopy() *Gate {
 	c := &Gate{logger: g.logger, hasLogger: g.hasLogger}
-	// Snapshots are immutable, so sharing one is a deep copy in effect.
-	c.snap.Store(g.load())
+	// Snapshots are immutable, so sharing their maps is a deep copy in effect.
+	s := *g.load()
+	s.read = false
+	c.snap.Store(&s)
 	return c
 }
