@@ -194,7 +194,9 @@ func (c *Client[T]) Patch(ctx context.Context, name string, pt types.PatchType, 
 //
 // Every field T serialises is applied, so the field manager claims it: a Go field
 // without omitempty claims its zero value. To apply only some fields, use
-// ApplyUnstructured with a map that holds just those.
+// ApplyUnstructured with a map that holds just those. A resourceVersion in obj (as in
+// any object read from the server) makes the apply conditional on it, failing with a
+// Conflict once the object has changed; clear it for an unconditional apply.
 func (c *Client[T]) Apply(ctx context.Context, obj T, opts metav1.ApplyOptions, subresources ...string) (T, error) {
 	u, err := c.codec.toUnstructured(obj)
 	if err != nil {
