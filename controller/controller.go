@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/ctrlkit/ctrlkit/featuregate"
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
@@ -82,6 +83,11 @@ type Options[K comparable] struct {
 	// cache or serve reads).
 	NeedLeaderElection *bool
 
+	// Feature, when set, is the feature gate a Manager consults: the
+	// controller is started only when ManagerOptions.FeatureGate says the
+	// feature is enabled, and the log says so when it is not.
+	Feature featuregate.Feature
+
 	// RePanic makes a panic in Reconcile propagate (after the key is marked
 	// Done and the panic counted) instead of being recovered and handled as
 	// an error. For tests that want a crash to fail loudly.
@@ -103,6 +109,7 @@ type Controller[K comparable] struct {
 	timeout    time.Duration
 	syncWait   time.Duration
 	needLeader bool
+	feature    featuregate.Feature
 	rePanic    bool
 	logger     klog.Logger
 	clock      clock.WithTicker
@@ -114,6 +121,8 @@ type Controller[K comparable] struct {
 	cm      *controllerMetrics
 
 	queueOnce sync.Once
+	qmu       sync.Mutex // orders setDefaultMetrics and buildQueue
+	built     bool
 	queue     workqueue.TypedRateLimitingInterface[K]
 	prio      priorityAdder[K]
 
@@ -157,6 +166,7 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		timeout:    opts.ReconcileTimeout,
 		syncWait:   opts.CacheSyncTimeout,
 		needLeader: opts.NeedLeaderElection == nil || *opts.NeedLeaderElection,
+		feature:    opts.Feature,
 		rePanic:    opts.RePanic,
 		logger:     opts.Logger,
 		clock:      opts.Clock,
@@ -186,6 +196,9 @@ func (c *Controller[K]) Name() string { return c.name }
 // (Options.NeedLeaderElection, default true).
 func (c *Controller[K]) NeedLeaderElection() bool { return c.needLeader }
 
+// Feature returns the feature gate the controller is behind ("" for none).
+func (c *Controller[K]) Feature() featuregate.Feature { return c.feature }
+
 // Workers returns the number of workers Run starts.
 func (c *Controller[K]) Workers() int { return c.workers }
 
@@ -196,6 +209,9 @@ func (c *Controller[K]) Queue() workqueue.TypedRateLimitingInterface[K] {
 }
 
 func (c *Controller[K]) buildQueue() {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	c.built = true
 	if c.queue == nil {
 		c.queue = newDefaultQueue(c.name, c.limiter, c.clock, c.metrics)
 	}
@@ -209,15 +225,20 @@ func (c *Controller[K]) buildQueue() {
 // its queue was built (then it is too late for queue metrics, and partial
 // metrics would mislead). It reports whether m was taken.
 func (c *Controller[K]) setDefaultMetrics(m *Metrics) bool {
-	taken := false
-	c.queueOnce.Do(func() {
-		if c.metrics == nil {
-			c.metrics = m
-			taken = true
-		}
-		c.buildQueue()
-	})
-	return taken
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if c.built || c.metrics != nil {
+		return false
+	}
+	c.metrics = m
+	return true
+}
+
+// shutdownQueue frees the queue's goroutines; the Manager calls it for
+// controllers it never ran. Nothing is lost that a Run could still process:
+// a controller runs once.
+func (c *Controller[K]) shutdownQueue() {
+	c.Queue().ShutDown()
 }
 
 // Enqueue adds key to the queue. A key already waiting is not added twice;

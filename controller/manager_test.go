@@ -1,0 +1,458 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/ctrlkit/ctrlkit/featuregate"
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/leaderelection"
+)
+
+func configMap(ns, name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: "1"}}
+}
+
+// startManager runs m.Start in a goroutine; stop cancels it and returns
+// Start's error.
+func startManager(t *testing.T, ctx context.Context, m *Manager) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- m.Start(ctx) }()
+	var (
+		once sync.Once
+		err  error
+	)
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-done:
+			case <-time.After(20 * time.Second):
+				err = errors.New("Start did not return within 20s of cancel")
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+// get fetches path from h and returns the status code and body.
+func get(t *testing.T, h http.Handler, path string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	return rec.Code, rec.Body.String()
+}
+
+// configMapController reconciles ConfigMaps into rec.
+func configMapController(t *testing.T, f *informer.Factory, name string, rec Reconciler[Key], opts Options[Key]) *Controller[Key] {
+	t.Helper()
+	c, err := New(name, rec, opts)
+	require.NoError(t, err)
+	cms, err := informer.For[*corev1.ConfigMap](f)
+	require.NoError(t, err)
+	require.NoError(t, c.Watch(cms, EnqueueObject))
+	return c
+}
+
+func TestNewManagerRejectsBadOptions(t *testing.T) {
+	client := fake.NewClientset()
+	_, err := NewManager(ManagerOptions{})
+	assert.ErrorIs(t, err, ErrInvalidOptions)
+	assert.ErrorContains(t, err, "ManagerOptions.Client")
+
+	_, err = NewManager(ManagerOptions{Client: client, CacheSyncTimeout: -1})
+	assert.ErrorIs(t, err, ErrInvalidOptions)
+
+	_, err = NewManager(ManagerOptions{Client: client, Registerer: onlyRegisterer{prometheus.NewRegistry()}})
+	assert.ErrorIs(t, err, ErrInvalidOptions)
+	assert.ErrorContains(t, err, "Gatherer")
+
+	reg := prometheus.NewRegistry()
+	_, err = NewManager(ManagerOptions{Client: client, Registerer: reg})
+	require.NoError(t, err)
+	_, err = NewManager(ManagerOptions{Client: client, Registerer: reg})
+	assert.ErrorContains(t, err, "already registered", "two Managers on one registry would report the same series")
+
+	_, err = NewManager(ManagerOptions{Client: client, LeaderElection: &leaderelection.Config{Enabled: true}})
+	assert.ErrorIs(t, err, leaderelection.ErrInvalidName)
+	_, err = NewManager(ManagerOptions{Client: client, LeaderElection: &leaderelection.Config{Enabled: false}})
+	assert.NoError(t, err, "a disabled election is not validated")
+}
+
+type onlyRegisterer struct{ prometheus.Registerer }
+
+func TestManagerAdd(t *testing.T) {
+	m, err := NewManager(ManagerOptions{Client: fake.NewClientset()})
+	require.NoError(t, err)
+	mk := func(name string, opts Options[Key]) *Controller[Key] {
+		c, err := New(name, Reconciler[Key](&keyRecorder{}), opts)
+		require.NoError(t, err)
+		t.Cleanup(c.shutdownQueue) // never run
+		return c
+	}
+	require.NoError(t, m.Add(mk("a", Options[Key]{}), mk("b", Options[Key]{})))
+	err = m.Add(mk("a", Options[Key]{}))
+	assert.ErrorIs(t, err, ErrDuplicateController)
+	assert.ErrorContains(t, err, `"a"`)
+	assert.ErrorIs(t, m.Add(mk("c", Options[Key]{}), mk("c", Options[Key]{})), ErrDuplicateController)
+	assert.ErrorIs(t, m.Add(nil), ErrInvalidOptions)
+	err = m.Add(mk("gated", Options[Key]{Feature: "Fancy"}))
+	assert.ErrorIs(t, err, ErrInvalidOptions)
+	assert.ErrorContains(t, err, "FeatureGate")
+
+	// Names are unique per Manager, not per process.
+	m2, err := NewManager(ManagerOptions{Client: fake.NewClientset()})
+	require.NoError(t, err)
+	require.NoError(t, m2.Add(mk("a", Options[Key]{})))
+}
+
+func TestGatedOffControllerNeverRuns(t *testing.T) {
+	gate := featuregate.New()
+	require.NoError(t, gate.Add(map[featuregate.Feature]featuregate.FeatureSpec{
+		"Fancy":  {Default: false, PreRelease: featuregate.Alpha},
+		"Stable": {Default: true, PreRelease: featuregate.Beta},
+	}))
+	client := fake.NewClientset(configMap("ns", "a"), configMap("ns", "b"))
+	m, err := NewManager(ManagerOptions{Client: client, FeatureGate: gate})
+	require.NoError(t, err)
+	var on, off, ungated keyRecorder
+	require.NoError(t, m.Add(
+		configMapController(t, m.Factory(), "fancy", &off, Options[Key]{Feature: "Fancy"}),
+		configMapController(t, m.Factory(), "stable", &on, Options[Key]{Feature: "Stable"}),
+		configMapController(t, m.Factory(), "plain", &ungated, Options[Key]{}),
+	))
+	ctx, logs := testLogger(t)
+	stop := startManager(t, ctx, m)
+	require.Eventually(t, func() bool {
+		return on.count(Key{"ns", "a"}) == 1 && on.count(Key{"ns", "b"}) == 1 &&
+			ungated.count(Key{"ns", "a"}) == 1 && ungated.count(Key{"ns", "b"}) == 1
+	}, 10*time.Second, time.Millisecond)
+	require.NoError(t, stop())
+	assert.Empty(t, off.keys(), "the gated-off controller reconciled")
+	var said bool
+	for _, e := range logged(logs) {
+		if strings.Contains(e.Message, "feature gate is disabled") {
+			said = true
+			assert.Contains(t, fmt.Sprint(e.ParameterKVList), "fancy")
+			assert.Contains(t, fmt.Sprint(e.ParameterKVList), "Fancy")
+		}
+	}
+	assert.True(t, said, "the log says why the controller did not start")
+}
+
+func TestProbesAndMetrics(t *testing.T) {
+	client := fake.NewClientset(configMap("ns", "a"))
+	reg := prometheus.NewRegistry()
+	m, err := NewManager(ManagerOptions{Client: client, Registerer: reg})
+	require.NoError(t, err)
+	var rec keyRecorder
+	c := configMapController(t, m.Factory(), "configmaps", &rec, Options[Key]{})
+	require.NoError(t, m.Add(c))
+	h := m.Handler()
+
+	code, body := get(t, h, "/readyz")
+	assert.Equal(t, http.StatusServiceUnavailable, code, "not ready before Start")
+	assert.Contains(t, body, "not running")
+	code, _ = get(t, h, "/healthz")
+	assert.Equal(t, http.StatusOK, code)
+
+	ctx, _ := testLogger(t)
+	stop := startManager(t, ctx, m)
+	require.Eventually(t, func() bool {
+		code, _ := get(t, h, "/readyz")
+		return code == http.StatusOK
+	}, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return rec.count(Key{"ns", "a"}) == 1 }, 10*time.Second, time.Millisecond)
+	waitIdle(t, c)
+	code, body = get(t, h, "/healthz")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "ok", body)
+
+	code, body = get(t, h, "/metrics")
+	require.Equal(t, http.StatusOK, code)
+	for _, series := range []string{
+		`ctrlkit_controller_reconcile_total{controller="configmaps",result="success"} 1`,
+		`ctrlkit_controller_reconcile_total{controller="configmaps",result="error"} 0`,
+		`ctrlkit_controller_reconcile_duration_seconds_count{controller="configmaps"} 1`,
+		`ctrlkit_controller_active_workers{controller="configmaps"} 0`,
+		`ctrlkit_controller_panics_total{controller="configmaps"} 0`,
+		`workqueue_adds_total{name="configmaps"} 1`,
+		`workqueue_depth{name="configmaps"} 0`,
+	} {
+		assert.Contains(t, body, series)
+	}
+	require.NoError(t, stop())
+	code, _ = get(t, h, "/readyz")
+	assert.Equal(t, http.StatusServiceUnavailable, code, "not ready after shutdown")
+
+	// The global default registry was not touched.
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		assert.NotContains(t, mf.GetName(), "ctrlkit_")
+	}
+}
+
+func TestManagerServesOnConfiguredAddresses(t *testing.T) {
+	m, err := NewManager(ManagerOptions{Client: fake.NewClientset(), HealthProbeAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0"})
+	require.NoError(t, err)
+	ctx, _ := testLogger(t)
+	stop := startManager(t, ctx, m)
+	require.Eventually(t, func() bool { return m.HealthProbeAddr() != "" && m.MetricsAddr() != "" }, 10*time.Second, time.Millisecond)
+	assert.NotEqual(t, m.HealthProbeAddr(), m.MetricsAddr())
+	fetch := func(addr, path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	require.Eventually(t, func() bool {
+		code, _ := fetch(m.HealthProbeAddr(), "/readyz")
+		return code == http.StatusOK
+	}, 10*time.Second, time.Millisecond)
+	code, _ := fetch(m.HealthProbeAddr(), "/metrics")
+	assert.Equal(t, http.StatusNotFound, code, "metrics are on their own address")
+	code, body := fetch(m.MetricsAddr(), "/metrics")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "go_goroutines", "the private default registry has the Go collector")
+	require.NoError(t, stop())
+	assert.Empty(t, m.HealthProbeAddr(), "servers are closed")
+
+	// A busy address is a clear error from Start.
+	m2, err := NewManager(ManagerOptions{Client: fake.NewClientset(), HealthProbeAddr: "256.0.0.1:1"})
+	require.NoError(t, err)
+	err = m2.Start(ctx)
+	assert.ErrorContains(t, err, `serving health on "256.0.0.1:1"`)
+}
+
+func fastElection(id string) *leaderelection.Config {
+	return &leaderelection.Config{
+		Enabled: true, Namespace: "kube-system", Name: "ctrlkit-test", Identity: id,
+		LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 50 * time.Millisecond,
+		ReleaseOnCancel: true,
+	}
+}
+
+func leaseHolder(t *testing.T, client kubernetes.Interface) string {
+	t.Helper()
+	l, err := client.CoordinationV1().Leases("kube-system").Get(context.Background(), "ctrlkit-test", metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	if l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// orderRecorder wraps a Runnable and records, when its Run returns, what the
+// rest of the system looked like.
+type orderRecorder struct {
+	Runnable
+	after func()
+}
+
+func (o orderRecorder) Run(ctx context.Context) error {
+	err := o.Runnable.Run(ctx)
+	o.after()
+	return err
+}
+
+// Shutdown goes: controllers drained, then informers stopped, then the lease
+// released; and nothing is left running.
+func TestManagerShutdownOrder(t *testing.T) {
+	client := fake.NewClientset(configMap("ns", "a"))
+	m, err := NewManager(ManagerOptions{Client: client, LeaderElection: fastElection("one")})
+	require.NoError(t, err)
+	inReconcile := make(chan struct{})
+	var reconcileFinished atomic.Bool
+	r := ReconcilerFunc[Key](func(ctx context.Context, k Key) (Result, error) {
+		close(inReconcile)
+		<-ctx.Done()
+		reconcileFinished.Store(true)
+		return Result{}, nil
+	})
+	c := configMapController(t, m.Factory(), "slow", r, Options[Key]{})
+	cms, err := informer.For[*corev1.ConfigMap](m.Factory())
+	require.NoError(t, err)
+	type snapshot struct {
+		reconcileFinished, informerStopped bool
+		holder                             string
+	}
+	var atControllerExit snapshot
+	require.NoError(t, m.Add(orderRecorder{Runnable: c, after: func() {
+		atControllerExit = snapshot{reconcileFinished.Load(), cms.Informer().IsStopped(), leaseHolder(t, client)}
+	}}))
+	ctx, _ := testLogger(t)
+	stop := startManager(t, ctx, m)
+	<-inReconcile
+	assert.True(t, m.Elector().IsLeader())
+	require.NoError(t, stop())
+
+	assert.Equal(t, snapshot{reconcileFinished: true, informerStopped: false, holder: "one"}, atControllerExit,
+		"when the controller returned, its Reconcile had finished, informers still ran and the lease was still held")
+	assert.True(t, cms.Informer().IsStopped(), "informers are stopped by Start's return")
+	assert.Equal(t, "", leaseHolder(t, client), "the lease is released by Start's return")
+	goleak.VerifyNone(t)
+}
+
+// Two replicas: only the leader runs controllers that need leader election;
+// the standby runs the others and keeps its caches (and queues) warm, and
+// takes over when the leader stops.
+func TestLeaderElectionIntegration(t *testing.T) {
+	client := fake.NewClientset(configMap("ns", "a"), configMap("ns", "b"))
+	type replica struct {
+		m               *Manager
+		leader, anyRepl keyRecorder
+	}
+	newReplica := func(id string) *replica {
+		rp := &replica{}
+		m, err := NewManager(ManagerOptions{Client: client, LeaderElection: fastElection(id)})
+		require.NoError(t, err)
+		rp.m = m
+		require.NoError(t, m.Add(
+			configMapController(t, m.Factory(), "leader-only", &rp.leader, Options[Key]{}),
+			configMapController(t, m.Factory(), "every-replica", &rp.anyRepl, Options[Key]{NeedLeaderElection: new(false)}),
+		))
+		return rp
+	}
+	a, b := newReplica("a"), newReplica("b")
+	ctx, _ := testLogger(t)
+	stopA := startManager(t, ctx, a.m)
+	require.Eventually(t, a.m.Elector().IsLeader, 10*time.Second, time.Millisecond)
+	stopB := startManager(t, ctx, b.m)
+
+	both := func(r *keyRecorder) func() bool {
+		return func() bool { return r.count(Key{"ns", "a"}) >= 1 && r.count(Key{"ns", "b"}) >= 1 }
+	}
+	require.Eventually(t, both(&a.leader), 10*time.Second, time.Millisecond)
+	require.Eventually(t, both(&a.anyRepl), 10*time.Second, time.Millisecond)
+	require.Eventually(t, both(&b.anyRepl), 10*time.Second, time.Millisecond, "the standby's non-leader controller runs")
+	require.Eventually(t, func() bool {
+		code, _ := get(t, b.m.Handler(), "/readyz")
+		return code == http.StatusOK
+	}, 10*time.Second, time.Millisecond, "the standby is ready: its caches synced")
+	assert.False(t, b.m.Elector().IsLeader())
+	assert.Empty(t, b.leader.keys(), "the standby ran a controller that needs leader election")
+	assert.Equal(t, "a", leaseHolder(t, client))
+
+	// The leader stops (releasing the lease); the standby takes over and
+	// works off the keys its warm queue collected.
+	require.NoError(t, stopA())
+	require.Eventually(t, b.m.Elector().IsLeader, 10*time.Second, time.Millisecond)
+	require.Eventually(t, both(&b.leader), 10*time.Second, time.Millisecond)
+	assert.Equal(t, "b", leaseHolder(t, client))
+	require.NoError(t, stopB())
+}
+
+// A lost lease stops the controllers that need it and makes Start return
+// ErrLeaseLost instead of exiting the process.
+func TestLostLeaseIsFatal(t *testing.T) {
+	client := fake.NewClientset(configMap("ns", "a"))
+	var failRenewals atomic.Bool
+	client.PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if failRenewals.Load() {
+			return true, nil, errors.New("injected: etcd unavailable")
+		}
+		return false, nil, nil
+	})
+	m, err := NewManager(ManagerOptions{Client: client, LeaderElection: fastElection("one")})
+	require.NoError(t, err)
+	var ctxEnded atomic.Bool
+	started := make(chan struct{})
+	r := ReconcilerFunc[Key](func(ctx context.Context, _ Key) (Result, error) {
+		close(started)
+		<-ctx.Done()
+		ctxEnded.Store(true)
+		return Result{}, nil
+	})
+	require.NoError(t, m.Add(configMapController(t, m.Factory(), "guarded", r, Options[Key]{})))
+	ctx, _ := testLogger(t)
+	done := make(chan error, 1)
+	go func() { done <- m.Start(ctx) }()
+	<-started
+	failRenewals.Store(true)
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Start did not return after the lease was lost")
+	}
+	assert.ErrorIs(t, err, leaderelection.ErrLeaseLost)
+	assert.True(t, ctxEnded.Load(), "the guarded Reconcile saw its context end")
+}
+
+// failingRunnable fails at once.
+type failingRunnable struct{ name string }
+
+func (f failingRunnable) Name() string                 { return f.name }
+func (f failingRunnable) Run(context.Context) error    { return errors.New("port in use") }
+func (f failingRunnable) NeedLeaderElection() bool     { return false }
+func (f failingRunnable) Feature() featuregate.Feature { return "" }
+
+func TestRunnableErrorIsFatal(t *testing.T) {
+	client := fake.NewClientset(configMap("ns", "a"))
+	m, err := NewManager(ManagerOptions{Client: client})
+	require.NoError(t, err)
+	var rec keyRecorder
+	c := configMapController(t, m.Factory(), "fine", &rec, Options[Key]{})
+	require.NoError(t, m.Add(c, failingRunnable{"broken"}))
+	ctx, _ := testLogger(t)
+	err = m.Start(ctx)
+	require.Error(t, err)
+	assert.ErrorContains(t, err, `controller "broken": port in use`)
+	assert.ErrorIs(t, m.Start(ctx), ErrAlreadyStarted)
+}
+
+func TestEventRecorderFor(t *testing.T) {
+	client := fake.NewClientset()
+	m, err := NewManager(ManagerOptions{Client: client})
+	require.NoError(t, err)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-0", UID: "u1"}}
+	rec := m.EventRecorderFor("replicaset")
+	rec.Event(pod, corev1.EventTypeNormal, "TooEarly", "dropped: the manager is not running")
+
+	ctx, _ := testLogger(t)
+	stop := startManager(t, ctx, m)
+	require.Eventually(t, func() bool { return m.running.Load() }, 10*time.Second, time.Millisecond)
+	rec.Eventf(pod, corev1.EventTypeWarning, "FailedCreate", "creating %s failed", "web-1")
+	var events *corev1.EventList
+	require.Eventually(t, func() bool {
+		events, err = client.CoreV1().Events("ns").List(ctx, metav1.ListOptions{})
+		return err == nil && len(events.Items) > 0
+	}, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, stop())
+	require.Len(t, events.Items, 1)
+	ev := events.Items[0]
+	assert.Equal(t, "replicaset", ev.Source.Component)
+	assert.Equal(t, "FailedCreate", ev.Reason)
+	assert.Equal(t, "creating web-1 failed", ev.Message)
+	assert.Equal(t, "web-0", ev.InvolvedObject.Name)
+	goleak.VerifyNone(t)
+}
+
