@@ -30,10 +30,9 @@ type Object interface {
 //
 // A Client is safe for concurrent use; it holds no state besides its configuration.
 type Client[T Object] struct {
-	codec     *codec[T]
-	dyn       dynamic.NamespaceableResourceInterface
-	ri        dynamic.ResourceInterface
-	namespace string
+	codec *codec[T]
+	dyn   dynamic.NamespaceableResourceInterface
+	ri    dynamic.ResourceInterface // dyn itself or dyn.Namespace(ns)
 }
 
 // Option configures NewClient.
@@ -86,7 +85,6 @@ func NewClient[T Object](dyn dynamic.Interface, gvr schema.GroupVersionResource,
 // all-namespaces (or cluster-scoped) client back.
 func (c *Client[T]) Namespace(ns string) *Client[T] {
 	n := *c
-	n.namespace = ns
 	if ns == "" {
 		n.ri = c.dyn
 	} else {
