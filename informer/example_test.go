@@ -1,0 +1,204 @@
+package informer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/ctrlkit/ctrlkit/informer"
+)
+
+func examplePod(ns, name string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
+}
+
+// A factory, a typed informer, a typed handler and a lister: the whole
+// read side of a controller.
+func Example() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := fake.NewClientset(examplePod("default", "web-0", map[string]string{"app": "web"}))
+
+	f := informer.NewFactory(client)
+	defer f.Shutdown()
+	pods, err := informer.For[*corev1.Pod](f)
+	if err != nil {
+		panic(err)
+	}
+	events := make(chan string, 10)
+	_, err = pods.AddHandler(informer.HandlerFuncs[*corev1.Pod]{
+		OnAdd:    func(p *corev1.Pod, initial bool) { events <- fmt.Sprintf("add %s initial=%v", p.Name, initial) },
+		OnDelete: func(p *corev1.Pod) { events <- "delete " + p.Name },
+	})
+	if err != nil {
+		panic(err)
+	}
+	f.Start(ctx)
+	if err := f.WaitForCacheSync(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println(<-events)
+
+	p, err := pods.Lister().Get("default", "web-0")
+	fmt.Println(p.Labels["app"], err)
+	_, err = pods.Lister().Get("default", "web-1")
+	fmt.Println(apierrors.IsNotFound(err), err)
+
+	_ = client.CoreV1().Pods("default").Delete(ctx, "web-0", metav1.DeleteOptions{})
+	fmt.Println(<-events)
+	// Output:
+	// add web-0 initial=true
+	// web <nil>
+	// true pods "web-1" not found
+	// delete web-0
+}
+
+// Listers filter by label selector and namespace; results are unordered.
+func ExampleLister() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := fake.NewClientset(
+		examplePod("a", "web-0", map[string]string{"app": "web"}),
+		examplePod("a", "db-0", map[string]string{"app": "db"}),
+		examplePod("b", "web-1", map[string]string{"app": "web"}),
+	)
+	f := informer.NewFactory(client)
+	defer f.Shutdown()
+	pods, _ := informer.For[*corev1.Pod](f)
+	f.Start(ctx)
+	_ = f.WaitForCacheSync(ctx)
+
+	web, _ := pods.Lister().List(labels.SelectorFromSet(labels.Set{"app": "web"}))
+	inA, _ := pods.Lister().Namespace("a").List(labels.Everything())
+	fmt.Println(sortedNames(web))
+	fmt.Println(sortedNames(inA))
+	// Output:
+	// [a/web-0 b/web-1]
+	// [a/db-0 a/web-0]
+}
+
+func sortedNames[T metav1.Object](objs []T) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.GetNamespace()+"/"+o.GetName())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// EnqueueControllerOf maps a Pod event to the key of the ReplicaSet that
+// controls it: the ReplicaSet controller's pod handler in one line.
+func ExampleEnqueueControllerOf() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	yes := true
+	child := examplePod("default", "web-abcde", nil)
+	child.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs-uid", Controller: &yes,
+	}}
+	client := fake.NewClientset(child, examplePod("default", "orphan", nil))
+
+	f := informer.NewFactory(client)
+	defer f.Shutdown()
+	pods, _ := informer.For[*corev1.Pod](f)
+	queue := workqueue.NewTyped[string]()
+	defer queue.ShutDown()
+	_, _ = pods.AddHandler(informer.EnqueueControllerOf[*corev1.Pod](queue, appsv1.SchemeGroupVersion.WithKind("ReplicaSet")))
+	f.Start(ctx)
+	_ = f.WaitForCacheSync(ctx)
+
+	key, _ := queue.Get() // the orphan enqueues nothing
+	fmt.Println(key)
+	// The built-in index finds the ReplicaSet's children without a full list.
+	children, _ := pods.ByControllerUID("rs-uid")
+	fmt.Println(sortedNames(children))
+	// Output:
+	// default/web
+	// [default/web-abcde]
+}
+
+// EnqueueKey feeds "namespace/name" keys to any queue with an Add method.
+func ExampleEnqueueKey() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "settings"}})
+	f := informer.NewFactory(client)
+	defer f.Shutdown()
+	cms, _ := informer.For[*corev1.ConfigMap](f)
+	queue := workqueue.NewTyped[string]()
+	defer queue.ShutDown()
+	_, _ = cms.AddHandler(informer.EnqueueKey[*corev1.ConfigMap](queue))
+	f.Start(ctx)
+	_ = f.WaitForCacheSync(ctx)
+	key, _ := queue.Get()
+	fmt.Println(key)
+	// Output: kube-system/settings
+}
+
+// WaitForCacheSync names every informer that did not sync in time. Here the
+// API refuses to list ConfigMaps.
+func ExampleWaitForCacheSync() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := fake.NewClientset()
+	client.PrependReactor("list", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("configmaps"), "", errors.New("no RBAC"))
+	})
+	f := informer.NewFactory(client)
+	defer f.Shutdown()
+	pods, _ := informer.For[*corev1.Pod](f)
+	cms, _ := informer.For[*corev1.ConfigMap](f)
+	f.Start(ctx)
+
+	syncCtx, syncCancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer syncCancel()
+	err := informer.WaitForCacheSync(syncCtx, pods, cms)
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, informer.ErrCacheSyncTimeout))
+	// Output:
+	// caches not synced: configmaps: context deadline exceeded
+	// true
+}
+
+// For answers with an error, not a panic, for a type it cannot serve.
+func ExampleFor_unsupported() {
+	f := informer.NewFactory(fake.NewClientset())
+	_, err := informer.For[*corev1.Binding](f)
+	fmt.Println(errors.Is(err, informer.ErrUnsupportedType))
+	// Output: true
+}
+
+// Per-type transforms shrink the cache further than the default
+// managedFields stripping.
+func ExampleWithTransform() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := examplePod("default", "web-0", nil)
+	p.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...}"}
+	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	client := fake.NewClientset(p)
+
+	f := informer.NewFactory(client, informer.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
+		delete(p.Annotations, "kubectl.kubernetes.io/last-applied-configuration")
+		return p, nil
+	}))
+	defer f.Shutdown()
+	pods, _ := informer.For[*corev1.Pod](f)
+	f.Start(ctx)
+	_ = f.WaitForCacheSync(ctx)
+	cached, _ := pods.Lister().Get("default", "web-0")
+	fmt.Println(len(cached.Annotations), len(cached.ManagedFields))
+	// Output: 0 0
+}
