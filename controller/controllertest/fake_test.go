@@ -1,0 +1,289 @@
+package controllertest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/informer"
+)
+
+func configMap(ns, name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+func TestNewFakeSeedsClientAndInformers(t *testing.T) {
+	env := controllertest.NewFake(t,
+		configMap("a", "one"), configMap("a", "two"), configMap("b", "three"),
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p"}},
+	)
+	require.Nil(t, env.Config(), "a fake has no server")
+	require.Equal(t, metav1.NamespaceDefault, env.Namespace())
+
+	got, err := env.Client().CoreV1().ConfigMaps("a").Get(env.Context(), "two", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "two", got.Name)
+
+	// Requested after NewFake: the started factory starts it at once; Sync waits for it.
+	cms, err := informer.For[*corev1.ConfigMap](env.Factory())
+	require.NoError(t, err)
+	env.Sync()
+	require.True(t, cms.HasSynced())
+	listed, err := cms.Lister().List(labels.Everything())
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"one", "two", "three"}, names(listed))
+
+	// Writes after the sync reach the cache through the watch.
+	_, err = env.Client().CoreV1().ConfigMaps("b").Create(env.Context(), configMap("b", "four"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		_, err := cms.Lister().Get("b", "four")
+		return err == nil
+	}, 10*time.Second, 5*time.Millisecond)
+}
+
+func names[T metav1.Object](objs []T) []string {
+	out := make([]string, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.GetName())
+	}
+	return out
+}
+
+// fatalTB records Fatal instead of failing the real test, so a test can check that misuse is
+// reported. Fatal must stop the caller, so it ends the goroutine as testing.T does.
+type fatalTB struct {
+	testing.TB
+	mu     sync.Mutex
+	fatals []string
+}
+
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.mu.Lock()
+	f.fatals = append(f.fatals, fmt.Sprintf(format, args...))
+	f.mu.Unlock()
+	runtime.Goexit()
+}
+
+func (f *fatalTB) Fatal(args ...any) { f.Fatalf("%s", fmt.Sprint(args...)) }
+
+// fatalOf runs fn with a fatalTB and returns the first Fatal message ("" when none).
+func fatalOf(t *testing.T, fn func(tb testing.TB)) string {
+	t.Helper()
+	tb := &fatalTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(tb)
+	}()
+	<-done
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	if len(tb.fatals) == 0 {
+		return ""
+	}
+	return tb.fatals[0]
+}
+
+func TestNewFakeRejectsBadSeeds(t *testing.T) {
+	msg := fatalOf(t, func(tb testing.TB) { controllertest.NewFake(tb, configMap("a", "x"), configMap("a", "x")) })
+	assert.Contains(t, msg, "ConfigMap a/x")
+	assert.Contains(t, msg, "already exists")
+
+	msg = fatalOf(t, func(tb testing.TB) { controllertest.NewFake(tb, nil) })
+	assert.Contains(t, msg, "seed object 0 is nil")
+
+	msg = fatalOf(t, func(tb testing.TB) {
+		controllertest.NewFakeWithOptions(tb, controllertest.FakeOptions{
+			ListKinds: map[schema.GroupVersionResource]string{{Group: "x.io", Version: "v1", Resource: "widgets"}: "Widgets"},
+		})
+	})
+	assert.Contains(t, msg, `list kind "Widgets"`)
+}
+
+func TestFaultHelpersRejectBadInput(t *testing.T) {
+	assert.Empty(t, fatalOf(t, func(tb testing.TB) { controllertest.NewFake(tb).FailWrites(10) }))
+	assert.Contains(t, fatalOf(t, func(tb testing.TB) { controllertest.NewFake(tb).FailWrites(101) }), "outside 0..100")
+	assert.Contains(t, fatalOf(t, func(tb testing.TB) { controllertest.NewFake(tb).FailWrites(-1) }), "outside 0..100")
+	assert.Contains(t, fatalOf(t, func(tb testing.TB) { controllertest.NewFake(tb).Delay(-time.Second) }), "negative latency")
+}
+
+var widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+
+func widget(ns, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("example.com/v1")
+	u.SetKind("Widget")
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
+func TestNewFakeDynamicHoldsUnstructuredSeeds(t *testing.T) {
+	gadgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}
+	env := controllertest.NewFakeWithOptions(t, controllertest.FakeOptions{
+		Objects:   []k8sruntime.Object{widget("a", "w1"), widget("a", "w2"), configMap("a", "cm")},
+		ListKinds: map[schema.GroupVersionResource]string{gadgets: "GadgetList"},
+	})
+	list, err := env.Dynamic().Resource(widgets).Namespace("a").List(env.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 2)
+
+	// A resource introduced only by ListKinds lists empty instead of panicking.
+	list, err = env.Dynamic().Resource(gadgets).List(env.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Empty(t, list.Items)
+
+	// Typed seeds live in the typed clientset only.
+	_, err = env.Client().CoreV1().ConfigMaps("a").Get(env.Context(), "cm", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, env.FakeDynamic())
+	require.NotNil(t, env.Fake())
+}
+
+// createMany creates n ConfigMaps and returns which attempts failed and with what.
+func createMany(t *testing.T, env *controllertest.Env, n int) (failed []int, errs []error) {
+	t.Helper()
+	for i := range n {
+		_, err := env.Client().CoreV1().ConfigMaps("a").Create(env.Context(), configMap("a", fmt.Sprintf("cm-%d", i)), metav1.CreateOptions{})
+		if err != nil {
+			failed = append(failed, i)
+			errs = append(errs, err)
+		}
+	}
+	return failed, errs
+}
+
+func TestFailWritesIsDeterministicAndNearThePercentage(t *testing.T) {
+	const n, percent = 300, 30
+	run := func(seed uint64) ([]int, []error, *controllertest.Env) {
+		env := controllertest.NewFakeWithOptions(t, controllertest.FakeOptions{Seed: seed})
+		env.FailWrites(percent)
+		failed, errs := createMany(t, env, n)
+		require.Equal(t, len(failed), env.Injected())
+		return failed, errs, env
+	}
+	first, errs, _ := run(7)
+	again, _, _ := run(7)
+	other, _, _ := run(8)
+
+	require.Equal(t, first, again, "the same seed fails the same requests")
+	require.NotEqual(t, first, other, "another seed fails other requests")
+	// Binomial(300, 0.3) has a standard deviation of 7.9; ±40 is five of them (and the seed is
+	// fixed, so this never flakes: it checks the draw is not skewed).
+	require.InDelta(t, n*percent/100, len(first), 40)
+
+	for _, err := range errs {
+		require.ErrorIs(t, err, controllertest.ErrInjected)
+		require.True(t, apierrors.IsInternalError(err), "injected errors look like a server's: %v", err)
+		require.Contains(t, err.Error(), "failure of create configmaps")
+	}
+}
+
+func TestFailWritesHonoursVerbsAndCanBeTurnedOff(t *testing.T) {
+	env := controllertest.NewFake(t, configMap("a", "keep"))
+	cms := env.Client().CoreV1().ConfigMaps("a")
+
+	env.FailWrites(100, "delete")
+	_, err := cms.Create(env.Context(), configMap("a", "new"), metav1.CreateOptions{})
+	require.NoError(t, err, "create is not among the failing verbs")
+	_, err = cms.Get(env.Context(), "keep", metav1.GetOptions{})
+	require.NoError(t, err, "reads never fail")
+	err = cms.Delete(env.Context(), "keep", metav1.DeleteOptions{})
+	require.ErrorIs(t, err, controllertest.ErrInjected)
+	require.Contains(t, err.Error(), "failure of delete configmaps keep")
+
+	env.FailWrites(100) // the default verbs replace "delete"
+	_, err = cms.Update(env.Context(), configMap("a", "keep"), metav1.UpdateOptions{})
+	require.ErrorIs(t, err, controllertest.ErrInjected)
+
+	env.FailWrites(0)
+	require.NoError(t, cms.Delete(env.Context(), "keep", metav1.DeleteOptions{}))
+	require.Equal(t, 2, env.Injected())
+
+	// Failed requests are still recorded: a test can see that a controller tried.
+	var deletes int
+	for _, a := range env.Actions() {
+		if a.GetVerb() == "delete" && a.GetResource().Resource == "configmaps" {
+			deletes++
+		}
+	}
+	require.Equal(t, 2, deletes)
+}
+
+func TestDelayAddsLatencyToEveryRequest(t *testing.T) {
+	env := controllertest.NewFake(t, configMap("a", "x"))
+	const d = 30 * time.Millisecond
+	env.Delay(d)
+	for _, req := range []func() error{
+		func() error {
+			_, err := env.Client().CoreV1().ConfigMaps("a").Get(env.Context(), "x", metav1.GetOptions{})
+			return err
+		},
+		func() error {
+			_, err := env.Client().CoreV1().ConfigMaps("a").List(env.Context(), metav1.ListOptions{})
+			return err
+		},
+		func() error {
+			w, err := env.Client().CoreV1().ConfigMaps("a").Watch(env.Context(), metav1.ListOptions{})
+			if err == nil {
+				w.Stop()
+			}
+			return err
+		},
+	} {
+		begin := time.Now()
+		require.NoError(t, req())
+		// A lower bound only: the delay is a floor, never a ceiling, so this cannot flake.
+		require.GreaterOrEqual(t, time.Since(begin), d)
+	}
+}
+
+func TestDelayGivesUpWhenTheTestEnds(t *testing.T) {
+	var env *controllertest.Env
+	t.Run("inner", func(t *testing.T) {
+		env = controllertest.NewFake(t)
+		env.Delay(time.Hour)
+		// A request started now would wait an hour; the inner test's end must release it.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = env.Client().CoreV1().ConfigMaps("a").Get(context.Background(), "x", metav1.GetOptions{})
+		}()
+		t.Cleanup(func() { <-done })
+	})
+}
+
+func TestActionsRecordAndClear(t *testing.T) {
+	env := controllertest.NewFake(t)
+	env.ClearActions() // informer lists and watches from the start
+	_, err := env.Client().CoreV1().ConfigMaps("a").Create(env.Context(), configMap("a", "x"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	acts := env.Actions()
+	require.Len(t, acts, 1)
+	require.Equal(t, "create", acts[0].GetVerb())
+	require.Equal(t, "configmaps", acts[0].GetResource().Resource)
+	env.ClearActions()
+	require.Empty(t, env.Actions())
+}
+
+func TestErrInjectedMessage(t *testing.T) {
+	// The sentinel is lower-case and names nothing but itself; wrapped errors add the culprit.
+	require.Equal(t, "injected failure", controllertest.ErrInjected.Error())
+	require.False(t, errors.Is(apierrors.NewInternalError(errors.New("x")), controllertest.ErrInjected))
+}

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package controllertest
+
+import "syscall"
+
+// sysProcAttr: outside Linux there is no parent-death signal; children are stopped by the
+// test's cleanup, and a test binary killed outright can leave them running.
+func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }

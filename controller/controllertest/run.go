@@ -1,0 +1,181 @@
+package controllertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Controller is what RunController and WaitForQuiet need of a controller. ctrlkit's
+// *controller.Controller[K] satisfies it; so can a hand-written one.
+type Controller interface {
+	// Name identifies the controller in failure messages.
+	Name() string
+	// Run blocks until ctx ends, then drains and returns.
+	Run(ctx context.Context) error
+	// Idle reports whether no key is ready in the queue and no reconcile is running.
+	Idle() bool
+	// Len and InFlight are reported when WaitForQuiet times out.
+	Len() int
+	InFlight() int
+}
+
+// Retrier is optionally implemented by a Controller that can say how many keys are waiting out
+// an error backoff (or a rate-limited requeue). When it is, WaitForQuiet also waits for those,
+// so a test that injects failures sees the retries through. Without it a key in backoff counts
+// as no work: give such controllers a backoff capped below the quiet period in tests.
+type Retrier interface {
+	Retrying() int
+}
+
+// running is one controller started by RunController.
+type running struct {
+	c      Controller
+	cancel context.CancelFunc
+	done   chan struct{} // closed when Run has returned
+	err    error         // Run's result, set before done is closed
+}
+
+func (r *running) finished() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// DefaultQuietPeriod is how long every controller must stay idle before WaitForQuiet believes
+// it. Events travel from a write to the informer and into the queue asynchronously, so one idle
+// reading right after a write proves little; an idle stretch of this length does.
+const DefaultQuietPeriod = 100 * time.Millisecond
+
+// RunController runs c in a goroutine until ctx ends, the returned stop is called, or the test
+// ends (its cleanup stops the controller and waits for Run to return). stop cancels the
+// controller, waits for Run and returns its error. An error from Run that nobody collected with
+// stop fails the test at cleanup, and makes WaitForQuiet fail at once.
+func (e *Env) RunController(ctx context.Context, c Controller) (stop func() error) {
+	ctx, cancel := context.WithCancel(ctx)
+	// The Env's own context ends with the test; a ctx the caller keeps alive must not keep the
+	// controller running past it.
+	stopOnEnd := context.AfterFunc(e.ctx, cancel)
+	r := &running{c: c, cancel: cancel, done: make(chan struct{})}
+	e.runMu.Lock()
+	e.controllers = append(e.controllers, r)
+	e.runMu.Unlock()
+	go func() {
+		defer close(r.done)
+		defer stopOnEnd()
+		r.err = c.Run(ctx)
+	}()
+	return func() error {
+		e.runMu.Lock()
+		for i, x := range e.controllers {
+			if x == r {
+				e.controllers = append(e.controllers[:i], e.controllers[i+1:]...)
+				break
+			}
+		}
+		e.runMu.Unlock()
+		cancel()
+		<-r.done
+		return r.err
+	}
+}
+
+// stopControllers cancels every controller still registered, waits for them and fails the test
+// for each that returned an error.
+func (e *Env) stopControllers() {
+	e.runMu.Lock()
+	rs := e.controllers
+	e.controllers = nil
+	e.runMu.Unlock()
+	for _, r := range rs {
+		r.cancel()
+	}
+	for _, r := range rs {
+		<-r.done
+		if r.err != nil {
+			e.t.Errorf("controllertest: controller %s: Run: %v", r.c.Name(), r.err)
+		}
+	}
+}
+
+// ErrNotQuiet is matched by the error QuietContext returns when the controllers were still busy
+// at the deadline.
+var ErrNotQuiet = errors.New("controllers did not become quiet")
+
+// WaitForQuiet waits until the informers of Factory have synced and every controller started
+// with RunController has been idle (empty queue, no reconcile running) for DefaultQuietPeriod,
+// failing the test after timeout with each busy controller's queue length and reconciles in
+// flight. Keys waiting out a RequeueAfter do not count as work: quiet means "nothing to do right
+// now". Keys waiting out a retry backoff count only for controllers that implement Retrier.
+// Assert on the world after it instead of sleeping.
+func (e *Env) WaitForQuiet(timeout time.Duration) {
+	e.t.Helper()
+	if err := e.QuietContext(e.ctx, timeout, DefaultQuietPeriod); err != nil {
+		e.t.Fatalf("controllertest: %v", err)
+	}
+}
+
+// QuietContext is WaitForQuiet with a chosen quiet period, returning the error instead of
+// failing the test.
+func (e *Env) QuietContext(ctx context.Context, timeout, period time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := e.factory.WaitForCacheSync(ctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotQuiet, err)
+	}
+	const poll = 5 * time.Millisecond
+	ticker := time.NewTicker(poll)
+	defer ticker.Stop()
+	var idleSince time.Time
+	for {
+		e.runMu.Lock()
+		rs := append([]*running(nil), e.controllers...)
+		e.runMu.Unlock()
+		idle := true
+		for _, r := range rs {
+			if r.finished() {
+				return fmt.Errorf("%w: controller %s stopped: %v", ErrNotQuiet, r.c.Name(), r.err)
+			}
+			if !r.c.Idle() {
+				idle = false
+			} else if rt, ok := r.c.(Retrier); ok && rt.Retrying() > 0 {
+				idle = false
+			}
+		}
+		now := time.Now()
+		switch {
+		case !idle:
+			idleSince = time.Time{}
+		case idleSince.IsZero():
+			idleSince = now
+		case now.Sub(idleSince) >= period:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w within %v: %s", ErrNotQuiet, timeout, busy(rs))
+		case <-ticker.C:
+		}
+	}
+}
+
+// busy describes the controllers' load for a timeout message.
+func busy(rs []*running) string {
+	if len(rs) == 0 {
+		return "no controllers running"
+	}
+	parts := make([]string, 0, len(rs))
+	for _, r := range rs {
+		part := fmt.Sprintf("%s: %d queued, %d in flight", r.c.Name(), r.c.Len(), r.c.InFlight())
+		if rt, ok := r.c.(Retrier); ok {
+			part += fmt.Sprintf(", %d retrying", rt.Retrying())
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, "; ")
+}
