@@ -455,4 +455,3 @@ func TestEventRecorderFor(t *testing.T) {
 	assert.Equal(t, "web-0", ev.InvolvedObject.Name)
 	goleak.VerifyNone(t)
 }
-
