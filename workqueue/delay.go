@@ -1,103 +1,153 @@
 package workqueue
 
 import (
+	"math"
 	"time"
 
 	"k8s.io/utils/clock"
 )
 
-// delayHeap is a binary min-heap of the waiting entries, ordered by ready time and, for equal
-// times, by the order they started waiting. Each entry knows its index, so an earlier AddAfter of
-// a waiting item moves it in O(log n). One goroutine (delayLoop) sleeps on one timer set to the
-// root's ready time; there is never a goroutine or a timer per item.
-type delayHeap[T comparable] []*entry[T]
-
-func (h delayHeap[T]) less(i, j int) bool {
-	a, b := h[i], h[j]
-	if !a.readyAt.Equal(b.readyAt) {
-		return a.readyAt.Before(b.readyAt)
-	}
-	return a.waitSeq < b.waitSeq
+// delayHeap is a 4-ary min-heap of ready times, ordered by time and, for equal times, by the
+// order the waits began. The keys live in the heap array itself, so sifting compares without
+// touching the entries (at 10^6 waiting items, chasing entry pointers was most of the cost).
+// An entry is waiting while its slot's seq equals the entry's waitSeq; an earlier AddAfter of a
+// waiting item pushes a new slot and leaves the old one stale, to be skipped when popped or
+// dropped by a rebuild once stale slots are the majority.
+//
+// One goroutine (delayLoop) sleeps on one timer set to the root's ready time; there is never a
+// goroutine or a timer per item.
+type delayHeap[T comparable] struct {
+	slots []delaySlot[T]
+	stale int
 }
 
-func (h delayHeap[T]) swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].heapIdx = i
-	h[j].heapIdx = j
+type delaySlot[T comparable] struct {
+	at  time.Duration
+	seq uint64
+	e   *entry[T]
 }
 
-func (h *delayHeap[T]) push(e *entry[T]) {
-	e.heapIdx = len(*h)
-	*h = append(*h, e)
-	h.up(e.heapIdx)
+func (s *delaySlot[T]) before(o *delaySlot[T]) bool {
+	return s.at < o.at || s.at == o.at && s.seq < o.seq
 }
 
-func (h *delayHeap[T]) popMin() *entry[T] {
-	old := *h
-	n := len(old) - 1
-	e := old[0]
-	old.swap(0, n)
-	old[n] = nil // the heap's array must not keep the entry reachable
-	*h = old[:n]
-	if n > 0 {
+func (s *delaySlot[T]) live() bool { return s.e.waiting && s.e.waitSeq == s.seq }
+
+// len counts the slots, live or stale.
+func (h *delayHeap[T]) len() int { return len(h.slots) }
+
+func (h *delayHeap[T]) push(s delaySlot[T]) {
+	h.slots = append(h.slots, s)
+	h.up(len(h.slots) - 1)
+}
+
+// root returns the earliest slot; the heap must not be empty.
+func (h *delayHeap[T]) root() *delaySlot[T] { return &h.slots[0] }
+
+func (h *delayHeap[T]) pop() delaySlot[T] {
+	n := len(h.slots) - 1
+	s := h.slots[0]
+	h.slots[0] = h.slots[n]
+	h.slots[n] = delaySlot[T]{} // the array must not keep the entry reachable
+	h.slots = h.slots[:n]
+	if n > 1 {
 		h.down(0)
 	}
-	e.heapIdx = -1
-	return e
+	return s
 }
 
-func (h delayHeap[T]) up(i int) {
+func (h *delayHeap[T]) up(i int) {
+	s := h.slots[i]
 	for i > 0 {
-		p := (i - 1) / 2
-		if !h.less(i, p) {
-			return
+		p := (i - 1) / 4
+		if !s.before(&h.slots[p]) {
+			break
 		}
-		h.swap(i, p)
+		h.slots[i] = h.slots[p]
 		i = p
 	}
+	h.slots[i] = s
 }
 
-func (h delayHeap[T]) down(i int) {
-	n := len(h)
+func (h *delayHeap[T]) down(i int) {
+	n := len(h.slots)
+	s := h.slots[i]
 	for {
-		c := 2*i + 1
+		c := 4*i + 1
 		if c >= n {
-			return
+			break
 		}
-		if r := c + 1; r < n && h.less(r, c) {
-			c = r
+		best := c
+		for j := c + 1; j < c+4 && j < n; j++ {
+			if h.slots[j].before(&h.slots[best]) {
+				best = j
+			}
 		}
-		if !h.less(c, i) {
-			return
+		if !h.slots[best].before(&s) {
+			break
 		}
-		h.swap(i, c)
-		i = c
+		h.slots[i] = h.slots[best]
+		i = best
 	}
+	h.slots[i] = s
+}
+
+// abandon records that a slot became stale and rebuilds the heap without stale slots once they
+// are the majority, so an item whose delay keeps getting shorter does not grow the heap.
+func (h *delayHeap[T]) abandon() {
+	h.stale++
+	if h.stale < 1024 || 2*h.stale <= len(h.slots) {
+		return
+	}
+	w := 0
+	for _, s := range h.slots {
+		if s.live() {
+			h.slots[w] = s
+			w++
+		}
+	}
+	clear(h.slots[w:])
+	h.slots, h.stale = h.slots[:w], 0
+	for i := (w - 2) / 4; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+// now is the clock's time as a duration since the queue's epoch.
+func (q *Queue[T]) now() time.Duration { return q.clock.Since(q.epoch) }
+
+// deadline is the time d from now, saturating instead of overflowing for huge d.
+func (q *Queue[T]) deadline(d time.Duration) time.Duration {
+	now := q.now()
+	if now > 0 && d > math.MaxInt64-now {
+		return math.MaxInt64
+	}
+	return now + d
 }
 
 // delayLocked makes item wait until at (then it is added with priority prio). An item already
 // waiting keeps the earlier ready time and the higher priority.
-func (q *Queue[T]) delayLocked(item T, at time.Time, prio int) {
+func (q *Queue[T]) delayLocked(item T, at time.Duration, prio int) {
 	e := q.items[item]
 	if e == nil {
 		e = q.newEntryLocked(item)
 	}
-	if e.heapIdx >= 0 {
+	if e.waiting {
 		if prio > e.waitPrio {
 			e.waitPrio = prio
 		}
-		if !at.Before(e.readyAt) {
+		if at >= e.readyAt {
 			return
 		}
-		e.readyAt = at
-		q.delayed.up(e.heapIdx)
+		q.delayed.abandon()
 	} else {
-		e.readyAt, e.waitPrio = at, prio
-		q.waitSeq++
-		e.waitSeq = q.waitSeq
-		q.delayed.push(e)
+		e.waiting, e.waitPrio = true, prio
 	}
-	if e.heapIdx == 0 {
+	e.readyAt = at
+	q.waitSeq++
+	e.waitSeq = q.waitSeq
+	q.delayed.push(delaySlot[T]{at: at, seq: e.waitSeq, e: e})
+	if r := q.delayed.root(); r.seq == e.waitSeq {
 		q.wakeDelayLoopLocked()
 	}
 }
@@ -118,10 +168,15 @@ func (q *Queue[T]) wakeDelayLoopLocked() {
 }
 
 // promoteLocked adds every waiting entry whose ready time is not after now, earliest first.
-func (q *Queue[T]) promoteLocked(now time.Time) {
-	for len(q.delayed) > 0 && !q.delayed[0].readyAt.After(now) {
-		e := q.delayed.popMin()
-		q.readyLocked(e, e.waitPrio)
+func (q *Queue[T]) promoteLocked(now time.Duration) {
+	for q.delayed.len() > 0 && q.delayed.root().at <= now {
+		s := q.delayed.pop()
+		if !s.live() {
+			q.delayed.stale--
+			continue
+		}
+		s.e.waiting = false
+		q.readyLocked(s.e, s.e.waitPrio)
 	}
 	if q.waiters.head != nil {
 		q.dispatchLocked()
@@ -130,14 +185,15 @@ func (q *Queue[T]) promoteLocked(now time.Time) {
 
 // dropDelayedLocked forgets every waiting entry (at shutdown, as client-go does).
 func (q *Queue[T]) dropDelayedLocked() {
-	for i, e := range q.delayed {
-		q.delayed[i] = nil
-		e.heapIdx = -1
-		if e.state == 0 {
-			q.releaseLocked(e)
+	for _, s := range q.delayed.slots {
+		if s.live() {
+			s.e.waiting = false
+			if s.e.state == 0 {
+				q.releaseLocked(s.e)
+			}
 		}
 	}
-	q.delayed = nil
+	q.delayed = delayHeap[T]{}
 }
 
 // delayLoop is the one goroutine behind all delays. It is owned by the queue: ShutDown stops it
@@ -157,12 +213,12 @@ func (q *Queue[T]) delayLoop() {
 			q.mu.Unlock()
 			return
 		}
-		now := q.clock.Now()
+		now := q.now()
 		q.promoteLocked(now)
-		var next time.Time
-		waiting := len(q.delayed) > 0
+		var next time.Duration
+		waiting := q.delayed.len() > 0
 		if waiting {
-			next = q.delayed[0].readyAt
+			next = q.delayed.root().at
 		}
 		q.mu.Unlock()
 
@@ -170,7 +226,7 @@ func (q *Queue[T]) delayLoop() {
 			stopTimer(t)
 			fired = nil
 		} else {
-			wait := next.Sub(now)
+			wait := next - now
 			if t == nil {
 				t = q.clock.NewTimer(wait)
 			} else {
@@ -180,7 +236,7 @@ func (q *Queue[T]) delayLoop() {
 			fired = t.C()
 			// A fake clock can be stepped between Now and Reset; the timer then counts from the
 			// new time. Looking again after arming catches a step past the deadline.
-			if !q.clock.Now().Before(next) {
+			if q.now() >= next {
 				continue
 			}
 		}

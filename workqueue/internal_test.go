@@ -48,9 +48,9 @@ func assertEmptyInside(t *testing.T, q *Queue[string]) {
 	assert.Empty(t, q.items, "entries")
 	assert.Zero(t, q.queued)
 	assert.Zero(t, q.processing)
-	assert.Empty(t, q.delayed)
-	for _, d := range q.delayed[:cap(q.delayed)] {
-		assert.Nil(t, d, "heap slot keeps an entry")
+	assert.Zero(t, q.delayed.len())
+	for _, d := range q.delayed.slots[:cap(q.delayed.slots)] {
+		assert.Nil(t, d.e, "heap slot keeps an entry")
 	}
 	for _, l := range q.ready.byPrio {
 		for _, s := range l.buf {
@@ -150,7 +150,7 @@ func TestNothingRefersToItemsAfterProcessing(t *testing.T) {
 		q.AddWithOpts(AddOpts{Priority: 5}, k)
 		q.AddAfter(k, time.Duration(i)*time.Millisecond)
 	}
-	for q.Len() > 0 || len(q.delayed) > 0 {
+	for q.Len() > 0 || q.delayed.len() > 0 {
 		clk.Step(time.Second)
 		drain(q)
 	}

@@ -29,8 +29,10 @@ type slot[T comparable] struct {
 
 const (
 	minRing = 8
-	// keepRing is the capacity a ring keeps however empty it gets; above it an idle ring shrinks.
-	keepRing = 1024
+	// keepRing is the capacity a ring keeps however empty it gets; a larger ring halves when it
+	// is less than 1/8 full. The gap between growing (full) and shrinking (1/8) keeps a queue
+	// whose depth swings from empty to thousands from reallocating its ring on every swing.
+	keepRing = 4096
 	// keepLevels bounds how many empty rings are kept for reuse.
 	keepLevels = 64
 	// compactAt is the number of stale slots after which a ring is compacted when they are the
@@ -139,7 +141,7 @@ func (l *level[T]) popFront() slot[T] {
 	l.buf[l.head] = slot[T]{} // the ring must not keep the entry (and its item) reachable
 	l.head = (l.head + 1) & (len(l.buf) - 1)
 	l.n--
-	if len(l.buf) > keepRing && l.n < len(l.buf)/4 {
+	if len(l.buf) > keepRing && l.n < len(l.buf)/8 {
 		l.resize(len(l.buf) / 2)
 	}
 	return s

@@ -44,46 +44,56 @@ func newQueueMetrics[T comparable](p kworkqueue.MetricsProvider, name string, c 
 	}
 }
 
+// entryMetrics is the per-entry part of the metrics.
+type entryMetrics[T comparable] struct {
+	addedAt, startedAt time.Time
+	prev, next         *entry[T] // the list of entries being processed
+}
+
 // added records that e became dirty (needs processing).
 func (m *queueMetrics[T]) added(e *entry[T]) {
 	m.adds.Inc()
 	m.depth.Inc()
-	e.addedAt = m.clock.Now()
+	if e.mx == nil {
+		e.mx = new(entryMetrics[T])
+	}
+	e.mx.addedAt = m.clock.Now()
 }
 
 // started records that e was handed to a worker.
 func (m *queueMetrics[T]) started(e *entry[T]) {
 	now := m.clock.Now()
 	m.depth.Dec()
-	m.latency.Observe(now.Sub(e.addedAt).Seconds())
-	e.startedAt = now
-	e.prevProc, e.nextProc = nil, m.processing
+	m.latency.Observe(now.Sub(e.mx.addedAt).Seconds())
+	e.mx.startedAt = now
+	e.mx.prev, e.mx.next = nil, m.processing
 	if m.processing != nil {
-		m.processing.prevProc = e
+		m.processing.mx.prev = e
 	}
 	m.processing = e
 }
 
 // finished records that the worker called Done for e.
 func (m *queueMetrics[T]) finished(e *entry[T]) {
-	m.workDuration.Observe(m.clock.Since(e.startedAt).Seconds())
-	if e.prevProc != nil {
-		e.prevProc.nextProc = e.nextProc
+	x := e.mx
+	m.workDuration.Observe(m.clock.Since(x.startedAt).Seconds())
+	if x.prev != nil {
+		x.prev.mx.next = x.next
 	} else {
-		m.processing = e.nextProc
+		m.processing = x.next
 	}
-	if e.nextProc != nil {
-		e.nextProc.prevProc = e.prevProc
+	if x.next != nil {
+		x.next.mx.prev = x.prev
 	}
-	e.prevProc, e.nextProc = nil, nil
+	x.prev, x.next = nil, nil
 }
 
 func (m *queueMetrics[T]) retry() { m.retries.Inc() }
 
 func (m *queueMetrics[T]) updateUnfinishedWork() {
 	var total, oldest float64
-	for e := m.processing; e != nil; e = e.nextProc {
-		age := m.clock.Since(e.startedAt).Seconds()
+	for e := m.processing; e != nil; e = e.mx.next {
+		age := m.clock.Since(e.mx.startedAt).Seconds()
 		total += age
 		if age > oldest {
 			oldest = age

@@ -93,7 +93,10 @@ func (m *refModel) delay(k string, d time.Duration, prio int) {
 	at := m.now + d
 	if e.waiting {
 		e.waitPrio = max(e.waitPrio, prio)
-		e.readyAt = min(e.readyAt, at)
+		if at < e.readyAt {
+			// An earlier ready time counts as a new wait: among equal times it comes last.
+			e.readyAt, e.waitSeq = at, m.next()
+		}
 		return
 	}
 	e.waiting, e.readyAt, e.waitPrio, e.waitSeq = true, at, prio, m.next()

@@ -36,6 +36,7 @@ type Queue[T comparable] struct {
 	down         atomic.Bool
 
 	clock   clock.WithTicker
+	epoch   time.Time // ready times are durations since epoch
 	limiter kworkqueue.TypedRateLimiter[T]
 	metrics *queueMetrics[T] // nil when metrics are off
 
@@ -66,7 +67,7 @@ type AddOpts struct {
 }
 
 // entry state bits. An entry can be ready (stQueued) or processing, never both; stDirty means
-// "processing and added again": Done makes it ready. Waiting for a delay (heapIdx >= 0) is
+// "processing and added again": Done makes it ready. Waiting for a delay (entry.waiting) is
 // independent of the state bits, as client-go's delaying queue is a layer over its queue.
 const (
 	stQueued uint8 = 1 << iota
@@ -80,14 +81,12 @@ type entry[T comparable] struct {
 	prio  int    // priority of the ready slot, or of the re-add when dirty
 	seq   uint64 // matches the entry's live slot in ready; bumped on every enqueue
 
-	heapIdx  int // index in delayed, -1 when not waiting
-	readyAt  time.Time
+	waiting  bool          // in delayed, with the slot whose seq is waitSeq
+	readyAt  time.Duration // since Queue.epoch
 	waitPrio int
 	waitSeq  uint64
 
-	// metrics only
-	addedAt, startedAt time.Time
-	prevProc, nextProc *entry[T]
+	mx *entryMetrics[T] // nil unless metrics are on; kept when the entry is recycled
 }
 
 // New returns a running queue. Call ShutDown (or ShutDownWithDrain) when done with it: that stops
@@ -111,6 +110,7 @@ func New[T comparable](opts ...Option) *Queue[T] {
 	if q.clock == nil {
 		q.clock = clock.RealClock{}
 	}
+	q.epoch = q.clock.Now()
 	switch rl := o.limiter.(type) {
 	case nil:
 		q.limiter = kworkqueue.DefaultTypedControllerRateLimiter[T]()
@@ -159,7 +159,7 @@ func (q *Queue[T]) AddWithOpts(o AddOpts, items ...T) {
 			q.addAfter(item, d, o.Priority)
 		}
 	case o.After > 0:
-		at := q.clock.Now().Add(o.After)
+		at := q.deadline(o.After)
 		q.mu.Lock()
 		if !q.shuttingDown {
 			for _, item := range items {
@@ -206,9 +206,9 @@ func (q *Queue[T]) Forget(item T) { q.limiter.Forget(item) }
 func (q *Queue[T]) NumRequeues(item T) int { return q.limiter.NumRequeues(item) }
 
 func (q *Queue[T]) addAfter(item T, d time.Duration, prio int) {
-	var at time.Time
+	var at time.Duration
 	if d > 0 {
-		at = q.clock.Now().Add(d) // read the clock outside the lock
+		at = q.deadline(d) // read the clock outside the lock
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -232,8 +232,8 @@ func (q *Queue[T]) addAfter(item T, d time.Duration, prio int) {
 func (q *Queue[T]) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.delayed) > 0 {
-		q.promoteLocked(q.clock.Now())
+	if q.delayed.len() > 0 {
+		q.promoteLocked(q.now())
 	}
 	return q.queued
 }
@@ -244,10 +244,10 @@ func (q *Queue[T]) Len() int {
 // shutdown = true. Workers should keep calling Get until it does.
 func (q *Queue[T]) Get() (item T, shutdown bool) {
 	q.mu.Lock()
-	if len(q.delayed) > 0 {
+	if q.delayed.len() > 0 {
 		// Items whose delay has passed are eligible now, even if the delay goroutine has not
 		// woken yet: a fake clock stepped by a test takes effect at once.
-		q.promoteLocked(q.clock.Now())
+		q.promoteLocked(q.now())
 	}
 	if q.queued > 0 {
 		e := q.takeLocked()
@@ -293,7 +293,7 @@ func (q *Queue[T]) Done(item T) {
 		}
 	} else {
 		e.state = 0
-		if e.heapIdx < 0 {
+		if !e.waiting {
 			q.releaseLocked(e)
 		}
 	}
@@ -432,7 +432,7 @@ func (q *Queue[T]) newEntryLocked(item T) *entry[T] {
 		q.free[n-1] = nil
 		q.free = q.free[:n-1]
 	} else {
-		e = &entry[T]{heapIdx: -1}
+		e = &entry[T]{}
 	}
 	e.item = item
 	q.items[item] = e
@@ -442,14 +442,17 @@ func (q *Queue[T]) newEntryLocked(item T) *entry[T] {
 // maxFree bounds the recycled entries kept after a burst.
 const maxFree = 1024
 
-// releaseLocked forgets an entry that is neither ready, processing nor waiting. Its seq is kept:
-// a stale slot may still point at it and must stay stale if the entry is reused.
+// releaseLocked forgets an entry that is neither ready, processing nor waiting. Its seq and
+// waitSeq are kept: a stale slot may still point at it and must stay stale if the entry is
+// reused.
 func (q *Queue[T]) releaseLocked(e *entry[T]) {
 	delete(q.items, e.item)
 	var zero T
 	e.item = zero
 	e.state = 0
-	e.readyAt, e.addedAt, e.startedAt = time.Time{}, time.Time{}, time.Time{}
+	if e.mx != nil {
+		*e.mx = entryMetrics[T]{}
+	}
 	if len(q.free) < maxFree {
 		q.free = append(q.free, e)
 	}

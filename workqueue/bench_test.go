@@ -1,0 +1,156 @@
+package workqueue_test
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/ctrlkit/ctrlkit/workqueue"
+)
+
+// benchKeys are controller-like keys ("namespace/name"). The parallel benchmarks cycle through
+// them; the set is large enough that an add rarely meets its own key still queued, and the
+// dedup/op metric reports how often it did.
+var benchKeys = func() []string {
+	keys := make([]string, 1<<16)
+	for i := range keys {
+		keys[i] = "namespace-" + strconv.Itoa(i%97) + "/object-" + strconv.Itoa(i)
+	}
+	return keys
+}()
+
+// BenchmarkRoundTrip is one Add+Get+Done by one goroutine.
+//   - plain: Add.
+//   - priority: AddWithOpts with four priorities in turn.
+//   - delays-pending: Add while 1024 other items wait for a delay (so Get checks the clock).
+//   - delayed: AddWithOpts{After: 1ns}, handed out by the next Get once due.
+func BenchmarkRoundTrip(b *testing.B) {
+	b.Run("workload=plain", func(b *testing.B) {
+		q := workqueue.New[string]()
+		defer q.ShutDown()
+		roundTrips(b, func(i int) { q.Add(benchKeys[i&1023]) }, q)
+	})
+	b.Run("workload=priority", func(b *testing.B) {
+		q := workqueue.New[string]()
+		defer q.ShutDown()
+		roundTrips(b, func(i int) { q.AddWithOpts(workqueue.AddOpts{Priority: i & 3}, benchKeys[i&1023]) }, q)
+	})
+	b.Run("workload=delays-pending", func(b *testing.B) {
+		q := workqueue.New[string]()
+		defer q.ShutDown()
+		for _, k := range benchKeys[1024:2048] {
+			q.AddAfter(k, time.Hour)
+		}
+		roundTrips(b, func(i int) { q.Add(benchKeys[i&1023]) }, q)
+	})
+	b.Run("workload=delayed", func(b *testing.B) {
+		q := workqueue.New[string]()
+		defer q.ShutDown()
+		roundTrips(b, func(i int) { q.AddWithOpts(workqueue.AddOpts{After: time.Nanosecond}, benchKeys[i&1023]) }, q)
+	})
+}
+
+func roundTrips(b *testing.B, add func(int), q *workqueue.Queue[string]) {
+	for i := range 2048 { // warm up: rings, free list, map
+		add(i)
+		k, _ := q.Get()
+		q.Done(k)
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		add(i)
+		k, _ := q.Get()
+		q.Done(k)
+	}
+}
+
+// BenchmarkParallel moves b.N items through one queue with `workers` producers adding and as
+// many consumers running Get+Done. ns/op is the time per item.
+func BenchmarkParallel(b *testing.B) {
+	for _, workers := range []int{1, 2, 8} {
+		b.Run("workers="+strconv.Itoa(workers), func(b *testing.B) {
+			parallel(b, workers, func(q *workqueue.Queue[string], i int) { q.Add(benchKeys[i&(len(benchKeys)-1)]) })
+		})
+	}
+	b.Run("workers=8/priorities", func(b *testing.B) {
+		parallel(b, 8, func(q *workqueue.Queue[string], i int) {
+			q.AddWithOpts(workqueue.AddOpts{Priority: i & 3}, benchKeys[i&(len(benchKeys)-1)])
+		})
+	})
+}
+
+func parallel(b *testing.B, workers int, add func(*workqueue.Queue[string], int)) {
+	q := workqueue.New[string]()
+	var consumers, producers sync.WaitGroup
+	handled := make([]int, workers)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for c := range workers {
+		consumers.Go(func() {
+			n := 0
+			for {
+				k, shutdown := q.Get()
+				if shutdown {
+					handled[c] = n
+					return
+				}
+				n++
+				q.Done(k)
+			}
+		})
+	}
+	for p := range workers {
+		producers.Go(func() {
+			for i := p; i < b.N; i += workers {
+				add(q, i)
+			}
+		})
+	}
+	producers.Wait()
+	for q.Len() > 0 {
+		runtime.Gosched()
+	}
+	q.ShutDownWithDrain()
+	consumers.Wait()
+	b.StopTimer()
+	total := 0
+	for _, n := range handled {
+		total += n
+	}
+	b.ReportMetric(float64(b.N-total)/float64(b.N), "dedup/op")
+}
+
+// BenchmarkAddAfter delays n distinct items by pseudo-random delays up to 10 minutes, then moves
+// the fake clock past them and hands every item out. One op is the whole batch; ns/item is per
+// item.
+func BenchmarkAddAfter(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		keys := make([]string, n)
+		for i := range keys {
+			keys[i] = "namespace/object-" + strconv.Itoa(i)
+		}
+		b.Run("items="+strconv.Itoa(n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				clk := testingclock.NewFakeClock(time.Unix(0, 0))
+				q := workqueue.New[string](workqueue.WithClock(clk))
+				rng := rand.New(rand.NewPCG(1, 2))
+				for _, k := range keys {
+					q.AddAfter(k, time.Duration(1+rng.Int64N(int64(10*time.Minute))))
+				}
+				clk.Step(10 * time.Minute)
+				for range n {
+					k, _ := q.Get()
+					q.Done(k)
+				}
+				q.ShutDown()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/item")
+		})
+	}
+}
