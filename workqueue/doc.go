@@ -62,6 +62,7 @@
 //     copy of an item that is already queued).
 //   - ShutDownWithDrain waits for ready items too, not only for processing ones.
 //   - Metrics need an explicit provider: client-go's global SetProvider is not visible here.
-//   - Items that are due are handed out by Get and counted by Len even before the delay
-//     goroutine wakes up, so a fake clock step takes effect at once.
+//   - Delayed items that are due are counted by Len, and handed out by a Get that would
+//     otherwise wait, even before the delay goroutine wakes up: a fake clock step takes effect
+//     at once.
 package workqueue
