@@ -1,0 +1,45 @@
+package controllertest_test
+
+import (
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+)
+
+// BenchmarkNewFake is the price of one fake Env (clientset, seeded objects, started factory) after
+// the one-off type-converter setup the first fake clientset of a binary pays.
+func BenchmarkNewFake(b *testing.B) {
+	controllertest.NewFake(b) // pay the one-off setup outside the timer
+	seed := configMap("a", "seed")
+	b.ReportAllocs()
+	for b.Loop() {
+		controllertest.NewFake(b, seed)
+	}
+}
+
+// BenchmarkCreate compares one ConfigMap create on a fake (bare, and with the fault-injection
+// reactor consulted but not failing) and on the real API server.
+func BenchmarkCreate(b *testing.B) {
+	run := func(b *testing.B, env *controllertest.Env) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			_, err := env.Client().CoreV1().ConfigMaps(env.Namespace()).Create(env.Context(),
+				configMap(env.Namespace(), fmt.Sprint("cm-", i)), metav1.CreateOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	}
+	b.Run("fake", func(b *testing.B) { run(b, controllertest.NewFake(b)) })
+	b.Run("fake-failwrites-0", func(b *testing.B) {
+		env := controllertest.NewFake(b)
+		env.FailWrites(0)
+		run(b, env)
+	})
+	b.Run("apiserver", func(b *testing.B) { run(b, controllertest.SharedAPIServer(b)) })
+}
