@@ -99,7 +99,7 @@ healthy() {
 build() {
 	local dir=$1 pkg=$2 out=$3 ldflags=$4 partial
 	partial="$(dirname "$out")/.$(basename "$out").partial.$$"
-	(cd "$dir" && GOWORK=off GOFLAGS=-mod=mod go build -trimpath -ldflags="-s -w $ldflags" -o "$partial" "$pkg")
+	(cd "$dir" && GOWORK=off GOFLAGS=-mod=mod go build -buildvcs=false -trimpath -ldflags="-s -w $ldflags" -o "$partial" "$pkg")
 	mv -f "$partial" "$out"
 }
 
