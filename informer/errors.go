@@ -29,6 +29,10 @@ var (
 	// without WithMetadataClient.
 	ErrNoMetadataClient = errors.New("factory has no metadata client (use WithMetadataClient)")
 
+	// ErrNilFactory is returned by For, ForMetadata and ForResource when
+	// given a nil *Factory.
+	ErrNilFactory = errors.New("nil informer factory")
+
 	// ErrNoDynamicClient is returned by ForResource when the factory was built
 	// without WithDynamicClient.
 	ErrNoDynamicClient = errors.New("factory has no dynamic client (use WithDynamicClient)")

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/util/workqueue"
 
@@ -201,4 +202,28 @@ func ExampleWithTransform() {
 	cached, _ := pods.Lister().Get("default", "web-0")
 	fmt.Println(len(cached.Annotations), len(cached.ManagedFields))
 	// Output: 0 0
+}
+
+// A metadata-only informer caches names, labels and owner references but no
+// spec or status: for controllers that only need to find objects.
+func ExampleForMetadata() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	scheme := runtime.NewScheme()
+	_ = metav1.AddMetaToScheme(scheme)
+	meta := metadatafake.NewSimpleMetadataClient(scheme, &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db-password", Labels: map[string]string{"app": "db"}},
+	})
+	f := informer.NewFactory(fake.NewClientset(), informer.WithMetadataClient(meta))
+	defer f.Shutdown()
+	secrets, err := informer.ForMetadata(f, corev1.SchemeGroupVersion.WithResource("secrets"))
+	if err != nil {
+		panic(err)
+	}
+	f.Start(ctx)
+	_ = f.WaitForCacheSync(ctx)
+	s, _ := secrets.Lister().Get("default", "db-password")
+	fmt.Println(secrets.Name(), s.Labels["app"])
+	// Output: secrets (metadata) db
 }

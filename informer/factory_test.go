@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 )
 
 func countActions(c *k8stesting.Fake, verb, resource string) int {
@@ -315,4 +317,30 @@ func TestNamesOfGroupedResources(t *testing.T) {
 	assert.Equal(t, "replicasets.apps", rs.Name())
 	assert.Equal(t, "replicasets.apps", rs.String())
 	assert.Equal(t, schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}, rs.GVR())
+}
+
+func TestNilFactory(t *testing.T) {
+	_, err := For[*corev1.Pod](nil)
+	require.ErrorIs(t, err, ErrNilFactory)
+	_, err = ForMetadata(nil, secretsGVR)
+	require.ErrorIs(t, err, ErrNilFactory)
+	_, err = ForResource[*widget](nil, widgetsGVR)
+	require.ErrorIs(t, err, ErrNilFactory)
+}
+
+// WithLogger's logger reaches the error handler through its context, so a
+// custom handler can log with the factory's logger.
+func TestWithLoggerReachesTheErrorHandler(t *testing.T) {
+	var logged []string
+	logger := funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{})
+	var fromCtx klog.Logger
+	f := NewFactory(newClient(), WithLogger(logger.WithValues("component", "test")),
+		WithErrorHandler(func(ctx context.Context, err error) {
+			fromCtx = klog.FromContext(ctx)
+			fromCtx.Error(err, "reported")
+		}))
+	f.report(errors.New("boom"))
+	require.Len(t, logged, 1)
+	assert.Contains(t, logged[0], `"component"="test"`)
+	assert.Contains(t, logged[0], `"error"="boom"`)
 }

@@ -37,6 +37,9 @@ type Object interface {
 // Informers obtained after Start are started at once.
 func For[T Object](f *Factory) (Informer[T], error) {
 	t := reflect.TypeFor[T]()
+	if f == nil {
+		return nil, fmt.Errorf("informer for %s: %w", typeName(t), ErrNilFactory)
+	}
 	inf, err := lookupOrCreate(f, registryKey{source: sourceTyped, typ: t}, func() (*sharedInformer[T], error) {
 		gvk, gvr, shared, err := f.resolveTyped(t)
 		if err != nil {

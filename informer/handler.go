@@ -93,8 +93,9 @@ func (h HandlerFuncs[T]) HandleDelete(obj T, info DeleteInfo) {
 
 // IsResync reports whether an update is a resync: old and new have the same
 // resourceVersion, so nothing changed on the server. This is client-go's own
-// test (its informers deliver such updates only to handlers that asked for
-// resyncs, and to all handlers after a relist).
+// test: its informers deliver such updates (from a periodic resync, or from a
+// relist that found the object unchanged) only to handlers that asked for
+// resyncs, i.e. when the factory has a resync period (WithResync).
 //
 // Beware in tests: the fake clientset stores objects with the
 // resourceVersion the test gave them (usually ""), so an update through it

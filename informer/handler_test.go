@@ -277,3 +277,36 @@ func (h handlerRecorder[T]) HandleDelete(obj T, info DeleteInfo) {
 }
 
 var typeOfPod = reflect.TypeFor[*corev1.Pod]()
+
+// Whatever key a tombstone without an object carries, the adapter delivers
+// a non-nil skeleton whose key is the tombstone's, and never panics.
+func FuzzTombstoneKey(f *testing.F) {
+	for _, seed := range []string{"a/p", "p", "", "/", "a/b/c", "ns/", "/name"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		var got *corev1.Pod
+		var info DeleteInfo
+		a := &adapter[*corev1.Pod]{
+			h: handlerRecorder[*corev1.Pod]{onDelete: func(p *corev1.Pod, i DeleteInfo) {
+				got, info = p, i
+			}},
+			name:   "pods",
+			report: func(err error) { t.Errorf("reported %v", err) },
+		}
+		a.OnDelete(cache.DeletedFinalStateUnknown{Key: key})
+		if got == nil {
+			t.Fatal("no skeleton delivered")
+		}
+		if info.Key != key || !info.FinalStateUnknown || !info.ObjectMissing {
+			t.Fatalf("info %+v for key %q", info, key)
+		}
+		// The skeleton's namespace and name rebuild the key whenever the
+		// key is a well-formed namespace/name or name.
+		if name, err := cache.ParseObjectName(key); err == nil && name.Name != "" {
+			if rebuilt := objectKey(got); rebuilt != name.String() {
+				t.Fatalf("skeleton key %q, tombstone key %q", rebuilt, key)
+			}
+		}
+	})
+}

@@ -24,6 +24,9 @@ func ForMetadata(f *Factory, gvr schema.GroupVersionResource) (Informer[*metav1.
 	if err := validGVR(gvr); err != nil {
 		return nil, err
 	}
+	if f == nil {
+		return nil, fmt.Errorf("metadata informer for %s: %w", gvr.GroupResource(), ErrNilFactory)
+	}
 	if f.metadata == nil {
 		return nil, fmt.Errorf("metadata informer for %s: %w", gvr.GroupResource(), ErrNoMetadataClient)
 	}

@@ -67,8 +67,9 @@ func WithoutManagedFieldsStripping() FactoryOption {
 //
 // The transform may mutate and return its argument (client-go hands it a
 // private copy) and must be idempotent. If it returns an error, the error is
-// reported to the factory's error handler and the object is cached as it was
-// before the transform: a broken transform must not wedge the informer.
+// reported to the factory's error handler and the object it was given is
+// cached (with whatever it changed in place): returning the error to
+// client-go would fail the whole list or watch and retry it forever.
 func WithTransform[T Object](fn func(T) (T, error)) FactoryOption {
 	return func(c *factoryConfig) {
 		if fn == nil {

@@ -30,6 +30,9 @@ func ForResource[T Object](f *Factory, gvr schema.GroupVersionResource) (Informe
 	if err := validGVR(gvr); err != nil {
 		return nil, err
 	}
+	if f == nil {
+		return nil, fmt.Errorf("informer for %s: %w", gvr.GroupResource(), ErrNilFactory)
+	}
 	if f.dynamic == nil {
 		return nil, fmt.Errorf("informer for %s: %w", gvr.GroupResource(), ErrNoDynamicClient)
 	}
