@@ -1,7 +1,9 @@
 package workqueue
 
 import (
+	"maps"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -52,7 +54,13 @@ func assertEmptyInside(t *testing.T, q *Queue[string]) {
 	for _, d := range q.delayed.slots[:cap(q.delayed.slots)] {
 		assert.Nil(t, d.e, "heap slot keeps an entry")
 	}
-	for _, l := range q.ready.byPrio {
+	rings := slices.Collect(maps.Values(q.ready.byPrio))
+	for _, l := range q.ready.small {
+		if l != nil {
+			rings = append(rings, l)
+		}
+	}
+	for _, l := range rings {
 		for _, s := range l.buf {
 			if s.e != nil {
 				assert.Zero(t, s.e.item, "ring slot keeps an item (priority %d)", l.prio)
@@ -247,7 +255,7 @@ func TestStaleSlotsAreCompacted(t *testing.T) {
 		q.AddWithOpts(AddOpts{Priority: 1}, strconv.Itoa(i))
 	}
 	q.mu.Lock()
-	low := q.ready.byPrio[0]
+	low := q.ready.ring(0)
 	assert.Less(t, low.n, 2*compactAt, "priority 0 ring still holds %d slots for 1 live item", low.n)
 	q.mu.Unlock()
 	got := drain(q)
@@ -266,14 +274,14 @@ func TestRingsShrinkAfterABurst(t *testing.T) {
 	assert.Len(t, drain(q), 20_000)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	assert.LessOrEqual(t, len(q.ready.byPrio[0].buf), keepRing)
+	assert.LessOrEqual(t, len(q.ready.ring(0).buf), keepRing)
 	assert.LessOrEqual(t, len(q.free), maxFree)
 }
 
 func TestIdleLevelsAreBounded(t *testing.T) {
 	q, _ := newTestQueue(t)
 	for p := range 1000 {
-		q.AddWithOpts(AddOpts{Priority: p}, strconv.Itoa(p))
+		q.AddWithOpts(AddOpts{Priority: 10 * p}, strconv.Itoa(p))
 	}
 	got := drain(q)
 	require.Len(t, got, 1000)

@@ -9,9 +9,12 @@ package workqueue
 // (its sequence number no longer matches). Stale slots are skipped when popped, and a ring with
 // many of them is compacted, so memory stays proportional to the items actually queued.
 type levels[T comparable] struct {
-	byPrio map[int]*level[T]
-	active []*level[T] // ascending by prio; every member has n > 0
-	last   *level[T]   // the ring of the previous push: consecutive adds usually share a priority
+	// small holds the rings of priorities in [-smallOffset, smallOffset): the priorities people
+	// use (controller-runtime's LowPriority is -100) are found without hashing.
+	small  [2 * smallOffset]*level[T]
+	byPrio map[int]*level[T] // the rings of other priorities
+	last   *level[T]         // the byPrio ring of the previous lookup
+	active []*level[T]       // ascending by prio; every member has n > 0
 }
 
 type level[T comparable] struct {
@@ -33,7 +36,9 @@ const (
 	// is less than 1/8 full. The gap between growing (full) and shrinking (1/8) keeps a queue
 	// whose depth swings from empty to thousands from reallocating its ring on every swing.
 	keepRing = 4096
-	// keepLevels bounds how many empty rings are kept for reuse.
+	// smallOffset sets the range of priorities whose rings are kept in an array.
+	smallOffset = 128
+	// keepLevels bounds how many empty rings of other priorities are kept for reuse.
 	keepLevels = 64
 	// compactAt is the number of stale slots after which a ring is compacted when they are the
 	// majority of its slots.
@@ -43,6 +48,14 @@ const (
 func (s slot[T]) live() bool { return s.e.state&stQueued != 0 && s.e.seq == s.seq }
 
 func (ls *levels[T]) ring(prio int) *level[T] {
+	if i := uint(prio + smallOffset); i < uint(len(ls.small)) {
+		l := ls.small[i]
+		if l == nil {
+			l = &level[T]{prio: prio, buf: make([]slot[T], minRing)}
+			ls.small[i] = l
+		}
+		return l
+	}
 	if l := ls.last; l != nil && l.prio == prio {
 		return l
 	}
@@ -120,7 +133,7 @@ func (ls *levels[T]) deactivate(i int) {
 	ls.active = ls.active[:len(ls.active)-1]
 	// Keep a bounded number of idle rings so that a fixed set of priorities allocates nothing,
 	// while a caller using ever new priorities does not grow the map without bound.
-	if len(ls.byPrio) > keepLevels {
+	if len(ls.byPrio) > keepLevels && ls.byPrio[l.prio] == l {
 		delete(ls.byPrio, l.prio)
 		if ls.last == l {
 			ls.last = nil

@@ -225,7 +225,9 @@ func runModel(t testing.TB, next func() (byte, bool), maxOps int) int {
 	}
 	arg := func() byte { b, _ := next(); return b }
 	key := func() string { return modelKeys[int(arg())%len(modelKeys)] }
-	prio := func() int { return int(arg()%5) - 2 }
+	// Priorities inside and outside the range whose rings live in an array.
+	prios := []int{-200, -2, -1, 0, 1, 2, 300}
+	prio := func() int { return prios[int(arg())%len(prios)] }
 	delay := func() time.Duration { return time.Duration(int(arg()%66)-5) * time.Millisecond }
 
 	ops := 0
