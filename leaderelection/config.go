@@ -29,18 +29,19 @@ const (
 const JitterFactor = leaderelection.JitterFactor
 
 // Validation errors, one per rule, reported by [Config.Validate] in this order (the first
-// five are client-go's rules in client-go's order). Match them with errors.Is.
+// five are client-go's rules in client-go's order; the sixth closes a gap client-go leaves). Match them with errors.Is.
 var (
 	ErrLeaseDurationTooShort    = errors.New("leaderelection: leaseDuration must be greater than renewDeadline")
 	ErrRenewDeadlineTooShort    = errors.New("leaderelection: renewDeadline must be greater than retryPeriod*JitterFactor")
 	ErrLeaseDurationNotPositive = errors.New("leaderelection: leaseDuration must be greater than zero")
 	ErrRenewDeadlineNotPositive = errors.New("leaderelection: renewDeadline must be greater than zero")
 	ErrRetryPeriodNotPositive   = errors.New("leaderelection: retryPeriod must be greater than zero")
-	// ErrLeaseDurationSeconds: a Lease stores its duration in whole seconds and the other
-	// candidates wait only that long, so the truncated duration must still exceed
-	// RenewDeadline (client-go does not check this; 1.5s/1.2s would let a standby take
-	// over while the leader still believes it leads).
-	ErrLeaseDurationSeconds    = errors.New("leaderelection: leaseDuration truncated to whole seconds must be greater than renewDeadline")
+	// ErrLeaseDurationUnsafe is ctrlkit's rule on top of client-go's. A leader that fails
+	// to renew keeps leading for up to RetryPeriod+RenewDeadline after its last renewal,
+	// while standbys take over LeaseDuration after it — as stored in the Lease, in whole
+	// seconds. Unless the stored duration exceeds RetryPeriod+RenewDeadline, a standby can
+	// start while the old leader still leads (client-go accepts 15s/14s/2s, for example).
+	ErrLeaseDurationUnsafe     = errors.New("leaderelection: leaseDuration in whole seconds must be greater than renewDeadline+retryPeriod")
 	ErrNegativeHealthTolerance = errors.New("leaderelection: healthTolerance must not be negative")
 	ErrInvalidNamespace        = errors.New("leaderelection: namespace is not a valid DNS-1123 label")
 	ErrInvalidName             = errors.New("leaderelection: name is not a valid DNS-1123 subdomain")
@@ -144,10 +145,10 @@ func (c Config) Validate() error {
 	if c.RetryPeriod <= 0 {
 		add(ErrRetryPeriodNotPositive, "retryPeriod %v", c.RetryPeriod)
 	}
-	// Only meaningful once the plain ordering holds; otherwise it would repeat rule one.
-	if c.LeaseDuration > c.RenewDeadline && c.LeaseDuration.Truncate(time.Second) <= c.RenewDeadline {
-		add(ErrLeaseDurationSeconds, "leaseDuration %v is stored as %v, renewDeadline %v",
-			c.LeaseDuration, c.LeaseDuration.Truncate(time.Second), c.RenewDeadline)
+	// Only once the plain ordering holds; otherwise it would repeat rule one.
+	if stored := c.LeaseDuration.Truncate(time.Second); c.LeaseDuration > c.RenewDeadline && stored <= c.RenewDeadline+c.RetryPeriod {
+		add(ErrLeaseDurationUnsafe, "leaseDuration %v is stored as %v, renewDeadline %v + retryPeriod %v = %v",
+			c.LeaseDuration, stored, c.RenewDeadline, c.RetryPeriod, c.RenewDeadline+c.RetryPeriod)
 	}
 	if c.HealthTolerance < 0 {
 		add(ErrNegativeHealthTolerance, "healthTolerance %v", c.HealthTolerance)

@@ -160,13 +160,15 @@ func (e *Elector) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logger)
 
 	s := &session{e: e, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	rv := new(string)
 	lock := &guardedLock{
 		inner: &resourcelock.LeaseLock{
 			LeaseMeta:  metav1.ObjectMeta{Namespace: e.cfg.Namespace, Name: e.cfg.Name},
-			Client:     e.client.CoordinationV1(),
+			Client:     rvLeases{LeasesGetter: e.client.CoordinationV1(), rv: rv},
 			LockConfig: resourcelock.ResourceLockConfig{Identity: e.cfg.Identity},
 		},
-		s: s,
+		s:  s,
+		rv: rv,
 	}
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,

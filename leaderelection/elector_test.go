@@ -11,8 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/ptr"
 )
 
 func newTestElector(t *testing.T, c *cluster, n *netem, cfg Config, rec *recorder) *Elector {
@@ -220,7 +222,7 @@ func TestReleaseRefusedForAnotherHoldersLease(t *testing.T) {
 	require.NoError(t, err)
 	s := &session{e: e, done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	inner := &scriptedLock{holder: "b"}
-	l := &guardedLock{inner: inner, s: s}
+	l := &guardedLock{inner: inner, s: s, rv: new(string)}
 
 	_, _, err = l.Get(context.Background())
 	require.NoError(t, err)
@@ -246,7 +248,7 @@ func TestReleaseAbandonedWhileOnStartedLeadingRuns(t *testing.T) {
 	s := &session{e: e, done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	s.entered = true // OnStartedLeading is running and will not return
 	inner := &scriptedLock{holder: "a"}
-	l := &guardedLock{inner: inner, s: s}
+	l := &guardedLock{inner: inner, s: s, rv: new(string)}
 	_, _, err = l.Get(context.Background())
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -348,4 +350,48 @@ func TestPackageRun(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.True(t, led.Load())
+}
+
+// client-go notices renewals by comparing the record's JSON, whose renew time has
+// one-second resolution; the lock adds the resourceVersion so that two renewals within
+// one second still look different to a standby.
+func TestRenewalsWithinOneSecondAreVisible(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(0, 12)
+	second := time.Now().Truncate(time.Second)
+	leases := c.cs.CoordinationV1().Leases("default")
+	_, err := leases.Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "ctrl", Namespace: "default"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("a"), LeaseDurationSeconds: ptr.To[int32](1),
+			RenewTime: &metav1.MicroTime{Time: second.Add(100 * time.Millisecond)}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	e, err := NewElector(c.cs, fastConfig("b"), Callbacks{})
+	require.NoError(t, err)
+	rv := new(string)
+	plain := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: "default", Name: "ctrl"},
+		Client:     rvLeases{LeasesGetter: c.cs.CoordinationV1(), rv: rv},
+		LockConfig: resourcelock.ResourceLockConfig{Identity: "b"},
+	}
+	l := &guardedLock{inner: plain, s: &session{e: e, done: make(chan struct{}), wake: make(chan struct{}, 1)}, rv: rv}
+
+	_, plainBefore, err := plain.Get(ctx)
+	require.NoError(t, err)
+	_, before, err := l.Get(ctx)
+	require.NoError(t, err)
+	// The leader renews 200 ms later, within the same second.
+	cur, err := leases.Get(ctx, "ctrl", metav1.GetOptions{})
+	require.NoError(t, err)
+	cur.Spec.RenewTime = &metav1.MicroTime{Time: second.Add(300 * time.Millisecond)}
+	_, err = leases.Update(ctx, cur, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	_, plainAfter, err := plain.Get(ctx)
+	require.NoError(t, err)
+	_, after, err := l.Get(ctx)
+	require.NoError(t, err)
+
+	assert.Equal(t, string(plainBefore), string(plainAfter), "client-go's record cannot tell the renewals apart")
+	assert.NotEqual(t, string(before), string(after), "the guarded lock's can")
 }

@@ -39,6 +39,8 @@ type commit struct {
 type cluster struct {
 	cs *fake.Clientset
 
+	occ bool // enforce resourceVersion preconditions on update
+
 	mu      sync.Mutex
 	rv      int64
 	commits []commit
@@ -48,9 +50,16 @@ type cluster struct {
 // newCluster returns a cluster whose Lease create/update fail with an InternalError with
 // probability failWrites (before anything is stored).
 func newCluster(failWrites float64, seed uint64) *cluster {
+	return newClusterOCC(true, failWrites, seed)
+}
+
+// newClusterOCC with occ false keeps the fake tracker's own behaviour (any resourceVersion
+// wins) but still logs commits; only the negative control uses it.
+func newClusterOCC(occ bool, failWrites float64, seed uint64) *cluster {
 	c := &cluster{cs: fake.NewClientset(), rnd: rand.New(rand.NewPCG(seed, 0x1ea5e))}
 	// Prepended in reverse: the failure reactor runs first, then the OCC reactor.
 	c.cs.PrependReactor("create", "leases", c.occCreate)
+	c.occ = occ
 	c.cs.PrependReactor("update", "leases", c.occUpdate)
 	if failWrites > 0 {
 		fail := func(action clienttesting.Action) (bool, runtime.Object, error) {
@@ -87,7 +96,7 @@ func (c *cluster) occUpdate(action clienttesting.Action) (bool, runtime.Object, 
 		return true, nil, err
 	}
 	cur := obj.(*coordinationv1.Lease)
-	if cur.ResourceVersion != lease.ResourceVersion {
+	if c.occ && cur.ResourceVersion != lease.ResourceVersion {
 		return true, nil, apierrors.NewConflict(leasesGVR.GroupResource(), lease.Name,
 			fmt.Errorf("resourceVersion %q is stale, the lease is at %q", lease.ResourceVersion, cur.ResourceVersion))
 	}
@@ -153,6 +162,7 @@ type netem struct {
 	rnd         *rand.Rand
 	maxLatency  time.Duration // each of request and reply waits uniformly in [0, maxLatency]
 	lostReply   float64       // probability that a committed write's reply is lost
+	writeDelay  time.Duration // extra fixed request delay for writes
 	partitioned bool          // every call fails before reaching the server
 	// failWrite, when set, fails a write before it reaches the server if it returns true.
 	failWrite func(*coordinationv1.Lease) bool
@@ -187,7 +197,11 @@ var errPartitioned = errors.New("injected partition: connection refused")
 // timing out on a real server.
 func call[T any](ctx context.Context, n *netem, write *coordinationv1.Lease, do func() (T, error)) (T, error) {
 	var zero T
-	if err := sleepCtx(ctx, n.delay()); err != nil {
+	d := n.delay()
+	if write != nil {
+		d += n.writeDelay
+	}
+	if err := sleepCtx(ctx, d); err != nil {
 		return zero, err
 	}
 	n.mu.Lock()

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
@@ -21,10 +24,18 @@ import (
 //     lost the lease to another candidate would empty that candidate's Lease. Here a release
 //     is refused unless the Get that precedes it shows this candidate as the holder.
 //
-// The engine calls a lock from its Run goroutine only, so lastHolder needs no mutex.
+// It also makes every renewal visible to standbys. The engine notices a renewal by
+// comparing the JSON of the record it reads, and that JSON has the renew time in whole
+// seconds (metav1.Time): renewals within one second look identical, so a standby dates the
+// last renewal up to a second too early and may take over a lease up to a second before it
+// expires — before the old leader has given up, with short durations. Get appends the
+// Lease's resourceVersion, which every write changes, to the bytes the engine compares.
+//
+// The engine calls a lock from its Run goroutine only, so the fields need no mutex.
 type guardedLock struct {
 	inner resourcelock.Interface
 	s     *session
+	rv    *string // resourceVersion of the Lease last read through rvLeases
 
 	lastHolder   string // holder in the last successful Get
 	lastHolderOK bool
@@ -40,6 +51,9 @@ func (l *guardedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionReco
 	}
 	l.lastHolder = rec.HolderIdentity
 	l.s.observe(rec.HolderIdentity)
+	if *l.rv != "" {
+		raw = append(append(raw[:len(raw):len(raw)], "\x00resourceVersion="...), *l.rv...)
+	}
 	return rec, raw, nil
 }
 
@@ -71,3 +85,27 @@ func (l *guardedLock) Update(ctx context.Context, ler resourcelock.LeaderElectio
 func (l *guardedLock) RecordEvent(s string) { l.inner.RecordEvent(s) }
 func (l *guardedLock) Identity() string     { return l.inner.Identity() }
 func (l *guardedLock) Describe() string     { return l.inner.Describe() }
+
+// rvLeases is the Leases client handed to client-go's LeaseLock: it remembers the
+// resourceVersion of the last Lease read, for guardedLock.Get.
+type rvLeases struct {
+	coordv1client.LeasesGetter
+	rv *string
+}
+
+func (r rvLeases) Leases(namespace string) coordv1client.LeaseInterface {
+	return rvLeaseInterface{LeaseInterface: r.LeasesGetter.Leases(namespace), rv: r.rv}
+}
+
+type rvLeaseInterface struct {
+	coordv1client.LeaseInterface
+	rv *string
+}
+
+func (l rvLeaseInterface) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
+	lease, err := l.LeaseInterface.Get(ctx, name, opts)
+	if err == nil {
+		*l.rv = lease.ResourceVersion
+	}
+	return lease, err
+}

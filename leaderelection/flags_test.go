@@ -1,0 +1,119 @@
+package leaderelection
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func newFlagSet(cfg *Config) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	fs.SetOutput(discard{})
+	cfg.AddFlags(fs)
+	return fs
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+func TestAddFlagsDefaults(t *testing.T) {
+	var cfg Config
+	fs := newFlagSet(&cfg)
+	for name, def := range map[string]string{
+		"leader-elect":                    "false",
+		"leader-elect-lease-duration":     "15s",
+		"leader-elect-renew-deadline":     "10s",
+		"leader-elect-retry-period":       "2s",
+		"leader-elect-resource-lock":      "leases",
+		"leader-elect-resource-namespace": "kube-system",
+		"leader-elect-resource-name":      "",
+	} {
+		f := fs.Lookup(name)
+		require.NotNil(t, f, name)
+		assert.Equal(t, def, f.DefValue, name)
+		assert.NotEmpty(t, f.Usage, name)
+	}
+
+	on := Config{Enabled: true, Name: "my-controller", LeaseDuration: time.Minute}
+	fs = newFlagSet(&on)
+	assert.Equal(t, "true", fs.Lookup("leader-elect").DefValue, "the caller's Enabled is the default")
+	assert.Equal(t, "my-controller", fs.Lookup("leader-elect-resource-name").DefValue)
+	assert.Equal(t, "1m0s", fs.Lookup("leader-elect-lease-duration").DefValue)
+}
+
+func TestAddFlagsParse(t *testing.T) {
+	var cfg Config
+	fs := newFlagSet(&cfg)
+	require.NoError(t, fs.Parse([]string{
+		"--leader-elect",
+		"--leader-elect-lease-duration=30s",
+		"--leader-elect-renew-deadline=20s",
+		"--leader-elect-retry-period=3s",
+		"--leader-elect-resource-lock=leases",
+		"--leader-elect-resource-namespace=ops",
+		"--leader-elect-resource-name=my-controller",
+	}))
+	assert.Equal(t, Config{Enabled: true, Namespace: "ops", Name: "my-controller",
+		LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 3 * time.Second}, cfg)
+	require.NoError(t, cfg.WithDefaults().Validate())
+}
+
+func TestAddFlagsErrors(t *testing.T) {
+	for _, arg := range []string{
+		"--leader-elect-lease-duration=fifteen",
+		"--leader-elect-renew-deadline=10",
+		"--leader-elect-retry-period=2x",
+		"--leader-elect-resource-lock=configmaps",
+		"--leader-elect=maybe",
+	} {
+		var cfg Config
+		err := newFlagSet(&cfg).Parse([]string{arg})
+		assert.Error(t, err, arg)
+	}
+
+	// Rules between values are Validate's: flags parse, Validate names the rule.
+	var cfg Config
+	require.NoError(t, newFlagSet(&cfg).Parse([]string{"--leader-elect-resource-name=x", "--leader-elect-lease-duration=5s"}))
+	assert.ErrorIs(t, cfg.WithDefaults().Validate(), ErrLeaseDurationTooShort)
+}
+
+// FuzzFlags: any command line either fails to parse or yields a Config whose Validate
+// reports only the package's sentinels; nothing panics.
+func FuzzFlags(f *testing.F) {
+	f.Add("15s", "10s", "2s", "kube-system", "ctrl")
+	f.Add("1s", "1s", "0s", "", "")
+	f.Add("-1h", "1.5s", "1ns", "a.b", "A_B")
+	f.Add("9999999999h", "0", "1µs", "x", "y")
+	f.Fuzz(func(t *testing.T, lease, renew, retry, ns, name string) {
+		var cfg Config
+		fs := newFlagSet(&cfg)
+		err := fs.Parse([]string{
+			"--leader-elect-lease-duration=" + lease,
+			"--leader-elect-renew-deadline=" + renew,
+			"--leader-elect-retry-period=" + retry,
+			"--leader-elect-resource-namespace=" + ns,
+			"--leader-elect-resource-name=" + name,
+		})
+		if err != nil {
+			return
+		}
+		verr := cfg.WithDefaults().Validate()
+		if verr == nil {
+			return
+		}
+		for _, e := range verr.(interface{ Unwrap() []error }).Unwrap() {
+			known := false
+			for _, s := range sentinels {
+				known = known || errors.Is(e, s)
+			}
+			if !known {
+				t.Fatalf("Validate returned %v, which wraps no sentinel", e)
+			}
+		}
+	})
+}
