@@ -29,6 +29,11 @@ var (
 	// without WithMetadataClient.
 	ErrNoMetadataClient = errors.New("factory has no metadata client (use WithMetadataClient)")
 
+	// ErrNoClient is returned by For when the factory was built with a nil
+	// kubernetes.Interface (allowed for factories that serve only
+	// ForMetadata or ForResource).
+	ErrNoClient = errors.New("factory has no kubernetes clientset")
+
 	// ErrNilFactory is returned by For, ForMetadata and ForResource when
 	// given a nil *Factory.
 	ErrNilFactory = errors.New("nil informer factory")

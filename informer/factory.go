@@ -26,9 +26,10 @@ import (
 // informers with For, ForMetadata or ForResource, then Start it; Shutdown
 // stops every informer and waits for their goroutines.
 type Factory struct {
-	cfg    factoryConfig
-	ctx    context.Context // carries the logger for the error handler
-	logger klog.Logger
+	cfg       factoryConfig
+	ctx       context.Context // carries the logger for the error handler
+	logger    klog.Logger
+	hasClient bool
 
 	shared   informers.SharedInformerFactory
 	dynamic  dynamicinformer.DynamicSharedInformerFactory // nil without WithDynamicClient
@@ -68,8 +69,11 @@ type registered interface {
 // for the knobs; with none, informers watch all namespaces, never resync,
 // strip managedFields and report problems through
 // utilruntime.HandleErrorWithContext.
+//
+// client may be nil for a factory that serves only ForMetadata and
+// ForResource; For then returns an error matching ErrNoClient.
 func NewFactory(client kubernetes.Interface, opts ...FactoryOption) *Factory {
-	f := &Factory{informers: map[registryKey]registered{}}
+	f := &Factory{informers: map[registryKey]registered{}, hasClient: client != nil}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&f.cfg)

@@ -326,6 +326,17 @@ func TestNilFactory(t *testing.T) {
 	require.ErrorIs(t, err, ErrNilFactory)
 	_, err = ForResource[*widget](nil, widgetsGVR)
 	require.ErrorIs(t, err, ErrNilFactory)
+
+	// A factory without a clientset still serves custom resources.
+	crdOnly := NewFactory(nil, WithDynamicClient(newDynamic(unstructuredWidget("a", "w", int64(1)))))
+	_, err = For[*corev1.Pod](crdOnly)
+	require.ErrorIs(t, err, ErrNoClient)
+	widgets, err := ForResource[*widget](crdOnly, widgetsGVR)
+	require.NoError(t, err)
+	startFactory(t, crdOnly)
+	w, err := widgets.Lister().Get("a", "w")
+	require.NoError(t, err)
+	assert.Equal(t, 1, w.Spec.Size)
 }
 
 // WithLogger's logger reaches the error handler through its context, so a

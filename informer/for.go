@@ -40,6 +40,9 @@ func For[T Object](f *Factory) (Informer[T], error) {
 	if f == nil {
 		return nil, fmt.Errorf("informer for %s: %w", typeName(t), ErrNilFactory)
 	}
+	if !f.hasClient {
+		return nil, fmt.Errorf("informer for %s: %w", typeName(t), ErrNoClient)
+	}
 	inf, err := lookupOrCreate(f, registryKey{source: sourceTyped, typ: t}, func() (*sharedInformer[T], error) {
 		gvk, gvr, shared, err := f.resolveTyped(t)
 		if err != nil {
