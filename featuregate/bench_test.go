@@ -21,19 +21,36 @@ func BenchmarkEnabled(b *testing.B) {
 	}
 }
 
-// BenchmarkEnabledParallel reads from every P at once: no lock, no shared writes.
+// BenchmarkEnabledParallel reads from every P at once: no lock, no shared writes, so the
+// per-op cost should match BenchmarkEnabled.
 func BenchmarkEnabledParallel(b *testing.B) {
 	g, names := hundredFeatures(b)
 	g.Freeze()
+	f := names[57]
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
-		i, v := 0, false
+		v := false
 		for pb.Next() {
-			v = v != g.Enabled(names[i%len(names)])
-			i++
+			v = v != g.Enabled(f)
 		}
 		sink = v
 	})
+}
+
+// BenchmarkEnabledAllFeatures reads the 100 features in turn (different keys, different
+// map slots) rather than one hot key.
+func BenchmarkEnabledAllFeatures(b *testing.B) {
+	g, names := hundredFeatures(b)
+	g.Freeze()
+	b.ReportAllocs()
+	i, v := 0, false
+	for b.Loop() {
+		v = v != g.Enabled(names[i])
+		if i++; i == len(names) {
+			i = 0
+		}
+	}
+	sink = v
 }
 
 // BenchmarkEnabledGates goes through the Gates interface, as controller.Manager does.
@@ -91,4 +108,25 @@ func BenchmarkBaselineMapLookup(b *testing.B) {
 	for b.Loop() {
 		sink = (*p.Load())[f]
 	}
+}
+
+// BenchmarkBaselineMapLookupParallel is the parallel floor: if it scales no better than
+// BenchmarkEnabledParallel, what limits both is the machine, not the gate.
+func BenchmarkBaselineMapLookupParallel(b *testing.B) {
+	_, names := hundredFeatures(b)
+	m := make(map[featuregate.Feature]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	var p atomic.Pointer[map[featuregate.Feature]bool]
+	p.Store(&m)
+	f := names[57]
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		v := false
+		for pb.Next() {
+			v = v != (*p.Load())[f]
+		}
+		sink = v
+	})
 }
