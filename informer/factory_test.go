@@ -355,3 +355,26 @@ func TestWithLoggerReachesTheErrorHandler(t *testing.T) {
 	assert.Contains(t, logged[0], `"component"="test"`)
 	assert.Contains(t, logged[0], `"error"="boom"`)
 }
+
+// A removed handler hears nothing more; the others carry on.
+func TestRemoveHandler(t *testing.T) {
+	ctx := context.Background()
+	client := newClient()
+	f := NewFactory(client)
+	pods, err := For[*corev1.Pod](f)
+	require.NoError(t, err)
+	removed, kept := &recorder[string]{}, newEventLog[*corev1.Pod]()
+	reg, err := pods.AddHandler(EnqueueKey[*corev1.Pod](removed))
+	require.NoError(t, err)
+	_, err = pods.AddHandler(kept)
+	require.NoError(t, err)
+	startFactory(t, f)
+	require.NoError(t, pods.RemoveHandler(reg))
+
+	_, err = client.CoreV1().Pods("a").Create(ctx, pod("a", "p", nil), metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, event{op: "add", key: "a/p"}, kept.next(t))
+	// client-go detaches a removed listener synchronously: it is never
+	// handed the event, however late its goroutine runs.
+	assert.Empty(t, removed.got())
+}
