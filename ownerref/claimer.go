@@ -26,7 +26,8 @@ type ClaimerOptions struct {
 	// merge patch on them): a JSON merge patch cannot add or remove one list entry, so it
 	// carries the whole new ownerReferences list computed from the claimed object plus that
 	// object's resourceVersion, and a stale object gets a Conflict (retry after the cache
-	// catches up) instead of overwriting references added meanwhile.
+	// catches up) instead of overwriting references added meanwhile. (An object without a
+	// resourceVersion, i.e. not read from a server, is patched without that check.)
 	//
 	// Both carry the child's metadata.uid as a precondition. Other patch types are rejected
 	// with ErrInvalidClaimer.
