@@ -160,15 +160,15 @@ func (e *Elector) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logger)
 
 	s := &session{e: e, done: make(chan struct{}), wake: make(chan struct{}, 1)}
-	rv := new(string)
+	read := new(leaseVersion)
 	lock := &guardedLock{
 		inner: &resourcelock.LeaseLock{
 			LeaseMeta:  metav1.ObjectMeta{Namespace: e.cfg.Namespace, Name: e.cfg.Name},
-			Client:     rvLeases{LeasesGetter: e.client.CoordinationV1(), rv: rv},
+			Client:     versionLeases{LeasesGetter: e.client.CoordinationV1(), read: read},
 			LockConfig: resourcelock.ResourceLockConfig{Identity: e.cfg.Identity},
 		},
-		s:  s,
-		rv: rv,
+		s:    s,
+		read: read,
 	}
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -222,7 +223,7 @@ func TestReleaseRefusedForAnotherHoldersLease(t *testing.T) {
 	require.NoError(t, err)
 	s := &session{e: e, done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	inner := &scriptedLock{holder: "b"}
-	l := &guardedLock{inner: inner, s: s, rv: new(string)}
+	l := &guardedLock{inner: inner, s: s, read: new(leaseVersion)}
 
 	_, _, err = l.Get(context.Background())
 	require.NoError(t, err)
@@ -248,7 +249,7 @@ func TestReleaseAbandonedWhileOnStartedLeadingRuns(t *testing.T) {
 	s := &session{e: e, done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	s.entered = true // OnStartedLeading is running and will not return
 	inner := &scriptedLock{holder: "a"}
-	l := &guardedLock{inner: inner, s: s, rv: new(string)}
+	l := &guardedLock{inner: inner, s: s, read: new(leaseVersion)}
 	_, _, err = l.Get(context.Background())
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -353,45 +354,68 @@ func TestPackageRun(t *testing.T) {
 }
 
 // client-go notices renewals by comparing the record's JSON, whose renew time has
-// one-second resolution; the lock adds the resourceVersion so that two renewals within
-// one second still look different to a standby.
+// one-second resolution; the lock adds the resourceVersion and the precise renew time so
+// that two renewals within one second still look different to a standby — on an API
+// server (resourceVersion) and on a plain fake clientset (which sets none).
 func TestRenewalsWithinOneSecondAreVisible(t *testing.T) {
-	ctx := context.Background()
-	c := newCluster(0, 12)
-	second := time.Now().Truncate(time.Second)
-	leases := c.cs.CoordinationV1().Leases("default")
-	_, err := leases.Create(ctx, &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: "ctrl", Namespace: "default"},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("a"), LeaseDurationSeconds: ptr.To[int32](1),
-			RenewTime: &metav1.MicroTime{Time: second.Add(100 * time.Millisecond)}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	for name, cs := range map[string]*fake.Clientset{"occ": newCluster(0, 12).cs, "plain fake": fake.NewClientset()} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			second := time.Now().Truncate(time.Second)
+			leases := cs.CoordinationV1().Leases("default")
+			_, err := leases.Create(ctx, &coordinationv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Name: "ctrl", Namespace: "default"},
+				Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("a"), LeaseDurationSeconds: ptr.To[int32](1),
+					RenewTime: &metav1.MicroTime{Time: second.Add(100 * time.Millisecond)}},
+			}, metav1.CreateOptions{})
+			require.NoError(t, err)
 
-	e, err := NewElector(c.cs, fastConfig("b"), Callbacks{})
-	require.NoError(t, err)
-	rv := new(string)
-	plain := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: "default", Name: "ctrl"},
-		Client:     rvLeases{LeasesGetter: c.cs.CoordinationV1(), rv: rv},
-		LockConfig: resourcelock.ResourceLockConfig{Identity: "b"},
+			e, err := NewElector(cs, fastConfig("b"), Callbacks{})
+			require.NoError(t, err)
+			read := new(leaseVersion)
+			plain := &resourcelock.LeaseLock{
+				LeaseMeta:  metav1.ObjectMeta{Namespace: "default", Name: "ctrl"},
+				Client:     versionLeases{LeasesGetter: cs.CoordinationV1(), read: read},
+				LockConfig: resourcelock.ResourceLockConfig{Identity: "b"},
+			}
+			l := &guardedLock{inner: plain, s: &session{e: e, done: make(chan struct{}), wake: make(chan struct{}, 1)}, read: read}
+
+			_, plainBefore, err := plain.Get(ctx)
+			require.NoError(t, err)
+			_, before, err := l.Get(ctx)
+			require.NoError(t, err)
+			// The leader renews 200 ms later, within the same second.
+			cur, err := leases.Get(ctx, "ctrl", metav1.GetOptions{})
+			require.NoError(t, err)
+			cur.Spec.RenewTime = &metav1.MicroTime{Time: second.Add(300 * time.Millisecond)}
+			_, err = leases.Update(ctx, cur, metav1.UpdateOptions{})
+			require.NoError(t, err)
+			_, plainAfter, err := plain.Get(ctx)
+			require.NoError(t, err)
+			_, after, err := l.Get(ctx)
+			require.NoError(t, err)
+
+			assert.Equal(t, string(plainBefore), string(plainAfter), "client-go's record cannot tell the renewals apart")
+			assert.NotEqual(t, string(before), string(after), "the guarded lock's can")
+		})
 	}
-	l := &guardedLock{inner: plain, s: &session{e: e, done: make(chan struct{}), wake: make(chan struct{}, 1)}, rv: rv}
+}
 
-	_, plainBefore, err := plain.Get(ctx)
-	require.NoError(t, err)
-	_, before, err := l.Get(ctx)
-	require.NoError(t, err)
-	// The leader renews 200 ms later, within the same second.
-	cur, err := leases.Get(ctx, "ctrl", metav1.GetOptions{})
-	require.NoError(t, err)
-	cur.Spec.RenewTime = &metav1.MicroTime{Time: second.Add(300 * time.Millisecond)}
-	_, err = leases.Update(ctx, cur, metav1.UpdateOptions{})
-	require.NoError(t, err)
-	_, plainAfter, err := plain.Get(ctx)
-	require.NoError(t, err)
-	_, after, err := l.Get(ctx)
-	require.NoError(t, err)
-
-	assert.Equal(t, string(plainBefore), string(plainAfter), "client-go's record cannot tell the renewals apart")
-	assert.NotEqual(t, string(before), string(after), "the guarded lock's can")
+// No goroutine started by an Elector (or by client-go's engine for it) outlives Run, for a
+// leader with every callback set and for a standby.
+func TestNoGoroutineLeftAfterRun(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	c := newCluster(0, 13)
+	cfgA := fastConfig("a")
+	cfgA.ReleaseOnCancel = true
+	recA, recB := newRecorder(), newRecorder()
+	a := newTestElector(t, c, &netem{}, cfgA, recA)
+	b := newTestElector(t, c, &netem{}, fastConfig("b"), recB)
+	ra := start(a)
+	waitFor(t, recA.started, 5*time.Second, "a to lead")
+	rb := start(b)
+	waitForValue(t, recB.newLeaders, "a", 5*time.Second, "b to see a")
+	require.NoError(t, ra.stop(t))
+	waitFor(t, recB.started, 5*time.Second, "b to take over")
+	require.NoError(t, rb.stop(t))
 }

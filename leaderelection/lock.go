@@ -3,6 +3,7 @@ package leaderelection
 import (
 	"context"
 	"fmt"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,13 +30,14 @@ import (
 // seconds (metav1.Time): renewals within one second look identical, so a standby dates the
 // last renewal up to a second too early and may take over a lease up to a second before it
 // expires — before the old leader has given up, with short durations. Get appends the
-// Lease's resourceVersion, which every write changes, to the bytes the engine compares.
+// Lease's resourceVersion (every write changes it) and its renew time in microseconds (for
+// fake clientsets, which leave resourceVersion empty) to the bytes the engine compares.
 //
 // The engine calls a lock from its Run goroutine only, so the fields need no mutex.
 type guardedLock struct {
 	inner resourcelock.Interface
 	s     *session
-	rv    *string // resourceVersion of the Lease last read through rvLeases
+	read  *leaseVersion // the Lease last read through versionLeases
 
 	lastHolder   string // holder in the last successful Get
 	lastHolderOK bool
@@ -51,9 +53,7 @@ func (l *guardedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionReco
 	}
 	l.lastHolder = rec.HolderIdentity
 	l.s.observe(rec.HolderIdentity)
-	if *l.rv != "" {
-		raw = append(append(raw[:len(raw):len(raw)], "\x00resourceVersion="...), *l.rv...)
-	}
+	raw = fmt.Appendf(raw[:len(raw):len(raw)], "\x00resourceVersion=%s\x00renewTime=%s", l.read.resourceVersion, l.read.renewTime)
 	return rec, raw, nil
 }
 
@@ -86,26 +86,36 @@ func (l *guardedLock) RecordEvent(s string) { l.inner.RecordEvent(s) }
 func (l *guardedLock) Identity() string     { return l.inner.Identity() }
 func (l *guardedLock) Describe() string     { return l.inner.Describe() }
 
-// rvLeases is the Leases client handed to client-go's LeaseLock: it remembers the
-// resourceVersion of the last Lease read, for guardedLock.Get.
-type rvLeases struct {
+// leaseVersion is what tells two writes of a Lease apart.
+type leaseVersion struct {
+	resourceVersion string
+	renewTime       string // RFC 3339 with the Lease's microseconds
+}
+
+// versionLeases is the Leases client handed to client-go's LeaseLock: it remembers the
+// version of the last Lease read, for guardedLock.Get.
+type versionLeases struct {
 	coordv1client.LeasesGetter
-	rv *string
+	read *leaseVersion
 }
 
-func (r rvLeases) Leases(namespace string) coordv1client.LeaseInterface {
-	return rvLeaseInterface{LeaseInterface: r.LeasesGetter.Leases(namespace), rv: r.rv}
+func (v versionLeases) Leases(namespace string) coordv1client.LeaseInterface {
+	return versionLeaseInterface{LeaseInterface: v.LeasesGetter.Leases(namespace), read: v.read}
 }
 
-type rvLeaseInterface struct {
+type versionLeaseInterface struct {
 	coordv1client.LeaseInterface
-	rv *string
+	read *leaseVersion
 }
 
-func (l rvLeaseInterface) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
+func (l versionLeaseInterface) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
 	lease, err := l.LeaseInterface.Get(ctx, name, opts)
 	if err == nil {
-		*l.rv = lease.ResourceVersion
+		l.read.resourceVersion = lease.ResourceVersion
+		l.read.renewTime = ""
+		if lease.Spec.RenewTime != nil {
+			l.read.renewTime = lease.Spec.RenewTime.UTC().Format(time.RFC3339Nano)
+		}
 	}
 	return lease, err
 }
