@@ -21,9 +21,10 @@ import (
 // overlapTolerance is the split-brain checker's allowance. All electors share one process
 // and one monotonic clock, so there is no clock skew between them; what remains is
 // measurement: an interval ends when the test's OnStartedLeading goroutine wakes after its
-// ctx was cancelled, which a loaded 2-core machine can delay. The protocol's own margin with
-// splitBrainConfig is LeaseDuration − RenewDeadline − RetryPeriod = 400 ms, and a real split
-// brain (see TestCheckerDetectsSplitBrainWithoutOCC) overlaps by whole lease durations.
+// ctx was cancelled, which a loaded 2-core machine can delay. The protocol's own margin,
+// LeaseDuration − RenewDeadline − RetryPeriod, is 400 ms with splitBrainConfig and 200 ms
+// with fastConfig, and a real split brain (see TestCheckerDetectsSplitBrainWithoutOCC)
+// overlaps by whole lease durations.
 const overlapTolerance = 100 * time.Millisecond
 
 func splitBrainConfig(identity string) Config {
@@ -154,7 +155,7 @@ type chaosStats struct {
 // ReleaseOnCancel is chosen per elector) or partitioned from the API server for 0.2-1.5 s;
 // requests and replies wait up to 15 ms each, 5% of writes fail before they are stored and
 // 3% of stored writes lose their reply.
-func chaosRun(t *testing.T, seed uint64, slots int, d time.Duration) chaosStats {
+func chaosRun(t *testing.T, seed uint64, slots int, d time.Duration, template Config) chaosStats {
 	rnd := rand.New(rand.NewPCG(seed, 0xc4a05))
 	c := newCluster(0.05, seed)
 	iv := &intervals{}
@@ -176,7 +177,8 @@ func chaosRun(t *testing.T, seed uint64, slots int, d time.Duration) chaosStats 
 		if s.e == nil || rnd.IntN(2) == 0 {
 			s.gen++
 			id := fmt.Sprintf("c%d-%d", k, s.gen)
-			cfg := splitBrainConfig(id)
+			cfg := template
+			cfg.Identity = id
 			cfg.ReleaseOnCancel = rnd.IntN(2) == 0
 			e, err := NewElector(c.client(s.n), cfg, iv.callbacks(c, id))
 			require.NoError(t, err)
@@ -239,7 +241,7 @@ func chaosRun(t *testing.T, seed uint64, slots int, d time.Duration) chaosStats 
 		s.n.setPartitioned(false)
 	}
 
-	st.takeovers = assertTakeoversJustified(t, c.log(), splitBrainConfig("").LeaseDuration)
+	st.takeovers = assertTakeoversJustified(t, c.log(), template.LeaseDuration)
 	iv.mu.Lock()
 	st.terms = len(iv.all)
 	st.overlap, st.pair, st.closestGap = maxOverlap(iv.all)
@@ -257,7 +259,12 @@ func TestNoSplitBrain(t *testing.T) {
 		runs, d = 4, 3*time.Second
 	}
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d, %d runs of %v, 4 candidates each, config %+v", seed, runs, d, splitBrainConfig(""))
+	// Alternate runs use the failover tests' durations, whose margin is half as wide.
+	configs := []Config{splitBrainConfig(""), fastConfig("")}
+	for _, c := range configs {
+		t.Logf("config: LeaseDuration %v, RenewDeadline %v, RetryPeriod %v", c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
+	}
+	t.Logf("seed %d, %d runs of %v, 4 candidates each", seed, runs, d)
 
 	results := make([]chaosStats, runs)
 	sem := make(chan struct{}, 4) // runs in flight
@@ -266,7 +273,7 @@ func TestNoSplitBrain(t *testing.T) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			results[i] = chaosRun(t, seed+uint64(i), 4, d)
+			results[i] = chaosRun(t, seed+uint64(i), 4, d, configs[i%len(configs)])
 		})
 	}
 	wg.Wait()
@@ -286,8 +293,8 @@ func TestNoSplitBrain(t *testing.T) {
 		if r.closestGap >= 0 && (total.closestGap < 0 || r.closestGap < total.closestGap) {
 			total.closestGap = r.closestGap
 		}
-		assert.LessOrEqual(t, r.overlap, overlapTolerance, "run %d (seed %d): %v and %v overlap by %v",
-			i, seed+uint64(i), r.pair[0], r.pair[1], r.overlap)
+		assert.LessOrEqual(t, r.overlap, overlapTolerance, "run %d (seed %d): %s and %s overlap by %v",
+			i, seed+uint64(i), r.pair[0].who, r.pair[1].who, r.overlap)
 	}
 	t.Logf("terms %d, takeovers of an unreleased lease %d, leases lost %d, starts %d, stops %d, partitions %d",
 		total.terms, total.takeovers, total.lost, total.starts, total.stops, total.partitions)
