@@ -76,17 +76,18 @@ const (
 )
 
 type entry[T comparable] struct {
-	item  T
-	state uint8
-	prio  int    // priority of the ready slot, or of the re-add when dirty
-	seq   uint64 // matches the entry's live slot in ready; bumped on every enqueue
+	item T
+	prio int    // priority of the ready slot, or of the re-add when dirty
+	seq  uint64 // matches the entry's live slot in ready; bumped on every enqueue
 
-	waiting  bool          // in delayed, with the slot whose seq is waitSeq
 	readyAt  time.Duration // since Queue.epoch
 	waitPrio int
-	waitSeq  uint64
+	waitSeq  uint64 // matches the entry's live slot in delayed
 
 	mx *entryMetrics[T] // nil unless metrics are on; kept when the entry is recycled
+
+	state   uint8
+	waiting bool // in delayed
 }
 
 // New returns a running queue. Call ShutDown (or ShutDownWithDrain) when done with it: that stops
