@@ -150,7 +150,8 @@ type chaosStats struct {
 	pair                                              [2]interval
 }
 
-// chaosRun runs candidates slots for d against one cluster: every 20-250 ms one slot is
+// chaosRun runs candidates slots for d against one cluster: every 20-250 ms one slot (half
+// the time the leader's) is
 // started (half the time with a fresh identity, as a new pod), stopped (ctx cancelled;
 // ReleaseOnCancel is chosen per elector) or partitioned from the API server for 0.2-1.5 s;
 // requests and replies wait up to 15 ms each, 5% of writes fail before they are stored and
@@ -216,7 +217,15 @@ func chaosRun(t *testing.T, seed uint64, slots int, d time.Duration, template Co
 				s.healing = false
 			}
 		}
+		// Half the time act on the leader, so that leadership changes hands often.
 		k := rnd.IntN(slots)
+		if rnd.IntN(2) == 0 {
+			for j, s := range ss {
+				if s.run != nil && s.e.IsLeader() {
+					k = j
+				}
+			}
+		}
 		s := ss[k]
 		switch r := rnd.Float64(); {
 		case s.run == nil:
