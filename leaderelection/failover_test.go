@@ -1,7 +1,6 @@
 package leaderelection
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -146,5 +145,3 @@ func BenchmarkFailover(b *testing.B) {
 		})
 	}
 }
-
-var _ = context.Background
