@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"go.uber.org/goleak"
+
+	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The command the README shows: the demo on the in-memory cluster converges and exits 0.
+func TestRunConvergesOnTheInMemoryCluster(t *testing.T) {
+	t.Setenv(demo.EnvKubeconfig, "")
+	var out bytes.Buffer
+	code := run(context.Background(), nil, &out)
+	assert.Equal(t, 0, code, out.String())
+	for _, want := range []string{
+		`"Creating copy"`, `copy="team-a/shared-config"`, `"Updating copy"`, `"Deleting copy"`,
+		`terminal error`, `ctrlkit-system/broken`, // the bad selector is reported, not retried
+		`"Demo converged"`,
+	} {
+		assert.Contains(t, out.String(), want)
+	}
+}
+
+func TestRunRejectsBadFlags(t *testing.T) {
+	t.Setenv(demo.EnvKubeconfig, "")
+	for args, want := range map[string][]string{
+		"--workers must be at least 1":      {"--workers=0"},
+		"invalid argument":                  {"--timeout=soon"},
+		"unknown flag: --nope":              {"--nope"},
+		"--retry-taken-after must be":       {"--retry-taken-after=-1s"},
+		`unexpected arguments ["extra"]`:    {"extra"},
+		"--timeout must be positive, got 0": {"--timeout=0"},
+	} {
+		var out bytes.Buffer
+		assert.Equal(t, 2, run(context.Background(), want, &out), "%v", want)
+		assert.Contains(t, out.String(), args)
+	}
+	var out bytes.Buffer
+	assert.Equal(t, 0, run(context.Background(), []string{"-h"}, &out))
+	assert.Contains(t, out.String(), "--source-namespace")
+}
+
+func TestRunFailsOnAMissingKubeconfig(t *testing.T) {
+	var out bytes.Buffer
+	code := run(context.Background(), []string{"--kubeconfig", filepath.Join(t.TempDir(), "missing")}, &out)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out.String(), "missing")
+}

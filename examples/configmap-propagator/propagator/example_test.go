@@ -1,0 +1,44 @@
+package propagator_test
+
+import (
+	"context"
+	"fmt"
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/examples/configmap-propagator/propagator"
+	"github.com/ctrlkit/ctrlkit/examples/internal/memcluster"
+)
+
+// The propagator in a Manager: a labelled ConfigMap of the source namespace appears in every
+// namespace labelled as a target.
+func ExampleNew() {
+	client, _ := memcluster.New(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Labels: map[string]string{propagator.LabelPropagate: "true"}}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "settings",
+			Labels: map[string]string{propagator.LabelPropagate: "true"}}, Data: map[string]string{"region": "eu"}},
+	)
+	mgr, _ := controller.NewManager(controller.ManagerOptions{Client: client})
+	c, _ := propagator.New(mgr.Factory(), client, propagator.Options{SourceNamespace: "platform"})
+	_ = mgr.Add(c)
+
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logr.Discard())) // quiet output
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var cp *corev1.ConfigMap
+	_ = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		cp, err = client.CoreV1().ConfigMaps("team-a").Get(ctx, "settings", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	cancel()
+	<-done
+	fmt.Println(cp.Data["region"], cp.Annotations[propagator.AnnotationSource])
+	// Output: eu platform/settings
+}

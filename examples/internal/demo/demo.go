@@ -1,0 +1,91 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+)
+
+// EnvKubeconfig is the environment variable kubectl reads; a path list, like $PATH.
+const EnvKubeconfig = clientcmd.RecommendedConfigPathEnvVar
+
+// ErrNotConverged is matched by the error Await returns when its deadline passed first.
+var ErrNotConverged = errors.New("did not converge")
+
+// Kubeconfig returns the kubeconfig the examples use: the --kubeconfig flag's value, else
+// $KUBECONFIG, else "" — which means the in-memory cluster. ~/.kube/config is deliberately not
+// read: running a demo must never touch a real cluster by accident.
+func Kubeconfig(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	return os.Getenv(EnvKubeconfig)
+}
+
+// RESTConfig loads a kubeconfig (a file, or a $KUBECONFIG-style list of files) and returns the
+// rest.Config of its current context, with QPS and burst raised from client-go's 5/10 to what
+// kube-controller-manager uses (20/30), since a controller's writes come in bursts.
+func RESTConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		return nil, errors.New("loading kubeconfig: no path given")
+	}
+	rules := &clientcmd.ClientConfigLoadingRules{}
+	if paths := filepath.SplitList(kubeconfig); len(paths) == 1 {
+		rules.ExplicitPath = paths[0] // a missing file is an error, not an empty config
+	} else {
+		rules.Precedence = paths
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %q: %w", kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = 20, 30
+	return cfg, nil
+}
+
+// NewLogger returns a klog text logger writing to out at the given verbosity (klog's -v):
+// the examples log contextually (klog.FromContext), so the logger is all they need. Lines are
+// written whole and one at a time, so out need not be safe for concurrent use (a test's
+// bytes.Buffer).
+func NewLogger(out io.Writer, verbosity int) klog.Logger {
+	return textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&lockedWriter{w: out}), textlogger.Verbosity(verbosity)))
+}
+
+// lockedWriter serialises writes: textlogger writes each line with one Write but from any
+// goroutine, relying on the writer (os.Stderr) being safe for that.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// Await polls cond every interval until it reports true, returns an error, or timeout passes
+// (then the error matches ErrNotConverged and names what). Demos use it to wait for a
+// controller to converge; tests should rather wait for a quiet controller (controllertest).
+func Await(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, error)) error {
+	const interval = 50 * time.Millisecond
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, cond)
+	if err != nil && wait.Interrupted(err) && ctx.Err() == nil {
+		return fmt.Errorf("%s: %w within %v", what, ErrNotConverged, timeout)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
