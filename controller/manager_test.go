@@ -382,7 +382,9 @@ func TestLostLeaseIsFatal(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	m, err := NewManager(ManagerOptions{Client: client, LeaderElection: fastElection("one")})
+	le := fastElection("one")
+	le.HealthTolerance = time.Millisecond
+	m, err := NewManager(ManagerOptions{Client: client, LeaderElection: le})
 	require.NoError(t, err)
 	var ctxEnded atomic.Bool
 	started := make(chan struct{})
@@ -405,6 +407,33 @@ func TestLostLeaseIsFatal(t *testing.T) {
 	}
 	assert.ErrorIs(t, err, leaderelection.ErrLeaseLost)
 	assert.True(t, ctxEnded.Load(), "the guarded Reconcile saw its context end")
+
+	// The Lease still names this replica but is no longer renewed: once it
+	// is older than LeaseDuration plus the tolerance, /healthz fails so a
+	// kubelet would restart the process.
+	require.Eventually(t, func() bool {
+		code, _ := get(t, m.HealthzHandler(), "/healthz")
+		return code == http.StatusInternalServerError
+	}, 10*time.Second, 10*time.Millisecond)
+	_, body := get(t, m.HealthzHandler(), "/healthz")
+	assert.Contains(t, body, "lease not renewed")
+}
+
+func TestManagerCacheSyncTimeoutIsFatal(t *testing.T) {
+	client := fake.NewClientset()
+	client.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("injected: forbidden")
+	})
+	m, err := NewManager(ManagerOptions{Client: client, CacheSyncTimeout: 200 * time.Millisecond})
+	require.NoError(t, err)
+	var rec keyRecorder
+	require.NoError(t, m.Add(configMapController(t, m.Factory(), "never-synced", &rec, Options[Key]{})))
+	ctx, _ := testLogger(t)
+	err = m.Start(ctx)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrCacheSyncTimeout)
+	assert.ErrorContains(t, err, "configmaps")
+	assert.Empty(t, rec.keys())
 }
 
 // failingRunnable fails at once.
