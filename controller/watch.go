@@ -76,7 +76,7 @@ func WatchTyped[T informer.Object, K comparable](c *Controller[K], inf informer.
 	if inf == nil || fn == nil {
 		return &OptionsError{Controller: c.name, Field: "WatchTyped", Reason: "nil informer or mapping function"}
 	}
-	reg, err := inf.AddHandler(informer.EnqueueMapped[T, K](c.Queue(), fn))
+	reg, err := inf.AddHandler(informer.EnqueueMapped[T, K](enqueuer[K]{c}, fn))
 	if err != nil {
 		return fmt.Errorf("controller %q: watching %s: %w", c.name, inf.Name(), err)
 	}
@@ -137,6 +137,12 @@ func (c *Controller[K]) HasSynced() bool {
 	}
 	return true
 }
+
+// enqueuer adds through Enqueue, so that wiring a watch does not build the
+// queue (a Manager may still hand the controller its metrics).
+type enqueuer[K comparable] struct{ c *Controller[K] }
+
+func (e enqueuer[K]) Add(key K) { e.c.Enqueue(key) }
 
 // mapHandler is the client-go handler behind Watch.
 type mapHandler[K comparable] struct {

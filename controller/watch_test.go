@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -171,6 +173,25 @@ func TestWatchTypedAndTombstones(t *testing.T) {
 	h.OnUpdate(podOf("ns", "old", nil), podOf("ns", "new", nil))
 	assert.Equal(t, 4, c2.Len())
 	c2.Queue().ShutDown()
+}
+
+// Wiring watches does not build the queue, so a Manager added afterwards can
+// still give the controller its metrics.
+func TestWatchLeavesQueueUnbuilt(t *testing.T) {
+	f := informer.NewFactory(fake.NewClientset())
+	cms, err := informer.For[*corev1.ConfigMap](f)
+	require.NoError(t, err)
+	c, err := New("lazy", Reconciler[Key](&keyRecorder{}), Options[Key]{})
+	require.NoError(t, err)
+	require.NoError(t, c.Watch(cms, EnqueueObject))
+	require.NoError(t, WatchTyped(c, cms, func(cm *corev1.ConfigMap) []Key { return nil }))
+	m, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	assert.True(t, c.setDefaultMetrics(m))
+	assert.False(t, c.setDefaultMetrics(m), "metrics are set once")
+	c.Enqueue(Key{Name: "x"})
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.adds.WithLabelValues("lazy")))
+	c.shutdownQueue()
 }
 
 func TestWatchRejectsNil(t *testing.T) {
