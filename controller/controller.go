@@ -131,6 +131,12 @@ type Controller[K comparable] struct {
 
 	started  atomic.Bool
 	inFlight atomic.Int64
+
+	// retrying holds the keys whose last Reconcile failed and that wait out a
+	// backoff: the queue does not count them (client-go's Len counts only
+	// ready keys), yet a test kit waiting for a settled world must.
+	retryMu  sync.Mutex
+	retrying map[K]struct{}
 }
 
 // New validates opts and builds a controller named name (the name is used in
@@ -256,6 +262,28 @@ func (c *Controller[K]) Len() int { return c.Queue().Len() }
 
 // InFlight returns how many Reconcile calls are running now.
 func (c *Controller[K]) InFlight() int { return int(c.inFlight.Load()) }
+
+// Retrying returns how many keys failed their last Reconcile and wait out a
+// backoff before their next try. A key leaves the count when a Reconcile of
+// it succeeds, fails terminally or runs out of retries.
+func (c *Controller[K]) Retrying() int {
+	c.retryMu.Lock()
+	defer c.retryMu.Unlock()
+	return len(c.retrying)
+}
+
+func (c *Controller[K]) markRetrying(key K, retrying bool) {
+	c.retryMu.Lock()
+	defer c.retryMu.Unlock()
+	if !retrying {
+		delete(c.retrying, key)
+		return
+	}
+	if c.retrying == nil {
+		c.retrying = make(map[K]struct{})
+	}
+	c.retrying[key] = struct{}{}
+}
 
 // Idle reports whether no key is ready in the queue and no Reconcile is
 // running (keys waiting for a RequeueAfter or a backoff do not count). A key
@@ -395,6 +423,7 @@ func (c *Controller[K]) handle(logger klog.Logger, key K, res Result, err error)
 	case err == nil:
 		// Success clears the failure history whatever comes next.
 		c.queue.Forget(key)
+		c.markRetrying(key, false)
 		switch {
 		case res.RequeueAfter > 0:
 			c.cm.result(ResultRequeueAfter)
@@ -408,6 +437,7 @@ func (c *Controller[K]) handle(logger klog.Logger, key K, res Result, err error)
 	case IsTerminal(err):
 		c.cm.result(ResultTerminal)
 		c.queue.Forget(key)
+		c.markRetrying(key, false)
 		logger.Error(err, "Reconcile failed with a terminal error; not retrying")
 	default:
 		c.cm.result(ResultError)
@@ -421,10 +451,12 @@ func (c *Controller[K]) handle(logger klog.Logger, key K, res Result, err error)
 		}
 		if n := c.queue.NumRequeues(key); n < c.maxRetries {
 			logger.Error(err, "Reconcile failed; retrying with backoff", "retries", n, "maxRetries", c.maxRetries)
+			c.markRetrying(key, true)
 			c.add(key, res.Priority, 0, true)
 			return
 		}
 		logger.Error(err, "Reconcile failed too many times; dropping the key until its next event", "maxRetries", c.maxRetries)
 		c.queue.Forget(key)
+		c.markRetrying(key, false)
 	}
 }

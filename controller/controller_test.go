@@ -543,3 +543,40 @@ func TestResultPriorityIsHonoured(t *testing.T) {
 		})
 	}
 }
+
+// A key in error backoff is not in the queue's Len, yet work is pending:
+// Retrying counts it from the failure until a success (or giving up).
+func TestRetryingCountsKeysInBackoff(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	s := newScript(clk, func(n int, _ string) (Result, error) {
+		if n < 3 { // calls are numbered from 1
+			return Result{}, errBoom
+		}
+		return Result{}, nil
+	})
+	q := newSpyQueue("retrying", clk, workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), nil)
+	c, err := New("retrying", Reconciler[string](s), Options[string]{Queue: q})
+	require.NoError(t, err)
+	ctx, _ := testLogger(t)
+	stop := startController(t, ctx, c)
+	defer stop()
+
+	assert.Equal(t, 0, c.Retrying())
+	c.Enqueue("k")
+	s.next(t) // call 0 fails
+	q.waitDelayed(t)
+	waitIdle(t, c)
+	assert.Equal(t, 1, c.Retrying(), "a key waiting out its backoff is pending work")
+	assert.Equal(t, 0, c.Len(), "the queue does not count it")
+
+	clk.Step(time.Minute)
+	s.next(t) // call 1 fails again
+	q.waitDelayed(t)
+	waitIdle(t, c)
+	assert.Equal(t, 1, c.Retrying(), "counted once however often it fails")
+
+	clk.Step(time.Minute)
+	s.next(t) // call 2 succeeds
+	waitIdle(t, c)
+	assert.Equal(t, 0, c.Retrying(), "success ends the retry")
+}

@@ -23,7 +23,7 @@ type Controller interface {
 }
 
 // Retrier is optionally implemented by a Controller that can say how many keys are waiting out
-// an error backoff (or a rate-limited requeue). When it is, WaitForQuiet also waits for those,
+// an error backoff (*controller.Controller[K] does). When it is, WaitForQuiet also waits for those,
 // so a test that injects failures sees the retries through. Without it a key in backoff counts
 // as no work: give such controllers a backoff capped below the quiet period in tests.
 type Retrier interface {

@@ -16,7 +16,10 @@ import (
 )
 
 // ctrlkit's controller is what RunController is for.
-var _ controllertest.Controller = (*controller.Controller[controller.Key])(nil)
+var (
+	_ controllertest.Controller = (*controller.Controller[controller.Key])(nil)
+	_ controllertest.Retrier    = (*controller.Controller[controller.Key])(nil)
+)
 
 func TestRunControllerConvergesThroughInjectedFailures(t *testing.T) {
 	const n = 20
