@@ -13,11 +13,12 @@ import (
 	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
-// benchKeys are controller-like keys ("namespace/name"). The parallel benchmarks cycle through
-// them; with producers kept at most maxDepth items ahead, an add never meets its own key still
-// queued (the dedup/op metric would show it).
+// benchKeys are controller-like keys ("namespace/name"). In the parallel benchmarks each producer
+// cycles through its own share of them, at most maxDepth items ahead of the consumers, so an add
+// never meets its key still queued (dedup/op shows the rare exception: a consumer descheduled
+// while holding a key for two of its producer's cycles).
 var benchKeys = func() []string {
-	keys := make([]string, 1<<16)
+	keys := make([]string, 1<<18)
 	for i := range keys {
 		keys[i] = "namespace-" + strconv.Itoa(i%97) + "/object-" + strconv.Itoa(i)
 	}
@@ -78,18 +79,19 @@ const maxDepth = 1024
 func BenchmarkParallel(b *testing.B) {
 	for _, workers := range []int{1, 2, 8} {
 		b.Run("workers="+strconv.Itoa(workers), func(b *testing.B) {
-			parallel(b, workers, func(q *workqueue.Queue[string], i int) { q.Add(benchKeys[i&(len(benchKeys)-1)]) })
+			parallel(b, workers, func(q *workqueue.Queue[string], _ int, key string) { q.Add(key) })
 		})
 	}
 	b.Run("workers=8/priorities", func(b *testing.B) {
-		parallel(b, 8, func(q *workqueue.Queue[string], i int) {
-			q.AddWithOpts(workqueue.AddOpts{Priority: i & 3}, benchKeys[i&(len(benchKeys)-1)])
+		parallel(b, 8, func(q *workqueue.Queue[string], i int, key string) {
+			q.AddWithOpts(workqueue.AddOpts{Priority: i & 3}, key)
 		})
 	})
 }
 
-func parallel(b *testing.B, workers int, add func(*workqueue.Queue[string], int)) {
+func parallel(b *testing.B, workers int, add func(q *workqueue.Queue[string], i int, key string)) {
 	q := workqueue.New[string]()
+	keys := benchKeys
 	var consumers, producers sync.WaitGroup
 	handled := make([]int, workers)
 	b.ReportAllocs()
@@ -110,13 +112,16 @@ func parallel(b *testing.B, workers int, add func(*workqueue.Queue[string], int)
 	}
 	for p := range workers {
 		producers.Go(func() {
-			for i := p; i < b.N; i += workers {
-				if i%32 == p {
+			// Each producer cycles through its own share of the keys: a producer that runs
+			// ahead of a descheduled one cannot add a key the other still has queued.
+			share := len(keys) / workers
+			for i, j := p, 0; i < b.N; i, j = i+workers, j+1 {
+				if j%4 == 0 {
 					for q.Len() > maxDepth {
 						runtime.Gosched()
 					}
 				}
-				add(q, i)
+				add(q, i, keys[p*share+j%share])
 			}
 		})
 	}
