@@ -17,7 +17,9 @@
 //     owner references are kept); generation is bumped when anything outside metadata and
 //     status changed; every write gets a new resourceVersion, unique across resources;
 //   - pods/binding: assigns a Pending Pod to a node once (spec.nodeName and the PodScheduled
-//     condition), as the scheduler does through the API.
+//     condition), as the scheduler does through the API;
+//   - watch: every event carries a copy of the object (the plain fake shares objects that
+//     existed when a watch started with its store, so an informer transform races its reads).
 //
 // What it does not do: validation, defaulting, admission, namespace existence checks,
 // graceful deletion (deletes are immediate) and garbage collection (deleting an owner leaves

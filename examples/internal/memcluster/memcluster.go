@@ -21,6 +21,7 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
@@ -83,7 +84,72 @@ func install(cs *fake.Clientset, clk clock.PassiveClock) (*server, error) {
 	chain = append(chain, cs.ReactionChain[:n-1]...)
 	chain = append(chain, r, cs.ReactionChain[n-1])
 	cs.ReactionChain = chain
+
+	// The same for watches: in front of the default watch reactor, behind everything else.
+	w := &clienttesting.SimpleWatchReactor{Resource: "*", Reaction: s.watch}
+	if m := len(cs.WatchReactionChain); m > 0 {
+		wchain := make([]clienttesting.WatchReactor, 0, m+1)
+		wchain = append(wchain, cs.WatchReactionChain[:m-1]...)
+		cs.WatchReactionChain = append(wchain, w, cs.WatchReactionChain[m-1])
+	} else {
+		cs.WatchReactionChain = []clienttesting.WatchReactor{w}
+	}
 	return s, nil
+}
+
+// watch serves watches from the tracker, copying every event's object. The tracker hands
+// objects that already existed when a watch started to the watcher without a copy, sharing
+// them with its store; an informer's transform (which may mutate what it is given, as client-go
+// allows) then races with every later read of the store. An API server shares no memory with
+// its clients.
+func (s *server) watch(action clienttesting.Action) (bool, watch.Interface, error) {
+	var opts metav1.ListOptions
+	if w, ok := action.(clienttesting.WatchActionImpl); ok {
+		opts = w.ListOptions
+	}
+	inner, err := s.tracker.Watch(action.GetResource(), action.GetNamespace(), opts)
+	if err != nil {
+		return true, nil, err
+	}
+	return true, CopyEvents(inner), nil
+}
+
+// CopyEvents returns a watch that forwards inner's events with deep copies of their objects,
+// for reactors that serve watches from a fake's tracker themselves. Stop stops inner too.
+func CopyEvents(inner watch.Interface) watch.Interface {
+	w := &copyingWatch{inner: inner, out: make(chan watch.Event), stop: make(chan struct{})}
+	go w.loop()
+	return w
+}
+
+type copyingWatch struct {
+	inner watch.Interface
+	out   chan watch.Event
+	stop  chan struct{}
+	once  sync.Once
+}
+
+func (w *copyingWatch) loop() {
+	defer close(w.out)
+	for ev := range w.inner.ResultChan() {
+		if ev.Object != nil {
+			ev.Object = ev.Object.DeepCopyObject()
+		}
+		select {
+		case w.out <- ev:
+		case <-w.stop:
+			return
+		}
+	}
+}
+
+func (w *copyingWatch) ResultChan() <-chan watch.Event { return w.out }
+
+func (w *copyingWatch) Stop() {
+	w.once.Do(func() {
+		close(w.stop)
+		w.inner.Stop()
+	})
 }
 
 // server is the API-server behaviour in front of the fake's object tracker. Its react runs under

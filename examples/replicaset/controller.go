@@ -1,0 +1,509 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/expectations"
+	"github.com/ctrlkit/ctrlkit/featuregate"
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/ownerref"
+)
+
+// ControllerName names the controller in logs, metrics and the queue.
+const ControllerName = "replicaset"
+
+// DefaultBurstReplicas caps the Pods created or deleted in one sync, as kube-controller-manager
+// does: a ReplicaSet scaled from 0 to 10,000 gets there over several syncs, each waiting for
+// the previous one's Pods to show up in the cache, instead of flooding the API server.
+const DefaultBurstReplicas = 500
+
+// rsKind is the kind owner references name; typed objects from a clientset carry no TypeMeta.
+var rsKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+
+// Options configure the ReplicaSet controller. The zero value is valid.
+type Options struct {
+	// Workers sync ReplicaSets in parallel (never one ReplicaSet twice at once). Default 5,
+	// kube-controller-manager's --concurrent-replicaset-syncs.
+	Workers int
+	// BurstReplicas caps the creates or deletes of one sync. Default DefaultBurstReplicas.
+	BurstReplicas int
+	// FeatureGate is read for ReplicaSetSlowStartBatching. nil means every feature at its
+	// default (see AddFeatures).
+	FeatureGate featuregate.Gates
+	// Clock tells the time for availability (minReadySeconds) and drives the queue's delays.
+	// nil means the real clock.
+	Clock clock.WithTicker
+	// RateLimiter paces retries of failed syncs. nil means client-go's controller default
+	// (5 ms doubling to 1000 s per ReplicaSet, 10 qps overall). Tests shorten it.
+	RateLimiter workqueue.TypedRateLimiter[controller.Key]
+	// Logger is for the informer event handlers, which have no context. Default
+	// klog.Background(). Reconcile logs through its context's logger.
+	Logger klog.Logger
+}
+
+// ReplicaSetController keeps the number of Pods of every ReplicaSet at spec.replicas, the way
+// kube-controller-manager's ReplicaSet controller does.
+//
+// The pieces and why each is there:
+//
+//   - One informer factory serves both ReplicaSets and Pods, so every controller of the
+//     process shares one watch per type.
+//   - Pod events are mapped to the ReplicaSet that controls the Pod (its controller owner
+//     reference, resolved by UID), and an orphan's events to every ReplicaSet whose selector
+//     matches it (one of them may adopt it).
+//   - Expectations (UID-tracking) record the creates and deletes a sync asked for; the next
+//     sync acts only once the informer has shown all of them, so a cache that lags behind the
+//     controller's own writes never causes a duplicate create or delete. The Pod handler
+//     observes an expectation and enqueues the owner in the same call: done in two handlers,
+//     the enqueue could overtake the observation, and the sync it triggers would find the
+//     expectation still pending and go back to sleep with no event left to wake it.
+//   - ownerref.Claimer adopts matching orphans and releases Pods that stopped matching,
+//     re-reading the ReplicaSet uncached before its first adoption (RecheckOwner).
+//   - Creates and deletes go in slow-start batches (behind ReplicaSetSlowStartBatching);
+//     requests that failed or were never sent are subtracted from the expectations, since
+//     their events will never come.
+//   - Status is computed from the claimed Pods and written with UpdateStatus only when it
+//     changed.
+type ReplicaSetController struct {
+	client   kubernetes.Interface
+	rss      informer.Informer[*appsv1.ReplicaSet]
+	pods     informer.Informer[*corev1.Pod]
+	exp      *expectations.UIDTracking[controller.Key]
+	gate     featuregate.Gates
+	burst    int
+	clock    clock.WithTicker
+	logger   klog.Logger
+	ctrl     *controller.Controller[controller.Key]
+}
+
+// NewReplicaSetController builds the controller on informers of f and writes through client.
+// Add Controller() to a Manager, or Run it.
+func NewReplicaSetController(f *informer.Factory, client kubernetes.Interface, opts Options) (*ReplicaSetController, error) {
+	if opts.Workers == 0 {
+		opts.Workers = 5
+	}
+	if opts.BurstReplicas <= 0 {
+		opts.BurstReplicas = DefaultBurstReplicas
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = klog.Background()
+	}
+	c := &ReplicaSetController{
+		client: client,
+		exp:    expectations.NewUIDTracking[controller.Key](expectations.WithClock(opts.Clock), expectations.WithLogger(opts.Logger)),
+		gate:   opts.FeatureGate,
+		burst:  opts.BurstReplicas,
+		clock:  opts.Clock,
+		logger: opts.Logger.WithValues("controller", ControllerName),
+	}
+	var err error
+	if c.rss, err = informer.For[*appsv1.ReplicaSet](f); err != nil {
+		return nil, err
+	}
+	if c.pods, err = informer.For[*corev1.Pod](f); err != nil {
+		return nil, err
+	}
+	c.ctrl, err = controller.New(ControllerName, controller.Reconciler[controller.Key](c), controller.Options[controller.Key]{
+		Workers: opts.Workers, RateLimiter: opts.RateLimiter, Clock: opts.Clock,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	// The handlers are registered by hand rather than with Controller.Watch because they do
+	// more than map events to keys (expectations). WaitFor makes Run wait until each has seen
+	// its informer's initial list, as Watch would.
+	rsReg, err := c.rss.AddHandler(informer.HandlerFuncs[*appsv1.ReplicaSet]{
+		OnAdd:    func(rs *appsv1.ReplicaSet, _ bool) { c.ctrl.Enqueue(controller.KeyFromObject(rs)) },
+		OnUpdate: c.updateReplicaSet,
+		OnDelete: func(rs *appsv1.ReplicaSet) {
+			key := controller.KeyFromObject(rs)
+			c.exp.DeleteExpectations(key) // a re-created ReplicaSet starts afresh
+			c.ctrl.Enqueue(key)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	podReg, err := c.pods.AddHandler(informer.HandlerFuncs[*corev1.Pod]{
+		OnAdd:      func(pod *corev1.Pod, _ bool) { c.addPod(pod) },
+		OnUpdate:   c.updatePod,
+		OnDelete:   c.deletePod,
+		SkipResync: true, // a ReplicaSet resyncs itself; a Pod's resync changes nothing
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.ctrl.WaitFor(c.rss.Name(), rsReg.HasSynced)
+	c.ctrl.WaitFor(c.pods.Name(), podReg.HasSynced)
+	return c, nil
+}
+
+// Controller is the controller to add to a Manager.
+func (c *ReplicaSetController) Controller() *controller.Controller[controller.Key] { return c.ctrl }
+
+// Expectations exposes the pending creates and deletes, for tests and debugging.
+func (c *ReplicaSetController) Expectations() *expectations.UIDTracking[controller.Key] {
+	return c.exp
+}
+
+func (c *ReplicaSetController) updateReplicaSet(old, cur *appsv1.ReplicaSet) {
+	if old.UID != cur.UID {
+		// Deleted and re-created while the watch was down: forget the old one's expectations.
+		c.exp.DeleteExpectations(controller.KeyFromObject(old))
+	}
+	if from, to := ptrOr(old.Spec.Replicas, 1), ptrOr(cur.Spec.Replicas, 1); from != to {
+		c.logger.V(4).Info("ReplicaSet scaled", "replicaSet", klog.KObj(cur), "from", from, "to", to)
+	}
+	c.ctrl.Enqueue(controller.KeyFromObject(cur))
+}
+
+// resolveControllerRef returns the ReplicaSet a controller reference points at, or nil when
+// it is not a ReplicaSet, not in the cache, or a different ReplicaSet of the same name (UIDs
+// differ): events of such Pods concern no ReplicaSet we know.
+func (c *ReplicaSetController) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
+	if ref == nil || ref.Kind != rsKind.Kind || !sameGroup(ref.APIVersion) {
+		return nil
+	}
+	rs, err := c.rss.Lister().Get(namespace, ref.Name)
+	if err != nil || rs.UID != ref.UID {
+		return nil
+	}
+	return rs
+}
+
+func sameGroup(apiVersion string) bool {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	return err == nil && gv.Group == rsKind.Group
+}
+
+// matchingReplicaSets returns the ReplicaSets of pod's namespace whose selector matches it:
+// the candidates to adopt an orphan.
+func (c *ReplicaSetController) matchingReplicaSets(pod *corev1.Pod) []*appsv1.ReplicaSet {
+	rss, err := c.rss.Lister().Namespace(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []*appsv1.ReplicaSet
+	for _, rs := range rss {
+		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		out = append(out, rs)
+	}
+	if len(out) > 1 {
+		// Allowed, but a sign of overlapping selectors: the first to sync adopts the Pod.
+		c.logger.V(4).Info("Orphan pod matches several ReplicaSets", "pod", klog.KObj(pod), "count", len(out))
+	}
+	return out
+}
+
+func (c *ReplicaSetController) addPod(pod *corev1.Pod) {
+	if pod.DeletionTimestamp != nil {
+		// Seen for the first time already terminating (a restart, or a relist): to this
+		// controller it is as good as deleted.
+		c.deletePod(pod)
+		return
+	}
+	if ref := metav1.GetControllerOf(pod); ref != nil {
+		if rs := c.resolveControllerRef(pod.Namespace, ref); rs != nil {
+			key := controller.KeyFromObject(rs)
+			c.exp.CreationObserved(key)
+			c.ctrl.Enqueue(key)
+		}
+		return
+	}
+	for _, rs := range c.matchingReplicaSets(pod) {
+		c.ctrl.Enqueue(controller.KeyFromObject(rs))
+	}
+}
+
+func (c *ReplicaSetController) updatePod(old, cur *corev1.Pod) {
+	labelsChanged := !maps.Equal(old.Labels, cur.Labels)
+	if cur.DeletionTimestamp != nil {
+		// Graceful deletion started: the Pod no longer counts, so observe the deletion now
+		// rather than when it is finally gone, which can take the grace period. The UID
+		// tracking makes the later delete event a no-op.
+		c.deletePod(cur)
+		if labelsChanged {
+			c.deletePod(old)
+		}
+		return
+	}
+	curRef, oldRef := metav1.GetControllerOf(cur), metav1.GetControllerOf(old)
+	refChanged := !reflect.DeepEqual(curRef, oldRef)
+	if refChanged && oldRef != nil {
+		if rs := c.resolveControllerRef(old.Namespace, oldRef); rs != nil {
+			c.ctrl.Enqueue(controller.KeyFromObject(rs)) // it lost a Pod
+		}
+	}
+	if curRef != nil {
+		rs := c.resolveControllerRef(cur.Namespace, curRef)
+		if rs == nil {
+			return
+		}
+		key := controller.KeyFromObject(rs)
+		c.ctrl.Enqueue(key)
+		if rs.Spec.MinReadySeconds > 0 && !podReady(old) && podReady(cur) {
+			// No event marks the moment the Pod becomes available: look again then.
+			c.ctrl.EnqueueAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second)
+		}
+		return
+	}
+	if labelsChanged || refChanged {
+		for _, rs := range c.matchingReplicaSets(cur) {
+			c.ctrl.Enqueue(controller.KeyFromObject(rs))
+		}
+	}
+}
+
+func (c *ReplicaSetController) deletePod(pod *corev1.Pod) {
+	rs := c.resolveControllerRef(pod.Namespace, metav1.GetControllerOf(pod))
+	if rs == nil {
+		return // an orphan's deletion changes no ReplicaSet
+	}
+	key := controller.KeyFromObject(rs)
+	c.exp.DeletionObserved(key, pod.UID)
+	c.ctrl.Enqueue(key)
+}
+
+// Reconcile syncs one ReplicaSet: claim its Pods, create or delete the difference to
+// spec.replicas (only when the cache has caught up with the previous sync's writes), and
+// write its status.
+func (c *ReplicaSetController) Reconcile(ctx context.Context, key controller.Key) (controller.Result, error) {
+	logger := klog.FromContext(ctx)
+	rs, err := c.rss.Lister().Get(key.Namespace, key.Name)
+	if apierrors.IsNotFound(err) {
+		logger.V(4).Info("ReplicaSet is gone")
+		c.exp.DeleteExpectations(key)
+		return controller.Result{}, nil
+	}
+	if err != nil {
+		return controller.Result{}, err
+	}
+	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+	if err != nil {
+		return controller.Result{}, controller.Terminal(fmt.Errorf("replicaset %s: invalid selector: %w", key, err))
+	}
+	if selector.Empty() {
+		// The API server refuses this; a fake or an old object might not. Adopting every Pod
+		// of the namespace is never what anyone meant.
+		return controller.Result{}, controller.Terminal(fmt.Errorf("replicaset %s: empty selector would select every pod", key))
+	}
+
+	// Read before listing: an observation that lands between the list and this read would
+	// otherwise make a stale list look current.
+	needsSync := c.exp.Satisfied(key) && rs.DeletionTimestamp == nil
+
+	all, err := c.pods.Lister().Namespace(rs.Namespace).List(labels.Everything())
+	if err != nil {
+		return controller.Result{}, err
+	}
+	pods, err := c.claimPods(ctx, rs, selector, activePods(all))
+	if err != nil {
+		return controller.Result{}, err // retried; the claims that succeeded are kept
+	}
+
+	var manageErr error
+	if needsSync {
+		manageErr = c.manageReplicas(ctx, key, rs, pods)
+	}
+	status := calculateStatus(rs, pods, manageErr, c.clock.Now())
+	updated, err := c.updateStatus(ctx, rs, status)
+	if err != nil {
+		return controller.Result{}, errors.Join(manageErr, err)
+	}
+	if manageErr != nil {
+		return controller.Result{}, manageErr
+	}
+	if d := nextAvailable(updated, pods, c.clock.Now()); d > 0 {
+		return controller.Result{RequeueAfter: d}, nil
+	}
+	return controller.Result{}, nil
+}
+
+// claimPods returns the Pods rs owns after adopting matching orphans and releasing owned Pods
+// that stopped matching.
+func (c *ReplicaSetController) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+	// The cache may not show yet that rs is being deleted (or was replaced); adopting then
+	// would hand Pods to an owner about to take them down. So the first adoption of this sync
+	// re-reads rs from the API server.
+	canAdopt := ownerref.RecheckOwner(rs, ownerref.GetFresh(c.client.AppsV1().ReplicaSets(rs.Namespace).Get, rs.Name))
+	claimer := ownerref.NewClaimer[*corev1.Pod](rs, rsKind, selector, canAdopt, ownerref.PodsPatcher(c.client))
+	claimed, err := claimer.ClaimObjects(ctx, pods)
+	if err == nil {
+		logClaims(klog.FromContext(ctx), rs, pods, claimed)
+	}
+	return claimed, err
+}
+
+// logClaims logs the Pods a claim adopted or released.
+func logClaims(logger klog.Logger, rs *appsv1.ReplicaSet, before, claimed []*corev1.Pod) {
+	ours := make(map[types.UID]bool, len(claimed))
+	for _, p := range claimed {
+		ours[p.UID] = true
+	}
+	for _, p := range before {
+		switch was := ownerref.IsControlledBy(p, rs); {
+		case !was && ours[p.UID]:
+			logger.Info("Adopted pod", "pod", klog.KObj(p))
+		case was && !ours[p.UID]:
+			logger.Info("Released pod", "pod", klog.KObj(p))
+		}
+	}
+}
+
+// manageReplicas creates or deletes Pods to bring len(pods) to spec.replicas.
+func (c *ReplicaSetController) manageReplicas(ctx context.Context, key controller.Key, rs *appsv1.ReplicaSet, pods []*corev1.Pod) error {
+	logger := klog.FromContext(ctx)
+	want := int(ptrOr(rs.Spec.Replicas, 1))
+	diff := len(pods) - want
+	batch := 1
+	if c.gate != nil && !c.gate.Enabled(ReplicaSetSlowStartBatching) {
+		batch = c.burst // one batch: everything at once
+	}
+	switch {
+	case diff < 0:
+		n := min(-diff, c.burst)
+		// Set before the first create: the informer may deliver a new Pod before Create
+		// even returns.
+		c.exp.ExpectCreations(key, n)
+		logger.Info("Too few replicas, creating pods", "have", len(pods), "want", want, "creating", n)
+		ok, _, err := slowStartBatch(ctx, n, batch, func(ctx context.Context, _ int) error {
+			_, err := c.client.CoreV1().Pods(rs.Namespace).Create(ctx, newPod(rs), metav1.CreateOptions{})
+			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+				return errSkipped // the namespace and this ReplicaSet are going away
+			}
+			return err
+		})
+		if skipped := n - ok; skipped > 0 {
+			// Failed or never attempted: no event will come for these.
+			logger.V(2).Info("Lowering expectations for pods not created", "skipped", skipped)
+			c.exp.LowerExpectations(key, skipped, 0)
+		}
+		return err
+	case diff > 0:
+		victims := podsToDelete(pods, min(diff, c.burst))
+		uids := make([]types.UID, len(victims))
+		for i, p := range victims {
+			uids[i] = p.UID
+		}
+		c.exp.ExpectDeletions(key, uids)
+		logger.Info("Too many replicas, deleting pods", "have", len(pods), "want", want, "deleting", len(victims))
+		_, attempted, err := slowStartBatch(ctx, len(victims), batch, func(ctx context.Context, i int) error {
+			p := victims[i]
+			err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
+			if err != nil {
+				// No delete event will come for this UID (NotFound: it came already, or is
+				// on its way; either way observing it twice is harmless).
+				c.exp.DeletionObserved(key, p.UID)
+				if apierrors.IsNotFound(err) {
+					return nil
+				}
+			}
+			return err
+		})
+		for _, p := range victims[attempted:] {
+			c.exp.DeletionObserved(key, p.UID) // never sent
+		}
+		return err
+	}
+	return nil
+}
+
+// errSkipped marks a request that did not happen for a reason that is no error of this sync
+// (a create in a namespace being deleted): neither a success nor a failure of its batch.
+var errSkipped = errors.New("skipped")
+
+// slowStartBatch calls fn for indexes 0..n-1 in batches of initial, 2×initial, 4×initial, ...,
+// the calls of one batch in parallel, and stops after the first batch in which a call failed.
+// It returns how many calls succeeded, how many were made (a prefix of the indexes: the rest
+// were never attempted), and the failed batch's errors. A failing batch costs at most as many
+// failed requests as the batches before it succeeded, which is the point: a quota or admission
+// error stops a ReplicaSet of 500 after one request, not 500.
+func slowStartBatch(ctx context.Context, n, initial int, fn func(ctx context.Context, i int) error) (succeeded, attempted int, err error) {
+	for size := min(n, initial); size > 0; size = min(2*size, n-attempted) {
+		if size < n {
+			klog.FromContext(ctx).Info("Slow-start batch", "size", size, "done", attempted, "of", n)
+		}
+		errs := make([]error, size)
+		var wg sync.WaitGroup
+		start := attempted
+		for j := range size {
+			wg.Go(func() { errs[j] = fn(ctx, start+j) })
+		}
+		wg.Wait()
+		attempted += size
+		var failures []error
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				succeeded++
+			case !errors.Is(err, errSkipped):
+				failures = append(failures, err)
+			}
+		}
+		if len(failures) > 0 {
+			return succeeded, attempted, errors.Join(failures...)
+		}
+	}
+	return succeeded, attempted, nil
+}
+
+// newPod is the Pod rs's template describes, controlled by rs.
+func newPod(rs *appsv1.ReplicaSet) *corev1.Pod {
+	t := rs.Spec.Template
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName:    rs.Name + "-",
+			Namespace:       rs.Namespace,
+			Labels:          maps.Clone(t.Labels),
+			Annotations:     maps.Clone(t.Annotations),
+			Finalizers:      slices.Clone(t.Finalizers),
+			OwnerReferences: []metav1.OwnerReference{*ownerref.NewControllerRef(rs, rsKind)},
+		},
+		Spec: *t.Spec.DeepCopy(),
+	}
+}
+
+// activePods drops Pods that finished or are being deleted: they do not count as replicas.
+func activePods(pods []*corev1.Pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, 0, len(pods))
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func ptrOr[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}

@@ -1,0 +1,17 @@
+package main
+
+import "github.com/ctrlkit/ctrlkit/featuregate"
+
+// ReplicaSetSlowStartBatching makes the controller create (and delete) Pods in batches of
+// 1, 2, 4, ..., stopping at the first batch with a failure, so a quota or admission problem
+// costs one failed request instead of hundreds. Off, every missing Pod is requested at once.
+// Beta and on by default: kube-controller-manager has always batched its creates.
+const ReplicaSetSlowStartBatching featuregate.Feature = "ReplicaSetSlowStartBatching"
+
+// AddFeatures registers this controller's feature gates in gate. Call it before the
+// --feature-gates flag is registered.
+func AddFeatures(gate *featuregate.Gate) error {
+	return gate.Add(map[featuregate.Feature]featuregate.FeatureSpec{
+		ReplicaSetSlowStartBatching: {Default: true, PreRelease: featuregate.Beta},
+	})
+}
