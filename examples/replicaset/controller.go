@@ -85,15 +85,15 @@ type Options struct {
 //   - Status is computed from the claimed Pods and written with UpdateStatus only when it
 //     changed.
 type ReplicaSetController struct {
-	client   kubernetes.Interface
-	rss      informer.Informer[*appsv1.ReplicaSet]
-	pods     informer.Informer[*corev1.Pod]
-	exp      *expectations.UIDTracking[controller.Key]
-	gate     featuregate.Gates
-	burst    int
-	clock    clock.WithTicker
-	logger   klog.Logger
-	ctrl     *controller.Controller[controller.Key]
+	client kubernetes.Interface
+	rss    informer.Informer[*appsv1.ReplicaSet]
+	pods   informer.Informer[*corev1.Pod]
+	exp    *expectations.UIDTracking[controller.Key]
+	gate   featuregate.Gates
+	burst  int
+	clock  clock.WithTicker
+	logger klog.Logger
+	ctrl   *controller.Controller[controller.Key]
 }
 
 // NewReplicaSetController builds the controller on informers of f and writes through client.
