@@ -1,0 +1,313 @@
+package podset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/customresource"
+	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
+	"github.com/ctrlkit/ctrlkit/expectations"
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/ownerref"
+)
+
+// Name is the controller's name: in logs and metrics, as the queue's name, and as the source
+// of its events (give it to Manager.EventRecorderFor).
+const Name = "podset"
+
+// Defaults of Options.
+const (
+	// DefaultWorkers is how many PodSets are reconciled in parallel.
+	DefaultWorkers = 2
+	// DefaultBurstReplicas caps the Pods created or deleted in one Reconcile, as
+	// kube-controller-manager's ReplicaSet controller does (its --burst-replicas is 500):
+	// a PodSet scaled to 10000 converges over several passes instead of one storm.
+	DefaultBurstReplicas = 500
+)
+
+// Reasons of the events the controller records on PodSets. kubectl describe shows them; the
+// first four are the ReplicaSet controller's, so they read the same to users.
+const (
+	ReasonSuccessfulCreate = "SuccessfulCreate"
+	ReasonFailedCreate     = "FailedCreate"
+	ReasonSuccessfulDelete = "SuccessfulDelete"
+	ReasonFailedDelete     = "FailedDelete"
+	// ReasonInvalidSpec: the selector is empty, malformed or does not match the template's
+	// labels. Nothing is created until the spec is fixed.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonUndecodable: the stored object does not fit the Go type (a string where an
+	// integer belongs, say): the CRD schema let it through, the controller cannot read it.
+	ReasonUndecodable = "Undecodable"
+)
+
+// ErrInvalidInput is wrapped by New's error for a missing argument.
+var ErrInvalidInput = errors.New("podset: invalid input")
+
+// Options configure New. The zero value is valid.
+type Options struct {
+	// Workers is how many PodSets are reconciled at once. 0 means DefaultWorkers.
+	Workers int
+	// BurstReplicas caps the Pods created or deleted per Reconcile. 0 means
+	// DefaultBurstReplicas.
+	BurstReplicas int
+	// Recorder records events on PodSets; pass Manager.EventRecorderFor(podset.Name).
+	// nil means no events.
+	Recorder record.EventRecorder
+	// Logger is for the Pod event handlers, which run outside any Reconcile. The zero
+	// Logger means klog.Background(). Reconcile logs through its context's logger.
+	Logger klog.Logger
+}
+
+// Controller keeps every PodSet's Pods at spec.replicas. It is a ctrlkit controller (it embeds
+// *controller.Controller, so a Manager runs it and tests can run it with controllertest) and
+// its Reconcile method can be called directly in tests.
+type Controller struct {
+	*controller.Controller[controller.Key]
+
+	client   kubernetes.Interface
+	podsets  informer.Informer[*v1alpha1.PodSet]
+	pods     informer.Informer[*corev1.Pod]
+	crs      *customresource.Client[*v1alpha1.PodSet]
+	recorder record.EventRecorder
+	logger   klog.Logger
+	burst    int
+
+	// exp counts the creations and deletions each PodSet is waiting to see in the Pod cache.
+	// It is keyed by the PodSet's UID, not its name: a PodSet deleted and re-created under the
+	// same name must not inherit the old one's pending counts (they would never be observed,
+	// and would block the new one until the TTL ran out).
+	exp *expectations.UIDTracking[types.UID]
+
+	mu  sync.Mutex
+	uid map[controller.Key]types.UID // the UID last reconciled under each key, to drop exp records
+}
+
+// New builds the controller on informers from f, which must have the dynamic client
+// (informer.WithDynamicClient) that dyn is: PodSets are read from f's cache and written with
+// dyn, Pods are read from f's cache and written with client. Call it before f (or the Manager
+// owning f) starts.
+func New(f *informer.Factory, client kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Controller, error) {
+	if f == nil || client == nil || dyn == nil {
+		return nil, fmt.Errorf("%w: New needs an informer factory, a clientset and a dynamic client", ErrInvalidInput)
+	}
+	podsets, err := informer.ForResource[*v1alpha1.PodSet](f, v1alpha1.GVR)
+	if err != nil {
+		return nil, fmt.Errorf("podset: %w", err)
+	}
+	pods, err := informer.For[*corev1.Pod](f)
+	if err != nil {
+		return nil, fmt.Errorf("podset: %w", err)
+	}
+	crs, err := customresource.NewClient[*v1alpha1.PodSet](dyn, v1alpha1.GVR)
+	if err != nil {
+		return nil, fmt.Errorf("podset: %w", err)
+	}
+	c := &Controller{
+		client: client, podsets: podsets, pods: pods, crs: crs,
+		recorder: opts.Recorder, logger: opts.Logger, burst: opts.BurstReplicas,
+		exp: expectations.NewUIDTracking[types.UID](),
+		uid: map[controller.Key]types.UID{},
+	}
+	if c.recorder == nil {
+		c.recorder = discardRecorder{}
+	}
+	if c.logger.GetSink() == nil {
+		c.logger = klog.Background()
+	}
+	c.logger = c.logger.WithValues("controller", Name)
+	if c.burst <= 0 {
+		c.burst = DefaultBurstReplicas
+	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = DefaultWorkers
+	}
+	c.Controller, err = controller.New[controller.Key](Name, c, controller.Options[controller.Key]{Workers: workers})
+	if err != nil {
+		return nil, fmt.Errorf("podset: %w", err)
+	}
+
+	// PodSets through the untyped Watch: it enqueues every event, including those of objects
+	// that failed conversion (they stay in the cache as unstructured), so Reconcile can report
+	// them on the object, and so that fixing such an object reconciles it at once.
+	if err := c.Watch(podsets, controller.EnqueueObject); err != nil {
+		return nil, fmt.Errorf("podset: %w", err)
+	}
+	// Pods through one typed handler that first counts the event against the owner's
+	// expectations and then enqueues the owner. Doing both in one handler is what makes it
+	// safe: with two handlers (a Watch to enqueue, another to observe) the Reconcile could run
+	// between them, see the expectation unmet, do nothing — and never be woken again.
+	reg, err := pods.AddHandler(informer.HandlerFuncs[*corev1.Pod]{
+		OnAdd:    c.addPod,
+		OnUpdate: c.updatePod,
+		OnDelete: c.deletePod,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("podset: %w", err)
+	}
+	c.WaitFor(pods.Name(), reg.HasSynced)
+	return c, nil
+}
+
+// Reconcile makes one PodSet's Pods match its spec and reports what it saw in its status. It is
+// kube-controller-manager's syncReplicaSet for a custom resource:
+//
+//  1. read the PodSet from the cache (gone: forget it; its Pods are the garbage collector's);
+//  2. check its selector (an invalid one is reported and not retried);
+//  3. note whether the Pod cache has caught up with our last writes (expectations);
+//  4. list the namespace's active Pods and claim those the selector matches (adopting
+//     orphans, releasing Pods that stopped matching);
+//  5. if the cache is current and the PodSet is not being deleted, create or delete Pods;
+//  6. write status (replicas, readyReplicas, conditions) through /status if it changed.
+func (c *Controller) Reconcile(ctx context.Context, key controller.Key) (controller.Result, error) {
+	logger := klog.FromContext(ctx)
+	ps, err := c.podsets.Lister().Get(key.Namespace, key.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		// Deleted. No finalizer is needed: every Pod carries a controller reference to the
+		// PodSet, so the garbage collector deletes them (in the background, or first when the
+		// PodSet was deleted with propagationPolicy Foreground). Only bookkeeping is left.
+		c.forget(key)
+		logger.V(2).Info("PodSet is gone; its Pods are left to the garbage collector")
+		return controller.Result{}, nil
+	case errors.Is(err, informer.ErrUnexpectedType):
+		return controller.Result{}, c.reportUndecodable(ctx, key)
+	case err != nil:
+		return controller.Result{}, err
+	}
+	c.remember(key, ps.UID)
+
+	selector, err := podSelector(ps)
+	if err != nil {
+		c.recorder.Event(ps, corev1.EventTypeWarning, ReasonInvalidSpec, err.Error())
+		st := ps.Status.DeepCopy()
+		setFailure(st, ps.Generation, ReasonInvalidSpec, err)
+		return controller.Result{}, errors.Join(controller.Terminal(err), c.writeStatus(ctx, ps, *st))
+	}
+
+	// Read the expectations before listing: if the last events arrive between the two, the
+	// list is newer than the answer, which errs on the side of waiting.
+	cacheCurrent := c.exp.Satisfied(ps.UID)
+	all, err := c.pods.Lister().Namespace(ps.Namespace).List(labels.Everything())
+	if err != nil {
+		return controller.Result{}, err
+	}
+	canAdopt := ownerref.RecheckOwner(ps, ownerref.GetFresh(c.crs.Namespace(ps.Namespace).Get, ps.Name))
+	claimer := ownerref.NewClaimerWithOptions[*corev1.Pod](ps, v1alpha1.GVK, selector, canAdopt,
+		ownerref.PodsPatcher(c.client), ownerref.ClaimerOptions{PatchType: ClaimPatchType})
+	pods, err := claimer.ClaimObjects(ctx, activePods(all))
+	if err != nil {
+		return controller.Result{}, fmt.Errorf("claiming pods of %s: %w", key, err)
+	}
+
+	var manageErr error
+	switch {
+	case !cacheCurrent:
+		add, del, _ := c.exp.Get(ps.UID)
+		logger.V(2).Info("Waiting for the Pod cache to catch up", "pendingCreates", add, "pendingDeletes", del)
+	case ps.DeletionTimestamp != nil:
+		// Being deleted (foreground deletion waits for our Pods): create nothing new.
+	default:
+		manageErr = c.manageReplicas(ctx, ps, pods)
+	}
+
+	st := calculateStatus(ps, pods, manageErr)
+	return controller.Result{}, errors.Join(manageErr, c.writeStatus(ctx, ps, st))
+}
+
+// ClaimPatchType is how claims patch Pods' ownerReferences: a JSON merge patch carrying the
+// Pod's resourceVersion. Pods would also take a strategic merge patch (what
+// kube-controller-manager sends for its built-in owners), but a merge patch works for every
+// kind of child — custom resources refuse strategic merge — so the same code serves a user
+// whose PodSet-like controller owns custom resources; and a stale cached Pod gets a Conflict
+// (retried with the next sync) instead of a patch computed from old data.
+const ClaimPatchType = types.MergePatchType
+
+// podSelector returns the PodSet's selector, refusing one that would make the controller
+// misbehave: empty (it would claim every Pod of the namespace) or not matching the template
+// (every Pod created would fail to count, and the controller would create forever). The API
+// server validates both for ReplicaSets; a CRD schema cannot express the second.
+func podSelector(ps *v1alpha1.PodSet) (labels.Selector, error) {
+	sel := ps.Spec.Selector
+	if sel == nil || (len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0) {
+		return nil, errors.New("spec.selector must not be empty: it would select every Pod in the namespace")
+	}
+	selector, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return nil, fmt.Errorf("spec.selector: %w", err)
+	}
+	if !selector.Matches(labels.Set(ps.Spec.Template.Labels)) {
+		return nil, fmt.Errorf("spec.selector %q does not match spec.template.metadata.labels %v", selector, ps.Spec.Template.Labels)
+	}
+	return selector, nil
+}
+
+// reportUndecodable handles a PodSet the cache holds but could not convert to the Go type. The
+// informer has reported it already; here the user gets an event on the object itself (kubectl
+// describe shows why nothing happens) and the key is not retried: only a new version of the
+// object can fix it, and that version's event enqueues it again. Its Pods are left alone:
+// without a readable spec there is nothing to converge to.
+func (c *Controller) reportUndecodable(ctx context.Context, key controller.Key) error {
+	raw, exists, err := c.podsets.Informer().GetIndexer().GetByKey(key.String())
+	if err != nil || !exists {
+		return err // gone meanwhile: its delete event brings it back as NotFound
+	}
+	u, ok := raw.(*unstructured.Unstructured)
+	if !ok {
+		return controller.Terminal(fmt.Errorf("podset %s: cached object is a %T", key, raw))
+	}
+	_, convErr := c.crs.FromUnstructured(u)
+	if convErr == nil { // converted in the meantime by a later version; reconcile that one
+		return fmt.Errorf("podset %s: cached object was not converted yet", key)
+	}
+	c.recorder.Eventf(u, corev1.EventTypeWarning, ReasonUndecodable, "Cannot read this PodSet: %v", convErr)
+	klog.FromContext(ctx).V(2).Info("PodSet cannot be decoded; waiting for a new version", "err", convErr)
+	return controller.Terminal(convErr)
+}
+
+// remember records the UID reconciled under key; if the key held another PodSet before (deleted
+// and re-created under the same name), the old one's expectations are dropped. Reconciles of one
+// key never overlap, so the map only needs a lock for different keys.
+func (c *Controller) remember(key controller.Key, uid types.UID) {
+	c.mu.Lock()
+	prev, ok := c.uid[key]
+	c.uid[key] = uid
+	c.mu.Unlock()
+	if ok && prev != uid {
+		c.exp.DeleteExpectations(prev)
+	}
+}
+
+// forget drops the bookkeeping of a deleted PodSet.
+func (c *Controller) forget(key controller.Key) {
+	c.mu.Lock()
+	uid, ok := c.uid[key]
+	delete(c.uid, key)
+	c.mu.Unlock()
+	if ok {
+		c.exp.DeleteExpectations(uid)
+	}
+}
+
+// discardRecorder is the recorder of a controller built without one.
+type discardRecorder struct{}
+
+func (discardRecorder) Event(runtime.Object, string, string, string)          {}
+func (discardRecorder) Eventf(runtime.Object, string, string, string, ...any) {}
+func (discardRecorder) AnnotatedEventf(runtime.Object, map[string]string, string, string, string, ...any) {
+}
