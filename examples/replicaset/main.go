@@ -93,7 +93,12 @@ func parse(args []string, out io.Writer) (options, error) {
 		return o, fmt.Errorf("--timeout must be positive, got %v", o.timeout)
 	}
 	if o.leaderElection.Enabled {
-		if err := o.leaderElection.WithDefaults().Validate(); err != nil {
+		// AddFlags put the defaults in before parsing, so a zero here was typed: check the
+		// values as given (WithDefaults would turn a 0 back into the default) plus the
+		// default identity.
+		le := o.leaderElection.WithDefaults()
+		le.LeaseDuration, le.RenewDeadline, le.RetryPeriod = o.leaderElection.LeaseDuration, o.leaderElection.RenewDeadline, o.leaderElection.RetryPeriod
+		if err := le.Validate(); err != nil {
 			return o, fmt.Errorf("leader election flags: %w", err)
 		}
 	}

@@ -114,6 +114,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		"unknown flag: --replicas":                         {"--replicas=3"},
 		`unexpected arguments ["now"]`:                     {"now"},
 		"--timeout must be positive":                       {"--timeout=-1s"},
+		"retryPeriod must be greater than zero":            {"--leader-elect-retry-period=0s"},
 	} {
 		var out bytes.Buffer
 		assert.Equal(t, 2, run(context.Background(), args, &out), "%v: %s", args, out.String())
