@@ -76,7 +76,8 @@ type Config struct {
 	RetryPeriod time.Duration
 
 	// ReleaseOnCancel empties the Lease when Run's ctx ends (or the lease is lost while
-	// still ours), so a standby takes over within a RetryPeriod instead of a LeaseDuration.
+	// still ours), so a standby takes over at its next attempt — within (1+JitterFactor)×RetryPeriod,
+	// client-go's jittered poll — instead of after a LeaseDuration.
 	// ctrlkit releases only after OnStartedLeading has returned, so a standby never starts
 	// while the old leader's guarded code still runs. Default false.
 	ReleaseOnCancel bool
