@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
@@ -211,6 +212,13 @@ func (c *Controller) Reconcile(ctx context.Context, key controller.Key) (control
 	claimer := ownerref.NewClaimerWithOptions[*corev1.Pod](ps, v1alpha1.GVK, selector, canAdopt,
 		ownerref.PodsPatcher(c.client), ownerref.ClaimerOptions{PatchType: ClaimPatchType})
 	pods, err := claimer.ClaimObjects(ctx, activePods(all))
+	if onlyConflicts(err) {
+		// A claimed Pod changed since the cache's copy (the merge patch carries its
+		// resourceVersion). Not a failure: look again once the cache has the new version.
+		// Creating or deleting now would count without that Pod, so nothing else happens.
+		logger.V(2).Info("A claimed Pod changed meanwhile; trying again", "err", err)
+		return controller.Result{Requeue: true}, nil
+	}
 	if err != nil {
 		return controller.Result{}, fmt.Errorf("claiming pods of %s: %w", key, err)
 	}
@@ -237,6 +245,21 @@ func (c *Controller) Reconcile(ctx context.Context, key controller.Key) (control
 // whose PodSet-like controller owns custom resources; and a stale cached Pod gets a Conflict
 // (retried with the next sync) instead of a patch computed from old data.
 const ClaimPatchType = types.MergePatchType
+
+// onlyConflicts reports whether err, an aggregate from ClaimObjects, holds Conflict answers
+// and nothing else.
+func onlyConflicts(err error) bool {
+	var agg utilerrors.Aggregate
+	if !errors.As(err, &agg) || len(agg.Errors()) == 0 {
+		return false
+	}
+	for _, e := range agg.Errors() {
+		if !apierrors.IsConflict(e) {
+			return false
+		}
+	}
+	return true
+}
 
 // podSelector returns the PodSet's selector, refusing one that would make the controller
 // misbehave: empty (it would claim every Pod of the namespace) or not matching the template
