@@ -21,7 +21,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/examples/internal/memcluster"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(controllertest.WithSharedAPIServer(m)) }
 
 func TestRunConvergesWithThePodCounterOff(t *testing.T) {
 	t.Setenv(demo.EnvKubeconfig, "")

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 )
@@ -52,6 +53,34 @@ func RESTConfig(kubeconfig string) (*rest.Config, error) {
 	}
 	cfg.QPS, cfg.Burst = 20, 30
 	return cfg, nil
+}
+
+// WriteKubeconfig writes a kubeconfig file that reaches the cluster of cfg with its
+// credentials (bearer token or client certificate, CA or insecure), for handing a rest.Config
+// to a binary's --kubeconfig flag: tests of a main against a test API server use it.
+func WriteKubeconfig(path string, cfg *rest.Config) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["cluster"] = &clientcmdapi.Cluster{
+		Server:                   cfg.Host,
+		CertificateAuthority:     cfg.CAFile,
+		CertificateAuthorityData: cfg.CAData,
+		InsecureSkipTLSVerify:    cfg.Insecure,
+		TLSServerName:            cfg.ServerName,
+	}
+	kc.AuthInfos["user"] = &clientcmdapi.AuthInfo{
+		Token:                 cfg.BearerToken,
+		TokenFile:             cfg.BearerTokenFile,
+		ClientCertificate:     cfg.CertFile,
+		ClientCertificateData: cfg.CertData,
+		ClientKey:             cfg.KeyFile,
+		ClientKeyData:         cfg.KeyData,
+	}
+	kc.Contexts["context"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: "user"}
+	kc.CurrentContext = "context"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return fmt.Errorf("writing kubeconfig %q: %w", path, err)
+	}
+	return nil
 }
 
 // NewLogger returns a klog text logger writing to out at the given verbosity (klog's -v):

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
 
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 )
@@ -55,6 +56,20 @@ func TestRESTConfig(t *testing.T) {
 	assert.ErrorContains(t, err, "missing")
 	_, err = demo.RESTConfig("")
 	assert.Error(t, err)
+}
+
+func TestWriteKubeconfigRoundTrips(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	in := &rest.Config{Host: "https://127.0.0.1:6443", BearerToken: "tok",
+		TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca"), ServerName: "kubernetes"}}
+	require.NoError(t, demo.WriteKubeconfig(path, in))
+	out, err := demo.RESTConfig(path)
+	require.NoError(t, err)
+	assert.Equal(t, in.Host, out.Host)
+	assert.Equal(t, in.BearerToken, out.BearerToken)
+	assert.Equal(t, in.CAData, out.CAData)
+	assert.Equal(t, in.ServerName, out.ServerName)
+	assert.Error(t, demo.WriteKubeconfig(filepath.Join(path, "under-a-file"), in))
 }
 
 func TestAwait(t *testing.T) {

@@ -137,11 +137,26 @@ func (k *Kubelet) reconcile(ctx context.Context, key controller.Key) (controller
 	if err != nil {
 		return controller.Result{}, err
 	}
-	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	logger := klog.FromContext(ctx)
+	if pod.DeletionTimestamp != nil {
+		k.forget(key)
+		if pod.Spec.NodeName == "" {
+			return controller.Result{}, nil // the API server deletes unbound Pods at once
+		}
+		// A bound Pod stays Terminating until its kubelet says its containers stopped, by
+		// deleting it with no grace period. That is this kubelet's job too.
+		err := k.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+			GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return controller.Result{}, fmt.Errorf("finishing the deletion of pod %s: %w", key, err)
+		}
+		logger.V(2).Info("Pod terminated", "pod", klog.KObj(pod))
+		return controller.Result{}, nil
+	}
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		k.forget(key)
 		return controller.Result{}, nil
 	}
-	logger := klog.FromContext(ctx)
 	if pod.Spec.NodeName == "" {
 		// The scheduler's job: the binding's update event brings the Pod back here.
 		node := k.nodes[int(k.next.Add(1)-1)%len(k.nodes)]
