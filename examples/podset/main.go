@@ -1,20 +1,3 @@
-// Command podset runs the PodSet controller: a custom resource (podsets.examples.ctrlkit.dev,
-// v1alpha1) whose controller keeps spec.replicas Pods running from spec.template, adopting
-// orphans, reporting status through the status subresource and events on the PodSet.
-//
-// Without --kubeconfig (and without $KUBECONFIG) it runs a scripted demo on an in-memory
-// cluster — a fake clientset for Pods and events, a fake dynamic client for PodSets, a
-// simulated kubelet that makes Pods Running and Ready — and exits 0 once every step converged
-// (1 if one did not within --timeout); --watch keeps it running afterwards until Ctrl-C:
-//
-//	go run ./examples/podset
-//
-// With --kubeconfig it installs the PodSet CRD if it is missing and runs the controller
-// against that cluster until interrupted:
-//
-//	go run ./examples/podset --kubeconfig ~/.kube/config
-//	kubectl apply -f examples/podset/podset.yaml
-//	kubectl get podsets,pods; kubectl describe podset web
 package main
 
 import (

@@ -225,6 +225,40 @@ func TestClaimsAreMergePatchesNamingTheCustomResource(t *testing.T) {
 	assert.Equal(t, "rs-uid", string(got.OwnerReferences[0].UID), "not ours, untouched")
 }
 
+// An adoption patch that meets a Conflict (the Pod changed after the cache's copy) is not an
+// error: Reconcile asks to be run again and, by then, creates nothing the Pod would have
+// counted for.
+func TestClaimConflictRequeuesQuietly(t *testing.T) {
+	c := newCluster(t)
+	c.create(newPodSet("web", 1))
+	_, err := c.env.Client().CoreV1().Pods(metav1.NamespaceDefault).Create(c.ctx(), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "orphan", Labels: map[string]string{"app": "web"}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	c.env.ClearActions()
+	conflicts := 1
+	c.env.Fake().PrependReactor("patch", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if conflicts == 0 {
+			return false, nil, nil
+		}
+		conflicts--
+		return true, nil, apierrors.NewConflict(corev1.Resource("pods"), "orphan", errors.New("the object has been modified"))
+	})
+	ctrl := c.controller(podset.Options{})
+
+	res, err := ctrl.Reconcile(c.ctx(), key("web"))
+	require.NoError(t, err)
+	assert.True(t, res.Requeue)
+	assert.Empty(t, c.podActions("create"), "the orphan may still be ours: nothing created")
+
+	res, err = ctrl.Reconcile(c.ctx(), key("web"))
+	require.NoError(t, err)
+	assert.False(t, res.Requeue)
+	assert.Empty(t, c.podActions("create"), "the orphan was adopted and counts")
+	require.Len(t, c.podsOf("web"), 1)
+	assert.Equal(t, "orphan", c.podsOf("web")[0].Name)
+}
+
 // A PodSet being deleted adopts nothing: the uncached re-read sees the deletionTimestamp that
 // the cache may not have yet.
 func TestNoAdoptionByAnOwnerBeingDeleted(t *testing.T) {
