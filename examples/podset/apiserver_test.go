@@ -18,14 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/customresource"
+	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/examples/podset/podset"
@@ -55,9 +53,9 @@ func TestRunAgainstARealAPIServer(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	out := &syncBuffer{}
 	done := make(chan int, 1)
-	go func() {
-		done <- run(runCtx, []string{"--kubeconfig", writeKubeconfig(t, env.Config(), ns), "--namespace", ns, "-v", "2"}, out)
-	}()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, demo.WriteKubeconfig(kubeconfig, env.Config()))
+	go func() { done <- run(runCtx, []string{"--kubeconfig", kubeconfig, "--namespace", ns, "-v", "2"}, out) }()
 	stopped := false
 	stop := func() int {
 		cancel()
@@ -152,19 +150,6 @@ func TestRunAgainstARealAPIServer(t *testing.T) {
 
 	require.Equal(t, 0, stop(), "run exits cleanly when interrupted")
 	assert.NotContains(t, out.String(), "Reconcile failed", "no retries were needed")
-}
-
-// writeKubeconfig writes a kubeconfig for cfg, as a user of the binary would have.
-func writeKubeconfig(t *testing.T, cfg *rest.Config, namespace string) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["test"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken, ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test", Namespace: namespace}
-	kc.CurrentContext = "test"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kc, path))
-	return path
 }
 
 // loadSample decodes podset.yaml, the manifest the README tells users to apply.
