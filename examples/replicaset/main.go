@@ -1,17 +1,3 @@
-// Command replicaset is a complete ReplicaSet controller for apps/v1 ReplicaSets, built the way
-// kube-controller-manager builds its own: shared informers, expectations, adoption and release
-// by controller reference, slow-start batches, status updates, leader election, a feature gate,
-// health probes and Prometheus metrics.
-//
-// Without --kubeconfig (and without $KUBECONFIG) it runs a scripted demo on an in-memory
-// cluster with a simulated kubelet, and exits 0 once every step converged (1 if one did not
-// within --timeout):
-//
-//	go run ./examples/replicaset
-//
-// With --kubeconfig it runs against that cluster until interrupted. Do not run it next to
-// kube-controller-manager's own ReplicaSet controller: two controllers would fight over the
-// same Pods.
 package main
 
 import (

@@ -1,0 +1,30 @@
+// Command replicaset is a complete ReplicaSet controller for apps/v1 ReplicaSets, built the way
+// kube-controller-manager builds its own: shared informers, expectations, adoption and release
+// by controller reference, slow-start batches, status updates, leader election, a feature gate,
+// health probes and Prometheus metrics.
+//
+// Without --kubeconfig (and without $KUBECONFIG) it runs a scripted demo on an in-memory
+// cluster with a simulated kubelet, and exits 0 once every step converged (1 if one did not
+// within --timeout):
+//
+//	go run ./examples/replicaset
+//
+// With --kubeconfig it runs against that cluster until interrupted. Do not run it next to
+// kube-controller-manager's own ReplicaSet controller: two controllers would fight over the
+// same Pods.
+//
+// # Reading it
+//
+//   - controller.go: the controller. NewReplicaSetController wires informers and handlers
+//     (read its type's comment first: it says why each piece exists), Reconcile is the sync,
+//     manageReplicas and slowStartBatch create and delete.
+//   - status.go: the status a sync computes, and the write that happens only on change.
+//   - rank.go: which Pods a scale-down deletes first.
+//   - features.go: the ReplicaSetSlowStartBatching gate.
+//   - main.go: flags, the choice of cluster, the Manager (leader election, gates, probes,
+//     metrics); demo.go: the in-memory cluster's seed objects and scripted demo.
+//
+// Copying it for your own kind of children: keep the handler structure (observe expectations
+// and enqueue in the same handler), the claim before acting, and the rule that a sync acts only
+// when its expectations are satisfied.
+package main
