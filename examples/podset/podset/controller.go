@@ -61,9 +61,9 @@ var ErrInvalidInput = errors.New("podset: invalid input")
 
 // Options configure New. The zero value is valid.
 type Options struct {
-	// Workers is how many PodSets are reconciled at once. 0 means DefaultWorkers.
+	// Workers is how many PodSets are reconciled at once. 0 (or less) means DefaultWorkers.
 	Workers int
-	// BurstReplicas caps the Pods created or deleted per Reconcile. 0 means
+	// BurstReplicas caps the Pods created or deleted per Reconcile. 0 (or less) means
 	// DefaultBurstReplicas.
 	BurstReplicas int
 	// Recorder records events on PodSets; pass Manager.EventRecorderFor(podset.Name).

@@ -33,8 +33,7 @@ import (
 func TestTypedListerAndHandlerForTheCRD(t *testing.T) {
 	c := newCluster(t)
 	c.create(newPodSet("web", 2))
-	ctrl := c.controller(podset.Options{})
-	_ = ctrl
+	c.controller(podset.Options{}) // builds the informers and syncs them
 
 	podsets, err := informer.ForResource[*v1alpha1.PodSet](c.factory, v1alpha1.GVR)
 	require.NoError(t, err, "the controller's informer, shared")
