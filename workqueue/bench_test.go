@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,6 +71,50 @@ func roundTrips(b *testing.B, add func(int), q *workqueue.Queue[string]) {
 	}
 }
 
+// throttle keeps producers at most max items ahead of consumers. Both sides account in batches
+// (an atomic add per batch), and a producer that is too far ahead sleeps on a condition
+// variable rather than spinning, leaving the CPUs to the consumers: a producer spinning on Len
+// would also take the queue's lock in a tight loop, competing with what is measured.
+type throttle struct {
+	depth   atomic.Int64
+	waiting atomic.Int32
+	mu      sync.Mutex
+	cond    sync.Cond
+	max     int64
+}
+
+// batch is how many items each side accounts for at once.
+const batch = 32
+
+func newThrottle(max int64) *throttle {
+	t := &throttle{max: max}
+	t.cond.L = &t.mu
+	return t
+}
+
+func (t *throttle) produced(n int64) {
+	if t.depth.Add(n) <= t.max {
+		return
+	}
+	t.mu.Lock()
+	t.waiting.Add(1)
+	for t.depth.Load() > t.max {
+		t.cond.Wait()
+	}
+	t.waiting.Add(-1)
+	t.mu.Unlock()
+}
+
+func (t *throttle) consumed(n int64) {
+	// A producer increments waiting before it checks depth, under mu: either it sees this
+	// decrement, or this sees it waiting and wakes it.
+	if t.depth.Add(-n) <= t.max && t.waiting.Load() > 0 {
+		t.mu.Lock()
+		t.cond.Broadcast()
+		t.mu.Unlock()
+	}
+}
+
 // maxDepth bounds how far producers run ahead of consumers, so that the parallel benchmarks
 // measure items through the queue, not duplicates absorbed by an ever deeper queue.
 const maxDepth = 1024
@@ -94,6 +139,7 @@ func parallel(b *testing.B, workers int, add func(q *workqueue.Queue[string], i 
 	keys := benchKeys
 	var consumers, producers sync.WaitGroup
 	handled := make([]int, workers)
+	th := newThrottle(maxDepth)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for c := range workers {
@@ -106,6 +152,9 @@ func parallel(b *testing.B, workers int, add func(q *workqueue.Queue[string], i 
 					return
 				}
 				n++
+				if n%batch == 0 {
+					th.consumed(batch)
+				}
 				q.Done(k)
 			}
 		})
@@ -116,10 +165,8 @@ func parallel(b *testing.B, workers int, add func(q *workqueue.Queue[string], i 
 			// ahead of a descheduled one cannot add a key the other still has queued.
 			share := len(keys) / workers
 			for i, j := p, 0; i < b.N; i, j = i+workers, j+1 {
-				if j%4 == 0 {
-					for q.Len() > maxDepth {
-						runtime.Gosched()
-					}
+				if j%batch == 0 {
+					th.produced(batch)
 				}
 				add(q, i, keys[p*share+j%share])
 			}

@@ -125,12 +125,12 @@ func (q *Queue[T]) deadline(d time.Duration) time.Duration {
 	return now + d
 }
 
-// delayLocked makes item wait until at (then it is added with priority prio). An item already
+// delayLocked makes item (whose hash is h) wait until at (then it is added with priority prio). An item already
 // waiting keeps the earlier ready time and the higher priority.
-func (q *Queue[T]) delayLocked(item T, at time.Duration, prio int) {
-	e := q.items[item]
+func (q *Queue[T]) delayLocked(item T, h uint64, at time.Duration, prio int) {
+	e := q.items.get(h, item)
 	if e == nil {
-		e = q.newEntryLocked(item)
+		e = q.newEntryLocked(item, h)
 	}
 	if e.waiting {
 		if prio > e.waitPrio {
@@ -210,7 +210,7 @@ func (q *Queue[T]) delayLoop() {
 	for {
 		q.mu.Lock()
 		if q.shuttingDown {
-			q.mu.Unlock()
+			q.unlock()
 			return
 		}
 		now := q.now()
@@ -220,7 +220,7 @@ func (q *Queue[T]) delayLoop() {
 		if waiting {
 			next = q.delayed.root().at
 		}
-		q.mu.Unlock()
+		q.unlock()
 
 		if !waiting {
 			stopTimer(t)

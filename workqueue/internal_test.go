@@ -47,7 +47,10 @@ func assertEmptyInside(t *testing.T, q *Queue[string]) {
 	t.Helper()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	assert.Empty(t, q.items, "entries")
+	assert.Zero(t, q.items.len(), "entries")
+	for _, s := range q.items.slots {
+		assert.Nil(t, s.e, "table slot keeps an entry")
+	}
 	assert.Zero(t, q.queued)
 	assert.Zero(t, q.processing)
 	assert.Zero(t, q.delayed.len())

@@ -16,29 +16,29 @@ import (
 // semantics of client-go's util/workqueue. Build one with New; the zero Queue is not usable.
 // All methods are safe for concurrent use.
 type Queue[T comparable] struct {
-	mu sync.Mutex
-
-	// items holds one entry per item the queue knows about: ready, being processed, waiting for
-	// a delay, or several of these at once. An entry leaves the map (and the item becomes
-	// garbage-collectable) when it is none of them.
-	items      map[T]*entry[T]
-	ready      levels[T]
+	// The fields every Add, Get and Done touches come first, to share few cache lines.
+	mu         sync.Mutex
 	queued     int // live entries in ready: what Len reports
 	processing int // entries handed out and not yet Done
-	delayed    delayHeap[T]
-	waitSeq    uint64
-	waiters    waiterList[T]
-	free       []*entry[T] // recycled entries, so steady-state adds allocate nothing
-
+	// items holds one entry per item the queue knows about: ready, being processed, waiting for
+	// a delay, or several of these at once. An entry leaves it (and the item becomes
+	// garbage-collectable) when it is none of them.
+	items        table[T]
+	waiters      waiterList[T]    // getters blocked in Get
+	woken        waiterList[T]    // getters handed an item, to be woken once mu is released
+	metrics      *queueMetrics[T] // nil when metrics are off
 	shuttingDown bool
 	draining     bool
-	drained      sync.Cond // on mu; signalled while draining when nothing is queued or processing
-	down         atomic.Bool
+	free         []*entry[T] // recycled entries, so steady-state adds allocate nothing
+	delayed      delayHeap[T]
+	waitSeq      uint64
+
+	drained sync.Cond // on mu; signalled while draining when nothing is queued or processing
+	down    atomic.Bool
 
 	clock   clock.WithTicker
 	epoch   time.Time // ready times are durations since epoch
 	limiter kworkqueue.TypedRateLimiter[T]
-	metrics *queueMetrics[T] // nil when metrics are off
 
 	loopStarted bool
 	kick        chan struct{}
@@ -47,6 +47,8 @@ type Queue[T comparable] struct {
 	wg          sync.WaitGroup // the delay and metrics goroutines
 
 	waiterPool sync.Pool
+
+	ready levels[T] // large: last
 }
 
 // The Queue drops into code written against client-go's interfaces.
@@ -77,6 +79,7 @@ const (
 
 type entry[T comparable] struct {
 	item T
+	h    uint64 // hash of item in Queue.items
 	prio int    // priority of the ready slot, or of the re-add when dirty
 	seq  uint64 // matches the entry's live slot in ready; bumped on every enqueue
 
@@ -101,7 +104,7 @@ func New[T comparable](opts ...Option) *Queue[T] {
 		}
 	}
 	q := &Queue[T]{
-		items: make(map[T]*entry[T]),
+		items: newTable[T](),
 		clock: o.clock,
 		kick:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
@@ -134,14 +137,15 @@ func New[T comparable](opts ...Option) *Queue[T] {
 // is not queued twice; an item being processed is handed out again after its Done. Adds after
 // ShutDown are ignored.
 func (q *Queue[T]) Add(item T) {
+	h := q.items.hash(item)
 	q.mu.Lock()
 	if !q.shuttingDown {
-		q.addLocked(item, 0)
+		q.addLocked(item, h, 0)
 		if q.waiters.head != nil {
 			q.dispatchLocked()
 		}
 	}
-	q.mu.Unlock()
+	q.unlock()
 }
 
 // AddWithOpts adds items with a priority, a delay or a rate-limited delay (see AddOpts). Delayed
@@ -167,21 +171,21 @@ func (q *Queue[T]) AddWithOpts(o AddOpts, items ...T) {
 				if q.metrics != nil {
 					q.metrics.retry()
 				}
-				q.delayLocked(item, at, o.Priority)
+				q.delayLocked(item, q.items.hash(item), at, o.Priority)
 			}
 		}
-		q.mu.Unlock()
+		q.unlock()
 	default:
 		q.mu.Lock()
 		if !q.shuttingDown {
 			for _, item := range items {
-				q.addLocked(item, o.Priority)
+				q.addLocked(item, q.items.hash(item), o.Priority)
 			}
 			if q.waiters.head != nil {
 				q.dispatchLocked()
 			}
 		}
-		q.mu.Unlock()
+		q.unlock()
 	}
 }
 
@@ -211,8 +215,9 @@ func (q *Queue[T]) addAfter(item T, d time.Duration, prio int) {
 	if d > 0 {
 		at = q.deadline(d) // read the clock outside the lock
 	}
+	h := q.items.hash(item)
 	q.mu.Lock()
-	defer q.mu.Unlock()
+	defer q.unlock()
 	if q.shuttingDown {
 		return
 	}
@@ -220,20 +225,20 @@ func (q *Queue[T]) addAfter(item T, d time.Duration, prio int) {
 		q.metrics.retry()
 	}
 	if d <= 0 {
-		q.addLocked(item, prio)
+		q.addLocked(item, h, prio)
 		if q.waiters.head != nil {
 			q.dispatchLocked()
 		}
 		return
 	}
-	q.delayLocked(item, at, prio)
+	q.delayLocked(item, h, at, prio)
 }
 
 // Len returns the number of items ready to be handed out, counting the delayed items that are
 // due, for information only.
 func (q *Queue[T]) Len() int {
 	q.mu.Lock()
-	defer q.mu.Unlock()
+	defer q.unlock()
 	if q.delayed.len() > 0 {
 		q.promoteLocked(q.now())
 	}
@@ -256,18 +261,18 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 	if q.queued > 0 {
 		e := q.takeLocked()
 		item = e.item
-		q.mu.Unlock()
+		q.unlock()
 		return item, false
 	}
 	if q.shuttingDown {
-		q.mu.Unlock()
+		q.unlock()
 		return item, true
 	}
 	// Wait for an item to be handed over directly (see dispatchLocked): the waker does the
 	// bookkeeping under its lock, so a woken getter need not take the lock again.
 	w := q.waiterPool.Get().(*waiter[T])
 	q.waiters.push(w)
-	q.mu.Unlock()
+	q.unlock()
 	<-w.ch
 	item, shutdown = w.item, w.shutdown
 	var zero T
@@ -279,10 +284,11 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 // Done marks item as processed. If it was added again while it was processed, it is queued
 // again now. Done of an item that is not being processed does nothing.
 func (q *Queue[T]) Done(item T) {
+	h := q.items.hash(item)
 	q.mu.Lock()
-	e := q.items[item]
+	e := q.items.get(h, item)
 	if e == nil || e.state&stProcessing == 0 {
-		q.mu.Unlock()
+		q.unlock()
 		return
 	}
 	q.processing--
@@ -304,7 +310,7 @@ func (q *Queue[T]) Done(item T) {
 	if q.draining && q.processing == 0 && q.queued == 0 {
 		q.drained.Broadcast()
 	}
-	q.mu.Unlock()
+	q.unlock()
 }
 
 // ShutDown makes the queue ignore new items, wakes every waiting Get, drops the items waiting
@@ -331,7 +337,7 @@ func (q *Queue[T]) shutDown(drain bool) {
 	// Getters wait only while nothing is ready, so each of them can be told to quit.
 	for w := q.waiters.pop(); w != nil; w = q.waiters.pop() {
 		w.shutdown = true
-		w.ch <- struct{}{}
+		q.woken.push(w)
 	}
 	if drain {
 		q.draining = true
@@ -339,7 +345,7 @@ func (q *Queue[T]) shutDown(drain bool) {
 		q.draining = false // ends the wait of ShutDownWithDrain
 		q.drained.Broadcast()
 	}
-	q.mu.Unlock()
+	q.unlock()
 
 	q.stopOnce.Do(func() { close(q.stop) })
 
@@ -348,16 +354,16 @@ func (q *Queue[T]) shutDown(drain bool) {
 		for q.draining && (q.queued > 0 || q.processing > 0) {
 			q.drained.Wait()
 		}
-		q.mu.Unlock()
+		q.unlock()
 	}
 	q.wg.Wait()
 }
 
-// addLocked marks item as needing processing at priority prio.
-func (q *Queue[T]) addLocked(item T, prio int) {
-	e := q.items[item]
+// addLocked marks item, whose hash is h, as needing processing at priority prio.
+func (q *Queue[T]) addLocked(item T, h uint64, prio int) {
+	e := q.items.get(h, item)
 	if e == nil {
-		e = q.newEntryLocked(item)
+		e = q.newEntryLocked(item, h)
 		q.enqueueLocked(e, prio)
 		if q.metrics != nil {
 			q.metrics.added(e)
@@ -417,7 +423,9 @@ func (q *Queue[T]) takeLocked() *entry[T] {
 	return e
 }
 
-// dispatchLocked hands ready entries straight to waiting getters, oldest getter first.
+// dispatchLocked hands ready entries straight to waiting getters, oldest getter first. The
+// getters are woken by unlock, after the lock is released, so that the lock is not held while
+// the scheduler readies them.
 func (q *Queue[T]) dispatchLocked() {
 	for q.queued > 0 {
 		w := q.waiters.pop()
@@ -425,11 +433,28 @@ func (q *Queue[T]) dispatchLocked() {
 			return
 		}
 		w.item = q.takeLocked().item
-		w.ch <- struct{}{}
+		q.woken.push(w)
 	}
 }
 
-func (q *Queue[T]) newEntryLocked(item T) *entry[T] {
+// unlock releases mu, then wakes the getters dispatchLocked handed items to.
+func (q *Queue[T]) unlock() {
+	w := q.woken.head
+	if w == nil {
+		q.mu.Unlock()
+		return
+	}
+	q.woken = waiterList[T]{}
+	q.mu.Unlock()
+	for w != nil {
+		next := w.next // read first: once woken, the getter recycles w
+		w.next = nil
+		w.ch <- struct{}{}
+		w = next
+	}
+}
+
+func (q *Queue[T]) newEntryLocked(item T, h uint64) *entry[T] {
 	var e *entry[T]
 	if n := len(q.free); n > 0 {
 		e = q.free[n-1]
@@ -438,8 +463,8 @@ func (q *Queue[T]) newEntryLocked(item T) *entry[T] {
 	} else {
 		e = &entry[T]{}
 	}
-	e.item = item
-	q.items[item] = e
+	e.item, e.h = item, h
+	q.items.put(e)
 	return e
 }
 
@@ -450,7 +475,7 @@ const maxFree = 1024
 // waitSeq are kept: a stale slot may still point at it and must stay stale if the entry is
 // reused.
 func (q *Queue[T]) releaseLocked(e *entry[T]) {
-	delete(q.items, e.item)
+	q.items.remove(e)
 	var zero T
 	e.item = zero
 	e.state = 0
