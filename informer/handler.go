@@ -4,6 +4,7 @@ import (
 	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -125,14 +126,20 @@ func (a *adapter[T]) OnAdd(obj any, isInitialList bool) {
 }
 
 func (a *adapter[T]) OnUpdate(oldObj, newObj any) {
-	oldTyped, ok := oldObj.(T)
-	if !ok {
-		a.wrongType(oldObj, false)
-		return
-	}
 	newTyped, ok := newObj.(T)
 	if !ok {
 		a.wrongType(newObj, false)
+		return
+	}
+	oldTyped, ok := oldObj.(T)
+	if !ok {
+		if unconverted(oldObj) {
+			// A custom resource that failed conversion was never shown to the
+			// handler; now that it converts, this is its first appearance.
+			a.h.HandleAdd(newTyped, false)
+			return
+		}
+		a.wrongType(oldObj, false)
 		return
 	}
 	a.h.HandleUpdate(oldTyped, newTyped)
@@ -153,8 +160,26 @@ func (a *adapter[T]) OnDelete(obj any) {
 		}
 		a.tombstone(*o)
 	default:
+		if unconverted(obj) {
+			// The last state failed conversion, yet the handler may have seen
+			// an earlier one: hand it the key, as for a tombstone without an
+			// object, so it can clean up.
+			if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+				if skeleton, ok := skeletonFor[T](key); ok {
+					a.h.HandleDelete(skeleton, DeleteInfo{Key: key, ObjectMissing: true})
+					return
+				}
+			}
+		}
 		a.wrongType(obj, false)
 	}
+}
+
+// unconverted reports whether obj is a custom resource that ForResource left
+// in the cache unconverted (its conversion failed and was reported on entry).
+func unconverted(obj any) bool {
+	_, ok := obj.(*unstructured.Unstructured)
+	return ok
 }
 
 func (a *adapter[T]) tombstone(d cache.DeletedFinalStateUnknown) {

@@ -15,8 +15,9 @@ type Lister[T Object] interface {
 	Get(namespace, name string) (T, error)
 	// List returns the objects whose labels match selector, in every
 	// namespace the informer watches. A nil selector matches everything.
-	// An object of the wrong type in the cache (a failed custom-resource
-	// conversion) is reported to the factory's error handler and left out;
+	// An object of the wrong type in the cache is left out: a failed
+	// custom-resource conversion (reported once, when it entered the cache)
+	// or a foreign object (reported to the factory's error handler here).
 	// Get of its key returns an error matching ErrUnexpectedType.
 	List(selector labels.Selector) ([]T, error)
 	// Namespace narrows the lister to one namespace (through the namespace
@@ -91,8 +92,12 @@ func filter[T Object](s *sharedInformer[T], objs []any, selector labels.Selector
 	for _, obj := range objs {
 		typed, ok := obj.(T)
 		if !ok {
-			// Reported and left out, as in Informer.ByIndex.
-			s.f.report(s.unexpected(obj))
+			// Left out. A failed custom-resource conversion was reported when
+			// the object entered the cache; anything else is a foreign object
+			// and reported here, as in Informer.ByIndex.
+			if !unconverted(obj) {
+				s.f.report(s.unexpected(obj))
+			}
 			continue
 		}
 		if everything || selector.Matches(labels.Set(typed.GetLabels())) {

@@ -21,7 +21,9 @@ import (
 // conversion. An object that fails conversion is reported to the factory's
 // error handler with its key and stays in the cache unconverted: handlers
 // skip it, List leaves it out and Get of its key returns an error matching
-// ErrUnexpectedType, until a later version converts.
+// ErrUnexpectedType, until a later version converts (handlers see that
+// version as an add). Deleting an object whose last version did not convert
+// reaches OnDelete with a skeleton of its key (DeleteInfo.ObjectMissing).
 //
 // Every call for gvr returns the same informer; asking for the same gvr with
 // another T is an error matching ErrUnsupportedType. The factory needs

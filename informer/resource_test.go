@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -116,4 +117,55 @@ func TestForResourceUnstructuredAndErrors(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoDynamicClient)
 	_, err = ForResource[*widget](f, schema.GroupVersionResource{Group: "example.com", Resource: "widgets"})
 	require.ErrorContains(t, err, "needs a version")
+}
+
+// A custom resource that fails conversion is invisible to typed handlers; once
+// a later version converts, they see it as an add, and its deletion after a
+// failed version still reaches them with the key.
+func TestForResourceConversionRecoveryAndDelete(t *testing.T) {
+	ctx := context.Background()
+	sink := &errorSink{}
+	dyn := newDynamic()
+	f := NewFactory(newClient(), WithDynamicClient(dyn), WithErrorHandler(sink.handle))
+	widgets, err := ForResource[*widget](f, widgetsGVR)
+	require.NoError(t, err)
+	log := newEventLog[*widget]()
+	_, err = widgets.AddHandler(log)
+	require.NoError(t, err)
+	startFactory(t, f)
+	client := dyn.Resource(widgetsGVR).Namespace("a")
+	version := func(rv string, size any) *unstructured.Unstructured {
+		u := unstructuredWidget("a", "w", size)
+		u.SetResourceVersion(rv)
+		return u
+	}
+
+	_, err = client.Create(ctx, version("1", "broken"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(sink.all()) > 0 }, 10*time.Second, time.Millisecond,
+		"the failed conversion is reported")
+	_, err = client.Update(ctx, version("2", int64(3)), metav1.UpdateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, event{op: "add", key: "a/w"}, log.next(t), "first convertible version is an add")
+
+	reported := len(sink.all())
+	_, err = client.Update(ctx, version("3", "broken again"), metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(sink.all()) > reported }, 10*time.Second, time.Millisecond)
+	all, err := widgets.Lister().List(nil)
+	require.NoError(t, err)
+	assert.Empty(t, all)
+	listed := len(sink.all())
+	_, err = widgets.Lister().List(nil)
+	require.NoError(t, err)
+	assert.Len(t, sink.all(), listed, "List does not report a failed conversion again")
+
+	require.NoError(t, client.Delete(ctx, "w", metav1.DeleteOptions{}))
+	assert.Equal(t, event{op: "delete", key: "a/w", missing: true}, log.next(t),
+		"a delete after a failed version still names the key")
+	select {
+	case e := <-log.ch:
+		t.Fatalf("unexpected event %+v", e)
+	default:
+	}
 }
