@@ -77,7 +77,8 @@ func TestPodsAreScheduledThenRunningAndReady(t *testing.T) {
 		assert.Equal(t, "sidecar", p.Status.ContainerStatuses[1].Name)
 	}
 	assert.Equal(t, map[string]int{"n1": 2, "n2": 2}, nodes, "round-robin over the nodes")
-	assert.Equal(t, 4, k.Started())
+	// Started counts after UpdateStatus returned, a moment after the API shows the status.
+	require.Eventually(t, func() bool { return k.Started() == 4 }, 10*time.Second, time.Millisecond)
 }
 
 func TestFinishedPodsAreLeftAlone(t *testing.T) {
