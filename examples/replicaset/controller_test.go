@@ -29,7 +29,7 @@ func TestScaleUpAndDown(t *testing.T) {
 	rs := e.createRS("web", 3)
 	e.WaitForQuiet(quiet)
 	e.assertConverged("web", true)
-	assert.Equal(t, 3, e.podsEverSeen())
+	e.assertEverSeen(3, "three Pods created")
 
 	pods := e.ownedPods(rs)
 	p := pods[0]
@@ -45,7 +45,7 @@ func TestScaleUpAndDown(t *testing.T) {
 	e.scale("web", 7)
 	e.WaitForQuiet(quiet)
 	e.assertConverged("web", true)
-	assert.Equal(t, 7, e.podsEverSeen(), "no Pod beyond the 7 asked for was ever created")
+	e.assertEverSeen(7, "no Pod beyond the 7 asked for was ever created")
 
 	e.scale("web", 2)
 	e.WaitForQuiet(quiet)
@@ -166,7 +166,7 @@ func TestStaleCacheCausesNoExtraCreates(t *testing.T) {
 	held.Release()
 	e.WaitForQuiet(quiet)
 	assert.Len(t, e.actions("create", "pods", ""), 4)
-	assert.Equal(t, 4, e.podsEverSeen())
+	e.assertEverSeen(4, "the held events arrived")
 	assert.True(t, e.rsc.Expectations().Satisfied(key))
 	e.assertConverged("web", false)
 }
@@ -188,7 +188,7 @@ func TestConvergesThroughWriteFailures(t *testing.T) {
 	}
 	// Keys in backoff are no work to WaitForQuiet, so wait for the world.
 	require.Eventually(t, converged(12), quiet, 10*time.Millisecond)
-	assert.Equal(t, 12, e.podsEverSeen(), "failed creates were not made up for twice")
+	e.assertEverSeen(12, "failed creates were not made up for twice")
 
 	e.scale("web", 3)
 	require.Eventually(t, converged(3), quiet, 10*time.Millisecond)

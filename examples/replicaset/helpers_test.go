@@ -102,6 +102,14 @@ var wait5ms = wait.Backoff{Steps: 100, Duration: 5 * time.Millisecond, Factor: 1
 
 func isConflict(err error) bool { return apierrors.IsConflict(err) }
 
+// assertEverSeen checks that exactly n distinct Pods were ever created. The counting handler is
+// a listener of its own on the Pod informer, which may trail the controller's by a moment.
+func (e *testEnv) assertEverSeen(n int, msg string) {
+	e.t.Helper()
+	require.Eventually(e.t, func() bool { return e.podsEverSeen() >= n }, 10*time.Second, time.Millisecond, msg)
+	assert.Equal(e.t, n, e.podsEverSeen(), msg)
+}
+
 // retryInjected repeats fn while it fails with an injected error: the test's own writes must
 // get through even when the fake fails a share of them.
 func retryInjected(fn func() error) error {
