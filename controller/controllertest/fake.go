@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
 )
 
 // FakeOptions configures NewFakeWithOptions. The zero value is what NewFake uses.
@@ -37,6 +39,14 @@ type FakeOptions struct {
 	// Seed seeds the random source of FailWrites. Zero derives it from the test's name, so a test
 	// fails the same requests on every run and two tests do not fail the same pattern.
 	Seed uint64
+
+	// PlainFake leaves the typed clientset as client-go's fake serves it. By default the Env's
+	// clientset writes like an API server (package memcluster: generated names, UIDs, a new
+	// resourceVersion on every write with Conflict on a stale one, a status subresource, watch
+	// events that share no memory with the store, seed objects stamped as if created). Without
+	// that, an update keeps its resourceVersion and client-go's informers hand it only to
+	// handlers that asked for resyncs, so most controllers never see it.
+	PlainFake bool
 }
 
 // ErrInjected is matched (errors.Is) by every error FailWrites injects. The error is also an
@@ -46,8 +56,8 @@ var ErrInjected = errors.New("injected failure")
 // DefaultWriteVerbs are the verbs FailWrites fails when given none.
 var DefaultWriteVerbs = []string{"create", "update", "patch", "delete"}
 
-// NewFake returns an Env on an in-memory kubernetes/fake clientset seeded with objs. Its
-// informer factory is started (informers requested later start at once; call Sync to wait for
+// NewFake returns an Env on an in-memory kubernetes/fake clientset seeded with objs, writing
+// like an API server (see FakeOptions.PlainFake and package memcluster). Its informer factory is started (informers requested later start at once; call Sync to wait for
 // them) and everything stops in t.Cleanup. A seed object the fake cannot store (two with the
 // same name, a kind outside client-go's scheme) fails the test.
 func NewFake(t testing.TB, objs ...runtime.Object) *Env {
@@ -70,10 +80,18 @@ func NewFakeWithOptions(t testing.TB, opts FakeOptions) *Env {
 		}
 	}
 
-	cs := fake.NewClientset()
-	for _, obj := range typed {
-		if err := cs.Tracker().Add(obj); err != nil {
-			t.Fatalf("controllertest: seed %s: %v", describe(obj), err)
+	var cs *fake.Clientset
+	if opts.PlainFake {
+		cs = fake.NewClientset()
+		for _, obj := range typed {
+			if err := cs.Tracker().Add(obj); err != nil {
+				t.Fatalf("controllertest: seed %s: %v", describe(obj), err)
+			}
+		}
+	} else {
+		var err error
+		if cs, err = memcluster.New(typed...); err != nil {
+			t.Fatalf("controllertest: %v", err)
 		}
 	}
 

@@ -287,3 +287,54 @@ func TestErrInjectedMessage(t *testing.T) {
 	require.Equal(t, "injected failure", controllertest.ErrInjected.Error())
 	require.False(t, errors.Is(apierrors.NewInternalError(errors.New("x")), controllertest.ErrInjected))
 }
+
+// client-go's informers hand an update that kept its resourceVersion only to handlers that
+// asked for resyncs; NewFake's API-server semantics give every write a new resourceVersion (and
+// seed objects a UID), so handlers see every update. PlainFake serves client-go's fake as is.
+func TestNewFakeStampsWritesAndDeliversUpdates(t *testing.T) {
+	for _, plain := range []bool{false, true} {
+		t.Run(fmt.Sprintf("PlainFake=%v", plain), func(t *testing.T) {
+			env := controllertest.NewFakeWithOptions(t, controllertest.FakeOptions{
+				Objects:   []k8sruntime.Object{configMap("default", "seed")},
+				PlainFake: plain,
+			})
+			inf, err := informer.For[*corev1.ConfigMap](env.Factory())
+			require.NoError(t, err)
+			updates := make(chan *corev1.ConfigMap, 10)
+			_, err = inf.AddHandler(informer.HandlerFuncs[*corev1.ConfigMap]{
+				OnUpdate: func(_, cm *corev1.ConfigMap) { updates <- cm },
+			})
+			require.NoError(t, err)
+			env.Sync()
+
+			seed, err := inf.Lister().Get("default", "seed")
+			require.NoError(t, err)
+			if plain {
+				assert.Empty(t, seed.UID, "the plain fake stores seeds as given")
+				return
+			}
+			assert.NotEmpty(t, seed.UID, "seed objects are stamped as if created")
+			require.NotEmpty(t, seed.ResourceVersion)
+			for i := range 3 {
+				cm := seed.DeepCopy()
+				cm.Data = map[string]string{"v": fmt.Sprint(i)}
+				cm.ResourceVersion = "" // an unconditional update, as many controllers send
+				_, err = env.Client().CoreV1().ConfigMaps("default").Update(env.Context(), cm, metav1.UpdateOptions{})
+				require.NoError(t, err)
+				select {
+				case got := <-updates:
+					assert.Equal(t, fmt.Sprint(i), got.Data["v"])
+					assert.NotEqual(t, seed.ResourceVersion, got.ResourceVersion, "every write gets a new resourceVersion")
+					seed = got
+				case <-time.After(10 * time.Second):
+					t.Fatalf("update %d never reached the handler", i)
+				}
+			}
+			// A stale resourceVersion is a Conflict, as on an API server.
+			stale := seed.DeepCopy()
+			stale.ResourceVersion = "1"
+			_, err = env.Client().CoreV1().ConfigMaps("default").Update(env.Context(), stale, metav1.UpdateOptions{})
+			assert.True(t, apierrors.IsConflict(err), "got %v", err)
+		})
+	}
+}

@@ -18,7 +18,6 @@ import (
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
-	"github.com/ctrlkit/ctrlkit/examples/internal/memcluster"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(controllertest.WithSharedAPIServer(m)) }
@@ -95,7 +94,6 @@ func startManager(t *testing.T, args ...string) (*controllertest.Env, []string) 
 	o, err := parse(append([]string{"--leader-elect=false", "--metrics-addr=", "--health-addr="}, args...), &bytes.Buffer{})
 	require.NoError(t, err)
 	env := controllertest.NewFake(t)
-	require.NoError(t, memcluster.Install(env.Fake()))
 	for _, obj := range seed(o.sourceNamespace) {
 		create(t, env, obj)
 	}

@@ -12,7 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/examples/internal/memcluster"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
 )
 
 // The controller in a Manager: a ReplicaSet of 3 gets its 3 Pods, each controlled by it.

@@ -23,8 +23,8 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
-	"github.com/ctrlkit/ctrlkit/examples/internal/memcluster"
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
@@ -54,7 +54,6 @@ type envOptions struct {
 func newTestEnv(t *testing.T, eo envOptions) *testEnv {
 	t.Helper()
 	env := controllertest.NewFake(t)
-	require.NoError(t, memcluster.Install(env.Fake()))
 	e := &testEnv{Env: env, t: t, ctx: env.Context(), everPod: map[types.UID]bool{}}
 	if eo.beforeInformers != nil {
 		eo.beforeInformers(env)

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
 	"github.com/ctrlkit/ctrlkit/examples/configmap-propagator/propagator"
-	"github.com/ctrlkit/ctrlkit/examples/internal/memcluster"
 )
 
 // The propagator in a Manager: a labelled ConfigMap of the source namespace appears in every

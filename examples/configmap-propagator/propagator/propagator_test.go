@@ -15,7 +15,6 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/configmap-propagator/propagator"
-	"github.com/ctrlkit/ctrlkit/examples/internal/memcluster"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -32,7 +31,6 @@ type cluster struct {
 func newCluster(t *testing.T, opts propagator.Options, objs ...runtime.Object) *cluster {
 	t.Helper()
 	env := controllertest.NewFake(t)
-	require.NoError(t, memcluster.Install(env.Fake()))
 	c := &cluster{t: t, env: env, ctx: env.Context()}
 	for _, obj := range objs {
 		c.create(obj)
@@ -199,7 +197,6 @@ func TestTakenNamesAreLeftAloneAndRetriedLater(t *testing.T) {
 
 func TestConvergesThroughWriteFailures(t *testing.T) {
 	env := controllertest.NewFake(t)
-	require.NoError(t, memcluster.Install(env.Fake()))
 	c := &cluster{t: t, env: env, ctx: env.Context()}
 	c.create(namespace(src, nil))
 	for _, ns := range []string{"a", "b", "c", "d", "e"} {

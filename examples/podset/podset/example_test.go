@@ -12,8 +12,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
 	"github.com/ctrlkit/ctrlkit/customresource"
-	"github.com/ctrlkit/ctrlkit/examples/internal/memcluster"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/examples/podset/internal/crcluster"
 	"github.com/ctrlkit/ctrlkit/examples/podset/podset"

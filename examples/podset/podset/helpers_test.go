@@ -24,7 +24,6 @@ import (
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/customresource"
-	"github.com/ctrlkit/ctrlkit/examples/internal/memcluster"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/examples/podset/internal/crcluster"
 	"github.com/ctrlkit/ctrlkit/examples/podset/podset"
@@ -54,7 +53,6 @@ func newCluster(t *testing.T) *cluster {
 	env := controllertest.NewFakeWithOptions(t, controllertest.FakeOptions{
 		ListKinds: map[schema.GroupVersionResource]string{v1alpha1.GVR: v1alpha1.ListKind},
 	})
-	require.NoError(t, memcluster.Install(env.Fake()))
 	require.NoError(t, crcluster.Install(env.FakeDynamic()))
 	podsets, err := customresource.NewClient[*v1alpha1.PodSet](env.Dynamic(), v1alpha1.GVR)
 	require.NoError(t, err)

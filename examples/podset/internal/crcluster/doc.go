@@ -1,6 +1,6 @@
 // Package crcluster makes client-go's fake dynamic client (k8s.io/client-go/dynamic/fake)
 // store custom resources the way an API server does, so a controller for a CRD runs on it
-// unchanged. It is the custom-resource counterpart of examples/internal/memcluster, which does
+// unchanged. It is the custom-resource counterpart of controller/controllertest/memcluster, which does
 // the same for the typed fake clientset, and is written here because memcluster only accepts a
 // *fake.Clientset.
 //

@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
-	"github.com/ctrlkit/ctrlkit/examples/internal/memcluster"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ctrlkit/ctrlkit/examples/internal/memcluster"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
 )
 
 // A Pod created with generateName gets a name, a UID and a resourceVersion, as from an API
