@@ -8,9 +8,9 @@
 // stops everything when the test ends. Its writes behave like an API server's (package
 // memcluster: generated names, UIDs, a new resourceVersion on every write and Conflict on a stale
 // one, a status subresource, watch events that share no memory with the store). client-go's
-// plain fake keeps the resourceVersion a client sent, and client-go's informers hand such an
-// update only to handlers that asked for resyncs; FakeOptions.PlainFake keeps the plain fake.
-// Typical use:
+// plain fake keeps the resourceVersion a client sent, so its updates look like resyncs and
+// every handler that skips resyncs (informer.WithoutResync, HandlerFuncs.SkipResync,
+// EnqueueControllerOf) drops them; FakeOptions.PlainFake keeps the plain fake. Typical use:
 //
 //	env := controllertest.NewFake(t, pod, replicaSet)
 //	pods, _ := informer.For[*corev1.Pod](env.Factory()) // started at once: the factory runs

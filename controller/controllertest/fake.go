@@ -44,8 +44,8 @@ type FakeOptions struct {
 	// clientset writes like an API server (package memcluster: generated names, UIDs, a new
 	// resourceVersion on every write with Conflict on a stale one, a status subresource, watch
 	// events that share no memory with the store, seed objects stamped as if created). Without
-	// that, an update keeps its resourceVersion and client-go's informers hand it only to
-	// handlers that asked for resyncs, so most controllers never see it.
+	// that, an update keeps its resourceVersion and looks like a resync, which every handler
+	// that skips resyncs (informer.WithoutResync, EnqueueControllerOf) drops.
 	PlainFake bool
 }
 

@@ -288,9 +288,9 @@ func TestErrInjectedMessage(t *testing.T) {
 	require.False(t, errors.Is(apierrors.NewInternalError(errors.New("x")), controllertest.ErrInjected))
 }
 
-// client-go's informers hand an update that kept its resourceVersion only to handlers that
-// asked for resyncs; NewFake's API-server semantics give every write a new resourceVersion (and
-// seed objects a UID), so handlers see every update. PlainFake serves client-go's fake as is.
+// An update that kept its resourceVersion looks like a resync, which handlers that skip resyncs
+// drop; NewFake's API-server semantics give every write a new resourceVersion (and seed objects
+// a UID), so handlers see every update. PlainFake serves client-go's fake as is.
 func TestNewFakeStampsWritesAndDeliversUpdates(t *testing.T) {
 	for _, plain := range []bool{false, true} {
 		t.Run(fmt.Sprintf("PlainFake=%v", plain), func(t *testing.T) {
