@@ -472,6 +472,9 @@ func (m *Manager) onStartedLeading(leading context.Context) {
 	}
 	ctx, cancel := context.WithCancel(leading)
 	defer cancel()
+	// The elector's ctx carries a logger with the lease and identity; the
+	// controllers log with the Manager's, as the ones that need no election do.
+	ctx = klog.NewContext(ctx, m.log())
 	stop := context.AfterFunc(m.ctrlCtx, cancel)
 	defer stop()
 	var wg sync.WaitGroup
