@@ -109,18 +109,32 @@ func testInformerAcrossRestart(t *testing.T, env *controllertest.Env) {
 		}
 	}
 
+	// A controller runs across the restart too: it labels every ConfigMap it sees.
+	c, err := labelSeen(env)
+	require.NoError(t, err)
+	stop := env.RunController(env.Context(), c)
+	defer func() { require.NoError(t, stop()) }()
+
 	create(0, 5)
 	require.Eventually(t, seen(5), 30*time.Second, 20*time.Millisecond)
+	require.NoError(t, env.QuietContext(env.Context(), time.Minute, controllertest.DefaultQuietPeriod))
 
 	require.NoError(t, env.RestartAPIServer())
 	// Written after the restart, while the informer's watch is broken or being re-established:
-	// it must re-watch (or re-list) and catch up.
+	// it must re-watch (or re-list) and catch up, and the controller must reconcile them all.
 	create(5, 10)
 	require.Eventually(t, seen(10), 60*time.Second, 20*time.Millisecond)
 	for i := range 10 {
 		cm, err := cms.Lister().Get(ns, fmt.Sprintf("cm-%d", i))
 		require.NoError(t, err)
 		require.Equal(t, fmt.Sprint(i), cm.Data["i"])
+	}
+	require.NoError(t, env.QuietContext(env.Context(), time.Minute, controllertest.DefaultQuietPeriod))
+	list, err := env.Client().CoreV1().ConfigMaps(ns).List(env.Context(), metav1.ListOptions{LabelSelector: "set=restart"})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 10)
+	for _, cm := range list.Items {
+		assert.Equal(t, "true", cm.Labels["seen"], "%s reconciled after the restart", cm.Name)
 	}
 }
 
