@@ -208,7 +208,7 @@ func (q *Queue[T]) delayLoop() {
 		}
 	}()
 	for {
-		q.mu.Lock()
+		q.lock()
 		if q.shuttingDown {
 			q.unlock()
 			return

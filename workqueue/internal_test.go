@@ -336,8 +336,38 @@ func TestSteadyStateAllocatesNothing(t *testing.T) {
 			q.Done(k)
 		},
 	}
+	type namespacedName struct{ namespace, name string }
+	sq := New[namespacedName]()
+	defer sq.ShutDown()
+	skeys := make([]namespacedName, 64)
+	for i := range skeys {
+		skeys[i] = namespacedName{"ns", strconv.Itoa(i)}
+	}
+	cases["struct keys"] = func() {
+		sq.Add(skeys[i%len(skeys)])
+		k, _ := sq.Get()
+		sq.Done(k)
+	}
+	pq := New[*payload]()
+	defer pq.ShutDown()
+	pkeys := make([]*payload, 64)
+	for i := range pkeys {
+		pkeys[i] = &payload{}
+	}
+	cases["pointer keys"] = func() {
+		pq.Add(pkeys[i%len(pkeys)])
+		k, _ := pq.Get()
+		pq.Done(k)
+	}
+	aq := New[any]()
+	defer aq.ShutDown()
+	cases["interface keys"] = func() {
+		aq.Add(pkeys[i%len(pkeys)])
+		k, _ := aq.Get()
+		aq.Done(k)
+	}
 	for name, f := range cases {
-		for range 100 { // warm up rings, free list and maps
+		for range 100 { // warm up rings, free list and table
 			f()
 			i++
 		}

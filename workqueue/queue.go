@@ -3,6 +3,7 @@ package workqueue
 import (
 	"fmt"
 	"reflect"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -138,7 +139,7 @@ func New[T comparable](opts ...Option) *Queue[T] {
 // ShutDown are ignored.
 func (q *Queue[T]) Add(item T) {
 	h := q.items.hash(item)
-	q.mu.Lock()
+	q.lock()
 	if !q.shuttingDown {
 		q.addLocked(item, h, 0)
 		if q.waiters.head != nil {
@@ -165,7 +166,7 @@ func (q *Queue[T]) AddWithOpts(o AddOpts, items ...T) {
 		}
 	case o.After > 0:
 		at := q.deadline(o.After)
-		q.mu.Lock()
+		q.lock()
 		if !q.shuttingDown {
 			for _, item := range items {
 				if q.metrics != nil {
@@ -176,7 +177,7 @@ func (q *Queue[T]) AddWithOpts(o AddOpts, items ...T) {
 		}
 		q.unlock()
 	default:
-		q.mu.Lock()
+		q.lock()
 		if !q.shuttingDown {
 			for _, item := range items {
 				q.addLocked(item, q.items.hash(item), o.Priority)
@@ -216,7 +217,7 @@ func (q *Queue[T]) addAfter(item T, d time.Duration, prio int) {
 		at = q.deadline(d) // read the clock outside the lock
 	}
 	h := q.items.hash(item)
-	q.mu.Lock()
+	q.lock()
 	defer q.unlock()
 	if q.shuttingDown {
 		return
@@ -237,7 +238,7 @@ func (q *Queue[T]) addAfter(item T, d time.Duration, prio int) {
 // Len returns the number of items ready to be handed out, counting the delayed items that are
 // due, for information only.
 func (q *Queue[T]) Len() int {
-	q.mu.Lock()
+	q.lock()
 	defer q.unlock()
 	if q.delayed.len() > 0 {
 		q.promoteLocked(q.now())
@@ -250,7 +251,7 @@ func (q *Queue[T]) Len() int {
 // meanwhile. After ShutDown, Get still hands out the items that are ready and then reports
 // shutdown = true. Workers should keep calling Get until it does.
 func (q *Queue[T]) Get() (item T, shutdown bool) {
-	q.mu.Lock()
+	q.lock()
 	if q.queued == 0 && q.delayed.len() > 0 {
 		// Rather than wait, hand out an item whose delay has passed even if the delay
 		// goroutine has not woken yet (a fake clock stepped by a test takes effect at once).
@@ -285,7 +286,7 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 // again now. Done of an item that is not being processed does nothing.
 func (q *Queue[T]) Done(item T) {
 	h := q.items.hash(item)
-	q.mu.Lock()
+	q.lock()
 	e := q.items.get(h, item)
 	if e == nil || e.state&stProcessing == 0 {
 		q.unlock()
@@ -328,7 +329,7 @@ func (q *Queue[T]) ShutDownWithDrain() { q.shutDown(true) }
 func (q *Queue[T]) ShuttingDown() bool { return q.down.Load() }
 
 func (q *Queue[T]) shutDown(drain bool) {
-	q.mu.Lock()
+	q.lock()
 	if !q.shuttingDown {
 		q.shuttingDown = true
 		q.down.Store(true)
@@ -350,7 +351,7 @@ func (q *Queue[T]) shutDown(drain bool) {
 	q.stopOnce.Do(func() { close(q.stop) })
 
 	if drain {
-		q.mu.Lock()
+		q.lock()
 		for q.draining && (q.queued > 0 || q.processing > 0) {
 			q.drained.Wait()
 		}
@@ -436,6 +437,27 @@ func (q *Queue[T]) dispatchLocked() {
 		q.woken.push(w)
 	}
 }
+
+// lock takes mu. When mu is held, it yields a few times before blocking: a goroutine parked on a
+// contended sync.Mutex is woken through the runtime's semaphore, and with many goroutines per
+// CPU (the local run queue is never empty, so sync.Mutex does not spin) the lock can fall into
+// a convoy where every hand-over costs a context switch. Yielding lets the holder, or other
+// work, run instead.
+func (q *Queue[T]) lock() {
+	if q.mu.TryLock() {
+		return
+	}
+	for range lockYields {
+		runtime.Gosched()
+		if q.mu.TryLock() {
+			return
+		}
+	}
+	q.mu.Lock()
+}
+
+// lockYields is how often lock yields before it blocks.
+const lockYields = 4
 
 // unlock releases mu, then wakes the getters dispatchLocked handed items to.
 func (q *Queue[T]) unlock() {
