@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
 )
 
 // ErrNotFake is returned by Install for a nil client or one whose reaction chain has no default
@@ -265,17 +266,9 @@ func (s *server) patch(a clienttesting.PatchActionImpl) (runtime.Object, error) 
 	}
 	var modified []byte
 	switch a.GetPatchType() {
-	case types.JSONPatchType:
-		p, err := jsonpatch.DecodePatch(a.GetPatch())
-		if err != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
-		}
-		if modified, err = p.Apply(old); err != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
-		}
-	case types.MergePatchType:
-		if modified, err = jsonpatch.MergePatch(old, a.GetPatch()); err != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
+	case types.JSONPatchType, types.MergePatchType:
+		if modified, err = memcluster.ApplyPatch(a.GetPatchType(), old, a.GetPatch(), nil); err != nil {
+			return nil, err
 		}
 	default:
 		// What an API server answers for a strategic merge patch of a custom resource.
