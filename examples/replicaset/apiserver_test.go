@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
@@ -80,13 +81,21 @@ func TestAPIServerScaleAdoptRelease(t *testing.T) {
 
 	// An orphan that matches (adopted) and a Pod the ReplicaSet will control but whose labels
 	// do not match (released), both through real strategic merge patches.
-	rs, err := client.AppsV1().ReplicaSets(ns).Create(ctx, replicaSet(ns, "web", "", 3), metav1.CreateOptions{})
+	// The orphan is created first, so the controller usually finds it on its first sync. If its
+	// cache lags, the controller creates three Pods, adopts the orphan as a fourth and may pick
+	// it as the surplus to delete (legitimately), so adoption is checked on a watch of the
+	// orphan rather than on the Pod as it ends up.
+	want := replicaSet(ns, "web", "", 3)
+	orphanWatch, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=orphan"})
 	require.NoError(t, err)
+	defer orphanWatch.Stop()
 	orphan := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "orphan", Labels: map[string]string{"app": "web"}},
-		Spec:       *rs.Spec.Template.Spec.DeepCopy(),
+		Spec:       *want.Spec.Template.Spec.DeepCopy(),
 	}
 	_, err = client.CoreV1().Pods(ns).Create(ctx, orphan, metav1.CreateOptions{})
+	require.NoError(t, err)
+	rs, err := client.AppsV1().ReplicaSets(ns).Create(ctx, want, metav1.CreateOptions{})
 	require.NoError(t, err)
 	strayed := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "strayed", Labels: map[string]string{"app": "legacy"},
@@ -98,11 +107,28 @@ func TestAPIServerScaleAdoptRelease(t *testing.T) {
 
 	rs = awaitConverged(t, client, ns, "web", 3)
 	assert.Equal(t, int64(1), rs.Generation)
-	got, err := client.CoreV1().Pods(ns).Get(ctx, "orphan", metav1.GetOptions{})
-	require.NoError(t, err)
-	require.NotNil(t, metav1.GetControllerOf(got), "orphan adopted")
-	assert.Equal(t, rs.UID, metav1.GetControllerOf(got).UID)
-	got, err = client.CoreV1().Pods(ns).Get(ctx, "strayed", metav1.GetOptions{})
+	adopted := false
+	for !adopted {
+		select {
+		case ev, open := <-orphanWatch.ResultChan():
+			require.True(t, open, "the orphan's watch ended before it was adopted")
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				if ref := metav1.GetControllerOf(p); ref != nil {
+					require.Equal(t, rs.UID, ref.UID, "orphan adopted by the ReplicaSet")
+					adopted = true
+				}
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the orphan was never adopted")
+		}
+	}
+	if got, err := client.CoreV1().Pods(ns).Get(ctx, "orphan", metav1.GetOptions{}); err == nil && got.DeletionTimestamp == nil {
+		require.NotNil(t, metav1.GetControllerOf(got), "a surviving orphan stays adopted")
+		assert.Equal(t, rs.UID, metav1.GetControllerOf(got).UID)
+	} else if err != nil {
+		require.True(t, apierrors.IsNotFound(err), "got %v", err)
+	}
+	got, err := client.CoreV1().Pods(ns).Get(ctx, "strayed", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, got.OwnerReferences, "strayed released")
 
