@@ -39,7 +39,15 @@ func TestInvalidSelectorIsTerminal(t *testing.T) {
 	assert.ErrorContains(t, err, "src/bad")
 	assert.ErrorContains(t, err, AnnotationTargets)
 	assert.True(t, res.IsZero())
-	assert.Empty(t, env.Actions(), "bad input changes nothing")
+	// Only writes count: an informer's watch can be recorded just after Sync, as the reflector
+	// watches once its list is delivered.
+	var writes []string
+	for _, a := range env.Actions() {
+		if v := a.GetVerb(); v != "list" && v != "watch" && v != "get" {
+			writes = append(writes, v+" "+a.GetResource().Resource)
+		}
+	}
+	assert.Empty(t, writes, "bad input changes nothing")
 }
 
 func TestTakenNameAsksForARequeue(t *testing.T) {
