@@ -2,20 +2,18 @@ package workqueue_test
 
 import (
 	"math/rand/v2"
-	"runtime"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/ctrlkit/ctrlkit/internal/benchload"
 	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
 // benchKeys are controller-like keys ("namespace/name"). In the parallel benchmarks each producer
-// cycles through its own share of them, at most maxDepth items ahead of the consumers, so an add
+// cycles through its own share of them, at most benchload.MaxDepth items ahead of the consumers, so an add
 // never meets its key still queued (dedup/op shows the rare exception: a consumer descheduled
 // while holding a key for two of its producer's cycles).
 var benchKeys = func() []string {
@@ -71,54 +69,6 @@ func roundTrips(b *testing.B, add func(int), q *workqueue.Queue[string]) {
 	}
 }
 
-// throttle keeps producers at most max items ahead of consumers. Both sides account in batches
-// (an atomic add per batch), and a producer that is too far ahead sleeps on a condition
-// variable rather than spinning, leaving the CPUs to the consumers: a producer spinning on Len
-// would also take the queue's lock in a tight loop, competing with what is measured.
-type throttle struct {
-	depth   atomic.Int64
-	waiting atomic.Int32
-	mu      sync.Mutex
-	cond    sync.Cond
-	max     int64
-}
-
-// batch is how many items each side accounts for at once.
-const batch = 32
-
-func newThrottle(max int64) *throttle {
-	t := &throttle{max: max}
-	t.cond.L = &t.mu
-	return t
-}
-
-func (t *throttle) produced(n int64) {
-	if t.depth.Add(n) <= t.max {
-		return
-	}
-	t.mu.Lock()
-	t.waiting.Add(1)
-	for t.depth.Load() > t.max {
-		t.cond.Wait()
-	}
-	t.waiting.Add(-1)
-	t.mu.Unlock()
-}
-
-func (t *throttle) consumed(n int64) {
-	// A producer increments waiting before it checks depth, under mu: either it sees this
-	// decrement, or this sees it waiting and wakes it.
-	if t.depth.Add(-n) <= t.max && t.waiting.Load() > 0 {
-		t.mu.Lock()
-		t.cond.Broadcast()
-		t.mu.Unlock()
-	}
-}
-
-// maxDepth bounds how far producers run ahead of consumers, so that the parallel benchmarks
-// measure items through the queue, not duplicates absorbed by an ever deeper queue.
-const maxDepth = 1024
-
 // BenchmarkParallel moves b.N distinct adds through one queue with `workers` producers adding
 // and as many consumers running Get+Done. ns/op is the time per item.
 func BenchmarkParallel(b *testing.B) {
@@ -136,54 +86,7 @@ func BenchmarkParallel(b *testing.B) {
 
 func parallel(b *testing.B, workers int, add func(q *workqueue.Queue[string], i int, key string)) {
 	q := workqueue.New[string]()
-	keys := benchKeys
-	var consumers, producers sync.WaitGroup
-	handled := make([]int, workers)
-	th := newThrottle(maxDepth)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for c := range workers {
-		consumers.Go(func() {
-			n := 0
-			for {
-				k, shutdown := q.Get()
-				if shutdown {
-					handled[c] = n
-					return
-				}
-				n++
-				if n%batch == 0 {
-					th.consumed(batch)
-				}
-				q.Done(k)
-			}
-		})
-	}
-	for p := range workers {
-		producers.Go(func() {
-			// Each producer cycles through its own share of the keys: a producer that runs
-			// ahead of a descheduled one cannot add a key the other still has queued.
-			share := len(keys) / workers
-			for i, j := p, 0; i < b.N; i, j = i+workers, j+1 {
-				if j%batch == 0 {
-					th.produced(batch)
-				}
-				add(q, i, keys[p*share+j%share])
-			}
-		})
-	}
-	producers.Wait()
-	for q.Len() > 0 {
-		runtime.Gosched()
-	}
-	q.ShutDownWithDrain()
-	consumers.Wait()
-	b.StopTimer()
-	total := 0
-	for _, n := range handled {
-		total += n
-	}
-	b.ReportMetric(float64(b.N-total)/float64(b.N), "dedup/op")
+	benchload.Parallel(b, q, workers, benchKeys, func(i int, key string) { add(q, i, key) }, q.ShutDownWithDrain)
 }
 
 // BenchmarkAddAfter delays n distinct items by pseudo-random delays up to 10 minutes, then moves

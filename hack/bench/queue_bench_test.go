@@ -2,12 +2,11 @@ package bench
 
 import (
 	"math/rand/v2"
-	"runtime"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ctrlkit/ctrlkit/internal/benchload"
 )
 
 // The workloads of ctrlkit's in-package benchmarks (workqueue/bench_test.go), run on every
@@ -86,108 +85,11 @@ func roundTrips(b *testing.B, q Queue, add func(int)) {
 	}
 }
 
-// maxDepth bounds how far producers run ahead of consumers in the parallel workloads: far below
-// each producer's share of the keys, so no add meets its key still queued (dedup/op would report
-// it; the rare dedup left is a consumer descheduled while holding a key for two of its producer's
-// cycles), and the benchmark measures items through the queue rather than absorbed duplicates.
-const maxDepth = 1024
-
-// throttle keeps producers at most max items ahead of consumers. Both sides account in batches
-// (an atomic add per batch), and a producer that is too far ahead sleeps on a condition
-// variable rather than spinning, leaving the CPUs to the consumers: a producer spinning on Len
-// would also take the queue's lock in a tight loop, competing with what is measured.
-type throttle struct {
-	depth   atomic.Int64
-	waiting atomic.Int32
-	mu      sync.Mutex
-	cond    sync.Cond
-	max     int64
-}
-
-// batch is how many items each side accounts for at once.
-const batch = 32
-
-func newThrottle(max int64) *throttle {
-	t := &throttle{max: max}
-	t.cond.L = &t.mu
-	return t
-}
-
-func (t *throttle) produced(n int64) {
-	if t.depth.Add(n) <= t.max {
-		return
-	}
-	t.mu.Lock()
-	t.waiting.Add(1)
-	for t.depth.Load() > t.max {
-		t.cond.Wait()
-	}
-	t.waiting.Add(-1)
-	t.mu.Unlock()
-}
-
-func (t *throttle) consumed(n int64) {
-	// A producer increments waiting before it checks depth, under mu: either it sees this
-	// decrement, or this sees it waiting and wakes it.
-	if t.depth.Add(-n) <= t.max && t.waiting.Load() > 0 {
-		t.mu.Lock()
-		t.cond.Broadcast()
-		t.mu.Unlock()
-	}
-}
-
 // parallel moves b.N distinct adds through one queue with `workers` producers and as many
 // consumers doing Get+Done. ns/op is per item.
 func parallel(b *testing.B, im Impl, workers int, add func(q Queue, i int, key string)) {
 	q := im.New()
-	keys := parallelKeys
-	var consumers, producers sync.WaitGroup
-	handled := make([]int, workers)
-	th := newThrottle(maxDepth)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for c := range workers {
-		consumers.Go(func() {
-			n := 0
-			for {
-				k, shutdown := q.Get()
-				if shutdown {
-					handled[c] = n
-					return
-				}
-				n++
-				if n%batch == 0 {
-					th.consumed(batch)
-				}
-				q.Done(k)
-			}
-		})
-	}
-	for p := range workers {
-		producers.Go(func() {
-			// Each producer cycles through its own share of the keys: a producer that runs
-			// ahead of a descheduled one cannot add a key the other still has queued.
-			share := len(keys) / workers
-			for i, j := p, 0; i < b.N; i, j = i+workers, j+1 {
-				if j%batch == 0 {
-					th.produced(batch)
-				}
-				add(q, i, keys[p*share+j%share])
-			}
-		})
-	}
-	producers.Wait()
-	for q.Len() > 0 { // controller-runtime's ShutDown drops what is still queued
-		runtime.Gosched()
-	}
-	q.ShutDown()
-	consumers.Wait()
-	b.StopTimer()
-	total := 0
-	for _, n := range handled {
-		total += n
-	}
-	b.ReportMetric(float64(b.N-total)/float64(b.N), "dedup/op")
+	benchload.Parallel(b, q, workers, parallelKeys, func(i int, key string) { add(q, i, key) }, q.ShutDown)
 }
 
 // addAfter delays every key by a pseudo-random delay of up to 1 ms (on the real clock:

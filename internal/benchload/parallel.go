@@ -1,0 +1,116 @@
+package benchload
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// Queue is the part of a work queue the load uses.
+type Queue interface {
+	Get() (item string, shutdown bool)
+	Done(item string)
+	Len() int
+}
+
+// MaxDepth bounds how far producers run ahead of consumers, so that the parallel benchmarks
+// measure items through the queue, not duplicates absorbed by an ever deeper queue.
+const MaxDepth = 1024
+
+// batch is how many items each side accounts for at once.
+const batch = 32
+
+// Parallel moves b.N adds through q with `workers` producers calling add and as many consumers
+// doing Get+Done; ns/op is the time per item. Each producer cycles through its own share of
+// keys, so one that runs ahead of a descheduled one cannot add a key the other still has
+// queued. Once the producers are done and the queue is empty, shutdown stops the consumers.
+// The fraction of adds absorbed by deduplication is reported as dedup/op.
+func Parallel(b *testing.B, q Queue, workers int, keys []string, add func(i int, key string), shutdown func()) {
+	var consumers, producers sync.WaitGroup
+	handled := make([]int, workers)
+	th := newThrottle(MaxDepth)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for c := range workers {
+		consumers.Go(func() {
+			n := 0
+			for {
+				k, done := q.Get()
+				if done {
+					handled[c] = n
+					return
+				}
+				n++
+				if n%batch == 0 {
+					th.consumed(batch)
+				}
+				q.Done(k)
+			}
+		})
+	}
+	share := len(keys) / workers
+	for p := range workers {
+		producers.Go(func() {
+			for i, j := p, 0; i < b.N; i, j = i+workers, j+1 {
+				if j%batch == 0 {
+					th.produced(batch)
+				}
+				add(i, keys[p*share+j%share])
+			}
+		})
+	}
+	producers.Wait()
+	for q.Len() > 0 { // controller-runtime's ShutDown drops what is still queued
+		runtime.Gosched()
+	}
+	shutdown()
+	consumers.Wait()
+	b.StopTimer()
+	total := 0
+	for _, n := range handled {
+		total += n
+	}
+	b.ReportMetric(float64(b.N-total)/float64(b.N), "dedup/op")
+}
+
+// throttle keeps producers at most max items ahead of consumers. Both sides account in batches
+// (an atomic add per batch), and a producer that is too far ahead sleeps on a condition
+// variable rather than spinning, leaving the CPUs to the consumers: a producer spinning on Len
+// would also take the queue's lock in a tight loop, competing with what is measured.
+type throttle struct {
+	depth   atomic.Int64
+	waiting atomic.Int32
+	mu      sync.Mutex
+	cond    sync.Cond
+	max     int64
+}
+
+func newThrottle(max int64) *throttle {
+	t := &throttle{max: max}
+	t.cond.L = &t.mu
+	return t
+}
+
+func (t *throttle) produced(n int64) {
+	if t.depth.Add(n) <= t.max {
+		return
+	}
+	t.mu.Lock()
+	t.waiting.Add(1)
+	for t.depth.Load() > t.max {
+		t.cond.Wait()
+	}
+	t.waiting.Add(-1)
+	t.mu.Unlock()
+}
+
+func (t *throttle) consumed(n int64) {
+	// A producer increments waiting before it checks depth, under mu: either it sees this
+	// decrement, or this sees it waiting and wakes it.
+	if t.depth.Add(-n) <= t.max && t.waiting.Load() > 0 {
+		t.mu.Lock()
+		t.cond.Broadcast()
+		t.mu.Unlock()
+	}
+}
