@@ -51,6 +51,17 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"The namespace of resource object that is used for locking during leader election.")
 }
 
+// ValidateFlags checks a Config that AddFlags bound and fs.Parse filled: the durations
+// exactly as given (AddFlags put the defaults in before parsing, so a zero here was typed and
+// is an error, where WithDefaults would quietly restore the default), everything else with
+// WithDefaults applied (the identity, for one, has no flag). Call it after Parse when
+// c.Enabled is set.
+func (c Config) ValidateFlags() error {
+	d := c.WithDefaults()
+	d.LeaseDuration, d.RenewDeadline, d.RetryPeriod = c.LeaseDuration, c.RenewDeadline, c.RetryPeriod
+	return d.Validate()
+}
+
 // resourceLockFlag accepts only "leases": every other lock kind was removed from client-go.
 type resourceLockFlag struct{}
 

@@ -117,3 +117,29 @@ func FuzzFlags(f *testing.F) {
 		}
 	})
 }
+
+// A typed zero is an error, not a silent default; a good command line validates.
+func TestValidateFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want error
+	}{
+		{[]string{"--leader-elect", "--leader-elect-resource-name=ctl"}, nil},
+		{[]string{"--leader-elect", "--leader-elect-resource-name=ctl", "--leader-elect-retry-period=0s"}, ErrRetryPeriodNotPositive},
+		{[]string{"--leader-elect", "--leader-elect-resource-name=ctl", "--leader-elect-renew-deadline=20s"}, ErrLeaseDurationTooShort},
+		{[]string{"--leader-elect"}, ErrInvalidName},
+	} {
+		var cfg Config
+		require.NoError(t, newFlagSet(&cfg).Parse(tc.args))
+		err := cfg.ValidateFlags()
+		if tc.want == nil {
+			assert.NoError(t, err, "%v", tc.args)
+			continue
+		}
+		assert.ErrorIs(t, err, tc.want, "%v", tc.args)
+	}
+	// What WithDefaults would hide: Validate after defaulting accepts the typed zero.
+	var cfg Config
+	require.NoError(t, newFlagSet(&cfg).Parse([]string{"--leader-elect-resource-name=ctl", "--leader-elect-retry-period=0s"}))
+	assert.NoError(t, cfg.WithDefaults().Validate())
+}

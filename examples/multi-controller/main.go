@@ -81,12 +81,8 @@ func parse(args []string, out io.Writer) (options, error) {
 		return o, errors.New("--source-namespace must not be empty")
 	}
 	if o.leaderElection.Enabled {
-		// AddFlags put the defaults in before parsing, so a zero here was typed: check the
-		// values as given (WithDefaults would turn a 0 back into the default) plus the
-		// default identity.
-		le := o.leaderElection.WithDefaults()
-		le.LeaseDuration, le.RenewDeadline, le.RetryPeriod = o.leaderElection.LeaseDuration, o.leaderElection.RenewDeadline, o.leaderElection.RetryPeriod
-		if err := le.Validate(); err != nil {
+		// A typed zero duration is an error here, not a silent default.
+		if err := o.leaderElection.ValidateFlags(); err != nil {
 			return o, fmt.Errorf("leader election flags: %w", err)
 		}
 	}
