@@ -30,6 +30,7 @@ type Factory struct {
 	ctx       context.Context // carries the logger for the error handler
 	logger    klog.Logger
 	hasClient bool
+	sharer    *sharer // nil with WithoutSharing
 
 	shared   informers.SharedInformerFactory
 	dynamic  dynamicinformer.DynamicSharedInformerFactory // nil without WithDynamicClient
@@ -85,6 +86,9 @@ func NewFactory(client kubernetes.Interface, opts ...FactoryOption) *Factory {
 		f.logger = klog.Background()
 	}
 	f.ctx = klog.NewContext(context.Background(), f.logger)
+	if !f.cfg.noSharing {
+		f.sharer = newSharer()
+	}
 
 	sharedOpts := []informers.SharedInformerOption{
 		informers.WithNamespace(f.cfg.namespace),
@@ -215,8 +219,18 @@ func (e *conflictError) Error() string {
 func (e *conflictError) Is(target error) bool { return target == ErrUnsupportedType }
 
 // transform is the one TransformFunc of the typed client-go factory: strip
-// managedFields (unless disabled), then run the per-type transforms.
+// managedFields (unless disabled), run the per-type transforms, then share
+// equal sub-objects with other cached objects (unless disabled). Sharing
+// comes last: after it, the object must not be written to.
 func (f *Factory) transform(obj any) (any, error) {
+	out, err := f.transformOwn(obj)
+	if f.sharer != nil {
+		f.sharer.share(out)
+	}
+	return out, err
+}
+
+func (f *Factory) transformOwn(obj any) (any, error) {
 	if !f.cfg.keepManagedFields {
 		if m, ok := obj.(metav1.Object); ok {
 			// Cheap for typed and unstructured objects alike; no-op when absent.

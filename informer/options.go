@@ -24,6 +24,7 @@ type factoryConfig struct {
 	namespace         string
 	tweak             func(*metav1.ListOptions)
 	keepManagedFields bool
+	noSharing         bool
 	transforms        map[reflect.Type]func(any) (any, error)
 	errorHandler      func(context.Context, error)
 	logger            *klog.Logger
@@ -60,8 +61,29 @@ func WithoutManagedFieldsStripping() FactoryOption {
 	return func(c *factoryConfig) { c.keepManagedFields = true }
 }
 
+// WithoutSharing turns off structural sharing in the cache. By default the
+// factory's last transform, after managedFields stripping and WithTransform
+// functions, makes equal sub-objects of cached objects one instance: the
+// labels, owner references, tolerations, probes, volume sources or resource
+// lists that the Pods of one ReplicaSet all carry are held once, not once per
+// Pod (see docs/performance.md). Only sub-objects that serialise identically
+// are shared; a sub-object is kept only while some cached object uses it.
+//
+// Sharing relies on client-go's contract that cached objects are read-only:
+// an object from a lister, an index or a handler must not be mutated (call
+// DeepCopy first, which copies shared parts too). Code that breaks this
+// contract corrupts, with sharing, the other objects holding the sub-object
+// it writes to, not only the cache's copy of one object. Note that
+// resource.Quantity's AsDec and ToDec rewrite the quantity they are called on:
+// call them on a copy. WithoutSharing keeps one private tree per object, at
+// the memory cost of the objects' duplicated parts.
+func WithoutSharing() FactoryOption {
+	return func(c *factoryConfig) { c.noSharing = true }
+}
+
 // WithTransform registers a transform for objects of type T, run on each
-// object before it enters the cache (after managedFields stripping). Use it to
+// object before it enters the cache (after managedFields stripping, before
+// structural sharing, see WithoutSharing). Use it to
 // drop fields a controller never reads. Several transforms for one T run in
 // the order given.
 //
