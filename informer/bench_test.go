@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,12 +26,30 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 )
 
+// podTemplate is what differs between the Pods of two Deployments.
+type podTemplate struct {
+	app, namespace, version, hash, logLevel, team string
+	cpuRequest, memRequest, cpuLimit, memLimit    string
+}
+
+// webTemplate is the Pod UPSTREAM.md describes.
+var webTemplate = podTemplate{
+	app: "web", namespace: "shop", version: "1.27.3", hash: "6d9f7c8b5", logLevel: "info", team: "payments",
+	cpuRequest: "250m", memRequest: "256Mi", cpuLimit: "1", memLimit: "512Mi",
+}
+
 // appliedPod returns a Pod as the API server holds it after
 // `kubectl apply --server-side` of a typical Deployment-style manifest, then
 // `kubectl label` and `kubectl annotate`: three field managers, no status yet.
 // The managedFields are computed by client-go's real field manager (the fake
 // clientset's field-managed tracker), not written by hand.
 var appliedPod = sync.OnceValues(func() (*corev1.Pod, error) {
+	return appliedPodFor(webTemplate, "x7k2p", "9xk2d")
+})
+
+// appliedPodFor is appliedPod for another template, with the given random
+// suffixes of the Pod's name and of its token volume's name.
+func appliedPodFor(t podTemplate, nameSuffix, tokenSuffix string) (*corev1.Pod, error) {
 	ctx := context.Background()
 	c := fake.NewClientset()
 	env := func(name, value string) *corev1ac.EnvVarApplyConfiguration {
@@ -45,57 +66,57 @@ var appliedPod = sync.OnceValues(func() (*corev1.Pod, error) {
 	quantities := func(cpu, mem string) corev1.ResourceList {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
 	}
-	apply := corev1ac.Pod("web-6d9f7c8b5-x7k2p", "shop").
-		WithLabels(map[string]string{"app.kubernetes.io/name": "web", "app.kubernetes.io/part-of": "shop", "app.kubernetes.io/version": "1.27.3"}).
+	apply := corev1ac.Pod(t.app+"-"+t.hash+"-"+nameSuffix, t.namespace).
+		WithLabels(map[string]string{"app.kubernetes.io/name": t.app, "app.kubernetes.io/part-of": "shop", "app.kubernetes.io/version": t.version, "pod-template-hash": t.hash}).
 		WithSpec(corev1ac.PodSpec().
-			WithServiceAccountName("web").
+			WithServiceAccountName(t.app).
 			WithContainers(corev1ac.Container().
-				WithName("web").
-				WithImage("registry.example.com/shop/web:1.27.3").
+				WithName(t.app).
+				WithImage("registry.example.com/shop/"+t.app+":"+t.version).
 				WithImagePullPolicy(corev1.PullIfNotPresent).
 				WithPorts(
 					corev1ac.ContainerPort().WithName("http").WithContainerPort(8080).WithProtocol(corev1.ProtocolTCP),
 					corev1ac.ContainerPort().WithName("metrics").WithContainerPort(9090).WithProtocol(corev1.ProtocolTCP)).
 				WithEnv(
-					env("LOG_LEVEL", "info"),
+					env("LOG_LEVEL", t.logLevel),
 					fieldEnv("POD_NAME", "metadata.name"),
 					corev1ac.EnvVar().WithName("DATABASE_URL").WithValueFrom(corev1ac.EnvVarSource().
-						WithSecretKeyRef(corev1ac.SecretKeySelector().WithName("web-db").WithKey("url")))).
+						WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(t.app+"-db").WithKey("url")))).
 				WithResources(corev1ac.ResourceRequirements().
-					WithRequests(quantities("250m", "256Mi")).
-					WithLimits(quantities("1", "512Mi"))).
+					WithRequests(quantities(t.cpuRequest, t.memRequest)).
+					WithLimits(quantities(t.cpuLimit, t.memLimit))).
 				WithVolumeMounts(
-					corev1ac.VolumeMount().WithName("config").WithMountPath("/etc/web").WithReadOnly(true),
+					corev1ac.VolumeMount().WithName("config").WithMountPath("/etc/"+t.app).WithReadOnly(true),
 					corev1ac.VolumeMount().WithName("tmp").WithMountPath("/tmp")).
 				WithReadinessProbe(probe("/readyz", 5)).
 				WithLivenessProbe(probe("/livez", 10))).
 			WithVolumes(
-				corev1ac.Volume().WithName("config").WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName("web-config")),
+				corev1ac.Volume().WithName("config").WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(t.app+"-config")),
 				corev1ac.Volume().WithName("tmp").WithEmptyDir(corev1ac.EmptyDirVolumeSource())))
-	p, err := c.CoreV1().Pods("shop").Apply(ctx, apply, metav1.ApplyOptions{FieldManager: "kubectl", Force: true})
+	p, err := c.CoreV1().Pods(t.namespace).Apply(ctx, apply, metav1.ApplyOptions{FieldManager: "kubectl", Force: true})
 	if err != nil {
 		return nil, err
 	}
 	p = p.DeepCopy()
 	p.Labels["release"] = "stable"
-	if p, err = c.CoreV1().Pods("shop").Update(ctx, p, metav1.UpdateOptions{FieldManager: "kubectl-label"}); err != nil {
+	if p, err = c.CoreV1().Pods(t.namespace).Update(ctx, p, metav1.UpdateOptions{FieldManager: "kubectl-label"}); err != nil {
 		return nil, err
 	}
 	p = p.DeepCopy()
-	p.Annotations = map[string]string{"shop.example.com/owner-team": "payments", "shop.example.com/oncall": "payments-oncall"}
-	if p, err = c.CoreV1().Pods("shop").Update(ctx, p, metav1.UpdateOptions{FieldManager: "kubectl-annotate"}); err != nil {
+	p.Annotations = map[string]string{"shop.example.com/owner-team": t.team, "shop.example.com/oncall": t.team + "-oncall"}
+	if p, err = c.CoreV1().Pods(t.namespace).Update(ctx, p, metav1.UpdateOptions{FieldManager: "kubectl-annotate"}); err != nil {
 		return nil, err
 	}
-	addServerDefaults(p)
+	addServerDefaults(p, t.app+"-"+t.hash+"-", "kube-api-access-"+tokenSuffix)
 	return p, nil
-})
+}
 
 // addServerDefaults adds what a real API server adds to a created Pod and the
 // fake does not: defaulted fields, the ServiceAccount admission plugin's
 // token volume, default tolerations, and the initial status. None of it is
 // owned by a field manager, as on a real server.
-func addServerDefaults(p *corev1.Pod) {
-	p.GenerateName = "web-6d9f7c8b5-"
+func addServerDefaults(p *corev1.Pod, generateName, tokenVolume string) {
+	p.GenerateName = generateName
 	p.CreationTimestamp = metav1.Date(2026, 11, 30, 9, 41, 7, 0, time.UTC)
 	spec := &p.Spec
 	spec.RestartPolicy = corev1.RestartPolicyAlways
@@ -113,7 +134,7 @@ func addServerDefaults(p *corev1.Pod) {
 			Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptrTo[int64](300),
 		})
 	}
-	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "kube-api-access-9xk2d", VolumeSource: corev1.VolumeSource{
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: tokenVolume, VolumeSource: corev1.VolumeSource{
 		Projected: &corev1.ProjectedVolumeSource{DefaultMode: ptrTo[int32](420), Sources: []corev1.VolumeProjection{
 			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: ptrTo[int64](3607), Path: "token"}},
 			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
@@ -132,7 +153,7 @@ func addServerDefaults(p *corev1.Pod) {
 		c.TerminationMessagePath = corev1.TerminationMessagePathDefault
 		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{
-			Name: "kube-api-access-9xk2d", ReadOnly: true, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount",
+			Name: tokenVolume, ReadOnly: true, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount",
 		})
 		for _, probe := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
 			probe.TimeoutSeconds, probe.SuccessThreshold = 1, 1
@@ -229,24 +250,103 @@ func TestBenchmarkFixtureIsRealistic(t *testing.T) {
 	}
 }
 
-// podListJSON is n copies of the fixture (distinct names, UIDs and
-// namespaces), serialised once.
+// randomSuffix returns n characters from the alphabet the API server uses
+// for generated names.
+func randomSuffix(r *rand.Rand, n int) string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[r.IntN(len(alphabet))]
+	}
+	return string(b)
+}
+
+// fixtureTemplates are the Pod templates of 100 Deployments in 10
+// namespaces: different app names, images, versions, pod-template-hashes,
+// env values, resource requests and limits, owning teams.
+func fixtureTemplates() []podTemplate {
+	r := rand.New(rand.NewPCG(1, 2))
+	first := []string{"web", "checkout", "cart", "search", "catalog", "payments", "orders", "inventory", "shipping", "reviews"}
+	second := []string{"api", "worker", "frontend", "gateway", "indexer", "scheduler", "notifier", "cache", "sync", "exporter"}
+	teams := []string{"payments", "storefront", "platform", "logistics", "growth"}
+	cpu := []string{"100m", "250m", "500m", "750m", "1"}
+	mem := []string{"128Mi", "256Mi", "512Mi", "1Gi"}
+	out := make([]podTemplate, 0, 100)
+	for i := range 100 {
+		out = append(out, podTemplate{
+			app:        first[i%10] + "-" + second[i/10],
+			namespace:  fmt.Sprintf("shop-%d", i%10),
+			version:    fmt.Sprintf("1.%d.%d", r.IntN(40), r.IntN(10)),
+			hash:       randomSuffix(r, 10),
+			logLevel:   []string{"info", "debug", "warn"}[r.IntN(3)],
+			team:       teams[r.IntN(len(teams))],
+			cpuRequest: cpu[r.IntN(len(cpu))],
+			memRequest: mem[r.IntN(len(mem))],
+			cpuLimit:   []string{"1", "2", "4"}[r.IntN(3)],
+			memLimit:   []string{"1Gi", "2Gi", "4Gi"}[r.IntN(3)],
+		})
+	}
+	return out
+}
+
+// podList is n Pods (a multiple of 100): n/100 each of 100 Deployments'
+// templates (fixtureTemplates). Per Pod, as on a real API server: the name's
+// random suffix, the UID, the resourceVersion, the creation time (also the
+// managedFields' time) and the random suffix of the kube-api-access token
+// volume (in the volume and in its mount). Sorted by namespace and name, the
+// order in which an API server lists them.
+var podList = sync.OnceValues(func() ([]corev1.Pod, error) {
+	const n = 10_000
+	r := rand.New(rand.NewPCG(3, 4))
+	var pods []corev1.Pod
+	for _, t := range fixtureTemplates() {
+		tmpl, err := appliedPodFor(t, "aaaaa", "aaaaa")
+		if err != nil {
+			return nil, err
+		}
+		for range n / 100 {
+			p := tmpl.DeepCopy()
+			p.Name = p.GenerateName + randomSuffix(r, 5)
+			p.UID = types.UID(fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", r.Uint32(), r.IntN(1<<16), r.IntN(1<<12), r.IntN(1<<12), r.Uint64()>>16))
+			p.ResourceVersion = fmt.Sprint(1000 + r.IntN(1_000_000))
+			created := metav1.NewTime(p.CreationTimestamp.Add(time.Duration(r.IntN(86400)) * time.Second))
+			p.CreationTimestamp = created
+			for i := range p.ManagedFields {
+				p.ManagedFields[i].Time = &created
+			}
+			token := "kube-api-access-" + randomSuffix(r, 5)
+			for i := range p.Spec.Volumes {
+				if p.Spec.Volumes[i].Projected != nil {
+					p.Spec.Volumes[i].Name = token
+				}
+			}
+			for i := range p.Spec.Containers {
+				for j := range p.Spec.Containers[i].VolumeMounts {
+					if m := &p.Spec.Containers[i].VolumeMounts[j]; strings.HasPrefix(m.Name, "kube-api-access-") {
+						m.Name = token
+					}
+				}
+			}
+			pods = append(pods, *p)
+		}
+	}
+	sort.Slice(pods, func(i, j int) bool {
+		if pods[i].Namespace != pods[j].Namespace {
+			return pods[i].Namespace < pods[j].Namespace
+		}
+		return pods[i].Name < pods[j].Name
+	})
+	return pods, nil
+})
+
+// podListJSON is the first n Pods of podList, serialised once as a list.
 func podListJSON(b *testing.B, n int) []byte {
 	b.Helper()
-	tmpl, err := appliedPod()
+	pods, err := podList()
 	if err != nil {
 		b.Fatal(err)
 	}
-	list := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1000000"}}
-	list.Items = make([]corev1.Pod, n)
-	for i := range list.Items {
-		p := tmpl.DeepCopy()
-		p.Name = fmt.Sprintf("web-6d9f7c8b5-%05d", i)
-		p.Namespace = fmt.Sprintf("shop-%d", i%10)
-		p.UID = types.UID(fmt.Sprintf("8a5c2f4e-0000-4000-8000-%012d", i))
-		p.ResourceVersion = fmt.Sprint(1000 + i)
-		list.Items[i] = *p
-	}
+	list := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1000000"}, Items: pods[:n]}
 	data, err := json.Marshal(list)
 	if err != nil {
 		b.Fatal(err)
@@ -263,8 +363,9 @@ func heapAlloc() uint64 {
 }
 
 // BenchmarkCacheHeapPerPod measures the heap a synced Pod informer holds per
-// cached Pod, for 10^4 Pods with server-side-apply managedFields, with the
-// default transform (managedFields stripped) and without it.
+// cached Pod, for 10^4 Pods with server-side-apply managedFields (podList:
+// 100 Deployments of 100 Pods), with the default transform (managedFields
+// stripped, sub-objects shared) and without it.
 //
 // The fake clientset answers the list by decoding JSON, as a client decodes
 // an API server's answer: every cached object and string is then a fresh
@@ -277,11 +378,17 @@ func BenchmarkCacheHeapPerPod(b *testing.B) {
 		name string
 		opts []FactoryOption
 	}{
+		// No transform at all: the unstripped heap.
+		{"unstripped", []FactoryOption{WithoutManagedFieldsStripping(), WithoutSharing()}},
+		// managedFields stripped, nothing shared.
+		{"stripped-only", []FactoryOption{WithoutSharing()}},
+		// The default transform: managedFields stripped, then sharing.
 		{"default", nil},
+		// Sharing alone.
 		{"keep-managed-fields", []FactoryOption{WithoutManagedFieldsStripping()}},
-		// What a user-side WithTransform could add on top of the default:
-		// intern every string, give every slice its exact length.
-		{"default+compact", []FactoryOption{WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
+		// What a user-side WithTransform could add to stripping without
+		// sharing: intern every string, give every slice its exact length.
+		{"stripped+compact", []FactoryOption{WithoutSharing(), WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
 			compact(reflect.ValueOf(p).Elem())
 			return p, nil
 		})}},
@@ -388,5 +495,78 @@ func BenchmarkCompactTransform(b *testing.B) {
 	for b.Loop() {
 		compact(reflect.ValueOf(pods[i%len(pods)]).Elem())
 		i++
+	}
+}
+
+// fixturePodJSON is every Pod of podList serialised on its own.
+func fixturePodJSON(b *testing.B) [][]byte {
+	b.Helper()
+	pods, err := podList()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := make([][]byte, len(pods))
+	for i := range pods {
+		if out[i], err = json.Marshal(&pods[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return out
+}
+
+// BenchmarkDecodePod is the cost of decoding one fixture Pod from JSON, as a
+// client decodes a list or watch event: the yardstick for the transform.
+func BenchmarkDecodePod(b *testing.B) {
+	data := fixturePodJSON(b)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		var p corev1.Pod
+		if err := json.Unmarshal(data[i%len(data)], &p); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkDefaultTransform is the CPU price per Pod of the factory's default
+// transform (strip managedFields, share sub-objects) over the 10^4 fixture
+// Pods, in list order, each batch of 10^4 into a fresh factory's table (so
+// every template is first seen, then found, as when an informer lists).
+func BenchmarkDefaultTransform(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		opts []FactoryOption
+	}{
+		{"default", nil},
+		{"stripped-only", []FactoryOption{WithoutSharing()}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			data := fixturePodJSON(b)
+			pods := make([]*corev1.Pod, len(data))
+			var f *Factory
+			fresh := func() {
+				b.StopTimer()
+				f = NewFactory(fake.NewClientset(), tc.opts...)
+				for i := range pods {
+					pods[i] = &corev1.Pod{}
+					if err := json.Unmarshal(data[i], pods[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if i%len(pods) == 0 {
+					fresh()
+				}
+				if _, err := f.transform(pods[i%len(pods)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
 	}
 }
