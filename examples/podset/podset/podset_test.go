@@ -145,14 +145,16 @@ func TestStaleCacheDoesNotCreateDuplicates(t *testing.T) {
 	assert.Equal(t, 3, creates(), "a stale cache causes no duplicate creates")
 
 	// The watch catches up; then a Pod is deleted and the controller hears of it.
+	// An object sent down a watch is the informer's (its transform may rewrite it,
+	// as a decoder's fresh object): send copies, as a real watch would.
 	created := c.podsOf("web")
 	require.Len(t, created, 3)
 	for i := range created {
-		podWatch.Add(&created[i])
+		podWatch.Add(created[i].DeepCopy())
 	}
 	victim := &created[0]
 	require.NoError(t, c.env.Client().CoreV1().Pods(victim.Namespace).Delete(c.ctx(), victim.Name, metav1.DeleteOptions{}))
-	podWatch.Delete(victim)
+	podWatch.Delete(victim.DeepCopy())
 	require.Eventually(t, func() bool {
 		_, err := ctrl.Reconcile(c.ctx(), key("web"))
 		return err == nil && creates() == 4
