@@ -18,8 +18,9 @@
 //     whether or not the informer saw the delete (tombstones are unwrapped),
 //     and report objects of the wrong type to an error handler instead of
 //     panicking;
-//   - lean caches: metadata.managedFields is stripped on entry by default,
-//     plus per-type transforms (WithTransform);
+//   - lean caches: metadata.managedFields is stripped on entry and equal
+//     sub-objects of cached objects are shared by default, plus per-type
+//     transforms (WithTransform);
 //   - enqueue helpers (EnqueueKey, EnqueueControllerOf, EnqueueMapped) that
 //     connect events to a work queue;
 //   - WaitForCacheSync whose error names each informer that did not sync.
@@ -53,6 +54,34 @@
 // does not (the owner resyncs itself), as in kube-controller-manager.
 //
 // Objects handed out are the cache's: never mutate them.
+//
+// # Shared sub-objects
+//
+// The Pods of one ReplicaSet carry equal labels, owner references,
+// tolerations, env lists, probes, resource lists and volume sources; so do
+// the objects of most other controllers. The factory's default transform
+// ends by making equal sub-objects one instance, shared by every cached
+// object that holds them (hash-consing): about a third of the heap of a
+// cache of Deployment-managed Pods (docs/performance.md). The rules:
+//
+//   - It runs last, after managedFields stripping and the WithTransform
+//     functions, for typed, metadata-only and typed custom-resource
+//     informers alike; every API type works through one reflective plan per
+//     Go type.
+//   - Only sub-objects that serialise identically are shared: equal
+//     scalars and strings, equal quantities, nil kept apart from empty. The
+//     object's own struct is never shared, so each object keeps its name,
+//     UID and resourceVersion.
+//   - A sub-object becomes shared the second time it is seen; the table of
+//     shared instances holds them weakly and forgets each once no cached
+//     object uses it. Strings seen twice are interned (package unique).
+//   - Quantities inside shared sub-objects have their string form cached
+//     before they are shared, so String only reads. Quantity.AsDec and
+//     ToDec rewrite their receiver: call them on a copy.
+//
+// Sharing relies on the read-only contract above: a write to a cached
+// object can now change other cached objects too. DeepCopy copies the shared
+// parts, so a copy is the caller's own. WithoutSharing turns sharing off.
 //
 // Testing with k8s.io/client-go/kubernetes/fake: the fake stores objects
 // with the resourceVersion the test gave them, so two versions of an object

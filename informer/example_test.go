@@ -204,6 +204,45 @@ func ExampleWithTransform() {
 	// Output: 0 0
 }
 
+// By default equal sub-objects of cached objects are one instance: here the
+// labels of a ReplicaSet's Pods. Cached objects are read-only; DeepCopy before
+// changing one, which copies the shared parts too. WithoutSharing keeps every
+// object's own copy.
+func ExampleWithoutSharing() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var objs []runtime.Object
+	for i := range 4 {
+		objs = append(objs, examplePod("default", fmt.Sprintf("web-%d", i), map[string]string{"app": "web", "pod-template-hash": "6d9f7c8b5"}))
+	}
+	distinctLabelMaps := func(opts ...informer.FactoryOption) int {
+		f := informer.NewFactory(fake.NewClientset(objs...), opts...)
+		defer f.Shutdown()
+		pods, _ := informer.For[*corev1.Pod](f)
+		f.Start(ctx)
+		_ = f.WaitForCacheSync(ctx)
+		list, _ := pods.Lister().List(labels.Everything())
+		seen := map[string]bool{}
+		for _, p := range list {
+			seen[fmt.Sprintf("%p", p.Labels)] = true
+		}
+
+		// Change a cached object only through a copy.
+		p := list[0].DeepCopy()
+		p.Labels["app"] = "changed"
+		cached, _ := pods.Lister().Get("default", list[1].Name)
+		fmt.Println(cached.Labels["app"])
+		return len(seen)
+	}
+	fmt.Println(distinctLabelMaps() < len(objs))
+	fmt.Println(distinctLabelMaps(informer.WithoutSharing()) == len(objs))
+	// Output:
+	// web
+	// true
+	// web
+	// true
+}
+
 // A metadata-only informer caches names, labels and owner references but no
 // spec or status: for controllers that only need to find objects.
 func ExampleForMetadata() {

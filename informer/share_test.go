@@ -310,13 +310,13 @@ func TestDeepCopyOfSharedObjectIsIndependent(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pods []*corev1.Pod
-	for i := range 3 {
+	for i := range 5 {
 		p := tmpl.DeepCopy()
 		p.Name = fmt.Sprint(i)
 		s.share(p)
 		pods = append(pods, p)
 	}
-	a, b := pods[1], pods[2]
+	a, b := pods[3], pods[4]
 	if reflect.ValueOf(a.Labels).Pointer() != reflect.ValueOf(b.Labels).Pointer() ||
 		a.Spec.Containers[0].ReadinessProbe != b.Spec.Containers[0].ReadinessProbe {
 		t.Fatal("the fixture's labels and probes are not shared")
