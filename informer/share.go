@@ -43,7 +43,8 @@ type sharer struct {
 	entries map[uint64]*entry // by content hash; chained on collision
 	count   int
 
-	remove func(*entry) // t.removeEntry, bound once
+	remove func(*entry)  // t.removeEntry, bound once
+	serial atomic.Uint64 // numbers the objects shared
 }
 
 // entry is one canonical node.
@@ -79,9 +80,16 @@ func (s *sharer) share(obj any) {
 	}
 	pl := planFor(v.Type().Elem())
 	p := v.UnsafePointer()
-	s.visit(pl, p)
-	s.internInline(pl, p)
+	w := &walk{sharer: s, obj: s.serial.Add(1)}
+	w.visit(pl, p)
+	w.internInline(pl, p)
 	runtime.KeepAlive(obj)
+}
+
+// walk is one share call: the sharer and a serial number of the object.
+type walk struct {
+	*sharer
+	obj uint64
 }
 
 // len reports the number of canonical nodes in the table, live or awaiting
@@ -199,7 +207,7 @@ type sliceHeader struct {
 // place, and returns the value's content hash. ok is false when the value
 // cannot be compared (a non-nil interface, for example); it and every node
 // containing it are then never shared, though nodes inside it still are.
-func (s *sharer) visit(pl *plan, p unsafe.Pointer) (h uint64, ok bool) {
+func (s *walk) visit(pl *plan, p unsafe.Pointer) (h uint64, ok bool) {
 	switch pl.kind {
 	case kindRaw:
 		return s.hashRaw(p, pl.size), true
@@ -300,7 +308,7 @@ func (s *sharer) nodeEqual(pl *plan, n int, c, cand unsafe.Pointer) bool {
 
 // internInline interns, on their second sighting, the strings held inline in
 // the value at p (not those inside its nodes, which have their own turn).
-func (s *sharer) internInline(pl *plan, p unsafe.Pointer) {
+func (s *walk) internInline(pl *plan, p unsafe.Pointer) {
 	if !pl.inlineStrings {
 		return
 	}
@@ -325,9 +333,20 @@ func (s *sharer) internInline(pl *plan, p unsafe.Pointer) {
 	}
 }
 
-// intern returns the interned copy of str if str was seen before.
-func (s *sharer) intern(str string) string {
-	if !s.seen(s.hashString(str) ^ 0x737472) {
+// intern returns the interned copy of str if str was seen before in
+// another object. (A string repeated within one object only, such as the
+// name of a Pod's token volume in the volume and its mount, would cost more
+// in the interning table than it saves.)
+func (s *walk) intern(str string) string {
+	const objBits = 0xff
+	h := s.hashString(str) ^ 0x737472
+	slot := &s.filter[(h&s.mask)>>s.shift]
+	old, mine := slot.Load(), h&^objBits|s.obj&objBits
+	switch {
+	case old == mine:
+		return str // seen, but only in this object
+	case old&^objBits != h&^objBits:
+		slot.Store(mine)
 		return str
 	}
 	return unique.Make(str).Value()
@@ -357,7 +376,7 @@ func cacheQuantities(pl *plan, p unsafe.Pointer) {
 	}
 }
 
-func (s *sharer) pointerNode(pl *plan, fp unsafe.Pointer) (uint64, bool) {
+func (s *walk) pointerNode(pl *plan, fp unsafe.Pointer) (uint64, bool) {
 	p := *(*unsafe.Pointer)(fp)
 	if p == nil {
 		return tagNil, true
@@ -388,7 +407,7 @@ func (s *sharer) pointerNode(pl *plan, fp unsafe.Pointer) (uint64, bool) {
 	return h, true
 }
 
-func (s *sharer) sliceNode(pl *plan, fp unsafe.Pointer) (uint64, bool) {
+func (s *walk) sliceNode(pl *plan, fp unsafe.Pointer) (uint64, bool) {
 	hdr := (*sliceHeader)(fp)
 	if hdr.data == nil {
 		return tagNil, true
@@ -472,7 +491,7 @@ func pointerFree(t reflect.Type) bool {
 // map[~string]resource.Quantity (resource lists) have fast paths; other maps
 // whose values hold no nodes go through reflection; the rest are not shared.
 
-func (s *sharer) mapNode(pl *plan, fp unsafe.Pointer) (uint64, bool) {
+func (s *walk) mapNode(pl *plan, fp unsafe.Pointer) (uint64, bool) {
 	m := *(*unsafe.Pointer)(fp)
 	if m == nil {
 		return tagNil, true
@@ -522,7 +541,7 @@ func (s *sharer) mapNode(pl *plan, fp unsafe.Pointer) (uint64, bool) {
 
 // copyMap returns the map header of a fresh copy of the map at fp, its
 // strings interned and its quantities' strings cached.
-func (s *sharer) copyMap(pl *plan, fp unsafe.Pointer, n int) unsafe.Pointer {
+func (s *walk) copyMap(pl *plan, fp unsafe.Pointer, n int) unsafe.Pointer {
 	out := reflect.MakeMapWithSize(pl.typ, n)
 	c := out.UnsafePointer()
 	switch pl.mapShape {
