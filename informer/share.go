@@ -100,14 +100,20 @@ func (s *sharer) len() int {
 	return s.count
 }
 
-// seen reports whether h was recorded before, and records it.
+// seen reports whether h was recorded before, and records it. The filter
+// is 2-way: a slot pair holds the latest hash and the one before, so two
+// hashes that share a pair and alternate (two nodes of every object of a
+// kind) are both remembered.
 func (s *sharer) seen(h uint64) bool {
 	h &= s.mask
-	slot := &s.filter[h>>s.shift]
-	if slot.Load() == h {
+	i := (h >> s.shift) &^ 1
+	recent, older := &s.filter[i], &s.filter[i+1]
+	r := recent.Load()
+	if r == h || older.Load() == h {
 		return true
 	}
-	slot.Store(h)
+	older.Store(r)
+	recent.Store(h)
 	return false
 }
 
@@ -203,33 +209,47 @@ type sliceHeader struct {
 	len, cap int
 }
 
+// state is what visit learnt about a value, worst first.
+type state uint8
+
+const (
+	// opaque: the value cannot be compared (a non-nil interface, for
+	// example); it and every node containing it are never shared, though
+	// nodes inside it still are.
+	opaque state = iota
+	// loose: comparable, but some node inside is not canonical (seen for the
+	// first time), so no canonical node can equal it yet.
+	loose
+	// fixed: every node inside is canonical (or nil or empty).
+	fixed
+)
+
 // visit makes the nodes inside the value at p (of plan pl) canonical, in
-// place, and returns the value's content hash. ok is false when the value
-// cannot be compared (a non-nil interface, for example); it and every node
-// containing it are then never shared, though nodes inside it still are.
-func (s *walk) visit(pl *plan, p unsafe.Pointer) (h uint64, ok bool) {
+// place, and returns the value's content hash and state. The hash depends on
+// content only, not on which nodes are canonical.
+func (s *walk) visit(pl *plan, p unsafe.Pointer) (h uint64, st state) {
 	switch pl.kind {
 	case kindRaw:
-		return s.hashRaw(p, pl.size), true
+		return s.hashRaw(p, pl.size), fixed
 	case kindString:
-		return s.hashString(*(*string)(p)), true
+		return s.hashString(*(*string)(p)), fixed
 	case kindStruct:
-		h, ok = pl.seed, true
+		h, st = pl.seed, fixed
 		for i := range pl.fields {
 			f := &pl.fields[i]
-			fh, fok := s.visit(f.pl, unsafe.Add(p, f.off))
+			fh, fst := s.visit(f.pl, unsafe.Add(p, f.off))
 			h = mix(h, fh)
-			ok = ok && fok
+			st = min(st, fst)
 		}
-		return h, ok
+		return h, st
 	case kindArray:
-		h, ok = pl.seed, true
+		h, st = pl.seed, fixed
 		for i := range pl.n {
-			eh, eok := s.visit(pl.elem, unsafe.Add(p, uintptr(i)*pl.elem.size))
+			eh, est := s.visit(pl.elem, unsafe.Add(p, uintptr(i)*pl.elem.size))
 			h = mix(h, eh)
-			ok = ok && eok
+			st = min(st, est)
 		}
-		return h, ok
+		return h, st
 	case kindPointer:
 		return s.pointerNode(pl, p)
 	case kindSlice:
@@ -238,11 +258,11 @@ func (s *walk) visit(pl *plan, p unsafe.Pointer) (h uint64, ok bool) {
 		return s.mapNode(pl, p)
 	case kindIface:
 		if *(*[2]unsafe.Pointer)(p) == [2]unsafe.Pointer{} {
-			return tagIface, true
+			return tagIface, fixed
 		}
-		return 0, false
+		return 0, opaque
 	}
-	return 0, false // chan, func, unsafe.Pointer: never in API types
+	return 0, opaque // chan, func, unsafe.Pointer: never in API types
 }
 
 // equal compares two values of plan pl whose nodes are canonical: scalars
@@ -339,17 +359,21 @@ func (s *walk) internInline(pl *plan, p unsafe.Pointer) {
 // in the interning table than it saves.)
 func (s *walk) intern(str string) string {
 	const objBits = 0xff
-	h := s.hashString(str) ^ 0x737472
-	slot := &s.filter[(h&s.mask)>>s.shift]
-	old, mine := slot.Load(), h&^objBits|s.obj&objBits
-	switch {
-	case old == mine:
-		return str // seen, but only in this object
-	case old&^objBits != h&^objBits:
-		slot.Store(mine)
-		return str
+	h := (s.hashString(str) ^ 0x737472) & s.mask
+	i := (h >> s.shift) &^ 1
+	recent, older := &s.filter[i], &s.filter[i+1]
+	mine := h&^objBits | s.obj&objBits
+	for _, slot := range []*atomic.Uint64{recent, older} {
+		if old := slot.Load(); old&^objBits == h&^objBits {
+			if old == mine {
+				return str // seen, but only in this object
+			}
+			return unique.Make(str).Value()
+		}
 	}
-	return unique.Make(str).Value()
+	older.Store(recent.Load())
+	recent.Store(mine)
+	return str
 }
 
 // cacheQuantities caches the string form of every resource.Quantity held
@@ -376,82 +400,92 @@ func cacheQuantities(pl *plan, p unsafe.Pointer) {
 	}
 }
 
-func (s *walk) pointerNode(pl *plan, fp unsafe.Pointer) (uint64, bool) {
+// A node is looked up only when every node inside it is canonical (fixed),
+// and admitted only then: a canonical node holds only canonical nodes, so
+// equality by identity finds it again.
+
+func (s *walk) pointerNode(pl *plan, fp unsafe.Pointer) (uint64, state) {
 	p := *(*unsafe.Pointer)(fp)
 	if p == nil {
-		return tagNil, true
+		return tagNil, fixed
 	}
 	ep := pl.elem
-	h, ok := s.visit(ep, p)
-	if !ok {
-		return 0, false
+	h, st := s.visit(ep, p)
+	if st == opaque {
+		return 0, opaque
 	}
 	h = mix(h, pl.seed)
 	if ep.size == 0 {
-		return h, true
+		return h, fixed
 	}
-	if c := s.lookup(h, pl, 0, p); c != nil {
-		if c != p {
-			*(*unsafe.Pointer)(fp) = c
+	if st == fixed {
+		if c := s.lookup(h, pl, 0, p); c != nil {
+			if c != p {
+				*(*unsafe.Pointer)(fp) = c
+			}
+			return h, fixed
 		}
-		return h, true
 	}
 	s.internInline(ep, p)
-	if s.seen(h) {
-		c := allocNode(ep.typ, ep.size, 1)
-		reflect.NewAt(ep.typ, c).Elem().Set(reflect.NewAt(ep.typ, p).Elem())
-		cacheQuantities(ep, c)
-		s.register(h, pl, 0, c)
-		*(*unsafe.Pointer)(fp) = c
+	if !s.seen(h) || st != fixed {
+		return h, loose
 	}
-	return h, true
+	c := allocNode(ep.typ, ep.size, 1)
+	reflect.NewAt(ep.typ, c).Elem().Set(reflect.NewAt(ep.typ, p).Elem())
+	cacheQuantities(ep, c)
+	s.register(h, pl, 0, c)
+	*(*unsafe.Pointer)(fp) = c
+	return h, fixed
 }
 
-func (s *walk) sliceNode(pl *plan, fp unsafe.Pointer) (uint64, bool) {
+func (s *walk) sliceNode(pl *plan, fp unsafe.Pointer) (uint64, state) {
 	hdr := (*sliceHeader)(fp)
 	if hdr.data == nil {
-		return tagNil, true
+		return tagNil, fixed
 	}
 	if hdr.len == 0 {
-		return tagEmpty, true
+		return tagEmpty, fixed
 	}
 	ep, n := pl.elem, hdr.len
-	h, ok := mix(pl.seed, uint64(n)), true
+	h, st := mix(pl.seed, uint64(n)), fixed
 	if ep.kind == kindRaw {
 		h = mix(h, maphash.Bytes(s.seed, unsafe.Slice((*byte)(hdr.data), uintptr(n)*ep.size)))
 	} else {
 		for i := range n {
-			eh, eok := s.visit(ep, unsafe.Add(hdr.data, uintptr(i)*ep.size))
+			eh, est := s.visit(ep, unsafe.Add(hdr.data, uintptr(i)*ep.size))
 			h = mix(h, eh)
-			ok = ok && eok
+			st = min(st, est)
 		}
 	}
-	if !ok {
-		return 0, false
+	if st == opaque {
+		return 0, opaque
 	}
 	if ep.size == 0 {
-		return h, true
+		return h, fixed
 	}
-	if c := s.lookup(h, pl, n, hdr.data); c != nil {
-		if c != hdr.data || hdr.cap != n {
-			*hdr = sliceHeader{data: c, len: n, cap: n}
+	if st == fixed {
+		if c := s.lookup(h, pl, n, hdr.data); c != nil {
+			if c != hdr.data || hdr.cap != n {
+				*hdr = sliceHeader{data: c, len: n, cap: n}
+			}
+			return h, fixed
 		}
-		return h, true
 	}
 	for i := range n {
 		s.internInline(ep, unsafe.Add(hdr.data, uintptr(i)*ep.size))
 	}
-	if s.seen(h) {
-		c := allocNode(ep.typ, ep.size, n)
-		dst := reflect.SliceAt(ep.typ, c, n)
-		reflect.Copy(dst, reflect.NewAt(pl.typ, fp).Elem())
-		for i := range n {
-			cacheQuantities(ep, unsafe.Add(c, uintptr(i)*ep.size))
-		}
-		s.register(h, pl, n, c)
-		*hdr = sliceHeader{data: c, len: n, cap: n}
+	if !s.seen(h) || st != fixed {
+		return h, loose
 	}
-	return h, true
+	c := allocNode(ep.typ, ep.size, n)
+	dst := reflect.SliceAt(ep.typ, c, n)
+	reflect.Copy(dst, reflect.NewAt(pl.typ, fp).Elem())
+	for i := range n {
+		cacheQuantities(ep, unsafe.Add(c, uintptr(i)*ep.size))
+	}
+	s.register(h, pl, n, c)
+	*hdr = sliceHeader{data: c, len: n, cap: n}
+	return h, fixed
 }
 
 // allocNode allocates room for n values of t. Small pointer-free nodes are
@@ -491,15 +525,17 @@ func pointerFree(t reflect.Type) bool {
 // map[~string]resource.Quantity (resource lists) have fast paths; other maps
 // whose values hold no nodes go through reflection; the rest are not shared.
 
-func (s *walk) mapNode(pl *plan, fp unsafe.Pointer) (uint64, bool) {
+// Map values hold no nodes (see shapeOf), so a map is always fixed once
+// hashed.
+func (s *walk) mapNode(pl *plan, fp unsafe.Pointer) (uint64, state) {
 	m := *(*unsafe.Pointer)(fp)
 	if m == nil {
-		return tagNil, true
+		return tagNil, fixed
 	}
 	var h uint64
 	n := reflect.NewAt(pl.typ, fp).Elem().Len()
 	if n == 0 {
-		return tagEmpty, true
+		return tagEmpty, fixed
 	}
 	switch pl.mapShape {
 	case mapStrings:
@@ -522,21 +558,22 @@ func (s *walk) mapNode(pl *plan, fp unsafe.Pointer) (uint64, bool) {
 			h += mix(kh, vh)
 		}
 	default:
-		return 0, false
+		return 0, opaque
 	}
 	h = mix(mix(pl.seed, uint64(n)), h)
 	if c := s.lookup(h, pl, 0, m); c != nil {
 		if c != m {
 			*(*unsafe.Pointer)(fp) = c
 		}
-		return h, true
+		return h, fixed
 	}
-	if s.seen(h) {
-		c := s.copyMap(pl, fp, n)
-		s.register(h, pl, 0, c)
-		*(*unsafe.Pointer)(fp) = c
+	if !s.seen(h) {
+		return h, loose
 	}
-	return h, true
+	c := s.copyMap(pl, fp, n)
+	s.register(h, pl, 0, c)
+	*(*unsafe.Pointer)(fp) = c
+	return h, fixed
 }
 
 // copyMap returns the map header of a fresh copy of the map at fp, its

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -470,4 +471,48 @@ func TestWithoutSharing(t *testing.T) {
 	if NewFactory(fake.NewClientset()).sharer == nil {
 		t.Fatal("sharing is not the default")
 	}
+}
+
+// With a filter that forgets almost everything, nodes are admitted late or
+// never, but the table never holds more nodes than there are distinct ones:
+// a node is admitted only when the nodes inside it are canonical.
+func TestSharingWithThrashingFilterStaysBounded(t *testing.T) {
+	tmpl, err := appliedPod()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := func() []*corev1.Pod {
+		out := make([]*corev1.Pod, 200)
+		for i := range out {
+			out[i] = tmpl.DeepCopy()
+			out[i].Name = fmt.Sprint(i)
+		}
+		return out
+	}
+	normal := newSharer()
+	all := pods()
+	for _, p := range all {
+		normal.share(p)
+	}
+	distinct := normal.len()
+
+	copies := pods()
+	for bits := uint(1); bits <= 7; bits++ {
+		for range 5 { // hash seeds differ: different collisions
+			thrashing := newSharer()
+			thrashing.filter, thrashing.shift = make([]atomic.Uint64, 1<<bits), 64-bits
+			again := pods()
+			for i, p := range again {
+				thrashing.share(p)
+				if got, want := mustJSON(t, p), mustJSON(t, copies[i]); got != want {
+					t.Fatalf("pod %d changed\nbefore %s\nafter  %s", i, want, got)
+				}
+			}
+			if got := thrashing.len(); got > distinct {
+				t.Fatalf("a %d-slot filter: table holds %d nodes for %d distinct ones", 1<<bits, got, distinct)
+			}
+			runtime.KeepAlive(again)
+		}
+	}
+	runtime.KeepAlive(all)
 }
