@@ -25,17 +25,19 @@ import (
 // scalars and strings are equal and their children are the same instances.
 // An equal node found in the table replaces the object's own. A node not in
 // the table is admitted on its second sighting (a small lossy filter of
-// recent hashes), so that nodes unique to one object (a Pod's volume list
-// holding its token volume's random name) cost nothing but the walk.
-// Admission copies the node into a fresh, exact-size allocation, which the
-// table holds through a weak pointer and drops, by a cleanup, once no cached
-// object uses it. Strings are interned (package unique) on their second
-// sighting.
+// recent hashes), and only once every node inside it is canonical, so that
+// nodes unique to one object (a Pod's volume list holding its token volume's
+// random name) cost nothing but the walk. Admission copies the node into a
+// fresh, exact-size allocation, which the table holds through a weak pointer
+// and drops, by a cleanup, once no cached object uses it. Strings are
+// interned (package unique) once seen in a second object.
+//
+// Unstructured objects (maps of interfaces) are walked but not shared.
 
 // sharer canonicalises objects into one table. Safe for concurrent use.
 type sharer struct {
 	seed   maphash.Seed
-	filter []atomic.Uint64 // lossy "seen once" set of hashes, direct-mapped
+	filter []atomic.Uint64 // lossy "seen once" set of hashes, 2-way (see seen)
 	shift  uint            // 64 - log2(len(filter))
 	mask   uint64          // applied to node hashes; tests narrow it to force collisions
 
