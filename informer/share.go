@@ -752,10 +752,14 @@ func planFor(t reflect.Type) *plan {
 	defer plansMu.Unlock()
 	building := map[reflect.Type]*plan{}
 	p := buildPlan(t, building)
-	for bt, bp := range building {
+	// Complete every new plan before publishing any: a reader that finds a
+	// published plan (without plansMu) walks the plans it refers to.
+	for _, bp := range building {
 		if bp.kind == kindMap {
 			bp.mapShape = shapeOf(bp)
 		}
+	}
+	for bt, bp := range building {
 		plans.LoadOrStore(bt, bp)
 	}
 	if stored, ok := plans.Load(t); ok {

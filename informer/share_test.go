@@ -516,3 +516,50 @@ func TestSharingWithThrashingFilterStaysBounded(t *testing.T) {
 	}
 	runtime.KeepAlive(all)
 }
+
+// TestPlanForConcurrentFirstUse shares objects of types never planned before
+// from two goroutines at once (each round makes fresh types with
+// reflect.StructOf), under -race. planFor publishes a plan only once every
+// plan it refers to is complete; before that rule, a reader could walk a map
+// plan still being filled in. That interleaving is narrow (the race detector
+// caught it once, in the replicaset example's test, not here): this test
+// guards the concurrent first use as a whole, the rule holds by construction.
+func TestPlanForConcurrentFirstUse(t *testing.T) {
+	s := newSharer()
+	mapT := reflect.TypeFor[map[string]string]()
+	for round := range 300 {
+		inner := reflect.StructOf([]reflect.StructField{
+			{Name: fmt.Sprintf("Limits%d", round), Type: mapT},
+			{Name: "Tags", Type: reflect.TypeFor[[]string]()},
+		})
+		outer := reflect.StructOf([]reflect.StructField{
+			{Name: "Labels", Type: mapT},
+			{Name: fmt.Sprintf("Inner%d", round), Type: reflect.PointerTo(inner)},
+		})
+		newObj := func() any {
+			in := reflect.New(inner)
+			in.Elem().Field(0).Set(reflect.ValueOf(map[string]string{"cpu": "1"}))
+			out := reflect.New(outer)
+			out.Elem().Field(0).Set(reflect.ValueOf(map[string]string{"app": "web"}))
+			out.Elem().Field(1).Set(in)
+			return out.Interface()
+		}
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 2 {
+			obj := newObj()
+			wg.Go(func() {
+				<-start
+				s.share(obj)
+			})
+		}
+		close(start)
+		wg.Wait()
+		obj := newObj()
+		s.share(obj)
+		v := reflect.ValueOf(obj).Elem()
+		if got := v.Field(0).Interface(); !reflect.DeepEqual(got, map[string]string{"app": "web"}) {
+			t.Fatalf("round %d: labels became %v", round, got)
+		}
+	}
+}
