@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Queue is the part of a work queue the load uses.
@@ -60,7 +61,26 @@ func Parallel(b *testing.B, q Queue, workers int, keys []string, add func(i int,
 			}
 		})
 	}
-	producers.Wait()
+	// The throttle's count of items in flight drifts up: adds absorbed by deduplication are
+	// never consumed, and consumers account only whole batches. Once the drift passes MaxDepth,
+	// every producer would wait for consumers that have nothing left to consume; so while the
+	// producers run, this goroutine (idle otherwise) looks every 10 ms for producers
+	// waiting on an empty queue, and lets them go on.
+	produced := make(chan struct{})
+	go func() {
+		producers.Wait()
+		close(produced)
+	}()
+	tick := time.NewTicker(10 * time.Millisecond)
+	for running := true; running; {
+		select {
+		case <-produced:
+			running = false
+		case <-tick.C:
+			th.unstick(q)
+		}
+	}
+	tick.Stop()
 	for q.Len() > 0 { // controller-runtime's ShutDown drops what is still queued
 		runtime.Gosched()
 	}
@@ -102,6 +122,18 @@ func (t *throttle) produced(n int64) {
 		t.cond.Wait()
 	}
 	t.waiting.Add(-1)
+	t.mu.Unlock()
+}
+
+// unstick releases the waiting producers when q is empty: the count says they are too far
+// ahead, but nothing they added is left to consume, so the count has drifted.
+func (t *throttle) unstick(q Queue) {
+	if t.waiting.Load() == 0 || q.Len() > 0 {
+		return
+	}
+	t.mu.Lock()
+	t.depth.Store(0)
+	t.cond.Broadcast()
 	t.mu.Unlock()
 }
 
