@@ -31,6 +31,14 @@ func Parallel(b *testing.B, q Queue, workers int, keys []string, add func(i int,
 	var consumers, producers sync.WaitGroup
 	handled := make([]int, workers)
 	th := newThrottle(MaxDepth)
+	// The throttle's count of items in flight drifts up: adds absorbed by deduplication are
+	// never consumed, and consumers account only whole batches. Once the drift passes MaxDepth,
+	// every producer would wait for consumers that have nothing left to consume; so while the
+	// producers run, this goroutine (idle otherwise) looks every 10 ms for producers waiting on
+	// an empty queue, and lets them go on. Made before the timer starts: it allocates.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	finished := make(chan struct{}, workers)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for c := range workers {
@@ -59,28 +67,18 @@ func Parallel(b *testing.B, q Queue, workers int, keys []string, add func(i int,
 				}
 				add(i, keys[p*share+j%share])
 			}
+			finished <- struct{}{}
 		})
 	}
-	// The throttle's count of items in flight drifts up: adds absorbed by deduplication are
-	// never consumed, and consumers account only whole batches. Once the drift passes MaxDepth,
-	// every producer would wait for consumers that have nothing left to consume; so while the
-	// producers run, this goroutine (idle otherwise) looks every 10 ms for producers
-	// waiting on an empty queue, and lets them go on.
-	produced := make(chan struct{})
-	go func() {
-		producers.Wait()
-		close(produced)
-	}()
-	tick := time.NewTicker(10 * time.Millisecond)
-	for running := true; running; {
+	for left := workers; left > 0; {
 		select {
-		case <-produced:
-			running = false
+		case <-finished:
+			left--
 		case <-tick.C:
 			th.unstick(q)
 		}
 	}
-	tick.Stop()
+	producers.Wait()
 	for q.Len() > 0 { // controller-runtime's ShutDown drops what is still queued
 		runtime.Gosched()
 	}
@@ -104,6 +102,11 @@ type throttle struct {
 	mu      sync.Mutex
 	cond    sync.Cond
 	max     int64
+
+	batches atomic.Int64 // batches produced: progress, for the watchdog
+
+	suspect        bool  // the watchdog's previous look found producers waiting on an empty queue
+	suspectBatches int64 // and this many batches produced
 }
 
 func newThrottle(max int64) *throttle {
@@ -113,6 +116,7 @@ func newThrottle(max int64) *throttle {
 }
 
 func (t *throttle) produced(n int64) {
+	t.batches.Add(1)
 	if t.depth.Add(n) <= t.max {
 		return
 	}
@@ -125,12 +129,20 @@ func (t *throttle) produced(n int64) {
 	t.mu.Unlock()
 }
 
-// unstick releases the waiting producers when q is empty: the count says they are too far
-// ahead, but nothing they added is left to consume, so the count has drifted.
+// unstick releases the waiting producers when they have waited on an empty queue, with no batch
+// produced, since the previous call: the count says they are too far ahead, but nothing they
+// added is left to consume, so the count has drifted. (A single look would also catch producers
+// already woken but not yet running, a state every cycle of a fast consumer passes through, and
+// let them run far ahead.) Only the watchdog calls it.
 func (t *throttle) unstick(q Queue) {
-	if t.waiting.Load() == 0 || q.Len() > 0 {
+	batches := t.batches.Load()
+	stuck := t.waiting.Load() > 0 && q.Len() == 0
+	wasStuck := t.suspect && batches == t.suspectBatches
+	t.suspect, t.suspectBatches = stuck, batches
+	if !stuck || !wasStuck {
 		return
 	}
+	t.suspect = false
 	t.mu.Lock()
 	t.depth.Store(0)
 	t.cond.Broadcast()

@@ -18,7 +18,8 @@ type fullQueue struct{ emptyQueue }
 func (fullQueue) Len() int { return 1 }
 
 // A producer held back by a count that drifted past the limit (adds absorbed by deduplication
-// are never consumed) is let go once the queue is seen empty, and not before.
+// are never consumed) is let go once the queue is seen empty twice with the count unchanged, and
+// not before.
 func TestThrottleUnstickReleasesProducersOfAnEmptyQueue(t *testing.T) {
 	th := newThrottle(64)
 	th.depth.Store(64) // drifted: nothing is really in flight
@@ -40,7 +41,13 @@ func TestThrottleUnstickReleasesProducersOfAnEmptyQueue(t *testing.T) {
 		t.Fatal("a producer was let go while the queue still had items")
 	case <-time.After(50 * time.Millisecond):
 	}
-	th.unstick(emptyQueue{})
+	th.unstick(emptyQueue{}) // one look: it may be a producer woken but not yet running
+	select {
+	case <-released:
+		t.Fatal("a producer was let go on one look at an empty queue")
+	case <-time.After(50 * time.Millisecond):
+	}
+	th.unstick(emptyQueue{}) // still waiting, count unchanged: stuck
 	select {
 	case <-released:
 	case <-time.After(10 * time.Second):
