@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
@@ -46,6 +47,8 @@ type cluster struct {
 
 	mu      sync.Mutex
 	reports []error // what the factory reported (conversion failures)
+
+	watching chan struct{} // closed once a PodSet watch is registered with the fake's tracker
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -56,7 +59,24 @@ func newCluster(t *testing.T) *cluster {
 	require.NoError(t, crcluster.Install(env.FakeDynamic()))
 	podsets, err := customresource.NewClient[*v1alpha1.PodSet](env.Dynamic(), v1alpha1.GVR)
 	require.NoError(t, err)
-	c := &cluster{t: t, env: env, podsets: podsets.Namespace(env.Namespace()), recorder: record.NewFakeRecorder(1000)}
+	c := &cluster{t: t, env: env, podsets: podsets.Namespace(env.Namespace()), recorder: record.NewFakeRecorder(1000),
+		watching: make(chan struct{})}
+	// Register PodSet watches here, as the fake's own reactor would, to know when one is live.
+	// (It runs before controllertest's fault reactor, whose watch delay no PodSet test sets.)
+	var watched sync.Once
+	fakeDynamic := env.FakeDynamic()
+	fakeDynamic.PrependWatchReactor(v1alpha1.GVR.Resource, func(a clienttesting.Action) (bool, watch.Interface, error) {
+		var opts metav1.ListOptions
+		if wa, ok := a.(clienttesting.WatchActionImpl); ok {
+			opts = wa.ListOptions
+		}
+		w, err := fakeDynamic.Tracker().Watch(a.GetResource(), a.GetNamespace(), opts)
+		if err != nil {
+			return true, nil, err
+		}
+		watched.Do(func() { close(c.watching) })
+		return true, w, nil
+	})
 	c.factory = informer.NewFactory(env.Client(), informer.WithDynamicClient(env.Dynamic()),
 		informer.WithLogger(klog.FromContext(env.Context())),
 		informer.WithErrorHandler(func(_ context.Context, err error) {
@@ -80,6 +100,14 @@ func (c *cluster) controller(opts podset.Options) *podset.Controller {
 	require.NoError(c.t, err)
 	c.factory.Start(c.env.Context())
 	require.NoError(c.t, c.factory.WaitForCacheSync(c.env.Context()))
+	// A synced cache has listed, but its informer may not be watching yet, and the fake
+	// dynamic client, unlike an API server, does not replay what changed in between: a test
+	// that writes a PodSet at once would lose the event. Wait until the watch is registered.
+	select {
+	case <-c.watching:
+	case <-time.After(quiet):
+		c.t.Fatal("the PodSet informer never started watching")
+	}
 	return ctrl
 }
 
