@@ -34,8 +34,8 @@ func Parallel(b *testing.B, q Queue, workers int, keys []string, add func(i int,
 	// The throttle's count of items in flight drifts up: adds absorbed by deduplication are
 	// never consumed, and consumers account only whole batches. Once the drift passes MaxDepth,
 	// every producer would wait for consumers that have nothing left to consume; so while the
-	// producers run, this goroutine (idle otherwise) looks every 10 ms for producers waiting on
-	// an empty queue, and lets them go on. Made before the timer starts: it allocates.
+	// producers run, this goroutine (idle otherwise) looks every 10 ms for producers stuck on an
+	// empty queue (see unstick), and lets them go on. Made before the timer starts: it allocates.
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	finished := make(chan struct{}, workers)
