@@ -390,6 +390,7 @@ func TestSharingConcurrentReaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tmpl = tmpl.DeepCopy() // appliedPod's Pod is every test's: change a copy
 	tmpl.ManagedFields = nil
 	newPod := func(i int) *corev1.Pod {
 		p := tmpl.DeepCopy()
