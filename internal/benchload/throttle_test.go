@@ -18,7 +18,7 @@ type fullQueue struct{ emptyQueue }
 func (fullQueue) Len() int { return 1 }
 
 // A producer held back by a count that drifted past the limit (adds absorbed by deduplication
-// are never consumed) is let go once the queue is seen empty twice with the count unchanged, and
+// are never consumed) is let go once the queue is seen empty twice with no batch produced between, and
 // not before.
 func TestThrottleUnstickReleasesProducersOfAnEmptyQueue(t *testing.T) {
 	th := newThrottle(64)
@@ -47,7 +47,7 @@ func TestThrottleUnstickReleasesProducersOfAnEmptyQueue(t *testing.T) {
 		t.Fatal("a producer was let go on one look at an empty queue")
 	case <-time.After(50 * time.Millisecond):
 	}
-	th.unstick(emptyQueue{}) // still waiting, count unchanged: stuck
+	th.unstick(emptyQueue{}) // still waiting, no batch produced since: stuck
 	select {
 	case <-released:
 	case <-time.After(10 * time.Second):
