@@ -107,9 +107,8 @@ func TestChaosConvergesWithFailingWrites(t *testing.T) {
 		return false, nil, nil
 	})
 
-	m, err := NewManager(ManagerOptions{Client: client, Factory: informer.NewFactory(client, informer.WithNamespace("src"))})
-	require.NoError(t, err)
-	srcInf, err := informer.For[*corev1.ConfigMap](m.Factory())
+	factory := informer.NewFactory(client, informer.WithNamespace("src"))
+	srcInf, err := informer.For[*corev1.ConfigMap](factory)
 	require.NoError(t, err)
 	c, err := New("mirror", Reconciler[Key](&mirror{client: client, src: srcInf.Lister()}), Options[Key]{
 		Workers: 8,
@@ -118,11 +117,12 @@ func TestChaosConvergesWithFailingWrites(t *testing.T) {
 		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[Key](time.Millisecond, 100*time.Millisecond),
 	})
 	require.NoError(t, err)
-	require.NoError(t, c.Watch(srcInf, EnqueueObject))
-	require.NoError(t, m.Add(c))
+	require.NoError(t, Watch(c, srcInf, EnqueueObject))
 
 	ctx, logs := testLogger(t)
-	stop := startManager(t, ctx, m)
+	factory.Start(ctx)
+	t.Cleanup(factory.Shutdown)
+	stopController := startController(t, ctx, c)
 
 	want := map[string]string{}
 	for i := range objects {
@@ -170,7 +170,7 @@ func TestChaosConvergesWithFailingWrites(t *testing.T) {
 		return ok
 	}, 30*time.Second, 50*time.Millisecond, "not converged: %s", last)
 	waitIdle(t, c)
-	require.NoError(t, stop())
+	stopController()
 
 	t.Logf("writes %d, injected failures %d", writes.Load(), injected.Load())
 	assert.Greater(t, injected.Load(), int64(objects/10), "the chaos did not happen")
@@ -178,4 +178,8 @@ func TestChaosConvergesWithFailingWrites(t *testing.T) {
 		assert.False(t, strings.Contains(e.Message, "dropping the key"), "a key was dropped: %v", e)
 		assert.False(t, errors.Is(e.Err, ErrPanic))
 	}
+}
+
+func configMap(ns, name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: "1"}}
 }

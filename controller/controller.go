@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -50,10 +51,10 @@ type Options[K comparable] struct {
 	// overall 10 qps / burst 100). Ignored (an error) when Queue is set.
 	RateLimiter workqueue.TypedRateLimiter[K]
 
-	// Queue is a prebuilt queue to use instead of building one; the
-	// controller owns it from New on and shuts it down when Run returns.
-	// RateLimiter, Clock and queue metrics are then the queue's own
-	// business. A queue that also has
+	// Queue is a prebuilt queue to use instead of building one at Run; the
+	// controller shuts it down when Run returns (if Run is never called, that
+	// is the caller's job). RateLimiter, Clock and queue metrics are then the
+	// queue's own business. A queue that also has
 	// AddWithOpts(ctrlkit workqueue.AddOpts, ...K) gets Result.Priority.
 	Queue workqueue.TypedRateLimitingInterface[K]
 
@@ -63,8 +64,8 @@ type Options[K comparable] struct {
 	Logger klog.Logger
 
 	// Metrics receives this controller's reconcile and queue metrics. nil
-	// means none, or the Manager's when the controller is added to a
-	// Manager before its queue was first used.
+	// means the Metrics in Run's context (WithMetrics; a manager.Manager
+	// puts its own there), else none.
 	Metrics *Metrics
 
 	// ReconcileTimeout, when > 0, puts a deadline of this long (wall time,
@@ -83,8 +84,8 @@ type Options[K comparable] struct {
 	// cache or serve reads).
 	NeedLeaderElection *bool
 
-	// Feature, when set, is the feature gate a Manager consults: the
-	// controller is started only when ManagerOptions.FeatureGate says the
+	// Feature, when set, is the feature gate a manager.Manager consults: the
+	// controller is started only when manager.Options.FeatureGate says the
 	// feature is enabled, and the log says so when it is not.
 	Feature featuregate.Feature
 
@@ -100,7 +101,9 @@ type Options[K comparable] struct {
 
 // Controller runs a Reconciler over the keys in its queue with a fixed number
 // of workers. Build it with New, connect informers with Watch, and start it
-// with Run (or add it to a Manager).
+// with Run (or add it to a manager.Manager). The queue is built and the
+// watches are registered when Run starts, as controller-runtime does at
+// Start; keys enqueued before that are kept and handed to the queue then.
 type Controller[K comparable] struct {
 	name       string
 	r          Reconciler[K]
@@ -114,29 +117,46 @@ type Controller[K comparable] struct {
 	logger     klog.Logger
 	clock      clock.WithTicker
 	limiter    workqueue.TypedRateLimiter[K]
+	metrics    *Metrics                                // Options.Metrics
+	prebuilt   workqueue.TypedRateLimitingInterface[K] // Options.Queue
 
-	// metrics may be set by a Manager until the queue is built; it is read
-	// only after that (queueOnce orders the accesses).
-	metrics *Metrics
-	cm      *controllerMetrics
-
-	queueOnce sync.Once
-	qmu       sync.Mutex // orders setDefaultMetrics and buildQueue
-	built     bool
-	queue     workqueue.TypedRateLimitingInterface[K]
-	prio      priorityAdder[K]
+	// q is the running queue: nil before Run, then set once under mu. The
+	// hot path (Enqueue from informer handlers) reads it without the lock.
+	q atomic.Pointer[runQueue[K]]
 
 	mu      sync.Mutex
-	sources []source
+	watches []watch[K]
+	waits   []source
+	sources []source        // registered watches and waits, set by Run
+	pending []pendingKey[K] // enqueued before Run
+	ran     bool            // Run has begun: Watch is too late
+	// registered is set once Run registered the watches: HasSynced is false
+	// before, whatever sources says.
+	registered bool
+	stopped    bool // Run returned: Enqueue is ignored
 
 	started  atomic.Bool
 	inFlight atomic.Int64
+	cm       *controllerMetrics // set by Run before the workers start
 
 	// retrying holds the keys whose last Reconcile failed and that wait out a
 	// backoff: the queue does not count them (client-go's Len counts only
 	// ready keys), yet a test kit waiting for a settled world must.
 	retryMu  sync.Mutex
 	retrying map[K]struct{}
+}
+
+// pendingKey is a key enqueued before Run, with the time it is due.
+type pendingKey[K comparable] struct {
+	key K
+	at  time.Time // zero: at once
+}
+
+// runQueue is the queue of a running controller with its optional
+// priority interface, published together.
+type runQueue[K comparable] struct {
+	workqueue.TypedRateLimitingInterface[K]
+	prio priorityAdder[K]
 }
 
 // New validates opts and builds a controller named name (the name is used in
@@ -149,7 +169,7 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 	switch {
 	case name == "":
 		return bad("name", "empty; every controller needs a name for logs, metrics and events")
-	case r == nil:
+	case isNil(r):
 		return bad("Reconciler", "nil")
 	case opts.Workers < 0:
 		return bad("Workers", fmt.Sprintf("%d is negative", opts.Workers))
@@ -178,7 +198,7 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		clock:      opts.Clock,
 		limiter:    opts.RateLimiter,
 		metrics:    opts.Metrics,
-		queue:      opts.Queue,
+		prebuilt:   opts.Queue,
 	}
 	switch {
 	case opts.NoRetries:
@@ -195,81 +215,99 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 	return c, nil
 }
 
+// isNil reports whether r is nil or a nil func, map or pointer inside the
+// interface (a nil ReconcilerFunc would otherwise panic on the first key).
+func isNil[K comparable](r Reconciler[K]) bool {
+	if r == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(r); v.Kind() {
+	case reflect.Func, reflect.Pointer, reflect.Map, reflect.Interface, reflect.Slice, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
+}
+
 // Name returns the controller's name.
 func (c *Controller[K]) Name() string { return c.name }
 
 // NeedLeaderElection reports whether the controller runs only on the leader
-// (Options.NeedLeaderElection, default true).
+// (Options.NeedLeaderElection, default true). It makes a Controller a
+// manager.LeaderElectionRunnable.
 func (c *Controller[K]) NeedLeaderElection() bool { return c.needLeader }
 
 // Feature returns the feature gate the controller is behind ("" for none).
+// It makes a Controller a manager.GatedRunnable.
 func (c *Controller[K]) Feature() featuregate.Feature { return c.feature }
-
-// Workers returns the number of workers Run starts.
-func (c *Controller[K]) Workers() int { return c.workers }
-
-// Queue returns the controller's queue, built on first use.
-func (c *Controller[K]) Queue() workqueue.TypedRateLimitingInterface[K] {
-	c.queueOnce.Do(c.buildQueue)
-	return c.queue
-}
-
-func (c *Controller[K]) buildQueue() {
-	c.qmu.Lock()
-	defer c.qmu.Unlock()
-	c.built = true
-	if c.queue == nil {
-		c.queue = newDefaultQueue(c.name, c.limiter, c.clock, c.metrics)
-	}
-	if p, ok := c.queue.(priorityAdder[K]); ok {
-		c.prio = p
-	}
-	c.cm = c.metrics.forController(c.name, c.workers)
-}
-
-// setDefaultMetrics gives the controller m unless it has metrics already or
-// its queue was built (then it is too late for queue metrics, and partial
-// metrics would mislead). It reports whether m was taken.
-func (c *Controller[K]) setDefaultMetrics(m *Metrics) bool {
-	c.qmu.Lock()
-	defer c.qmu.Unlock()
-	if c.built || c.metrics != nil {
-		return false
-	}
-	c.metrics = m
-	return true
-}
-
-// shutdownQueue frees the queue's goroutines; the Manager calls it for
-// controllers it never ran. Nothing is lost that a Run could still process:
-// a controller runs once.
-func (c *Controller[K]) shutdownQueue() {
-	c.Queue().ShutDown()
-}
 
 // Enqueue adds key to the queue. A key already waiting is not added twice;
 // a key being reconciled now is reconciled again after the current call.
-// After Run returned, Enqueue does nothing.
-func (c *Controller[K]) Enqueue(key K) { c.Queue().Add(key) }
+// Before Run the key is kept and queued when Run starts; after Run returned,
+// Enqueue does nothing.
+func (c *Controller[K]) Enqueue(key K) { c.EnqueueAfter(key, 0) }
 
-// EnqueueAfter adds key after d (at once when d <= 0).
-func (c *Controller[K]) EnqueueAfter(key K, d time.Duration) { c.Queue().AddAfter(key, d) }
+// EnqueueAfter adds key after d (at once when d <= 0). Before Run the key is
+// kept and handed to the queue when Run starts, still due d after this call.
+func (c *Controller[K]) EnqueueAfter(key K, d time.Duration) {
+	if q := c.q.Load(); q != nil {
+		q.AddAfter(key, d) // d <= 0 adds at once
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Run may have published the queue since the lock-free look.
+	if q := c.q.Load(); q != nil {
+		q.AddAfter(key, d)
+		return
+	}
+	if c.stopped {
+		return
+	}
+	p := pendingKey[K]{key: key}
+	if d > 0 {
+		p.at = c.clock.Now().Add(d)
+	}
+	c.pending = append(c.pending, p)
+}
 
-// Len returns how many keys are ready in the queue (not counting keys being
-// reconciled or waiting for a delay). With InFlight it tells test kits when
-// the controller is quiet; both names are stable API.
-func (c *Controller[K]) Len() int { return c.Queue().Len() }
+// Stats is a snapshot of a controller's load, for test kits and probes that
+// wait for a settled world instead of sleeping (controllertest.WaitForQuiet).
+type Stats struct {
+	// Queued is how many keys are ready in the queue: not counting keys being
+	// reconciled or waiting out a delay. Before Run, the keys enqueued so far
+	// (delayed ones included).
+	Queued int
+	// InFlight is how many Reconcile calls are running now.
+	InFlight int
+	// Retrying is how many keys failed their last Reconcile and wait out a
+	// backoff before their next try. A key leaves the count when a Reconcile
+	// of it succeeds, fails terminally or runs out of retries.
+	Retrying int
+}
 
-// InFlight returns how many Reconcile calls are running now.
-func (c *Controller[K]) InFlight() int { return int(c.inFlight.Load()) }
+// Idle reports whether nothing is ready and nothing is running. Keys waiting
+// out a RequeueAfter or a backoff do not count: see Retrying for the latter.
+func (s Stats) Idle() bool { return s.Queued == 0 && s.InFlight == 0 }
 
-// Retrying returns how many keys failed their last Reconcile and wait out a
-// backoff before their next try. A key leaves the count when a Reconcile of
-// it succeeds, fails terminally or runs out of retries.
-func (c *Controller[K]) Retrying() int {
+// Stats returns a snapshot of the controller's load. A key handed out by the
+// queue is counted in flight a few instructions after it leaves the queue,
+// so poll until Idle holds for a while (as controllertest.WaitForQuiet does)
+// rather than trusting one reading.
+func (c *Controller[K]) Stats() Stats {
+	// Read in-flight first: a worker finishing marks the key Done (which may
+	// put it back in the queue) before it leaves the in-flight count.
+	s := Stats{InFlight: int(c.inFlight.Load())}
+	if q := c.q.Load(); q != nil {
+		s.Queued = q.Len()
+	} else {
+		c.mu.Lock()
+		s.Queued = len(c.pending)
+		c.mu.Unlock()
+	}
 	c.retryMu.Lock()
-	defer c.retryMu.Unlock()
-	return len(c.retrying)
+	s.Retrying = len(c.retrying)
+	c.retryMu.Unlock()
+	return s
 }
 
 func (c *Controller[K]) markRetrying(key K, retrying bool) {
@@ -285,27 +323,20 @@ func (c *Controller[K]) markRetrying(key K, retrying bool) {
 	c.retrying[key] = struct{}{}
 }
 
-// Idle reports whether no key is ready in the queue and no Reconcile is
-// running (keys waiting for a RequeueAfter or a backoff do not count). A key
-// handed out by the queue is counted in flight a few instructions after it
-// leaves the queue, so poll Idle until it holds twice in a row (as
-// controllertest.WaitForQuiet does) rather than trusting one reading.
-func (c *Controller[K]) Idle() bool {
-	// Read in-flight first: a worker finishing marks the key Done (which may
-	// put it back in the queue) before it leaves the in-flight count.
-	return c.inFlight.Load() == 0 && c.Queue().Len() == 0
-}
-
-// Run waits for every watched informer to sync, starts the workers and blocks
-// until ctx ends; then it stops taking new keys, lets in-flight Reconciles
-// finish (they see ctx cancelled) and returns nil. It returns a
-// *CacheSyncError when the caches did not sync within CacheSyncTimeout, and
+// Run builds the queue, registers the watches, waits for every watched
+// informer to sync, starts the workers and blocks until ctx ends; then it
+// stops taking new keys, lets in-flight Reconciles finish (they see ctx
+// cancelled), removes its event handlers and returns nil. It returns an
+// error matching ErrCacheSyncTimeout (an *informer.CacheSyncError naming the
+// informers) when the caches did not sync within CacheSyncTimeout, and
 // ErrAlreadyStarted when called twice: a Controller runs once.
+//
+// Metrics go to Options.Metrics, else to the Metrics in ctx (WithMetrics; a
+// manager.Manager puts its own there), else nowhere.
 func (c *Controller[K]) Run(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return fmt.Errorf("controller %q: %w", c.name, ErrAlreadyStarted)
 	}
-	q := c.Queue()
 	logger := c.logger
 	if logger.GetSink() == nil {
 		logger = klog.FromContext(ctx)
@@ -313,6 +344,19 @@ func (c *Controller[K]) Run(ctx context.Context) error {
 	logger = logger.WithValues("controller", c.name)
 	ctx = klog.NewContext(ctx, logger)
 
+	m := c.metrics
+	if m == nil {
+		m = MetricsFrom(ctx)
+	}
+	q := c.start(m)
+	defer c.stop()
+
+	regs, err := c.register(q)
+	defer c.unregister(logger, regs)
+	if err != nil {
+		q.ShutDown()
+		return err
+	}
 	if err := c.waitForSync(ctx); err != nil {
 		q.ShutDown()
 		if ctx.Err() != nil {
@@ -325,7 +369,7 @@ func (c *Controller[K]) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for range c.workers {
 		wg.Go(func() {
-			for c.processNext(ctx, logger) {
+			for c.processNext(ctx, q, logger) {
 			}
 		})
 	}
@@ -339,6 +383,74 @@ func (c *Controller[K]) Run(ctx context.Context) error {
 	wg.Wait()
 	logger.V(2).Info("Stopped")
 	return nil
+}
+
+// start builds the queue, hands it the keys enqueued so far and publishes it.
+func (c *Controller[K]) start(m *Metrics) *runQueue[K] {
+	var q workqueue.TypedRateLimitingInterface[K] = c.prebuilt
+	if q == nil {
+		q = newDefaultQueue(c.name, c.limiter, c.clock, m)
+	}
+	rq := &runQueue[K]{TypedRateLimitingInterface: q}
+	if p, ok := q.(priorityAdder[K]); ok {
+		rq.prio = p
+	}
+	c.cm = m.forController(c.name, c.workers)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ran = true
+	for _, p := range c.pending {
+		if p.at.IsZero() {
+			q.Add(p.key)
+		} else {
+			q.AddAfter(p.key, p.at.Sub(c.clock.Now()))
+		}
+	}
+	c.pending = nil
+	c.q.Store(rq)
+	return rq
+}
+
+// stop makes later Enqueues no-ops; the queue is shut down by then.
+func (c *Controller[K]) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped = true
+}
+
+// register adds the event handlers of every Watch, feeding q. It returns the
+// registrations made so far even on error, so they can be removed.
+func (c *Controller[K]) register(q *runQueue[K]) ([]registration, error) {
+	c.mu.Lock()
+	watches := c.watches
+	c.mu.Unlock()
+	var regs []registration
+	for _, w := range watches {
+		reg, err := w.register(q)
+		if err != nil {
+			return regs, fmt.Errorf("controller %q: watching %s: %w", c.name, w.name, err)
+		}
+		regs = append(regs, reg)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sources = c.sources[:0]
+	for _, r := range regs {
+		c.sources = append(c.sources, r)
+	}
+	c.sources = append(c.sources, c.waits...)
+	c.registered = true
+	return regs, nil
+}
+
+// unregister removes the handlers, so a stopped controller's informers (which
+// outlive it in a shared factory) stop mapping events for nothing.
+func (c *Controller[K]) unregister(logger klog.Logger, regs []registration) {
+	for _, r := range regs {
+		if err := r.remove(); err != nil {
+			logger.V(2).Info("Removing event handler failed", "informer", r.name, "err", err)
+		}
+	}
 }
 
 func (c *Controller[K]) waitForSync(ctx context.Context) error {
@@ -359,15 +471,15 @@ func (c *Controller[K]) waitForSync(ctx context.Context) error {
 		infs[i] = s
 	}
 	if err := informer.WaitForCacheSync(waitCtx, infs...); err != nil {
-		return &CacheSyncError{Controller: c.name, Err: err}
+		return fmt.Errorf("controller %q: %w", c.name, err)
 	}
 	return nil
 }
 
 // processNext handles one key; it returns false once the queue is shut down
 // and empty.
-func (c *Controller[K]) processNext(ctx context.Context, logger klog.Logger) bool {
-	key, shutdown := c.queue.Get()
+func (c *Controller[K]) processNext(ctx context.Context, q *runQueue[K], logger klog.Logger) bool {
+	key, shutdown := q.Get()
 	if shutdown {
 		return false
 	}
@@ -375,7 +487,7 @@ func (c *Controller[K]) processNext(ctx context.Context, logger klog.Logger) boo
 	// Done before leaving the in-flight count, so Idle never sees a key that
 	// Done is about to put back as "nothing to do".
 	defer c.inFlight.Add(-1)
-	defer c.queue.Done(key)
+	defer q.Done(key)
 
 	if ctx.Err() != nil {
 		// Shutting down: keys not yet started are not started now; the next
@@ -391,7 +503,7 @@ func (c *Controller[K]) processNext(ctx context.Context, logger klog.Logger) boo
 	}
 
 	res, err := c.reconcile(rctx, key)
-	c.handle(klogger, key, res, err)
+	c.handle(klogger, q, key, res, err)
 	return true
 }
 
@@ -418,25 +530,25 @@ func (c *Controller[K]) reconcile(ctx context.Context, key K) (res Result, err e
 
 // handle is the error policy: the one place that decides what happens to a
 // key after Reconcile.
-func (c *Controller[K]) handle(logger klog.Logger, key K, res Result, err error) {
+func (c *Controller[K]) handle(logger klog.Logger, q *runQueue[K], key K, res Result, err error) {
 	switch {
 	case err == nil:
 		// Success clears the failure history whatever comes next.
-		c.queue.Forget(key)
+		q.Forget(key)
 		c.markRetrying(key, false)
 		switch {
 		case res.RequeueAfter > 0:
 			c.cm.result(ResultRequeueAfter)
-			c.add(key, res.Priority, res.RequeueAfter, false)
+			q.add(key, res.Priority, res.RequeueAfter, false)
 		case res.Requeue:
 			c.cm.result(ResultRequeue)
-			c.add(key, res.Priority, 0, true)
+			q.add(key, res.Priority, 0, true)
 		default:
 			c.cm.result(ResultSuccess)
 		}
 	case IsTerminal(err):
 		c.cm.result(ResultTerminal)
-		c.queue.Forget(key)
+		q.Forget(key)
 		c.markRetrying(key, false)
 		logger.Error(err, "Reconcile failed with a terminal error; not retrying")
 	default:
@@ -449,14 +561,14 @@ func (c *Controller[K]) handle(logger klog.Logger, key K, res Result, err error)
 		if errors.As(err, &pe) {
 			logger.Error(err, "Observed a panic in Reconcile", "stack", string(pe.Stack))
 		}
-		if n := c.queue.NumRequeues(key); n < c.maxRetries {
+		if n := q.NumRequeues(key); n < c.maxRetries {
 			logger.Error(err, "Reconcile failed; retrying with backoff", "retries", n, "maxRetries", c.maxRetries)
 			c.markRetrying(key, true)
-			c.add(key, res.Priority, 0, true)
+			q.add(key, res.Priority, 0, true)
 			return
 		}
 		logger.Error(err, "Reconcile failed too many times; dropping the key until its next event", "maxRetries", c.maxRetries)
-		c.queue.Forget(key)
+		q.Forget(key)
 		c.markRetrying(key, false)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
@@ -61,7 +62,7 @@ func TestNewDefaults(t *testing.T) {
 	c, err := New("defaults", ReconcilerFunc[Key](func(context.Context, Key) (Result, error) { return Result{}, nil }), Options[Key]{})
 	require.NoError(t, err)
 	assert.Equal(t, "defaults", c.Name())
-	assert.Equal(t, 1, c.Workers())
+	assert.Equal(t, 1, c.workers)
 	assert.Equal(t, DefaultMaxRetries, c.maxRetries)
 	assert.True(t, c.NeedLeaderElection(), "controllers need leader election unless they opt out")
 
@@ -70,7 +71,7 @@ func TestNewDefaults(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, c2.NeedLeaderElection())
 	assert.Equal(t, 0, c2.maxRetries)
-	assert.Equal(t, 4, c2.Workers())
+	assert.Equal(t, 4, c2.workers)
 }
 
 func TestSuccessForgets(t *testing.T) {
@@ -84,7 +85,7 @@ func TestSuccessForgets(t *testing.T) {
 
 	// A failure history exists before the success; the success must clear it.
 	spy.TypedRateLimitingInterface.AddRateLimited("a")
-	require.Equal(t, 1, c.Queue().NumRequeues("a"))
+	require.Equal(t, 1, spy.NumRequeues("a"))
 	spy.waitTimer(t)
 	clk.Step(time.Second)
 	s.next(t)
@@ -92,7 +93,7 @@ func TestSuccessForgets(t *testing.T) {
 	stop()
 
 	assert.Equal(t, []string{"Forget(a)", "Done(a)"}, spy.Ops())
-	assert.Equal(t, 0, c.Queue().NumRequeues("a"))
+	assert.Equal(t, 0, spy.NumRequeues("a"))
 	assert.Len(t, s.Calls(), 1)
 }
 
@@ -129,7 +130,7 @@ func TestErrorBacksOffExponentiallyAndGivesUp(t *testing.T) {
 
 	assert.Len(t, s.Calls(), DefaultMaxRetries+1)
 	assert.Equal(t, want, limiter.Delays())
-	assert.Equal(t, 0, c.Queue().NumRequeues("k"), "the key is forgotten after giving up")
+	assert.Equal(t, 0, q.NumRequeues("k"), "the key is forgotten after giving up")
 	msgs := strings.Join(messages(logs), "\n")
 	assert.Contains(t, msgs, "Reconcile failed too many times; dropping the key")
 }
@@ -383,17 +384,18 @@ func TestRePanicPropagatesAfterDone(t *testing.T) {
 	c, err := New("repanic", Reconciler[string](r), Options[string]{RePanic: true})
 	require.NoError(t, err)
 	c.Enqueue("k")
+	q := c.start(nil)
 	var recovered any
 	func() {
 		defer func() { recovered = recover() }()
-		c.processNext(context.Background(), klog.Background())
+		c.processNext(context.Background(), q, klog.Background())
 	}()
 	assert.Equal(t, "crash", recovered)
-	assert.Equal(t, 0, c.InFlight())
+	assert.Equal(t, 0, c.Stats().InFlight)
 	// Done ran: the key is not stuck in processing, so it can be handed out again.
 	c.Enqueue("k")
-	assert.Equal(t, 1, c.Len())
-	c.Queue().ShutDown()
+	assert.Equal(t, 1, c.Stats().Queued)
+	q.ShutDown()
 }
 
 func TestReconcileContextCarriesLoggerAndDeadline(t *testing.T) {
@@ -451,7 +453,7 @@ func TestRunWaitsForInFlightReconcile(t *testing.T) {
 
 	// Intake is stopped: adds after Run are ignored, a second Run refuses.
 	c.Enqueue("late")
-	assert.Equal(t, 0, c.Len())
+	assert.Equal(t, 0, c.Stats().Queued)
 	assert.ErrorIs(t, c.Run(context.Background()), ErrAlreadyStarted)
 }
 
@@ -462,11 +464,11 @@ func TestRunFailsWhenCachesDoNotSync(t *testing.T) {
 	c.WaitFor("pods", func() bool { return false })
 	err = c.Run(context.Background())
 	require.Error(t, err)
-	assert.ErrorIs(t, err, ErrCacheSyncTimeout)
-	var cse *CacheSyncError
+	assert.ErrorIs(t, err, informer.ErrCacheSyncTimeout)
+	var cse *informer.CacheSyncError
 	require.ErrorAs(t, err, &cse)
-	assert.Equal(t, "nosync", cse.Controller)
-	assert.Contains(t, err.Error(), "pods")
+	assert.Equal(t, []string{"pods"}, cse.Unsynced)
+	assert.Contains(t, err.Error(), `controller "nosync"`)
 }
 
 // Options.Clock reaches the default queue: a key an hour away arrives once
@@ -561,22 +563,22 @@ func TestRetryingCountsKeysInBackoff(t *testing.T) {
 	stop := startController(t, ctx, c)
 	defer stop()
 
-	assert.Equal(t, 0, c.Retrying())
+	assert.Equal(t, 0, c.Stats().Retrying)
 	c.Enqueue("k")
 	s.next(t) // call 0 fails
 	q.waitDelayed(t)
 	waitIdle(t, c)
-	assert.Equal(t, 1, c.Retrying(), "a key waiting out its backoff is pending work")
-	assert.Equal(t, 0, c.Len(), "the queue does not count it")
+	assert.Equal(t, 1, c.Stats().Retrying, "a key waiting out its backoff is pending work")
+	assert.Equal(t, 0, c.Stats().Queued, "the queue does not count it")
 
 	clk.Step(time.Minute)
 	s.next(t) // call 1 fails again
 	q.waitDelayed(t)
 	waitIdle(t, c)
-	assert.Equal(t, 1, c.Retrying(), "counted once however often it fails")
+	assert.Equal(t, 1, c.Stats().Retrying, "counted once however often it fails")
 
 	clk.Step(time.Minute)
 	s.next(t) // call 2 succeeds
 	waitIdle(t, c)
-	assert.Equal(t, 0, c.Retrying(), "success ends the retry")
+	assert.Equal(t, 0, c.Stats().Retrying, "success ends the retry")
 }

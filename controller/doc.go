@@ -11,7 +11,8 @@
 // For any level-triggered controller: write a Reconciler that reads the
 // desired and the observed state for one key and makes them agree, and let
 // this package own the loop, the error policy, the queue and the shutdown.
-// Use Controller alone in tests or small tools; use a Manager in a binary.
+// Use Controller alone in tests or small tools; use a manager.Manager in a
+// binary.
 //
 // # A controller in a few lines
 //
@@ -30,10 +31,10 @@
 //		return controller.Result{}, nil
 //	})
 //	c, _ := controller.New("replicaset", r, controller.Options[controller.Key]{Workers: 5})
-//	c.Watch(rsInformer, controller.EnqueueObject)
-//	c.Watch(podInformer, controller.EnqueueControllerOf(appsv1.SchemeGroupVersion.WithKind("ReplicaSet")))
+//	controller.Watch(c, rsInformer, controller.EnqueueObject)
+//	controller.Watch(c, podInformer, controller.EnqueueControllerOf[*corev1.Pod](appsv1.SchemeGroupVersion.WithKind("ReplicaSet")))
 //
-//	mgr, _ := controller.NewManager(controller.ManagerOptions{
+//	mgr, _ := manager.New(manager.Options{
 //		Client:          client,
 //		LeaderElection:  &leCfg,      // --leader-elect and friends (leaderelection.Config.AddFlags)
 //		FeatureGate:     gate,        // --feature-gates (featuregate.Gate.AddFlag)
@@ -71,43 +72,34 @@
 // Result.Priority is honoured by the default queue (ctrlkit's workqueue):
 // higher-priority requeues are handed out first.
 //
-// Run waits for every watched informer to have delivered its initial list,
-// starts the workers, and when ctx ends stops taking keys, lets in-flight
-// Reconciles finish and returns.
+// Run builds the queue (keys enqueued before are kept), registers the
+// watches, waits for every watched informer to have delivered its initial
+// list to them, starts the workers, and when ctx ends stops taking keys, lets
+// in-flight Reconciles finish, removes its event handlers and returns.
 //
 // # Keys and watches
 //
 // K is any comparable type. Key{Namespace, Name} is the usual one: its
 // String form and ParseKey match client-go's cache.MetaNamespaceKeyFunc.
-// Watch connects any informer.Informer[T] through a MapFunc (EnqueueObject,
-// EnqueueControllerOf, or your own); WatchTyped takes a mapping of typed
-// objects instead.
+// Watch is the one way to connect an informer.Informer[T] to a controller:
+// it maps each typed event through a func(T) []K (EnqueueObject,
+// EnqueueControllerOf, or your own). Objects that are not a T (a custom
+// resource that failed conversion) never reach a mapping or a queue; the
+// informer reports them once, by key, and as an event on the object when it
+// has a recorder (a manager.Manager's factory does).
 //
-// # The Manager
+// # Running under a Manager
 //
-// Controllers that need leader election (the default, as in
-// kube-controller-manager; opt out with Options.NeedLeaderElection =
-// new(false)) run only while this replica leads; the rest, and every
-// informer, run on all replicas, so a standby's caches and queues are warm
-// when it takes over. A controller whose Options.Feature is disabled in
-// ManagerOptions.FeatureGate is never started; the log says why.
-//
-// /healthz fails when the leader elector's watchdog does (the lease was lost
-// and not released); /readyz is ok once the Manager runs and every cache has
-// synced (standbys included); /metrics serves ManagerOptions.Registerer's
-// metrics, a private registry by default, never Prometheus' global one. See
-// Metrics for the series. EventRecorderFor gives each controller a
-// record.EventRecorder with its name as the event source.
-//
-// Start shuts down in this order: stop the controllers (each stops intake
-// and drains its in-flight Reconciles), stop the informers, end the election
-// (releasing the lease with ReleaseOnCancel), stop events and HTTP. It
-// returns the first fatal error (leaderelection.ErrLeaseLost, a controller's
-// Run error, a cache sync timeout) instead of exiting the process.
+// A *Controller is a manager.Runnable: Name, Run, NeedLeaderElection
+// (Options.NeedLeaderElection, default true), Feature (Options.Feature) and
+// HasSynced (for /readyz). A controller built without Options.Metrics
+// reports into the Metrics of the context it runs with (WithMetrics), which
+// is how a Manager gives it its registry.
 //
 // # Test kits
 //
-// Len (keys ready), InFlight (Reconciles running) and Idle (both zero) are
-// stable API for test kits such as controllertest.WaitForQuiet, which wait
-// for a settled world instead of sleeping.
+// Stats is a snapshot of the load (keys ready, Reconciles running, keys in
+// retry backoff), stable API for test kits such as
+// controllertest.WaitForQuiet, which wait for a settled world instead of
+// sleeping.
 package controller

@@ -13,13 +13,9 @@ var (
 	ErrTerminal = errors.New("terminal error")
 	// ErrInvalidOptions is matched by every *OptionsError.
 	ErrInvalidOptions = errors.New("invalid options")
-	// ErrAlreadyStarted is returned by a second Run or Start.
+	// ErrAlreadyStarted is returned by a second Run (or manager Start), and by
+	// Watch after Run started.
 	ErrAlreadyStarted = errors.New("already started")
-	// ErrCacheSyncTimeout is matched by every *CacheSyncError.
-	ErrCacheSyncTimeout = errors.New("timed out waiting for caches to sync")
-	// ErrDuplicateController is returned by Manager.Add for a name already
-	// added to that Manager.
-	ErrDuplicateController = errors.New("duplicate controller name")
 	// ErrPanic is matched by every *PanicError.
 	ErrPanic = errors.New("reconcile panicked")
 )
@@ -53,9 +49,10 @@ func (e *TerminalError) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrTerminal) true.
 func (e *TerminalError) Is(target error) bool { return target == ErrTerminal }
 
-// OptionsError reports one invalid option given to New or NewManager.
+// OptionsError reports one invalid option given to New (or to
+// manager.New, which uses the same type).
 type OptionsError struct {
-	// Controller is the controller's name, empty for ManagerOptions.
+	// Controller is the controller's name, empty for a Manager's options.
 	Controller string
 	// Field is the option at fault, e.g. "Workers".
 	Field string
@@ -72,25 +69,6 @@ func (e *OptionsError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalidOptions) true.
 func (e *OptionsError) Is(target error) bool { return target == ErrInvalidOptions }
-
-// CacheSyncError names the controller and the informers whose caches did not
-// sync within CacheSyncTimeout.
-type CacheSyncError struct {
-	Controller string
-	// Err is what the wait returned; it names the informers that did not
-	// sync.
-	Err error
-}
-
-func (e *CacheSyncError) Error() string {
-	return fmt.Sprintf("controller %q: %v: %v", e.Controller, ErrCacheSyncTimeout, e.Err)
-}
-
-// Unwrap returns the underlying wait error.
-func (e *CacheSyncError) Unwrap() error { return e.Err }
-
-// Is makes errors.Is(err, ErrCacheSyncTimeout) true.
-func (e *CacheSyncError) Is(target error) bool { return target == ErrCacheSyncTimeout }
 
 // PanicError is the error a recovered panic in Reconcile becomes.
 type PanicError struct {

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"runtime"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/featuregate"
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
@@ -78,17 +74,21 @@ func ExampleNew() {
 }
 
 func ExampleNew_invalidOptions() {
-	_, err := controller.New("bad", controller.ReconcilerFunc[string](nil), controller.Options[string]{Workers: -2})
+	noop := controller.ReconcilerFunc[string](func(context.Context, string) (controller.Result, error) { return controller.Result{}, nil })
+	_, err := controller.New("bad", noop, controller.Options[string]{Workers: -2})
+	fmt.Println(err)
+	_, err = controller.New("nil", controller.ReconcilerFunc[string](nil), controller.Options[string]{})
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, controller.ErrInvalidOptions))
 	// Output:
 	// controller "bad": invalid Workers: -2 is negative
+	// controller "nil": invalid Reconciler: nil
 	// true
 }
 
 // The issue's snippet: ReplicaSets enqueue themselves, Pods enqueue the
 // ReplicaSet that controls them.
-func ExampleController_Watch() {
+func ExampleWatch() {
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "rs-uid"}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-x7k2p",
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}}}
@@ -105,8 +105,8 @@ func ExampleController_Watch() {
 		return controller.Result{}, nil
 	})
 	c, _ := controller.New("replicaset", r, controller.Options[controller.Key]{Workers: 5})
-	_ = c.Watch(rsInformer, controller.EnqueueObject)
-	_ = c.Watch(podInformer, controller.EnqueueControllerOf(appsv1.SchemeGroupVersion.WithKind("ReplicaSet")))
+	_ = controller.Watch(c, rsInformer, controller.EnqueueObject)
+	_ = controller.Watch(c, podInformer, controller.EnqueueControllerOf[*corev1.Pod](appsv1.SchemeGroupVersion.WithKind("ReplicaSet")))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	f.Start(ctx)
@@ -118,60 +118,4 @@ func ExampleController_Watch() {
 	f.Shutdown()
 	// Output:
 	// reconcile default/web: 1 pod(s) in the cache
-}
-
-// A Manager runs controllers over one factory; a controller behind a
-// disabled feature gate is not started, and /readyz reports when the caches
-// synced.
-func ExampleManager() {
-	gate := featuregate.New()
-	_ = gate.Add(map[featuregate.Feature]featuregate.FeatureSpec{
-		"ConfigMapMirror": {Default: false, PreRelease: featuregate.Alpha},
-	})
-	client := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "settings"}})
-	mgr, err := controller.NewManager(controller.ManagerOptions{Client: client, FeatureGate: gate})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	configMaps, _ := informer.For[*corev1.ConfigMap](mgr.Factory())
-
-	done := make(chan struct{})
-	audit, _ := controller.New("configmap-audit", controller.ReconcilerFunc[controller.Key](
-		func(ctx context.Context, key controller.Key) (controller.Result, error) {
-			fmt.Println("audited", key)
-			close(done)
-			return controller.Result{}, nil
-		}), controller.Options[controller.Key]{})
-	_ = audit.Watch(configMaps, controller.EnqueueObject)
-	mirror, _ := controller.New("configmap-mirror", controller.ReconcilerFunc[controller.Key](
-		func(ctx context.Context, key controller.Key) (controller.Result, error) {
-			fmt.Println("mirrored", key) // never: its gate is off
-			return controller.Result{}, nil
-		}), controller.Options[controller.Key]{Feature: "ConfigMapMirror"})
-	_ = mirror.Watch(configMaps, controller.EnqueueObject)
-	if err := mgr.Add(audit, mirror); err != nil {
-		fmt.Println(err)
-		return
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	started := make(chan error)
-	go func() { started <- mgr.Start(ctx) }()
-	<-done
-	for {
-		rec := httptest.NewRecorder()
-		mgr.ReadyzHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
-		if rec.Code == http.StatusOK {
-			fmt.Println("readyz:", rec.Body.String())
-			break
-		}
-		runtime.Gosched()
-	}
-	cancel()
-	fmt.Println("start returned:", <-started)
-	// Output:
-	// audited default/settings
-	// readyz: ok
-	// start returned: <nil>
 }

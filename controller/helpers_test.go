@@ -213,7 +213,7 @@ func startController[K comparable](t *testing.T, ctx context.Context, c *Control
 // row (see Idle's doc).
 func waitIdle[K comparable](t *testing.T, c *Controller[K]) {
 	t.Helper()
-	require.Eventually(t, func() bool { return c.Idle() && c.Idle() }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return c.Stats().Idle() && c.Stats().Idle() }, 10*time.Second, time.Millisecond)
 }
 
 // testLogger returns a context whose logger buffers entries for assertions.

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -22,7 +23,8 @@ var allResults = []string{ResultSuccess, ResultError, ResultRequeue, ResultReque
 
 // Metrics holds the Prometheus collectors of every controller and queue that
 // report into one registry. Build one per registry with NewMetrics; a
-// Manager builds its own and hands it to each controller added without one.
+// manager.Manager builds its own and runs each controller built without one
+// with it (WithMetrics).
 //
 // Controller series (label "controller"):
 //
@@ -224,4 +226,19 @@ func (m *Metrics) NewLongestRunningProcessorSecondsMetric(name string) workqueue
 // NewRetriesMetric implements workqueue.MetricsProvider.
 func (m *Metrics) NewRetriesMetric(name string) workqueue.CounterMetric {
 	return m.retries.WithLabelValues(name)
+}
+
+type metricsKey struct{}
+
+// WithMetrics returns a context carrying m, for Controller.Run: a controller
+// built without Options.Metrics reports into the Metrics of the context it
+// runs with. A manager.Manager runs its controllers with its own.
+func WithMetrics(ctx context.Context, m *Metrics) context.Context {
+	return context.WithValue(ctx, metricsKey{}, m)
+}
+
+// MetricsFrom returns the Metrics WithMetrics put in ctx, or nil.
+func MetricsFrom(ctx context.Context) *Metrics {
+	m, _ := ctx.Value(metricsKey{}).(*Metrics)
+	return m
 }

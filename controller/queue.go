@@ -33,17 +33,17 @@ func newDefaultQueue[K comparable](name string, limiter kworkqueue.TypedRateLimi
 
 // add puts key back: after a delay, through the rate limiter, or at once;
 // with a priority when one was asked for and the queue has priorities.
-func (c *Controller[K]) add(key K, priority *int, after time.Duration, rateLimited bool) {
-	if priority != nil && c.prio != nil {
-		c.prio.AddWithOpts(workqueue.AddOpts{Priority: *priority, After: after, RateLimited: rateLimited}, key)
+func (q *runQueue[K]) add(key K, priority *int, after time.Duration, rateLimited bool) {
+	if priority != nil && q.prio != nil {
+		q.prio.AddWithOpts(workqueue.AddOpts{Priority: *priority, After: after, RateLimited: rateLimited}, key)
 		return
 	}
 	switch {
 	case after > 0:
-		c.queue.AddAfter(key, after)
+		q.AddAfter(key, after)
 	case rateLimited:
-		c.queue.AddRateLimited(key)
+		q.AddRateLimited(key)
 	default:
-		c.queue.Add(key)
+		q.Add(key)
 	}
 }

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/informer"
 )
@@ -69,11 +68,11 @@ func (r *keyRecorder) keys() map[Key]int {
 func TestEnqueueMappings(t *testing.T) {
 	rs := replicaSet("ns", "web")
 	assert.Equal(t, []Key{{Namespace: "ns", Name: "web"}}, EnqueueObject(rs))
-	assert.Equal(t, []Key{{Namespace: "ns", Name: "web"}}, EnqueueControllerOf(rsKind)(podOf("ns", "web-1", rs)))
-	assert.Empty(t, EnqueueControllerOf(rsKind)(podOf("ns", "orphan", nil)))
+	assert.Equal(t, []Key{{Namespace: "ns", Name: "web"}}, EnqueueControllerOf[*corev1.Pod](rsKind)(podOf("ns", "web-1", rs)))
+	assert.Empty(t, EnqueueControllerOf[*corev1.Pod](rsKind)(podOf("ns", "orphan", nil)))
 	other := podOf("ns", "job-pod", nil)
 	other.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", Controller: new(true)}}
-	assert.Empty(t, EnqueueControllerOf(rsKind)(other), "an owner of another kind is not ours")
+	assert.Empty(t, EnqueueControllerOf[*corev1.Pod](rsKind)(other), "an owner of another kind is not ours")
 }
 
 // The snippet, end to end on a fake clientset: ReplicaSets map to
@@ -106,8 +105,8 @@ func TestWatchConnectsInformerEventsToTheQueue(t *testing.T) {
 	})
 	c, err := New("replicaset", Reconciler[Key](r), Options[Key]{Workers: 2})
 	require.NoError(t, err)
-	require.NoError(t, c.Watch(rsInf, EnqueueObject))
-	require.NoError(t, c.Watch(podInf, EnqueueControllerOf(rsKind)))
+	require.NoError(t, Watch(c, rsInf, EnqueueObject))
+	require.NoError(t, Watch(c, podInf, EnqueueControllerOf[*corev1.Pod](rsKind)))
 
 	ctx, _ := testLogger(t)
 	ctx, cancel := context.WithCancel(ctx)
@@ -140,7 +139,7 @@ func TestWatchConnectsInformerEventsToTheQueue(t *testing.T) {
 	}
 }
 
-func TestWatchTypedAndTombstones(t *testing.T) {
+func TestWatchTypedMappingAndLifecycle(t *testing.T) {
 	client := fake.NewClientset()
 	f := informer.NewFactory(client)
 	cmInf, err := informer.For[*corev1.ConfigMap](f)
@@ -148,9 +147,10 @@ func TestWatchTypedAndTombstones(t *testing.T) {
 	var rec keyRecorder
 	c, err := New("typed", Reconciler[Key](&rec), Options[Key]{})
 	require.NoError(t, err)
-	require.NoError(t, WatchTyped(c, cmInf, func(cm *corev1.ConfigMap) []Key {
+	require.NoError(t, Watch(c, cmInf, func(cm *corev1.ConfigMap) []Key {
 		return []Key{{Namespace: cm.Namespace, Name: "from-" + cm.Name}}
 	}))
+	assert.False(t, c.HasSynced(), "not synced before Run registered its watches")
 	ctx, _ := testLogger(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -161,42 +161,54 @@ func TestWatchTypedAndTombstones(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return rec.count(Key{Namespace: "ns", Name: "from-a"}) == 1 }, 10*time.Second, time.Millisecond)
 	waitIdle(t, c)
+	assert.True(t, c.HasSynced())
+	err = Watch(c, cmInf, func(*corev1.ConfigMap) []Key { return nil })
+	assert.ErrorIs(t, err, ErrAlreadyStarted, "watches are registered when Run starts")
 	stop()
 
-	// The untyped path unwraps tombstones, with or without an object.
-	c2, err := New("tombstones", Reconciler[Key](&rec), Options[Key]{})
-	require.NoError(t, err)
-	h := &mapHandler[Key]{c: c2, fn: EnqueueObject}
-	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/gone", Obj: podOf("ns", "gone", nil)})
-	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/skeleton"})
-	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "a/b/c"}) // unparsable: dropped
-	h.OnUpdate(podOf("ns", "old", nil), podOf("ns", "new", nil))
-	assert.Equal(t, 4, c2.Len())
-	c2.Queue().ShutDown()
+	// Run removed its handler: the shared informer, which outlives the
+	// controller, no longer maps events into a stopped queue.
+	assert.Eventually(t, func() bool { return cmInf.Informer().IsStopped() || handlerCount(cmInf) == 0 }, 10*time.Second, time.Millisecond)
+	c.Enqueue(Key{Name: "late"})
+	assert.Equal(t, 0, c.Stats().Queued, "Enqueue after Run returned is ignored")
 }
 
-// Wiring watches does not build the queue, so a Manager added afterwards can
-// still give the controller its metrics.
-func TestWatchLeavesQueueUnbuilt(t *testing.T) {
-	f := informer.NewFactory(fake.NewClientset())
-	cms, err := informer.For[*corev1.ConfigMap](f)
+// handlerCount reports whether the informer still has handlers by adding and
+// removing a probe: client-go has no accessor for the count.
+func handlerCount(inf informer.Informer[*corev1.ConfigMap]) int {
+	type counter interface{ HandlerCount() int }
+	if c, ok := inf.Informer().(counter); ok {
+		return c.HandlerCount()
+	}
+	return 0
+}
+
+// Keys enqueued before Run are kept and handed to the queue Run builds, and
+// a controller built without Options.Metrics reports into the Metrics of
+// Run's context.
+func TestEnqueueBeforeRunAndMetricsFromContext(t *testing.T) {
+	var rec keyRecorder
+	c, err := New("early", Reconciler[Key](&rec), Options[Key]{})
 	require.NoError(t, err)
-	c, err := New("lazy", Reconciler[Key](&keyRecorder{}), Options[Key]{})
-	require.NoError(t, err)
-	require.NoError(t, c.Watch(cms, EnqueueObject))
-	require.NoError(t, WatchTyped(c, cms, func(cm *corev1.ConfigMap) []Key { return nil }))
+	c.Enqueue(Key{Name: "x"})
+	c.EnqueueAfter(Key{Name: "y"}, time.Millisecond)
+	assert.Equal(t, Stats{Queued: 2}, c.Stats())
 	m, err := NewMetrics(prometheus.NewRegistry())
 	require.NoError(t, err)
-	assert.True(t, c.setDefaultMetrics(m))
-	assert.False(t, c.setDefaultMetrics(m), "metrics are set once")
-	c.Enqueue(Key{Name: "x"})
-	assert.Equal(t, 1.0, testutil.ToFloat64(m.adds.WithLabelValues("lazy")))
-	c.shutdownQueue()
+	ctx, _ := testLogger(t)
+	stop := startController(t, WithMetrics(ctx, m), c)
+	require.Eventually(t, func() bool { return rec.count(Key{Name: "x"}) == 1 && rec.count(Key{Name: "y"}) == 1 }, 10*time.Second, time.Millisecond)
+	stop()
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.adds.WithLabelValues("early")))
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("early", ResultSuccess)))
 }
 
 func TestWatchRejectsNil(t *testing.T) {
 	c, err := New("nil", Reconciler[Key](&keyRecorder{}), Options[Key]{})
 	require.NoError(t, err)
-	assert.ErrorIs(t, c.Watch(nil, EnqueueObject), ErrInvalidOptions)
-	assert.ErrorIs(t, WatchTyped[*corev1.Pod](c, nil, nil), ErrInvalidOptions)
+	assert.ErrorIs(t, Watch[*corev1.Pod](c, nil, EnqueueObject), ErrInvalidOptions)
+	pods, err := informer.For[*corev1.Pod](informer.NewFactory(fake.NewClientset()))
+	require.NoError(t, err)
+	assert.ErrorIs(t, Watch[*corev1.Pod, Key](c, pods, nil), ErrInvalidOptions)
+	assert.ErrorIs(t, Watch[*corev1.Pod, Key](nil, pods, EnqueueObject), ErrInvalidOptions)
 }

@@ -53,7 +53,7 @@ func BenchmarkEnabledAllFeatures(b *testing.B) {
 	sink = v
 }
 
-// BenchmarkEnabledGates goes through the Gates interface, as controller.Manager does.
+// BenchmarkEnabledGates goes through the Gates interface, as manager.Manager does.
 func BenchmarkEnabledGates(b *testing.B) {
 	g, names := hundredFeatures(b)
 	var gates featuregate.Gates = g

@@ -71,7 +71,7 @@ type FeatureSpec struct {
 // the newest entry whose Version is not after it.
 type VersionedSpecs []FeatureSpec
 
-// Gates is the read-only view of a feature gate that consumers (controller.Manager, your
+// Gates is the read-only view of a feature gate that consumers (manager.Manager, your
 // controllers) accept. *Gate implements it; so can a test fake.
 type Gates interface {
 	// Enabled reports whether the feature is on. It never panics: an unregistered

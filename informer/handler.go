@@ -119,7 +119,9 @@ var _ cache.ResourceEventHandler = (*adapter[*metav1.PartialObjectMetadata])(nil
 func (a *adapter[T]) OnAdd(obj any, isInitialList bool) {
 	typed, ok := obj.(T)
 	if !ok {
-		a.wrongType(obj, false)
+		if !unconverted(obj) { // those were reported once, on entry
+			a.wrongType(obj, false)
+		}
 		return
 	}
 	a.h.HandleAdd(typed, isInitialList)
@@ -128,7 +130,11 @@ func (a *adapter[T]) OnAdd(obj any, isInitialList bool) {
 func (a *adapter[T]) OnUpdate(oldObj, newObj any) {
 	newTyped, ok := newObj.(T)
 	if !ok {
-		a.wrongType(newObj, false)
+		// A version that failed conversion was reported once on entry; the
+		// handler keeps the last version it could read.
+		if !unconverted(newObj) {
+			a.wrongType(newObj, false)
+		}
 		return
 	}
 	oldTyped, ok := oldObj.(T)

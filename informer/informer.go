@@ -142,7 +142,9 @@ func (s *sharedInformer[T]) AddIndex(name string, fn func(T) ([]string, error)) 
 	return s.addIndexer(name, func(obj any) ([]string, error) {
 		typed, ok := obj.(T)
 		if !ok {
-			s.f.report(s.unexpected(obj))
+			if !unconverted(obj) { // those were reported once, on entry
+				s.f.report(s.unexpected(obj))
+			}
 			return nil, nil
 		}
 		values, err := fn(typed)
@@ -186,7 +188,9 @@ func (s *sharedInformer[T]) typedList(objs []any) ([]T, error) {
 	for _, obj := range objs {
 		typed, ok := obj.(T)
 		if !ok {
-			s.f.report(s.unexpected(obj))
+			if !unconverted(obj) { // those were reported once, on entry
+				s.f.report(s.unexpected(obj))
+			}
 			continue
 		}
 		out = append(out, typed)

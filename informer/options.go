@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"time"
 
+	"k8s.io/client-go/tools/record"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
@@ -27,6 +29,7 @@ type factoryConfig struct {
 	noSharing         bool
 	transforms        map[reflect.Type]func(any) (any, error)
 	errorHandler      func(context.Context, error)
+	recorder          record.EventRecorder
 	logger            *klog.Logger
 	dynamicClient     dynamic.Interface
 	metadataClient    metadata.Interface
@@ -130,6 +133,15 @@ func WithTransform[T Object](fn func(T) (T, error)) FactoryOption {
 // not read the informer's cache.
 func WithErrorHandler(fn func(ctx context.Context, err error)) FactoryOption {
 	return func(c *factoryConfig) { c.errorHandler = fn }
+}
+
+// WithEventRecorder makes the factory record a Warning event (reason
+// ReasonUndecodable) on each custom resource that ForResource cannot convert
+// to its Go type, so that `kubectl describe` shows why no controller acts on
+// it. The error handler is told too. Without a recorder only the error
+// handler is. A manager.Manager gives the factory it builds its own recorder.
+func WithEventRecorder(rec record.EventRecorder) FactoryOption {
+	return func(c *factoryConfig) { c.recorder = rec }
 }
 
 // WithLogger sets the logger handed to informer event handlers and to the

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -54,6 +56,22 @@ func ForResource[T Object](f *Factory, gvr schema.GroupVersionResource) (Informe
 	return inf, nil
 }
 
+// ReasonUndecodable is the reason of the Warning event WithEventRecorder
+// records on a custom resource that does not convert to its Go type.
+const ReasonUndecodable = "Undecodable"
+
+// reportUndecodable reports a custom resource that failed conversion, each
+// time a version of it passes the transform (once per version, and once more
+// when its delete carries that version): to the error handler, and as an
+// event on the object when the factory has a recorder. The object stays in the cache
+// unconverted and never reaches a typed handler (so never a queue).
+func (f *Factory) reportUndecodable(u *unstructured.Unstructured, err error) {
+	f.report(err)
+	if f.cfg.recorder != nil {
+		f.cfg.recorder.Eventf(u, corev1.EventTypeWarning, ReasonUndecodable, "Cannot decode this object: %v", err)
+	}
+}
+
 // convertTransform strips managedFields (through the factory transform, while
 // the object is still a map: cheaper, and T never sees them), converts to T
 // and then runs T's own transforms.
@@ -78,7 +96,7 @@ func convertTransform[T Object](f *Factory, name string) cache.TransformFunc {
 			return u, nil
 		}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), typed); err != nil {
-			f.report(fmt.Errorf("informer %s: convert %s to %s: %w", name, objectKey(u), typeName(reflect.TypeFor[T]()), err))
+			f.reportUndecodable(u, fmt.Errorf("informer %s: convert %s to %s: %w", name, objectKey(u), typeName(reflect.TypeFor[T]()), err))
 			return u, nil
 		}
 		return f.transform(typed)

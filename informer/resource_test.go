@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/tools/record"
 )
 
 // widget is a custom resource type as a user would write it (deepcopy by
@@ -126,7 +127,8 @@ func TestForResourceConversionRecoveryAndDelete(t *testing.T) {
 	ctx := context.Background()
 	sink := &errorSink{}
 	dyn := newDynamic()
-	f := NewFactory(newClient(), WithDynamicClient(dyn), WithErrorHandler(sink.handle))
+	events := record.NewFakeRecorder(10)
+	f := NewFactory(newClient(), WithDynamicClient(dyn), WithErrorHandler(sink.handle), WithEventRecorder(events))
 	widgets, err := ForResource[*widget](f, widgetsGVR)
 	require.NoError(t, err)
 	log := newEventLog[*widget]()
@@ -144,6 +146,8 @@ func TestForResourceConversionRecoveryAndDelete(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return len(sink.all()) > 0 }, 10*time.Second, time.Millisecond,
 		"the failed conversion is reported")
+	assert.Contains(t, <-events.Events, "Warning "+ReasonUndecodable+" Cannot decode this object: informer widgets.example.com: convert a/w",
+		"and recorded as an event on the object")
 	_, err = client.Update(ctx, version("2", int64(3)), metav1.UpdateOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, event{op: "add", key: "a/w"}, log.next(t), "first convertible version is an add")
@@ -154,9 +158,10 @@ func TestForResourceConversionRecoveryAndDelete(t *testing.T) {
 	// The transform reports before the store takes the new version: wait for the store.
 	require.Eventually(t, func() bool {
 		all, err := widgets.Lister().List(nil)
-		// Two reports: the transform's, and the handler adapter's for an update it cannot type.
-		return err == nil && len(all) == 0 && len(sink.all()) >= reported+2
+		// One report, the transform's: the handler keeps the last version it could read.
+		return err == nil && len(all) == 0 && len(sink.all()) == reported+1
 	}, 10*time.Second, time.Millisecond, "the unconvertible version leaves the typed view")
+	assert.Contains(t, <-events.Events, "Warning "+ReasonUndecodable)
 	listed := len(sink.all())
 	_, err = widgets.Lister().List(nil)
 	require.NoError(t, err)
@@ -170,4 +175,8 @@ func TestForResourceConversionRecoveryAndDelete(t *testing.T) {
 		t.Fatalf("unexpected event %+v", e)
 	default:
 	}
+	// The delete carries the last (unconvertible) version through the
+	// transform once more: reported again, but never handed to a handler.
+	assert.Len(t, sink.all(), listed+1)
+	assert.Len(t, events.Events, 1)
 }

@@ -4,7 +4,7 @@
 // and a health check.
 //
 // Use it when several replicas of a controller run for availability but only one may act
-// at a time. ctrlkit's controller.Manager uses it for controllers that need leader
+// at a time. ctrlkit's manager.Manager uses it for controllers that need leader
 // election; call it directly for anything else that must run on one replica.
 //
 // # How it works

@@ -46,10 +46,10 @@
 //
 // # Controllers
 //
-// RunController runs a controller (anything with Name, Run, Idle, Len and InFlight, as ctrlkit's
+// RunController runs a controller (anything with Name, Run and Stats, as ctrlkit's
 // controller.Controller has) until the test ends, and WaitForQuiet waits until every controller
-// has had an empty queue and no reconcile in flight for a while, so a test asserts on a settled
-// world instead of sleeping:
+// has had an empty queue, no reconcile in flight and no key in retry backoff for a while, so a
+// test asserts on a settled world instead of sleeping:
 //
 //	env.RunController(env.Context(), c)
 //	env.WaitForQuiet(10 * time.Second)

@@ -44,14 +44,14 @@ func labelSeen(env *controllertest.Env) (*controller.Controller[controller.Key],
 	c, err := controller.New("label-seen", r, controller.Options[controller.Key]{
 		Workers: 2,
 		// Retries come back within WaitForQuiet's quiet period, so a key in backoff is never
-		// mistaken for a settled one (see controllertest.Retrier).
+		// mistaken for a settled one for long.
 		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](time.Millisecond, 20*time.Millisecond),
 		MaxRetries:  100,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return c, c.Watch(cms, controller.EnqueueObject)
+	return c, controller.Watch(c, cms, controller.EnqueueObject)
 }
 
 func ExampleNewFake() {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/ctrlkit/ctrlkit/controller"
 )
 
 // Controller is what RunController and WaitForQuiet need of a controller. ctrlkit's
@@ -15,19 +17,9 @@ type Controller interface {
 	Name() string
 	// Run blocks until ctx ends, then drains and returns.
 	Run(ctx context.Context) error
-	// Idle reports whether no key is ready in the queue and no reconcile is running.
-	Idle() bool
-	// Len and InFlight are reported when WaitForQuiet times out.
-	Len() int
-	InFlight() int
-}
-
-// Retrier is optionally implemented by a Controller that can say how many keys are waiting out
-// an error backoff (*controller.Controller[K] does). When it is, WaitForQuiet also waits for those,
-// so a test that injects failures sees the retries through. Without it a key in backoff counts
-// as no work: give such controllers a backoff capped below the quiet period in tests.
-type Retrier interface {
-	Retrying() int
+	// Stats reports the controller's load: WaitForQuiet waits until nothing is queued, in
+	// flight or waiting out a retry backoff.
+	Stats() controller.Stats
 }
 
 // running is one controller started by RunController.
@@ -111,7 +103,7 @@ var ErrNotQuiet = errors.New("controllers did not become quiet")
 // with RunController has been idle (empty queue, no reconcile running) for DefaultQuietPeriod,
 // failing the test after timeout with each busy controller's queue length and reconciles in
 // flight. Keys waiting out a RequeueAfter do not count as work: quiet means "nothing to do right
-// now". Keys waiting out a retry backoff count only for controllers that implement Retrier.
+// now"; keys waiting out a retry backoff do.
 // Assert on the world after it instead of sleeping.
 func (e *Env) WaitForQuiet(timeout time.Duration) {
 	e.t.Helper()
@@ -141,9 +133,7 @@ func (e *Env) QuietContext(ctx context.Context, timeout, period time.Duration) e
 			if r.finished() {
 				return fmt.Errorf("%w: controller %s stopped: %v", ErrNotQuiet, r.c.Name(), r.err)
 			}
-			if !r.c.Idle() {
-				idle = false
-			} else if rt, ok := r.c.(Retrier); ok && rt.Retrying() > 0 {
+			if st := r.c.Stats(); !st.Idle() || st.Retrying > 0 {
 				idle = false
 			}
 		}
@@ -171,11 +161,8 @@ func busy(rs []*running) string {
 	}
 	parts := make([]string, 0, len(rs))
 	for _, r := range rs {
-		part := fmt.Sprintf("%s: %d queued, %d in flight", r.c.Name(), r.c.Len(), r.c.InFlight())
-		if rt, ok := r.c.(Retrier); ok {
-			part += fmt.Sprintf(", %d retrying", rt.Retrying())
-		}
-		parts = append(parts, part)
+		st := r.c.Stats()
+		parts = append(parts, fmt.Sprintf("%s: %d queued, %d in flight, %d retrying", r.c.Name(), st.Queued, st.InFlight, st.Retrying))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -16,10 +16,7 @@ import (
 )
 
 // ctrlkit's controller is what RunController is for.
-var (
-	_ controllertest.Controller = (*controller.Controller[controller.Key])(nil)
-	_ controllertest.Retrier    = (*controller.Controller[controller.Key])(nil)
-)
+var _ controllertest.Controller = (*controller.Controller[controller.Key])(nil)
 
 func TestRunControllerConvergesThroughInjectedFailures(t *testing.T) {
 	const n = 20
@@ -50,13 +47,14 @@ type blocking struct {
 	release  chan struct{}
 	inFlight atomic.Int32
 	queued   atomic.Int32
+	retries  atomic.Int32
 	runErr   error
 }
 
-func (b *blocking) Name() string  { return "blocking" }
-func (b *blocking) Len() int      { return int(b.queued.Load()) }
-func (b *blocking) InFlight() int { return int(b.inFlight.Load()) }
-func (b *blocking) Idle() bool    { return b.inFlight.Load() == 0 && b.queued.Load() == 0 }
+func (b *blocking) Name() string { return "blocking" }
+func (b *blocking) Stats() controller.Stats {
+	return controller.Stats{Queued: int(b.queued.Load()), InFlight: int(b.inFlight.Load()), Retrying: int(b.retries.Load())}
+}
 func (b *blocking) Run(ctx context.Context) error {
 	if b.runErr != nil {
 		return b.runErr
@@ -79,7 +77,7 @@ func TestWaitForQuietWaitsForInFlightWork(t *testing.T) {
 
 	err := env.QuietContext(env.Context(), 50*time.Millisecond, 10*time.Millisecond)
 	require.ErrorIs(t, err, controllertest.ErrNotQuiet)
-	require.ErrorContains(t, err, "blocking: 0 queued, 1 in flight")
+	require.ErrorContains(t, err, "blocking: 0 queued, 1 in flight, 0 retrying")
 
 	close(b.release)
 	require.NoError(t, env.QuietContext(env.Context(), 10*time.Second, 10*time.Millisecond))
@@ -105,20 +103,12 @@ func TestRunControllerStopsWithTheTest(t *testing.T) {
 		env.RunController(context.Background(), b) // a context that never ends
 	})
 	// The inner test's cleanup cancelled the controller and waited for Run to return.
-	require.Zero(t, b.InFlight())
+	require.Zero(t, b.Stats().InFlight)
 }
 
-// retrying is blocking with a Retrier count, to check WaitForQuiet honours it.
-type retrying struct {
-	blocking
-	retries atomic.Int32
-}
-
-func (r *retrying) Retrying() int { return int(r.retries.Load()) }
-
-func TestWaitForQuietWaitsForRetriesWhenTheControllerReportsThem(t *testing.T) {
+func TestWaitForQuietWaitsForRetries(t *testing.T) {
 	env := controllertest.NewFake(t)
-	r := &retrying{blocking: blocking{release: make(chan struct{})}}
+	r := &blocking{release: make(chan struct{})}
 	close(r.release) // nothing in flight
 	r.retries.Store(1)
 	env.RunController(env.Context(), r)

@@ -14,10 +14,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
 	"github.com/ctrlkit/ctrlkit/examples/configmap-propagator/propagator"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
+	"github.com/ctrlkit/ctrlkit/manager"
 )
 
 func main() {
@@ -106,7 +106,7 @@ func start(ctx context.Context, o options) error {
 		client = fake
 	}
 
-	mgr, err := controller.NewManager(controller.ManagerOptions{Client: client})
+	mgr, err := manager.New(manager.Options{Client: client})
 	if err != nil {
 		return err
 	}

@@ -15,10 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/configmap-propagator/propagator"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
+	"github.com/ctrlkit/ctrlkit/manager"
 )
 
 // These tests run the binary's controllers against a real kube-apiserver
@@ -65,7 +65,7 @@ func TestAPIServerControllers(t *testing.T) {
 	o, err := parse([]string{"--leader-elect=false", "--metrics-addr=", "--health-addr=",
 		"--feature-gates=PodCounter=true", "--source-namespace=" + src}, &bytes.Buffer{})
 	require.NoError(t, err)
-	mgr, err := controller.NewManager(controller.ManagerOptions{Client: env.Client(), FeatureGate: o.gate})
+	mgr, err := manager.New(manager.Options{Client: env.Client(), FeatureGate: o.gate})
 	require.NoError(t, err)
 	names, err := addControllers(env.Context(), mgr, env.Client(), o)
 	require.NoError(t, err)

@@ -14,12 +14,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
 	"github.com/ctrlkit/ctrlkit/examples/configmap-propagator/propagator"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/featuregate"
 	"github.com/ctrlkit/ctrlkit/leaderelection"
+	"github.com/ctrlkit/ctrlkit/manager"
 )
 
 func main() {
@@ -126,7 +126,7 @@ func run(ctx context.Context, args []string, out io.Writer) int {
 // informers, and the Manager starts every informer of its factory, so the pod-counter would
 // watch every Pod of the cluster for nothing. (Its Options.Feature is set all the same, so the
 // Manager enforces the gate too.)
-func addControllers(ctx context.Context, mgr *controller.Manager, client kubernetes.Interface, o options) ([]string, error) {
+func addControllers(ctx context.Context, mgr *manager.Manager, client kubernetes.Interface, o options) ([]string, error) {
 	logger := klog.FromContext(ctx)
 	prop, err := propagator.New(mgr.Factory(), client, propagator.Options{SourceNamespace: o.sourceNamespace, Workers: o.workers})
 	if err != nil {
@@ -168,7 +168,7 @@ func start(ctx context.Context, o options) error {
 		logger.Info("Running the demo on an in-memory cluster")
 	}
 
-	mgr, err := controller.NewManager(controller.ManagerOptions{
+	mgr, err := manager.New(manager.Options{
 		Client:          client,
 		LeaderElection:  &o.leaderElection,
 		FeatureGate:     o.gate,

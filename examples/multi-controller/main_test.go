@@ -15,9 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
+	"github.com/ctrlkit/ctrlkit/manager"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(controllertest.WithSharedAPIServer(m)) }
@@ -97,7 +97,7 @@ func startManager(t *testing.T, args ...string) (*controllertest.Env, []string) 
 	for _, obj := range seed(o.sourceNamespace) {
 		create(t, env, obj)
 	}
-	mgr, err := controller.NewManager(controller.ManagerOptions{Client: env.Client(), FeatureGate: o.gate})
+	mgr, err := manager.New(manager.Options{Client: env.Client(), FeatureGate: o.gate})
 	require.NoError(t, err)
 	names, err := addControllers(env.Context(), mgr, env.Client(), o)
 	require.NoError(t, err)

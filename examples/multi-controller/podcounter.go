@@ -59,11 +59,11 @@ func newPodCounter(f *informer.Factory, client kubernetes.Interface, workers int
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Watch(pc.namespaces, controller.EnqueueObject); err != nil {
+	if err := controller.Watch(c, pc.namespaces, controller.EnqueueObject); err != nil {
 		return nil, err
 	}
 	// A Pod's event concerns its Namespace's count.
-	return c, c.Watch(pc.pods, func(pod metav1.Object) []controller.Key {
+	return c, controller.Watch(c, pc.pods, func(pod *corev1.Pod) []controller.Key {
 		return []controller.Key{{Name: pod.GetNamespace()}}
 	})
 }

@@ -17,10 +17,11 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
-	"github.com/ctrlkit/ctrlkit/examples/podset/podset"
+	"github.com/ctrlkit/ctrlkit/informer"
 )
 
 // demoNamespace is where the in-memory cluster's objects live.
@@ -68,7 +69,7 @@ func seed() (podsets []*unstructured.Unstructured, pods []runtime.Object, err er
 }
 
 // idler is what the demo needs of the controller: whether it has nothing to do.
-type idler interface{ Idle() bool }
+type idler interface{ Stats() controller.Stats }
 
 // runDemo walks through what the controller does, waiting for each step to converge.
 func runDemo(ctx context.Context, o options, cs clients, c idler) error {
@@ -135,7 +136,7 @@ func runDemo(ctx context.Context, o options, cs clients, c idler) error {
 	settled := func(what string) error {
 		idle := 0
 		return demo.Await(ctx, o.timeout, what, func(context.Context) (bool, error) {
-			if c.Idle() {
+			if c.Stats().Idle() {
 				idle++
 			} else {
 				idle = 0
@@ -160,7 +161,7 @@ func runDemo(ctx context.Context, o options, cs clients, c idler) error {
 	}
 	if err := step(`broken (spec.replicas: "three") is reported with an Undecodable event`, func(ctx context.Context) (bool, error) {
 		reasons, err := eventReasons(ctx, cs, "broken")
-		return reasons[podset.ReasonUndecodable] > 0, err
+		return reasons[informer.ReasonUndecodable] > 0, err
 	}); err != nil {
 		return err
 	}

@@ -18,7 +18,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
 
-	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
@@ -27,6 +26,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/examples/podset/internal/crcluster"
 	"github.com/ctrlkit/ctrlkit/examples/podset/podset"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/manager"
 )
 
 func main() {
@@ -145,11 +145,11 @@ func start(ctx context.Context, o options) error {
 	if o.namespace != "" {
 		fopts = append(fopts, informer.WithNamespace(o.namespace))
 	}
-	factory := informer.NewFactory(cs.typed, fopts...)
-	mgr, err := controller.NewManager(controller.ManagerOptions{Client: cs.typed, Factory: factory, Scheme: scheme})
+	mgr, err := manager.New(manager.Options{Client: cs.typed, FactoryOptions: fopts, Scheme: scheme})
 	if err != nil {
 		return err
 	}
+	factory := mgr.Factory()
 	c, err := podset.New(factory, cs.typed, cs.dynamic, podset.Options{
 		Workers:  o.workers,
 		Recorder: mgr.EventRecorderFor(podset.Name),
@@ -170,7 +170,7 @@ func start(ctx context.Context, o options) error {
 
 // runInMemory runs the Manager and a simulated kubelet next to the scripted demo, and stops both
 // when the demo ends (or, with --watch, when interrupted).
-func runInMemory(ctx context.Context, o options, cs clients, mgr *controller.Manager, c *podset.Controller) error {
+func runInMemory(ctx context.Context, o options, cs clients, mgr *manager.Manager, c *podset.Controller) error {
 	k, err := kubelet.New(cs.typed, kubelet.Options{StartupDelay: 300 * time.Millisecond, Namespace: o.namespace})
 	if err != nil {
 		return err

@@ -51,7 +51,8 @@ func TestRunConvergesOnTheInMemoryCluster(t *testing.T) {
 	require.Equal(t, 0, code, out.String())
 	for _, want := range []string{
 		`"Too few Pods; creating"`, `want=3 have=1`, // the orphan was adopted, two created
-		`default/broken`, `terminal`, // the undecodable PodSet is reported, not retried
+		`convert default/broken`, `unrecognized type`, // the undecodable PodSet is reported by the informer
+		`reported with an Undecodable event`, // ... and recorded as an event on it
 		`"Too many Pods; deleting"`,
 		`"Nothing replaced it: the controller stopped working on web"`,
 		`"Demo converged"`,

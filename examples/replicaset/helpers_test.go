@@ -81,10 +81,6 @@ func newTestEnv(t *testing.T, eo envOptions) *testEnv {
 	}
 	if !eo.noStart {
 		env.RunController(e.ctx, rsc.Controller())
-	} else {
-		// Handlers enqueue into the controller's queue whether or not it runs; a queue that
-		// Run never owned must be shut down by hand (a Manager does it for gated-off ones).
-		t.Cleanup(func() { rsc.Controller().Queue().ShutDown() })
 	}
 	return e
 }

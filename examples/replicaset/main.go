@@ -14,12 +14,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
 	"github.com/ctrlkit/ctrlkit/featuregate"
 	"github.com/ctrlkit/ctrlkit/leaderelection"
+	"github.com/ctrlkit/ctrlkit/manager"
 )
 
 func main() {
@@ -139,7 +139,7 @@ func start(ctx context.Context, o options) error {
 		logger.Info("Running the demo on an in-memory cluster", "namespace", demoNamespace)
 	}
 
-	mgr, err := controller.NewManager(controller.ManagerOptions{
+	mgr, err := manager.New(manager.Options{
 		Client:          client,
 		LeaderElection:  &o.leaderElection,
 		FeatureGate:     o.gate,

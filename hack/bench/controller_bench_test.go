@@ -157,7 +157,7 @@ func startCtrlkit(b *testing.B, client kubernetes.Interface, t *tally) func() {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := c.Watch(cms, controller.EnqueueObject); err != nil {
+	if err := controller.Watch(c, cms, controller.EnqueueObject); err != nil {
 		b.Fatal(err)
 	}
 	f.Start(ctx)

@@ -3,17 +3,18 @@ package propagator_test
 import (
 	"context"
 	"fmt"
+	"time"
+
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
 	"github.com/ctrlkit/ctrlkit/examples/configmap-propagator/propagator"
+	"github.com/ctrlkit/ctrlkit/manager"
 )
 
 // The propagator in a Manager: a labelled ConfigMap of the source namespace appears in every
@@ -24,7 +25,7 @@ func ExampleNew() {
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "settings",
 			Labels: map[string]string{propagator.LabelPropagate: "true"}}, Data: map[string]string{"region": "eu"}},
 	)
-	mgr, _ := controller.NewManager(controller.ManagerOptions{Client: client})
+	mgr, _ := manager.New(manager.Options{Client: client})
 	c, _ := propagator.New(mgr.Factory(), client, propagator.Options{SourceNamespace: "platform"})
 	_ = mgr.Add(c)
 

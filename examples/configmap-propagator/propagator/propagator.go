@@ -66,10 +66,10 @@ func New(f *informer.Factory, client kubernetes.Interface, opts Options) (*contr
 	}
 	// A source maps to itself and a copy to its source; a namespace change (labels, a new
 	// namespace) can change the targets of every source.
-	if err := controller.WatchTyped(c, p.configMaps, p.sourceOf); err != nil {
+	if err := controller.Watch(c, p.configMaps, p.sourceOf); err != nil {
 		return nil, err
 	}
-	return c, controller.WatchTyped(c, p.namespaces, func(*corev1.Namespace) []controller.Key { return p.allSources() })
+	return c, controller.Watch(c, p.namespaces, func(*corev1.Namespace) []controller.Key { return p.allSources() })
 }
 
 func newPropagator(f *informer.Factory, client kubernetes.Interface, opts Options) (*propagator, error) {

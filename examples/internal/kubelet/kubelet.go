@@ -96,7 +96,7 @@ func New(client kubernetes.Interface, opts Options) (*Kubelet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubelet: %w", err)
 	}
-	if err := k.ctrl.Watch(pods, controller.EnqueueObject); err != nil {
+	if err := controller.Watch(k.ctrl, pods, controller.EnqueueObject); err != nil {
 		return nil, fmt.Errorf("kubelet: %w", err)
 	}
 	return k, nil
@@ -111,19 +111,13 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	return k.ctrl.Run(ctx)
 }
 
-// Name, Idle, Len and InFlight report on the Kubelet's work queue, so test kits
+// Name and Stats report on the Kubelet's work queue, so test kits
 // (controllertest.Env.RunController and WaitForQuiet) can wait until it has nothing to do.
 // Pods waiting out their startup delay do not count as work.
 func (k *Kubelet) Name() string { return "kubelet" }
 
-// Idle reports whether no Pod is queued or being handled.
-func (k *Kubelet) Idle() bool { return k.ctrl.Idle() }
-
-// Len is the number of Pods queued.
-func (k *Kubelet) Len() int { return k.ctrl.Len() }
-
-// InFlight is the number of Pods being handled.
-func (k *Kubelet) InFlight() int { return k.ctrl.InFlight() }
+// Stats reports the Pods queued, being handled and retrying.
+func (k *Kubelet) Stats() controller.Stats { return k.ctrl.Stats() }
 
 // Started reports how many Pods this Kubelet has reported Running.
 func (k *Kubelet) Started() int { return int(k.started.Load()) }

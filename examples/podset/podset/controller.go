@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -51,9 +50,6 @@ const (
 	// ReasonInvalidSpec: the selector is empty, malformed or does not match the template's
 	// labels. Nothing is created until the spec is fixed.
 	ReasonInvalidSpec = "InvalidSpec"
-	// ReasonUndecodable: the stored object does not fit the Go type (a string where an
-	// integer belongs, say): the CRD schema let it through, the controller cannot read it.
-	ReasonUndecodable = "Undecodable"
 )
 
 // ErrInvalidInput is wrapped by New's error for a missing argument.
@@ -143,10 +139,10 @@ func New(f *informer.Factory, client kubernetes.Interface, dyn dynamic.Interface
 		return nil, fmt.Errorf("podset: %w", err)
 	}
 
-	// PodSets through the untyped Watch: it enqueues every event, including those of objects
-	// that failed conversion (they stay in the cache as unstructured), so Reconcile can report
-	// them on the object, and so that fixing such an object reconciles it at once.
-	if err := c.Watch(podsets, controller.EnqueueObject); err != nil {
+	// PodSets map to their own key. Objects that failed conversion never reach the queue: the
+	// informer reports them (with an event on the object when it has a recorder), and a fixed
+	// version of the object arrives as an add and is reconciled at once.
+	if err := controller.Watch(c.Controller, podsets, controller.EnqueueObject); err != nil {
 		return nil, fmt.Errorf("podset: %w", err)
 	}
 	// Pods through one typed handler that first counts the event against the owner's
@@ -187,7 +183,9 @@ func (c *Controller) Reconcile(ctx context.Context, key controller.Key) (control
 		logger.V(2).Info("PodSet is gone; its Pods are left to the garbage collector")
 		return controller.Result{}, nil
 	case errors.Is(err, informer.ErrUnexpectedType):
-		return controller.Result{}, c.reportUndecodable(ctx, key)
+		// The cached version did not decode (a Pod event brought the key here): the informer
+		// reported it, with an event on the object; only a new version can fix it.
+		return controller.Result{}, controller.Terminal(err)
 	case err != nil:
 		return controller.Result{}, err
 	}
@@ -278,29 +276,6 @@ func podSelector(ps *v1alpha1.PodSet) (labels.Selector, error) {
 		return nil, fmt.Errorf("spec.selector %q does not match spec.template.metadata.labels %v", selector, ps.Spec.Template.Labels)
 	}
 	return selector, nil
-}
-
-// reportUndecodable handles a PodSet the cache holds but could not convert to the Go type. The
-// informer has reported it already; here the user gets an event on the object itself (kubectl
-// describe shows why nothing happens) and the key is not retried: only a new version of the
-// object can fix it, and that version's event enqueues it again. Its Pods are left alone:
-// without a readable spec there is nothing to converge to.
-func (c *Controller) reportUndecodable(ctx context.Context, key controller.Key) error {
-	raw, exists, err := c.podsets.Informer().GetIndexer().GetByKey(key.String())
-	if err != nil || !exists {
-		return err // gone meanwhile: its delete event brings it back as NotFound
-	}
-	u, ok := raw.(*unstructured.Unstructured)
-	if !ok {
-		return controller.Terminal(fmt.Errorf("podset %s: cached object is a %T", key, raw))
-	}
-	_, convErr := c.crs.FromUnstructured(u)
-	if convErr == nil { // converted in the meantime by a later version; reconcile that one
-		return fmt.Errorf("podset %s: cached object was not converted yet", key)
-	}
-	c.recorder.Eventf(u, corev1.EventTypeWarning, ReasonUndecodable, "Cannot read this PodSet: %v", convErr)
-	klog.FromContext(ctx).V(2).Info("PodSet cannot be decoded; waiting for a new version", "err", convErr)
-	return controller.Terminal(convErr)
 }
 
 // remember records the UID reconciled under key; if the key held another PodSet before (deleted

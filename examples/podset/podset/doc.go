@@ -51,7 +51,7 @@
 // # Use
 //
 //	factory := informer.NewFactory(client, informer.WithDynamicClient(dyn))
-//	mgr, err := controller.NewManager(controller.ManagerOptions{Client: client, Factory: factory, Scheme: scheme})
+//	mgr, err := manager.New(manager.Options{Client: client, Factory: factory, Scheme: scheme})
 //	...
 //	c, err := podset.New(factory, client, dyn, podset.Options{Recorder: mgr.EventRecorderFor(podset.Name)})
 //	...

@@ -21,7 +21,7 @@ import (
 
 // toOwner maps a Pod to its controlling PodSet, as controller.EnqueueControllerOf does for any
 // owner kind.
-var toOwner = controller.EnqueueControllerOf(v1alpha1.GVK)
+var toOwner = controller.EnqueueControllerOf[*corev1.Pod](v1alpha1.GVK)
 
 func (c *Controller) addPod(pod *corev1.Pod, _ bool) {
 	if pod.DeletionTimestamp != nil {

@@ -1,4 +1,4 @@
-package controller
+package manager
 
 import (
 	"context"
@@ -13,17 +13,22 @@ import (
 	"testing"
 	"time"
 
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/featuregate"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/leaderelection"
@@ -68,66 +73,69 @@ func get(t *testing.T, h http.Handler, path string) (int, string) {
 }
 
 // configMapController reconciles ConfigMaps into rec.
-func configMapController(t *testing.T, f *informer.Factory, name string, rec Reconciler[Key], opts Options[Key]) *Controller[Key] {
+func configMapController(t *testing.T, f *informer.Factory, name string, rec controller.Reconciler[controller.Key], opts controller.Options[controller.Key]) *controller.Controller[controller.Key] {
 	t.Helper()
-	c, err := New(name, rec, opts)
+	c, err := controller.New(name, rec, opts)
 	require.NoError(t, err)
 	cms, err := informer.For[*corev1.ConfigMap](f)
 	require.NoError(t, err)
-	require.NoError(t, c.Watch(cms, EnqueueObject))
+	require.NoError(t, controller.Watch(c, cms, controller.EnqueueObject))
 	return c
 }
 
 func TestNewManagerRejectsBadOptions(t *testing.T) {
 	client := fake.NewClientset()
-	_, err := NewManager(ManagerOptions{})
-	assert.ErrorIs(t, err, ErrInvalidOptions)
-	assert.ErrorContains(t, err, "ManagerOptions.Client")
+	_, err := New(Options{})
+	assert.ErrorIs(t, err, controller.ErrInvalidOptions)
+	assert.ErrorContains(t, err, "manager.Options.Client")
 
-	_, err = NewManager(ManagerOptions{Client: client, CacheSyncTimeout: -1})
-	assert.ErrorIs(t, err, ErrInvalidOptions)
+	_, err = New(Options{Client: client, CacheSyncTimeout: -1})
+	assert.ErrorIs(t, err, controller.ErrInvalidOptions)
 
-	_, err = NewManager(ManagerOptions{Client: client, Registerer: onlyRegisterer{prometheus.NewRegistry()}})
-	assert.ErrorIs(t, err, ErrInvalidOptions)
+	_, err = New(Options{Client: client, Factory: informer.NewFactory(client), FactoryOptions: []informer.FactoryOption{informer.WithNamespace("a")}})
+	assert.ErrorIs(t, err, controller.ErrInvalidOptions)
+	assert.ErrorContains(t, err, "FactoryOptions")
+
+	_, err = New(Options{Client: client, Registerer: onlyRegisterer{prometheus.NewRegistry()}})
+	assert.ErrorIs(t, err, controller.ErrInvalidOptions)
 	assert.ErrorContains(t, err, "Gatherer")
 
 	reg := prometheus.NewRegistry()
-	_, err = NewManager(ManagerOptions{Client: client, Registerer: reg})
+	_, err = New(Options{Client: client, Registerer: reg})
 	require.NoError(t, err)
-	_, err = NewManager(ManagerOptions{Client: client, Registerer: reg})
+	_, err = New(Options{Client: client, Registerer: reg})
 	assert.ErrorContains(t, err, "already registered", "two Managers on one registry would report the same series")
 
-	_, err = NewManager(ManagerOptions{Client: client, LeaderElection: &leaderelection.Config{Enabled: true}})
+	_, err = New(Options{Client: client, LeaderElection: &leaderelection.Config{Enabled: true}})
 	assert.ErrorIs(t, err, leaderelection.ErrInvalidName)
-	_, err = NewManager(ManagerOptions{Client: client, LeaderElection: &leaderelection.Config{Enabled: false}})
+	_, err = New(Options{Client: client, LeaderElection: &leaderelection.Config{Enabled: false}})
 	assert.NoError(t, err, "a disabled election is not validated")
 }
 
 type onlyRegisterer struct{ prometheus.Registerer }
 
 func TestManagerAdd(t *testing.T) {
-	m, err := NewManager(ManagerOptions{Client: fake.NewClientset()})
+	m, err := New(Options{Client: fake.NewClientset()})
 	require.NoError(t, err)
-	mk := func(name string, opts Options[Key]) *Controller[Key] {
-		c, err := New(name, Reconciler[Key](&keyRecorder{}), opts)
+	mk := func(name string, opts controller.Options[controller.Key]) *controller.Controller[controller.Key] {
+		c, err := controller.New(name, controller.Reconciler[controller.Key](&keyRecorder{}), opts)
 		require.NoError(t, err)
-		t.Cleanup(c.shutdownQueue) // never run
 		return c
 	}
-	require.NoError(t, m.Add(mk("a", Options[Key]{}), mk("b", Options[Key]{})))
-	err = m.Add(mk("a", Options[Key]{}))
-	assert.ErrorIs(t, err, ErrDuplicateController)
+	require.NoError(t, m.Add(mk("a", controller.Options[controller.Key]{}), mk("b", controller.Options[controller.Key]{})))
+	err = m.Add(mk("a", controller.Options[controller.Key]{}))
+	assert.ErrorIs(t, err, ErrDuplicateName)
 	assert.ErrorContains(t, err, `"a"`)
-	assert.ErrorIs(t, m.Add(mk("c", Options[Key]{}), mk("c", Options[Key]{})), ErrDuplicateController)
-	assert.ErrorIs(t, m.Add(nil), ErrInvalidOptions)
-	err = m.Add(mk("gated", Options[Key]{Feature: "Fancy"}))
-	assert.ErrorIs(t, err, ErrInvalidOptions)
+	assert.ErrorIs(t, m.Add(mk("c", controller.Options[controller.Key]{}), mk("c", controller.Options[controller.Key]{})), ErrDuplicateName)
+	assert.ErrorIs(t, m.Add(nil), controller.ErrInvalidOptions)
+	err = m.Add(mk("gated", controller.Options[controller.Key]{Feature: "Fancy"}))
+	assert.ErrorIs(t, err, controller.ErrInvalidOptions)
 	assert.ErrorContains(t, err, "FeatureGate")
 
 	// Names are unique per Manager, not per process.
-	m2, err := NewManager(ManagerOptions{Client: fake.NewClientset()})
+	m2, err := New(Options{Client: fake.NewClientset()})
 	require.NoError(t, err)
-	require.NoError(t, m2.Add(mk("a", Options[Key]{})))
+	require.NoError(t, m2.Add(mk("a", controller.Options[controller.Key]{})))
 }
 
 func TestGatedOffControllerNeverRuns(t *testing.T) {
@@ -137,19 +145,19 @@ func TestGatedOffControllerNeverRuns(t *testing.T) {
 		"Stable": {Default: true, PreRelease: featuregate.Beta},
 	}))
 	client := fake.NewClientset(configMap("ns", "a"), configMap("ns", "b"))
-	m, err := NewManager(ManagerOptions{Client: client, FeatureGate: gate})
+	m, err := New(Options{Client: client, FeatureGate: gate})
 	require.NoError(t, err)
 	var on, off, ungated keyRecorder
 	require.NoError(t, m.Add(
-		configMapController(t, m.Factory(), "fancy", &off, Options[Key]{Feature: "Fancy"}),
-		configMapController(t, m.Factory(), "stable", &on, Options[Key]{Feature: "Stable"}),
-		configMapController(t, m.Factory(), "plain", &ungated, Options[Key]{}),
+		configMapController(t, m.Factory(), "fancy", &off, controller.Options[controller.Key]{Feature: "Fancy"}),
+		configMapController(t, m.Factory(), "stable", &on, controller.Options[controller.Key]{Feature: "Stable"}),
+		configMapController(t, m.Factory(), "plain", &ungated, controller.Options[controller.Key]{}),
 	))
 	ctx, logs := testLogger(t)
 	stop := startManager(t, ctx, m)
 	require.Eventually(t, func() bool {
-		return on.count(Key{"ns", "a"}) == 1 && on.count(Key{"ns", "b"}) == 1 &&
-			ungated.count(Key{"ns", "a"}) == 1 && ungated.count(Key{"ns", "b"}) == 1
+		return on.count(controller.Key{Namespace: "ns", Name: "a"}) == 1 && on.count(controller.Key{Namespace: "ns", Name: "b"}) == 1 &&
+			ungated.count(controller.Key{Namespace: "ns", Name: "a"}) == 1 && ungated.count(controller.Key{Namespace: "ns", Name: "b"}) == 1
 	}, 10*time.Second, time.Millisecond)
 	require.NoError(t, stop())
 	assert.Empty(t, off.keys(), "the gated-off controller reconciled")
@@ -167,10 +175,10 @@ func TestGatedOffControllerNeverRuns(t *testing.T) {
 func TestProbesAndMetrics(t *testing.T) {
 	client := fake.NewClientset(configMap("ns", "a"))
 	reg := prometheus.NewRegistry()
-	m, err := NewManager(ManagerOptions{Client: client, Registerer: reg})
+	m, err := New(Options{Client: client, Registerer: reg})
 	require.NoError(t, err)
 	var rec keyRecorder
-	c := configMapController(t, m.Factory(), "configmaps", &rec, Options[Key]{})
+	c := configMapController(t, m.Factory(), "configmaps", &rec, controller.Options[controller.Key]{})
 	require.NoError(t, m.Add(c))
 	h := m.Handler()
 
@@ -186,7 +194,7 @@ func TestProbesAndMetrics(t *testing.T) {
 		code, _ := get(t, h, "/readyz")
 		return code == http.StatusOK
 	}, 10*time.Second, time.Millisecond)
-	require.Eventually(t, func() bool { return rec.count(Key{"ns", "a"}) == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return rec.count(controller.Key{Namespace: "ns", Name: "a"}) == 1 }, 10*time.Second, time.Millisecond)
 	waitIdle(t, c)
 	code, body = get(t, h, "/healthz")
 	assert.Equal(t, http.StatusOK, code)
@@ -218,7 +226,7 @@ func TestProbesAndMetrics(t *testing.T) {
 }
 
 func TestManagerServesOnConfiguredAddresses(t *testing.T) {
-	m, err := NewManager(ManagerOptions{Client: fake.NewClientset(), HealthProbeAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0"})
+	m, err := New(Options{Client: fake.NewClientset(), HealthProbeAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0"})
 	require.NoError(t, err)
 	ctx, _ := testLogger(t)
 	stop := startManager(t, ctx, m)
@@ -245,7 +253,7 @@ func TestManagerServesOnConfiguredAddresses(t *testing.T) {
 	assert.Empty(t, m.HealthProbeAddr(), "servers are closed")
 
 	// A busy address is a clear error from Start.
-	m2, err := NewManager(ManagerOptions{Client: fake.NewClientset(), HealthProbeAddr: "256.0.0.1:1"})
+	m2, err := New(Options{Client: fake.NewClientset(), HealthProbeAddr: "256.0.0.1:1"})
 	require.NoError(t, err)
 	err = m2.Start(ctx)
 	assert.ErrorContains(t, err, `serving health on "256.0.0.1:1"`)
@@ -288,17 +296,17 @@ func (o orderRecorder) Run(ctx context.Context) error {
 // released; and nothing is left running.
 func TestManagerShutdownOrder(t *testing.T) {
 	client := fake.NewClientset(configMap("ns", "a"))
-	m, err := NewManager(ManagerOptions{Client: client, LeaderElection: fastElection("one")})
+	m, err := New(Options{Client: client, LeaderElection: fastElection("one")})
 	require.NoError(t, err)
 	inReconcile := make(chan struct{})
 	var reconcileFinished atomic.Bool
-	r := ReconcilerFunc[Key](func(ctx context.Context, k Key) (Result, error) {
+	r := controller.ReconcilerFunc[controller.Key](func(ctx context.Context, k controller.Key) (controller.Result, error) {
 		close(inReconcile)
 		<-ctx.Done()
 		reconcileFinished.Store(true)
-		return Result{}, nil
+		return controller.Result{}, nil
 	})
-	c := configMapController(t, m.Factory(), "slow", r, Options[Key]{})
+	c := configMapController(t, m.Factory(), "slow", r, controller.Options[controller.Key]{})
 	cms, err := informer.For[*corev1.ConfigMap](m.Factory())
 	require.NoError(t, err)
 	type snapshot struct {
@@ -333,12 +341,12 @@ func TestLeaderElectionIntegration(t *testing.T) {
 	}
 	newReplica := func(id string) *replica {
 		rp := &replica{}
-		m, err := NewManager(ManagerOptions{Client: client, LeaderElection: fastElection(id)})
+		m, err := New(Options{Client: client, LeaderElection: fastElection(id)})
 		require.NoError(t, err)
 		rp.m = m
 		require.NoError(t, m.Add(
-			configMapController(t, m.Factory(), "leader-only", &rp.leader, Options[Key]{}),
-			configMapController(t, m.Factory(), "every-replica", &rp.anyRepl, Options[Key]{NeedLeaderElection: new(false)}),
+			configMapController(t, m.Factory(), "leader-only", &rp.leader, controller.Options[controller.Key]{}),
+			configMapController(t, m.Factory(), "every-replica", &rp.anyRepl, controller.Options[controller.Key]{NeedLeaderElection: new(false)}),
 		))
 		return rp
 	}
@@ -349,7 +357,9 @@ func TestLeaderElectionIntegration(t *testing.T) {
 	stopB := startManager(t, ctx, b.m)
 
 	both := func(r *keyRecorder) func() bool {
-		return func() bool { return r.count(Key{"ns", "a"}) >= 1 && r.count(Key{"ns", "b"}) >= 1 }
+		return func() bool {
+			return r.count(controller.Key{Namespace: "ns", Name: "a"}) >= 1 && r.count(controller.Key{Namespace: "ns", Name: "b"}) >= 1
+		}
 	}
 	require.Eventually(t, both(&a.leader), 10*time.Second, time.Millisecond)
 	require.Eventually(t, both(&a.anyRepl), 10*time.Second, time.Millisecond)
@@ -384,17 +394,17 @@ func TestLostLeaseIsFatal(t *testing.T) {
 	})
 	le := fastElection("one")
 	le.HealthTolerance = time.Millisecond
-	m, err := NewManager(ManagerOptions{Client: client, LeaderElection: le})
+	m, err := New(Options{Client: client, LeaderElection: le})
 	require.NoError(t, err)
 	var ctxEnded atomic.Bool
 	started := make(chan struct{})
-	r := ReconcilerFunc[Key](func(ctx context.Context, _ Key) (Result, error) {
+	r := controller.ReconcilerFunc[controller.Key](func(ctx context.Context, _ controller.Key) (controller.Result, error) {
 		close(started)
 		<-ctx.Done()
 		ctxEnded.Store(true)
-		return Result{}, nil
+		return controller.Result{}, nil
 	})
-	require.NoError(t, m.Add(configMapController(t, m.Factory(), "guarded", r, Options[Key]{})))
+	require.NoError(t, m.Add(configMapController(t, m.Factory(), "guarded", r, controller.Options[controller.Key]{})))
 	ctx, _ := testLogger(t)
 	done := make(chan error, 1)
 	go func() { done <- m.Start(ctx) }()
@@ -424,14 +434,14 @@ func TestManagerCacheSyncTimeoutIsFatal(t *testing.T) {
 	client.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("injected: forbidden")
 	})
-	m, err := NewManager(ManagerOptions{Client: client, CacheSyncTimeout: 200 * time.Millisecond})
+	m, err := New(Options{Client: client, CacheSyncTimeout: 200 * time.Millisecond})
 	require.NoError(t, err)
 	var rec keyRecorder
-	require.NoError(t, m.Add(configMapController(t, m.Factory(), "never-synced", &rec, Options[Key]{})))
+	require.NoError(t, m.Add(configMapController(t, m.Factory(), "never-synced", &rec, controller.Options[controller.Key]{})))
 	ctx, _ := testLogger(t)
 	err = m.Start(ctx)
 	require.Error(t, err)
-	assert.ErrorIs(t, err, ErrCacheSyncTimeout)
+	assert.ErrorIs(t, err, informer.ErrCacheSyncTimeout)
 	assert.ErrorContains(t, err, "configmaps")
 	assert.Empty(t, rec.keys())
 }
@@ -446,21 +456,21 @@ func (f failingRunnable) Feature() featuregate.Feature { return "" }
 
 func TestRunnableErrorIsFatal(t *testing.T) {
 	client := fake.NewClientset(configMap("ns", "a"))
-	m, err := NewManager(ManagerOptions{Client: client})
+	m, err := New(Options{Client: client})
 	require.NoError(t, err)
 	var rec keyRecorder
-	c := configMapController(t, m.Factory(), "fine", &rec, Options[Key]{})
+	c := configMapController(t, m.Factory(), "fine", &rec, controller.Options[controller.Key]{})
 	require.NoError(t, m.Add(c, failingRunnable{"broken"}))
 	ctx, _ := testLogger(t)
 	err = m.Start(ctx)
 	require.Error(t, err)
 	assert.ErrorContains(t, err, `controller "broken": port in use`)
-	assert.ErrorIs(t, m.Start(ctx), ErrAlreadyStarted)
+	assert.ErrorIs(t, m.Start(ctx), controller.ErrAlreadyStarted)
 }
 
 func TestEventRecorderFor(t *testing.T) {
 	client := fake.NewClientset()
-	m, err := NewManager(ManagerOptions{Client: client})
+	m, err := New(Options{Client: client})
 	require.NoError(t, err)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-0", UID: "u1"}}
 	rec := m.EventRecorderFor("replicaset")
@@ -483,4 +493,60 @@ func TestEventRecorderFor(t *testing.T) {
 	assert.Equal(t, "creating web-1 failed", ev.Message)
 	assert.Equal(t, "web-0", ev.InvolvedObject.Name)
 	goleak.VerifyNone(t)
+}
+
+// widget is a custom resource type for the undecodable-object test.
+type widget struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              struct {
+		Size int32 `json:"size"`
+	} `json:"spec"`
+}
+
+func (w *widget) DeepCopyObject() runtime.Object {
+	c := *w
+	w.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	return &c
+}
+
+// The factory a Manager builds records an event on a custom resource it
+// cannot decode, and the controller watching it never sees the object.
+func TestManagerFactoryRecordsUndecodableObjects(t *testing.T) {
+	gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	broken := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"namespace": "ns", "name": "broken", "uid": "u1", "resourceVersion": "1"},
+		"spec":     map[string]any{"size": "three"},
+	}}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "WidgetList"}, broken)
+	client := fake.NewClientset()
+	m, err := New(Options{Client: client, FactoryOptions: []informer.FactoryOption{
+		informer.WithDynamicClient(dyn),
+		informer.WithErrorHandler(func(context.Context, error) {}),
+	}})
+	require.NoError(t, err)
+	widgets, err := informer.ForResource[*widget](m.Factory(), gvr)
+	require.NoError(t, err)
+	var rec keyRecorder
+	c, err := controller.New("widgets", &rec, controller.Options[controller.Key]{})
+	require.NoError(t, err)
+	require.NoError(t, controller.Watch(c, widgets, controller.EnqueueObject))
+	require.NoError(t, m.Add(c))
+	ctx, _ := testLogger(t)
+	stop := startManager(t, ctx, m)
+
+	var events *corev1.EventList
+	require.Eventually(t, func() bool {
+		events, err = client.CoreV1().Events("ns").List(ctx, metav1.ListOptions{})
+		return err == nil && len(events.Items) > 0
+	}, 10*time.Second, 5*time.Millisecond)
+	waitIdle(t, c)
+	require.NoError(t, stop())
+	ev := events.Items[0]
+	assert.Equal(t, informer.ReasonUndecodable, ev.Reason)
+	assert.Equal(t, "broken", ev.InvolvedObject.Name)
+	assert.Equal(t, "Widget", ev.InvolvedObject.Kind)
+	assert.Equal(t, informerEventSource, ev.Source.Component)
+	assert.Empty(t, rec.keys(), "an undecodable object never reaches a queue")
 }

@@ -1,4 +1,4 @@
-package controller_test
+package manager_test
 
 import (
 	"context"
@@ -27,6 +27,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/leaderelection"
+	"github.com/ctrlkit/ctrlkit/manager"
 )
 
 // Short election timings, so a handover takes seconds. They pass leaderelection's validation:
@@ -213,7 +214,7 @@ func newCluster(t *testing.T, env *controllertest.Env) *cluster {
 // one that does not, both counting reconciles of the test namespace's ConfigMaps.
 type replica struct {
 	id         string
-	mgr        *controller.Manager
+	mgr        *manager.Manager
 	leaderOnly *reconcileCounter
 	everywhere *reconcileCounter
 	leaderRun  *timedRunnable
@@ -243,7 +244,7 @@ func newReplica(t *testing.T, cl *cluster, name string, release bool) *replica {
 		leaderOnly: newReconcileCounter(),
 		everywhere: newReconcileCounter(),
 	}
-	mgr, err := controller.NewManager(controller.ManagerOptions{
+	mgr, err := manager.New(manager.Options{
 		Client:  client,
 		Factory: factory,
 		Logger:  logger,
@@ -265,11 +266,11 @@ func newReplica(t *testing.T, cl *cluster, name string, release bool) *replica {
 	require.NoError(t, err)
 	leaderOnly, err := controller.New("count-leader-only", r.leaderOnly.reconciler(), controller.Options[controller.Key]{})
 	require.NoError(t, err)
-	require.NoError(t, leaderOnly.Watch(cms, controller.EnqueueObject))
+	require.NoError(t, controller.Watch(leaderOnly, cms, controller.EnqueueObject))
 	everywhere, err := controller.New("count-every-replica", r.everywhere.reconciler(),
 		controller.Options[controller.Key]{NeedLeaderElection: new(false)})
 	require.NoError(t, err)
-	require.NoError(t, everywhere.Watch(cms, controller.EnqueueObject))
+	require.NoError(t, controller.Watch(everywhere, cms, controller.EnqueueObject))
 	require.True(t, leaderOnly.NeedLeaderElection())
 	require.False(t, everywhere.NeedLeaderElection())
 

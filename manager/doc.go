@@ -1,0 +1,64 @@
+// Package manager runs a binary's controllers the way kube-controller-manager
+// runs its own: over one shared informer factory, behind Lease leader
+// election and feature gates, with health probes, Prometheus metrics, events
+// and an ordered shutdown.
+//
+// # Use
+//
+//	mgr, err := manager.New(manager.Options{
+//		Client:          client,
+//		LeaderElection:  &leCfg, // --leader-elect and friends (leaderelection.Config.AddFlags)
+//		FeatureGate:     gate,   // --feature-gates (featuregate.Gate.AddFlag)
+//		HealthProbeAddr: ":8081", // /healthz, /readyz
+//		MetricsAddr:     ":8080", // /metrics
+//	})
+//	rs, _ := informer.For[*appsv1.ReplicaSet](mgr.Factory())
+//	c, _ := controller.New("replicaset", r, controller.Options[controller.Key]{Workers: 5})
+//	controller.Watch(c, rs, controller.EnqueueObject)
+//	mgr.Add(c)
+//	if err := mgr.Start(ctx); err != nil { // returns when ctx ends, or with leaderelection.ErrLeaseLost
+//		os.Exit(1) // the binary decides; this package never exits the process
+//	}
+//
+// # What a Manager runs
+//
+// Anything with Name and Run is a Runnable; every *controller.Controller is
+// one. Two optional methods refine it: NeedLeaderElection
+// (LeaderElectionRunnable) and Feature (GatedRunnable). Runnables that need
+// leader election (the default, as in kube-controller-manager and
+// controller-runtime; a controller opts out with
+// controller.Options.NeedLeaderElection = new(false)) run only while this
+// replica leads; the rest, and every informer, run on all replicas, so a
+// standby's caches are warm when it takes over. A Runnable whose feature is
+// disabled in Options.FeatureGate is never started; the log says why.
+//
+// The Manager runs each Runnable with a context carrying its logger and its
+// controller.Metrics (controller.WithMetrics), so a controller built without
+// its own Metrics reports into the Manager's registry.
+//
+// # Endpoints
+//
+// /healthz fails when the leader elector's watchdog does (the lease was lost
+// and not released). /readyz is ok once the Manager runs, its factory's
+// caches synced and every running Runnable with a HasSynced method reports
+// synced (a standby's leader-only controllers, not running yet, are not
+// waited for). /metrics serves Options.Registerer's metrics, a private
+// registry by default, never Prometheus' global one; see controller.Metrics
+// for the series. Handler serves all three on one mux for tests.
+//
+// # Events
+//
+// EventRecorderFor gives each controller a record.EventRecorder with its
+// name as the event source; events flow while the Manager runs. The factory
+// the Manager builds records a Warning event (informer.ReasonUndecodable) on
+// each custom resource it cannot decode.
+//
+// # Shutdown
+//
+// Start shuts down in this order: stop the Runnables (each controller stops
+// intake and drains its in-flight Reconciles), stop the informers, end the
+// election (releasing the lease with ReleaseOnCancel, only after the work
+// stopped), stop events and HTTP. It returns the first fatal error
+// (leaderelection.ErrLeaseLost, a Runnable's Run error, a cache sync
+// timeout) instead of exiting the process.
+package manager
