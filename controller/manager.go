@@ -142,7 +142,7 @@ type Manager struct {
 
 // NewManager validates opts and builds a Manager. Errors match
 // ErrInvalidOptions (an *OptionsError naming the field), or are the leader
-// election configuration's own (leaderelection's sentinels).
+// election configuration's own (matching leaderelection.ErrInvalidConfig).
 func NewManager(opts ManagerOptions) (*Manager, error) {
 	bad := func(field, reason string) (*Manager, error) {
 		return nil, &OptionsError{Field: "ManagerOptions." + field, Reason: reason}
