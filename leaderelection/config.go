@@ -15,7 +15,8 @@ import (
 
 // Defaults are kube-controller-manager's (component-base's LeaderElectionConfiguration and
 // the 20 s watchdog kube-controller-manager hands to its healthz adaptor). WithDefaults applies
-// them and AddFlags shows them, both through setFixedDefaults.
+// them to zero fields, and AddFlags does the same before it registers them as the flags'
+// defaults.
 const (
 	DefaultLeaseDuration   = 15 * time.Second
 	DefaultRenewDeadline   = 10 * time.Second
