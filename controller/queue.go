@@ -20,15 +20,15 @@ type priorityAdder[K comparable] interface {
 // nil: a ctrlkit queue named after the controller, so its metrics carry the
 // name.
 func newDefaultQueue[K comparable](name string, limiter kworkqueue.TypedRateLimiter[K], clk clock.WithTicker, m *Metrics) *workqueue.Queue[K] {
-	opts := []workqueue.Option{
-		workqueue.WithName(name),
-		workqueue.WithClock(clk),
+	opts := []workqueue.Option[K]{
+		workqueue.WithName[K](name),
+		workqueue.WithClock[K](clk),
 		workqueue.WithRateLimiter(limiter),
 	}
 	if m != nil {
-		opts = append(opts, workqueue.WithMetricsProvider(m))
+		opts = append(opts, workqueue.WithMetricsProvider[K](m))
 	}
-	return workqueue.New[K](opts...)
+	return workqueue.New(opts...)
 }
 
 // add puts key back: after a delay, through the rate limiter, or at once;

@@ -13,9 +13,10 @@ import (
 	"github.com/ctrlkit/ctrlkit/expectations"
 )
 
-// The model: the plainest possible statement of the rules in UPSTREAM.md. Each op of a
-// program is three bytes (op, key, argument), so the same interpreter serves the seeded random
-// test and the fuzz target.
+// The model: the plainest possible statement of the rules in doc.go (kube-controller-manager's
+// expectations, as kubernetes' pkg/controller implements them). Each op of a program is three
+// bytes (op, key, argument), so the same interpreter serves the seeded random test and the fuzz
+// target.
 
 const (
 	modelTTL  = time.Minute

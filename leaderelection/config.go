@@ -14,7 +14,9 @@ import (
 )
 
 // Defaults are kube-controller-manager's (component-base's LeaderElectionConfiguration and
-// the 20 s watchdog kube-controller-manager hands to its healthz adaptor).
+// the 20 s watchdog kube-controller-manager hands to its healthz adaptor). WithDefaults applies
+// them to zero fields, and AddFlags does the same before it registers them as the flags'
+// defaults.
 const (
 	DefaultLeaseDuration   = 15 * time.Second
 	DefaultRenewDeadline   = 10 * time.Second
@@ -23,30 +25,38 @@ const (
 	DefaultNamespace       = "kube-system"
 )
 
+// resourceLock is the one lock kind client-go still has, the only value
+// --leader-elect-resource-lock accepts and its default.
+const resourceLock = "leases"
+
 // JitterFactor is client-go's: a candidate waits between RetryPeriod and
 // (1+JitterFactor)×RetryPeriod between attempts, so RenewDeadline must exceed
 // JitterFactor×RetryPeriod for the leader to get more than one renewal attempt.
 const JitterFactor = leaderelection.JitterFactor
 
-// Validation errors, one per rule, reported by [Config.Validate] in this order (the first
-// five are client-go's rules in client-go's order; the sixth closes a gap client-go leaves). Match them with errors.Is.
-var (
-	ErrLeaseDurationTooShort    = errors.New("leaderelection: leaseDuration must be greater than renewDeadline")
-	ErrRenewDeadlineTooShort    = errors.New("leaderelection: renewDeadline must be greater than retryPeriod*JitterFactor")
-	ErrLeaseDurationNotPositive = errors.New("leaderelection: leaseDuration must be greater than zero")
-	ErrRenewDeadlineNotPositive = errors.New("leaderelection: renewDeadline must be greater than zero")
-	ErrRetryPeriodNotPositive   = errors.New("leaderelection: retryPeriod must be greater than zero")
-	// ErrLeaseDurationUnsafe is ctrlkit's rule on top of client-go's. A leader that fails
-	// to renew keeps leading for up to RetryPeriod+RenewDeadline after its last renewal,
-	// while standbys take over LeaseDuration after it — as stored in the Lease, in whole
-	// seconds. Unless the stored duration exceeds RetryPeriod+RenewDeadline, a standby can
-	// start while the old leader still leads (client-go accepts 15s/14s/2s, for example).
-	ErrLeaseDurationUnsafe     = errors.New("leaderelection: leaseDuration in whole seconds must be greater than renewDeadline+retryPeriod")
-	ErrNegativeHealthTolerance = errors.New("leaderelection: healthTolerance must not be negative")
-	ErrInvalidNamespace        = errors.New("leaderelection: namespace is not a valid DNS-1123 label")
-	ErrInvalidName             = errors.New("leaderelection: name is not a valid DNS-1123 subdomain")
-	ErrEmptyIdentity           = errors.New("leaderelection: identity must not be empty")
-)
+// ErrInvalidConfig is matched (errors.Is) by every error that reports a configuration that
+// breaks a rule: from Validate, ValidateFlags, NewElector and Run. The message names the rule
+// and the values, e.g. "invalid leader election config: leaseDuration 1s must be greater than
+// renewDeadline 2s"; errors.As with a *ConfigError gets the field.
+var ErrInvalidConfig = errors.New("invalid leader election config")
+
+// ConfigError is one broken configuration rule. Validate joins one per broken rule
+// (errors.Join); each matches ErrInvalidConfig.
+type ConfigError struct {
+	// Field is the culprit, named as in Config's documentation in lower camel case
+	// ("leaseDuration", "renewDeadline", "retryPeriod", "healthTolerance", "namespace",
+	// "name", "identity"), or "client" for a nil client given to NewElector or Run. A rule
+	// between two fields is reported on the first of them.
+	Field string
+	// Rule states the rule with the values that broke it, e.g. "leaseDuration 1s must be
+	// greater than renewDeadline 2s".
+	Rule string
+}
+
+func (e *ConfigError) Error() string { return ErrInvalidConfig.Error() + ": " + e.Rule }
+
+// Is makes errors.Is(err, ErrInvalidConfig) true.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
 
 // Config says which Lease to contend for and how. The zero value of every field but Name
 // means its documented default once [Config.WithDefaults] has run; NewElector and Run call
@@ -90,11 +100,19 @@ type Config struct {
 // WithDefaults returns c with every zero field (except Name and Enabled) set to its
 // default. Identity gets a fresh random suffix each call, so call it once per process.
 func (c Config) WithDefaults() Config {
-	if c.Namespace == "" {
-		c.Namespace = DefaultNamespace
-	}
+	c.setFixedDefaults()
 	if c.Identity == "" {
 		c.Identity = defaultIdentity()
+	}
+	return c
+}
+
+// setFixedDefaults sets every zero field that has a fixed default. It is the one place the
+// defaults are applied: WithDefaults (which adds the per-process Identity) and AddFlags (whose
+// help text shows them) both call it.
+func (c *Config) setFixedDefaults() {
+	if c.Namespace == "" {
+		c.Namespace = DefaultNamespace
 	}
 	if c.LeaseDuration == 0 {
 		c.LeaseDuration = DefaultLeaseDuration
@@ -108,7 +126,6 @@ func (c Config) WithDefaults() Config {
 	if c.HealthTolerance == 0 {
 		c.HealthTolerance = DefaultHealthTolerance
 	}
-	return c
 }
 
 // defaultIdentity is kube-controller-manager's hostname_<unique> with a shorter suffix; the
@@ -124,44 +141,53 @@ func defaultIdentity() string {
 }
 
 // Validate checks c exactly as it is — it does not apply defaults, so validate
-// c.WithDefaults() to check what Run will use. It returns every broken rule, joined in the
-// order of the Err variables above, each wrapping its sentinel and naming the values.
+// c.WithDefaults() to check what Run will use. It returns every broken rule as a *ConfigError
+// (matching ErrInvalidConfig), joined with errors.Join. The order is client-go's for its rules
+// (leaseDuration > renewDeadline, renewDeadline > JitterFactor × retryPeriod, then each
+// duration > 0), then ctrlkit's: the stored leaseDuration > renewDeadline + retryPeriod,
+// healthTolerance >= 0, the namespace, the name and the identity.
 func (c Config) Validate() error {
 	var errs []error
-	add := func(sentinel error, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...))
+	add := func(field, format string, args ...any) {
+		errs = append(errs, &ConfigError{Field: field, Rule: fmt.Sprintf(format, args...)})
 	}
 	if c.LeaseDuration <= c.RenewDeadline {
-		add(ErrLeaseDurationTooShort, "leaseDuration %v, renewDeadline %v", c.LeaseDuration, c.RenewDeadline)
+		add("leaseDuration", "leaseDuration %v must be greater than renewDeadline %v", c.LeaseDuration, c.RenewDeadline)
 	}
-	if c.RenewDeadline <= time.Duration(JitterFactor*float64(c.RetryPeriod)) {
-		add(ErrRenewDeadlineTooShort, "renewDeadline %v, retryPeriod %v", c.RenewDeadline, c.RetryPeriod)
+	if jittered := time.Duration(JitterFactor * float64(c.RetryPeriod)); c.RenewDeadline <= jittered {
+		add("renewDeadline", "renewDeadline %v must be greater than JitterFactor %v × retryPeriod %v = %v",
+			c.RenewDeadline, JitterFactor, c.RetryPeriod, jittered)
 	}
 	if c.LeaseDuration <= 0 {
-		add(ErrLeaseDurationNotPositive, "leaseDuration %v", c.LeaseDuration)
+		add("leaseDuration", "leaseDuration %v must be greater than zero", c.LeaseDuration)
 	}
 	if c.RenewDeadline <= 0 {
-		add(ErrRenewDeadlineNotPositive, "renewDeadline %v", c.RenewDeadline)
+		add("renewDeadline", "renewDeadline %v must be greater than zero", c.RenewDeadline)
 	}
 	if c.RetryPeriod <= 0 {
-		add(ErrRetryPeriodNotPositive, "retryPeriod %v", c.RetryPeriod)
+		add("retryPeriod", "retryPeriod %v must be greater than zero", c.RetryPeriod)
 	}
-	// Only once the plain ordering holds; otherwise it would repeat rule one.
+	// ctrlkit's rule on top of client-go's. A leader that fails to renew keeps leading for up
+	// to RetryPeriod+RenewDeadline after its last renewal, while standbys take over
+	// LeaseDuration after it — as stored in the Lease, in whole seconds. Unless the stored
+	// duration exceeds RetryPeriod+RenewDeadline, a standby can start while the old leader
+	// still leads (client-go accepts 15s/14s/2s, for example). Checked only once the plain
+	// ordering holds; otherwise it would repeat the first rule.
 	if stored := c.LeaseDuration.Truncate(time.Second); c.LeaseDuration > c.RenewDeadline && stored <= c.RenewDeadline+c.RetryPeriod {
-		add(ErrLeaseDurationUnsafe, "leaseDuration %v is stored as %v, renewDeadline %v + retryPeriod %v = %v",
+		add("leaseDuration", "leaseDuration %v, stored in whole seconds as %v, must be greater than renewDeadline %v + retryPeriod %v = %v",
 			c.LeaseDuration, stored, c.RenewDeadline, c.RetryPeriod, c.RenewDeadline+c.RetryPeriod)
 	}
 	if c.HealthTolerance < 0 {
-		add(ErrNegativeHealthTolerance, "healthTolerance %v", c.HealthTolerance)
+		add("healthTolerance", "healthTolerance %v must not be negative", c.HealthTolerance)
 	}
 	if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
-		add(ErrInvalidNamespace, "%q: %s", c.Namespace, strings.Join(msgs, "; "))
+		add("namespace", "namespace %q must be a DNS-1123 label: %s", c.Namespace, strings.Join(msgs, "; "))
 	}
 	if msgs := validation.IsDNS1123Subdomain(c.Name); len(msgs) > 0 {
-		add(ErrInvalidName, "%q: %s", c.Name, strings.Join(msgs, "; "))
+		add("name", "name %q must be a DNS-1123 subdomain: %s", c.Name, strings.Join(msgs, "; "))
 	}
 	if strings.TrimSpace(c.Identity) == "" {
-		add(ErrEmptyIdentity, "identity %q", c.Identity)
+		add("identity", "identity %q must not be empty", c.Identity)
 	}
 	return errors.Join(errs...)
 }

@@ -46,7 +46,8 @@
 //
 // # What ctrlkit adds to client-go's engine
 //
-//   - Validate reports each broken rule with its own sentinel error, and adds one rule:
+//   - Validate reports every broken rule at once, each a *ConfigError matching
+//     ErrInvalidConfig whose message names the rule and the values, and adds one rule:
 //     LeaseDuration, in the whole seconds a Lease stores, must exceed
 //     RenewDeadline+RetryPeriod, the longest a failing leader keeps leading after its last
 //     renewal. The difference is the margin for API latency and paused processes.

@@ -22,8 +22,6 @@ var (
 	// ErrAlreadyRunning is returned by Elector.Run while another Run of the same Elector
 	// is in progress.
 	ErrAlreadyRunning = errors.New("leaderelection: elector is already running")
-	// ErrNilClient is returned by NewElector and Run for a nil client.
-	ErrNilClient = errors.New("leaderelection: client must not be nil")
 	// ErrLeaseNotRenewed is wrapped by Elector.Check when this candidate still holds the
 	// lease on record but has not renewed it for longer than LeaseDuration+HealthTolerance.
 	ErrLeaseNotRenewed = errors.New("leaderelection: lease not renewed")
@@ -73,10 +71,11 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg Config, cb Callba
 }
 
 // NewElector applies cfg.WithDefaults, validates the result and returns an Elector that has
-// not started. The error is ErrNilClient or Validate's.
+// not started. A nil client or a cfg that Validate rejects gives an error matching
+// ErrInvalidConfig (a *ConfigError for each broken rule).
 func NewElector(client kubernetes.Interface, cfg Config, cb Callbacks) (*Elector, error) {
 	if client == nil {
-		return nil, ErrNilClient
+		return nil, &ConfigError{Field: "client", Rule: "client must not be nil"}
 	}
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {

@@ -319,14 +319,20 @@ func TestRunCancelledBeforeLeading(t *testing.T) {
 
 func TestNewElectorErrors(t *testing.T) {
 	_, err := NewElector(nil, fastConfig("a"), Callbacks{})
-	assert.ErrorIs(t, err, ErrNilClient)
+	assert.ErrorIs(t, err, ErrInvalidConfig)
+	var ce *ConfigError
+	if assert.ErrorAs(t, err, &ce) {
+		assert.Equal(t, "client", ce.Field)
+	}
+	assert.EqualError(t, err, "invalid leader election config: client must not be nil")
 	err = Run(context.Background(), nil, fastConfig("a"), Callbacks{})
-	assert.ErrorIs(t, err, ErrNilClient)
+	assert.ErrorIs(t, err, ErrInvalidConfig)
 
 	bad := fastConfig("a")
 	bad.RetryPeriod = time.Second
 	_, err = NewElector(fake.NewClientset(), bad, Callbacks{})
-	assert.ErrorIs(t, err, ErrRenewDeadlineTooShort)
+	assert.ErrorIs(t, err, ErrInvalidConfig)
+	assert.ErrorContains(t, err, "renewDeadline 600ms must be greater than JitterFactor 1.2 × retryPeriod 1s = 1.2s")
 
 	e, err := NewElector(fake.NewClientset(), Config{Name: "x"}, Callbacks{})
 	require.NoError(t, err, "zero values mean defaults")

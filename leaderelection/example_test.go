@@ -122,13 +122,15 @@ func ExampleConfig_AddFlags() {
 	// true
 }
 
-// Each broken rule has its own sentinel.
+// Every broken rule matches ErrInvalidConfig; the message names the rule and the values, and
+// errors.As gives the field.
 func ExampleConfig_Validate() {
 	cfg := leaderelection.Config{Name: "my-controller", LeaseDuration: 15 * time.Second, RenewDeadline: 14 * time.Second}.WithDefaults()
 	err := cfg.Validate()
-	fmt.Println(errors.Is(err, leaderelection.ErrLeaseDurationUnsafe), errors.Is(err, leaderelection.ErrLeaseDurationTooShort))
+	var ce *leaderelection.ConfigError
+	fmt.Println(errors.Is(err, leaderelection.ErrInvalidConfig), errors.As(err, &ce) && ce.Field == "leaseDuration")
 	fmt.Println(err)
 	// Output:
-	// true false
-	// leaderelection: leaseDuration in whole seconds must be greater than renewDeadline+retryPeriod: leaseDuration 15s is stored as 15s, renewDeadline 14s + retryPeriod 2s = 16s
+	// true true
+	// invalid leader election config: leaseDuration 15s, stored in whole seconds as 15s, must be greater than renewDeadline 14s + retryPeriod 2s = 16s
 }

@@ -7,26 +7,16 @@ import (
 )
 
 // AddFlags registers kube-controller-manager's leader-election flags on fs, bound to c's
-// fields. Zero durations and an empty Namespace are first set to their defaults so the help
-// text shows the values Run will use; set c.Enabled (and c.Name) before calling to choose
-// their defaults. A malformed duration is reported by fs.Parse; rules between values (such
-// as lease duration > renew deadline) are left to Validate.
+// fields. Zero fields are first set to the defaults WithDefaults applies (all but Identity,
+// which WithDefaults draws per process), so the help text shows the values Run will use; set
+// c.Enabled (and c.Name) before calling to choose their defaults. A malformed duration is
+// reported by fs.Parse; rules between values (such as lease duration > renew deadline) are
+// left to Validate.
 //
 // --leader-elect-resource-lock is accepted for command-line compatibility, but only with
 // its one supported value, "leases".
 func (c *Config) AddFlags(fs *pflag.FlagSet) {
-	if c.Namespace == "" {
-		c.Namespace = DefaultNamespace
-	}
-	if c.LeaseDuration == 0 {
-		c.LeaseDuration = DefaultLeaseDuration
-	}
-	if c.RenewDeadline == 0 {
-		c.RenewDeadline = DefaultRenewDeadline
-	}
-	if c.RetryPeriod == 0 {
-		c.RetryPeriod = DefaultRetryPeriod
-	}
+	c.setFixedDefaults()
 	fs.BoolVar(&c.Enabled, "leader-elect", c.Enabled, ""+
 		"Start a leader election client and gain leadership before executing the main loop. "+
 		"Enable this when running replicated components for high availability.")
@@ -44,7 +34,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"leadership. This is only applicable if leader election is enabled.")
 	fs.Var(resourceLockFlag{}, "leader-elect-resource-lock", ""+
 		"The type of resource object that is used for locking during leader election. "+
-		"Supported options are 'leases'.")
+		"Supported options are '"+resourceLock+"'.")
 	fs.StringVar(&c.Name, "leader-elect-resource-name", c.Name, ""+
 		"The name of resource object that is used for locking during leader election.")
 	fs.StringVar(&c.Namespace, "leader-elect-resource-namespace", c.Namespace, ""+
@@ -62,14 +52,14 @@ func (c Config) ValidateFlags() error {
 	return d.Validate()
 }
 
-// resourceLockFlag accepts only "leases": every other lock kind was removed from client-go.
+// resourceLockFlag accepts only resourceLock: every other lock kind was removed from client-go.
 type resourceLockFlag struct{}
 
-func (resourceLockFlag) String() string { return "leases" }
+func (resourceLockFlag) String() string { return resourceLock }
 func (resourceLockFlag) Type() string   { return "string" }
 func (resourceLockFlag) Set(v string) error {
-	if v != "leases" {
-		return fmt.Errorf("unsupported resource lock %q: only \"leases\" is supported", v)
+	if v != resourceLock {
+		return fmt.Errorf("unsupported resource lock %q: only %q is supported", v, resourceLock)
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package leaderelection
 
 import (
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,7 +61,8 @@ func TestAddFlagsParse(t *testing.T) {
 		"--leader-elect-resource-name=my-controller",
 	}))
 	assert.Equal(t, Config{Enabled: true, Namespace: "ops", Name: "my-controller",
-		LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 3 * time.Second}, cfg)
+		LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 3 * time.Second,
+		HealthTolerance: DefaultHealthTolerance}, cfg)
 	require.NoError(t, cfg.WithDefaults().Validate())
 }
 
@@ -79,11 +82,34 @@ func TestAddFlagsErrors(t *testing.T) {
 	// Rules between values are Validate's: flags parse, Validate names the rule.
 	var cfg Config
 	require.NoError(t, newFlagSet(&cfg).Parse([]string{"--leader-elect-resource-name=x", "--leader-elect-lease-duration=5s"}))
-	assert.ErrorIs(t, cfg.WithDefaults().Validate(), ErrLeaseDurationTooShort)
+	err := cfg.WithDefaults().Validate()
+	assert.ErrorIs(t, err, ErrInvalidConfig)
+	assert.ErrorContains(t, err, "leaseDuration 5s must be greater than renewDeadline 10s")
+}
+
+// The flags' defaults are WithDefaults' values: both come from setFixedDefaults.
+func TestFlagDefaultsAreWithDefaults(t *testing.T) {
+	var cfg Config
+	fs := newFlagSet(&cfg)
+	d := Config{}.WithDefaults()
+	for name, want := range map[string]string{
+		"leader-elect":                    strconv.FormatBool(d.Enabled),
+		"leader-elect-lease-duration":     d.LeaseDuration.String(),
+		"leader-elect-renew-deadline":     d.RenewDeadline.String(),
+		"leader-elect-retry-period":       d.RetryPeriod.String(),
+		"leader-elect-resource-lock":      resourceLock,
+		"leader-elect-resource-namespace": d.Namespace,
+		"leader-elect-resource-name":      d.Name,
+	} {
+		assert.Equal(t, want, fs.Lookup(name).DefValue, name)
+	}
+	// Binding the flags left cfg as WithDefaults would, but for the per-process identity.
+	d.Identity = ""
+	assert.Equal(t, d, cfg)
 }
 
 // FuzzFlags: any command line either fails to parse or yields a Config whose Validate
-// reports only the package's sentinels; nothing panics.
+// reports only *ConfigErrors matching ErrInvalidConfig; nothing panics.
 func FuzzFlags(f *testing.F) {
 	f.Add("15s", "10s", "2s", "kube-system", "ctrl")
 	f.Add("1s", "1s", "0s", "", "")
@@ -107,12 +133,9 @@ func FuzzFlags(f *testing.F) {
 			return
 		}
 		for _, e := range verr.(interface{ Unwrap() []error }).Unwrap() {
-			known := false
-			for _, s := range sentinels {
-				known = known || errors.Is(e, s)
-			}
-			if !known {
-				t.Fatalf("Validate returned %v, which wraps no sentinel", e)
+			var ce *ConfigError
+			if !errors.As(e, &ce) || !errors.Is(e, ErrInvalidConfig) || ce.Field == "" || ce.Rule == "" {
+				t.Fatalf("Validate returned %#v, not a *ConfigError with a field and a rule", e)
 			}
 		}
 	})
@@ -122,21 +145,26 @@ func FuzzFlags(f *testing.F) {
 func TestValidateFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
-		want error
+		want string // the message of the one rule broken, "" for none
 	}{
-		{[]string{"--leader-elect", "--leader-elect-resource-name=ctl"}, nil},
-		{[]string{"--leader-elect", "--leader-elect-resource-name=ctl", "--leader-elect-retry-period=0s"}, ErrRetryPeriodNotPositive},
-		{[]string{"--leader-elect", "--leader-elect-resource-name=ctl", "--leader-elect-renew-deadline=20s"}, ErrLeaseDurationTooShort},
-		{[]string{"--leader-elect"}, ErrInvalidName},
+		{[]string{"--leader-elect", "--leader-elect-resource-name=ctl"}, ""},
+		{[]string{"--leader-elect", "--leader-elect-resource-name=ctl", "--leader-elect-retry-period=0s"},
+			"invalid leader election config: retryPeriod 0s must be greater than zero"},
+		{[]string{"--leader-elect", "--leader-elect-resource-name=ctl", "--leader-elect-renew-deadline=20s"},
+			"invalid leader election config: leaseDuration 15s must be greater than renewDeadline 20s"},
+		{[]string{"--leader-elect"}, `invalid leader election config: name "" must be a DNS-1123 subdomain`},
 	} {
 		var cfg Config
 		require.NoError(t, newFlagSet(&cfg).Parse(tc.args))
 		err := cfg.ValidateFlags()
-		if tc.want == nil {
+		if tc.want == "" {
 			assert.NoError(t, err, "%v", tc.args)
 			continue
 		}
-		assert.ErrorIs(t, err, tc.want, "%v", tc.args)
+		assert.ErrorIs(t, err, ErrInvalidConfig, "%v", tc.args)
+		if assert.Len(t, configErrors(t, err), 1, "%v", tc.args) {
+			assert.True(t, strings.HasPrefix(err.Error(), tc.want), "%v: %v", tc.args, err)
+		}
 	}
 	// What WithDefaults would hide: Validate after defaulting accepts the typed zero.
 	var cfg Config

@@ -185,7 +185,8 @@ type Manager struct {
 
 // New validates opts and builds a Manager. Errors match
 // controller.ErrInvalidOptions (a *controller.OptionsError naming the field),
-// or are the leader election configuration's own (leaderelection's errors).
+// or are the leader election configuration's own (matching
+// leaderelection.ErrInvalidConfig).
 func New(opts Options) (*Manager, error) {
 	bad := func(field, reason string) (*Manager, error) {
 		return nil, &controller.OptionsError{Field: "manager.Options." + field, Reason: reason}

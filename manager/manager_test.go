@@ -107,7 +107,7 @@ func TestNewManagerRejectsBadOptions(t *testing.T) {
 	assert.ErrorContains(t, err, "already registered", "two Managers on one registry would report the same series")
 
 	_, err = New(Options{Client: client, LeaderElection: &leaderelection.Config{Enabled: true}})
-	assert.ErrorIs(t, err, leaderelection.ErrInvalidName)
+	assert.ErrorIs(t, err, leaderelection.ErrInvalidConfig)
 	_, err = New(Options{Client: client, LeaderElection: &leaderelection.Config{Enabled: false}})
 	assert.NoError(t, err, "a disabled election is not validated")
 }

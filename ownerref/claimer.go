@@ -82,6 +82,8 @@ func (c *Claimer[T]) validate() error {
 	switch {
 	case isNil(c.owner):
 		return fmt.Errorf("%w: nil owner", ErrInvalidClaimer)
+	case c.owner.GetUID() == "":
+		return fmt.Errorf("%w: owner %s %s: %w", ErrInvalidClaimer, c.ownerGVK.Kind, objectName(c.owner), ErrMissingUID)
 	case isNil(c.patcher):
 		return fmt.Errorf("%w: nil patcher for %s %s", ErrInvalidClaimer, c.ownerGVK.Kind, objectName(c.owner))
 	case c.patchType != types.StrategicMergePatchType && c.patchType != types.MergePatchType:
@@ -214,6 +216,9 @@ func (c *Claimer[T]) Adopt(ctx context.Context, obj T) error {
 	if isNil(obj) {
 		return fmt.Errorf("%w adopted by %s %s", ErrNilObject, c.ownerGVK.Kind, objectName(c.owner))
 	}
+	if obj.GetUID() == "" {
+		return c.claimError(OpAdopt, obj, errNoChildUID)
+	}
 	if err := c.CanAdopt(ctx); err != nil {
 		return c.claimError(OpAdopt, obj, err)
 	}
@@ -242,6 +247,9 @@ func (c *Claimer[T]) Release(ctx context.Context, obj T) error {
 }
 
 func (c *Claimer[T]) release(ctx context.Context, obj T) error {
+	if obj.GetUID() == "" {
+		return c.claimError(OpRelease, obj, errNoChildUID)
+	}
 	data, err := releasePatch(c.patchType, c.owner, obj)
 	if err != nil {
 		return c.claimError(OpRelease, obj, err)
@@ -253,6 +261,10 @@ func (c *Claimer[T]) release(ctx context.Context, obj T) error {
 	}
 	return nil
 }
+
+// errNoChildUID refuses to patch a child without a UID: the patch's metadata.uid precondition
+// would be empty, which the API server reads as no precondition at all.
+var errNoChildUID = fmt.Errorf("%w: the object was not read from the API server, and a patch without its uid could change another object of the same name", ErrMissingUID)
 
 func (c *Claimer[T]) claimError(op Op, obj T, err error) error {
 	return &ClaimError{

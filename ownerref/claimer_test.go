@@ -632,6 +632,59 @@ func TestInvalidInput(t *testing.T) {
 	})
 }
 
+// TestEmptyUIDs: an owner without a UID claims nothing, not even children whose controller
+// reference has no UID either, and a child without a UID is neither adopted nor released (its
+// patch would carry no UID precondition). Nothing is written.
+func TestEmptyUIDs(t *testing.T) {
+	ctx := context.Background()
+	noUIDPod := func(p *corev1.Pod) { p.UID = "" }
+
+	t.Run("owner without uid", func(t *testing.T) {
+		owner := newOwner(func(rs *appsv1.ReplicaSet) { rs.UID = "" })
+		pods := []*corev1.Pod{newPod("orphan", webLabels()), newPod("empty-ref", webLabels(), controlledBy(""))}
+		client := fake.NewClientset(pods[0], pods[1])
+		c := ownerref.NewClaimer[*corev1.Pod](owner, rsGVK, selectorOf(t, owner), nil, ownerref.PodsPatcher(client))
+
+		claimed, err := c.ClaimObjects(ctx, pods)
+		assert.Nil(t, claimed)
+		require.ErrorIs(t, err, ownerref.ErrInvalidClaimer)
+		require.ErrorIs(t, err, ownerref.ErrMissingUID)
+		assert.EqualError(t, err, "invalid claimer: owner ReplicaSet default/web: missing uid")
+		ok, err := c.ClaimObject(ctx, pods[1])
+		assert.False(t, ok, "a controller reference without a UID is not this owner's")
+		assert.ErrorIs(t, err, ownerref.ErrMissingUID)
+		assert.ErrorIs(t, c.Adopt(ctx, pods[0]), ownerref.ErrMissingUID)
+		assert.ErrorIs(t, c.Release(ctx, pods[1]), ownerref.ErrMissingUID)
+		assert.Empty(t, client.Actions())
+	})
+
+	t.Run("child without uid", func(t *testing.T) {
+		owner := newOwner()
+		orphan := newPod("orphan", webLabels(), noUIDPod)
+		mine := newPod("mine", map[string]string{"app": "old"}, controlledBy(ownerUID), noUIDPod)
+		client := fake.NewClientset(owner, orphan, mine)
+		var canAdoptCalls int
+		c := ownerref.NewClaimer[*corev1.Pod](owner, rsGVK, selectorOf(t, owner),
+			func(context.Context) error { canAdoptCalls++; return nil }, ownerref.PodsPatcher(client))
+
+		claimed, err := c.ClaimObjects(ctx, []*corev1.Pod{orphan, mine})
+		assert.Empty(t, claimed)
+		require.ErrorIs(t, err, ownerref.ErrMissingUID)
+		agg := err.(utilerrors.Aggregate)
+		require.Len(t, agg.Errors(), 2)
+		for i, op := range []ownerref.Op{ownerref.OpAdopt, ownerref.OpRelease} {
+			var ce *ownerref.ClaimError
+			require.ErrorAs(t, agg.Errors()[i], &ce)
+			assert.Equal(t, op, ce.Op)
+		}
+		assert.Contains(t, agg.Errors()[0].Error(), "cannot adopt default/orphan (uid ) for ReplicaSet default/web: missing uid")
+		assert.ErrorIs(t, c.Adopt(ctx, orphan), ownerref.ErrMissingUID)
+		assert.ErrorIs(t, c.Release(ctx, mine), ownerref.ErrMissingUID)
+		assert.Zero(t, canAdoptCalls, "refused before canAdopt")
+		assert.Empty(t, patchActions(client))
+	})
+}
+
 // clientPods names the typed client interface for the nil-getter case above.
 type clientPods = interface {
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.Pod, error)

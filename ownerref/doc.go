@@ -35,6 +35,11 @@
 // answer to a release. Other failures are aggregated; the remaining objects are still
 // claimed.
 //
+// An empty UID identifies nothing (ErrMissingUID): a Claimer whose owner has no UID claims
+// nothing, IsControlledBy is false for an owner or a controller reference without one, and a
+// child without one is neither adopted nor released, since its patch would have no
+// precondition. Objects read from an API server always have a UID.
+//
 // Any client works through Patcher: PodsPatcher for Pods, ClientPatcher for any client-go
 // typed client or the dynamic client, PatcherFunc for anything else.
 //

@@ -19,6 +19,12 @@ var (
 	ErrInvalidClaimer = errors.New("invalid claimer")
 	// ErrNilObject: a nil object was passed to a claim.
 	ErrNilObject = errors.New("nil object")
+	// ErrMissingUID: an owner or a child has no UID, so it was not read from the API server.
+	// An owner without one would write references the server rejects and would take children
+	// whose controller reference has no UID for its own; a patch of a child without one
+	// carries no UID precondition and could change another object under the same name. It
+	// comes wrapped with ErrInvalidClaimer for the owner and in a *ClaimError for a child.
+	ErrMissingUID = errors.New("missing uid")
 )
 
 // Op names what a claim tried to do to a child.

@@ -36,6 +36,10 @@ func RecheckOwner(owner metav1.Object, getFresh func(ctx context.Context) (metav
 		if isNil(owner) {
 			return fmt.Errorf("%w: RecheckOwner was given a nil owner", ErrInvalidClaimer)
 		}
+		if owner.GetUID() == "" {
+			// Without a UID, a re-created owner (or a fresh copy without one) would pass.
+			return fmt.Errorf("%w: RecheckOwner was given owner %s: %w", ErrInvalidClaimer, objectName(owner), ErrMissingUID)
+		}
 		fresh, err := fetchFresh(ctx, getFresh)
 		if err != nil {
 			return err

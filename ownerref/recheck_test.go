@@ -68,6 +68,19 @@ func TestRecheckOwner(t *testing.T) {
 
 	err = ownerref.RecheckOwner(nil, fixed(newOwner(), nil))(ctx)
 	require.ErrorIs(t, err, ownerref.ErrInvalidClaimer)
+
+	// An owner without a UID would pass against any fresh copy without one (a re-created
+	// owner included); it is refused before the GET.
+	noUID := func(rs *appsv1.ReplicaSet) { rs.UID = "" }
+	gets := 0
+	err = ownerref.RecheckOwner(newOwner(noUID), func(context.Context) (metav1.Object, error) {
+		gets++
+		return newOwner(noUID), nil
+	})(ctx)
+	require.ErrorIs(t, err, ownerref.ErrInvalidClaimer)
+	require.ErrorIs(t, err, ownerref.ErrMissingUID)
+	assert.EqualError(t, err, "invalid claimer: RecheckOwner was given owner default/web: missing uid")
+	assert.Zero(t, gets)
 }
 
 // TestGetFresh: the adapter reads through the clientset (one GET action per call) and passes

@@ -34,9 +34,11 @@ func controllerOfNoCopy(obj metav1.Object) *metav1.OwnerReference {
 }
 
 // IsControlledBy reports whether obj's controller reference points at owner (by UID, the only
-// identity that survives a delete and re-create under the same name).
+// identity that survives a delete and re-create under the same name). An empty UID identifies
+// nothing: an owner without a UID (not read from the API server) controls nothing, and a
+// controller reference without a UID points at no owner.
 func IsControlledBy(obj, owner metav1.Object) bool {
-	if isNil(obj) || isNil(owner) {
+	if isNil(obj) || isNil(owner) || owner.GetUID() == "" {
 		return false
 	}
 	ref := controllerOfNoCopy(obj)
@@ -46,7 +48,8 @@ func IsControlledBy(obj, owner metav1.Object) bool {
 // NewControllerRef returns the owner reference that makes owner the controller of a child:
 // controller and blockOwnerDeletion true, so foreground deletion of the owner waits for the
 // child. gvk is the owner's kind (typed objects from a clientset carry no TypeMeta, so it
-// cannot be read from owner). A nil owner gives nil.
+// cannot be read from owner). A nil owner gives nil. An owner without a UID (not read from the
+// API server) gives a reference without one, which the API server rejects.
 func NewControllerRef(owner metav1.Object, gvk schema.GroupVersionKind) *metav1.OwnerReference {
 	if isNil(owner) {
 		return nil

@@ -43,6 +43,15 @@ func TestIsControlledBy(t *testing.T) {
 	assert.False(t, ownerref.IsControlledBy(newPod("p", nil, controlledBy(ownerUID)), (*appsv1.ReplicaSet)(nil)))
 }
 
+// An empty UID identifies nothing: two of them must not make a match.
+func TestIsControlledByEmptyUIDs(t *testing.T) {
+	noUID := newOwner(func(rs *appsv1.ReplicaSet) { rs.UID = "" })
+	assert.False(t, ownerref.IsControlledBy(newPod("p", nil, controlledBy("")), noUID), "both UIDs empty")
+	assert.False(t, ownerref.IsControlledBy(newPod("p", nil, controlledBy(ownerUID)), noUID), "owner UID empty")
+	assert.False(t, ownerref.IsControlledBy(newPod("p", nil, controlledBy("")), newOwner()), "controller reference UID empty")
+	assert.False(t, ownerref.IsControlledBy(newPod("p", nil), noUID), "no reference, owner UID empty")
+}
+
 func TestNewControllerRef(t *testing.T) {
 	assert.Equal(t, &metav1.OwnerReference{
 		APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: ownerUID,

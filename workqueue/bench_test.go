@@ -102,7 +102,7 @@ func BenchmarkAddAfter(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				clk := testingclock.NewFakeClock(time.Unix(0, 0))
-				q := workqueue.New[string](workqueue.WithClock(clk))
+				q := workqueue.New(workqueue.WithClock[string](clk))
 				rng := rand.New(rand.NewPCG(1, 2))
 				for _, k := range keys {
 					q.AddAfter(k, time.Duration(1+rng.Int64N(int64(10*time.Minute))))

@@ -64,8 +64,8 @@ func runConcurrentRound(t *testing.T, seed uint64, ops int, abrupt bool) int {
 		maxDelay  = 20 * time.Millisecond
 	)
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
-	q := workqueue.New[string](
-		workqueue.WithClock(clk),
+	q := workqueue.New(
+		workqueue.WithClock[string](clk),
 		workqueue.WithRateLimiter(kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, maxDelay)),
 	)
 	keys := make([]string, nkeys)

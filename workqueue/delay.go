@@ -9,7 +9,8 @@ import (
 
 // delayHeap is a 4-ary min-heap of ready times, ordered by time and, for equal times, by the
 // order the waits began. The keys live in the heap array itself, so sifting compares without
-// touching the entries (at 10^6 waiting items, chasing entry pointers was most of the cost).
+// touching the entries: with many waiting items, chasing entry pointers dominated (see
+// docs/design/workqueue.md).
 // An entry is waiting while its slot's seq equals the entry's waitSeq; an earlier AddAfter of a
 // waiting item pushes a new slot and leaves the old one stale, to be skipped when popped or
 // dropped by a rebuild once stale slots are the majority.

@@ -4,7 +4,11 @@
 // It has the semantics of client-go's k8s.io/client-go/util/workqueue and implements its
 // TypedRateLimitingInterface, so an existing controller switches with one line:
 //
-//	queue := workqueue.New[string](workqueue.WithName("foo"))
+//	queue := workqueue.New(workqueue.WithName[string]("foo"))
+//
+// Options carry the item type, so a rate limiter for another item type is a compile error:
+// workqueue.WithRateLimiter(limiter) with a TypedRateLimiter[int] cannot configure a
+// Queue[string]. New infers the item type from its options; with none, name it: New[string]().
 //
 // # The rules
 //

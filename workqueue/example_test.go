@@ -94,7 +94,7 @@ func ExampleQueue_AddWithOpts() {
 // clock makes time explicit.
 func ExampleQueue_AddAfter() {
 	clk := testingclock.NewFakeClock(time.Unix(0, 0))
-	q := workqueue.New[string](workqueue.WithClock(clk))
+	q := workqueue.New(workqueue.WithClock[string](clk))
 	defer q.ShutDown()
 
 	q.AddAfter("ns/slow", time.Minute)
@@ -116,8 +116,8 @@ func ExampleQueue_AddAfter() {
 // AddRateLimited backs off per item; Forget starts the backoff over.
 func ExampleQueue_AddRateLimited() {
 	clk := testingclock.NewFakeClock(time.Unix(0, 0))
-	q := workqueue.New[string](
-		workqueue.WithClock(clk),
+	q := workqueue.New(
+		workqueue.WithClock[string](clk),
 		workqueue.WithRateLimiter(kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute)),
 	)
 	defer q.ShutDown()
@@ -136,4 +136,22 @@ func ExampleQueue_AddRateLimited() {
 	// requeues: 2
 	// got ns/flaky
 	// requeues after Forget: 0
+}
+
+// The options carry the queue's item type: New infers it from the limiter, and a limiter for
+// another item type is a compile error, not a fallback at run time. Here the keys are structs.
+func ExampleWithRateLimiter() {
+	type key struct{ namespace, name string }
+	limiter := kworkqueue.NewTypedItemExponentialFailureRateLimiter[key](time.Second, time.Minute)
+	var q *workqueue.Queue[key] = workqueue.New(workqueue.WithName[key]("pods"), workqueue.WithRateLimiter(limiter))
+	defer q.ShutDown()
+	// workqueue.New(workqueue.WithName[string]("pods"), workqueue.WithRateLimiter(limiter))
+	// does not compile: the options disagree on the item type.
+
+	k := key{namespace: "default", name: "web"}
+	q.AddRateLimited(k)
+	q.AddRateLimited(k)
+	fmt.Println("requeues:", q.NumRequeues(k))
+	// Output:
+	// requeues: 2
 }

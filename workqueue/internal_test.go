@@ -24,10 +24,10 @@ func TestMain(m *testing.M) {
 
 const waitTimeout = 10 * time.Second
 
-func newTestQueue(t *testing.T, opts ...Option) (*Queue[string], *testingclock.FakeClock) {
+func newTestQueue(t *testing.T, opts ...Option[string]) (*Queue[string], *testingclock.FakeClock) {
 	t.Helper()
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
-	q := New[string](append([]Option{WithClock(clk)}, opts...)...)
+	q := New(append([]Option[string]{WithClock[string](clk)}, opts...)...)
 	t.Cleanup(q.ShutDown)
 	return q, clk
 }
@@ -89,7 +89,7 @@ func collectable(obj *payload) func() bool {
 // a burst that grows and shrinks the rings) and checks the queue keeps none of them alive.
 func TestItemsAreCollectableOnEveryPath(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(0, 0))
-	q := New[*payload](WithClock(clk))
+	q := New(WithClock[*payload](clk))
 	var collected []func() bool
 	newItem := func() *payload {
 		p := &payload{}
@@ -200,7 +200,7 @@ func TestOneGoroutineServesAllDelays(t *testing.T) {
 func TestShutDownStopsEveryGoroutine(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(0, 0))
 	for _, shutDown := range []func(*Queue[string]){(*Queue[string]).ShutDown, (*Queue[string]).ShutDownWithDrain} {
-		q := New[string](WithClock(clk), WithName("leak"), WithMetricsProvider(noopProvider{}))
+		q := New(WithClock[string](clk), WithName[string]("leak"), WithMetricsProvider[string](noopProvider{}))
 		q.AddAfter("a", time.Hour)
 		assert.Equal(t, 2, queueGoroutines())
 		shutDown(q)

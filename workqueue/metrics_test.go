@@ -113,7 +113,7 @@ var _ kworkqueue.MetricsProvider = (*testMetricsProvider)(nil)
 func TestMetricsOnlyWithNameAndProvider(t *testing.T) {
 	mp := &testMetricsProvider{}
 	clk := testingclock.NewFakeClock(time.Unix(0, 0))
-	q := workqueue.New[string](workqueue.WithMetricsProvider(mp), workqueue.WithClock(clk)) // no name
+	q := workqueue.New(workqueue.WithMetricsProvider[string](mp), workqueue.WithClock[string](clk)) // no name
 	q.Add("a")
 	q.AddAfter("b", 0)
 	assert.Empty(t, mp.created, "an unnamed queue reports no metrics")
@@ -121,13 +121,13 @@ func TestMetricsOnlyWithNameAndProvider(t *testing.T) {
 	q.ShutDown()
 
 	clk = testingclock.NewFakeClock(time.Unix(0, 0))
-	q = workqueue.New[string](workqueue.WithName("named"), workqueue.WithClock(clk)) // no provider
+	q = workqueue.New(workqueue.WithName[string]("named"), workqueue.WithClock[string](clk)) // no provider
 	q.Add("a")
 	assert.False(t, clk.HasWaiters())
 	q.ShutDown()
 
 	clk = testingclock.NewFakeClock(time.Unix(0, 0))
-	q = workqueue.New[string](workqueue.WithName("named"), workqueue.WithMetricsProvider(mp), workqueue.WithClock(clk))
+	q = workqueue.New(workqueue.WithName[string]("named"), workqueue.WithMetricsProvider[string](mp), workqueue.WithClock[string](clk))
 	defer q.ShutDown()
 	assert.ElementsMatch(t, []string{"depth:named", "adds:named", "latency:named", "duration:named",
 		"unfinished:named", "longest:named", "retries:named"}, mp.created)
@@ -138,7 +138,7 @@ func TestMetricsOnlyWithNameAndProvider(t *testing.T) {
 func TestUpstreamMetrics(t *testing.T) {
 	mp := &testMetricsProvider{}
 	c := testingclock.NewFakeClock(time.Unix(0, 0))
-	q := workqueue.New[string](workqueue.WithName("test"), workqueue.WithClock(c), workqueue.WithMetricsProvider(mp))
+	q := workqueue.New(workqueue.WithName[string]("test"), workqueue.WithClock[string](c), workqueue.WithMetricsProvider[string](mp))
 	defer q.ShutDown()
 
 	q.Add("foo")
@@ -192,7 +192,7 @@ func TestUpstreamMetrics(t *testing.T) {
 func TestUnfinishedWorkSumsAndFindsTheOldest(t *testing.T) {
 	mp := &testMetricsProvider{}
 	c := testingclock.NewFakeClock(time.Unix(0, 0))
-	q := workqueue.New[string](workqueue.WithName("test"), workqueue.WithClock(c), workqueue.WithMetricsProvider(mp))
+	q := workqueue.New(workqueue.WithName[string]("test"), workqueue.WithClock[string](c), workqueue.WithMetricsProvider[string](mp))
 	defer q.ShutDown()
 
 	q.Add("old")
@@ -217,7 +217,7 @@ func TestUnfinishedWorkSumsAndFindsTheOldest(t *testing.T) {
 func TestUpstreamMetricShutdown(t *testing.T) {
 	mp := &testMetricsProvider{}
 	c := testingclock.NewFakeClock(time.Unix(0, 0))
-	q := workqueue.New[string](workqueue.WithName("test"), workqueue.WithClock(c), workqueue.WithMetricsProvider(mp))
+	q := workqueue.New(workqueue.WithName[string]("test"), workqueue.WithClock[string](c), workqueue.WithMetricsProvider[string](mp))
 	ch := make(chan struct{}, 1)
 	mp.unfinished.setNotify(ch)
 	c.Step(500 * time.Millisecond)
@@ -234,7 +234,7 @@ func TestUpstreamMetricShutdown(t *testing.T) {
 func TestRetriesMetricCountsDelayedAdds(t *testing.T) {
 	mp := &testMetricsProvider{}
 	c := testingclock.NewFakeClock(time.Unix(0, 0))
-	q := workqueue.New[string](workqueue.WithName("test"), workqueue.WithClock(c), workqueue.WithMetricsProvider(mp))
+	q := workqueue.New(workqueue.WithName[string]("test"), workqueue.WithClock[string](c), workqueue.WithMetricsProvider[string](mp))
 	defer q.ShutDown()
 
 	q.Add("plain") // not a retry
@@ -250,7 +250,7 @@ func TestRetriesMetricCountsDelayedAdds(t *testing.T) {
 func TestDepthCountsDelayedItemsWhenTheyBecomeReady(t *testing.T) {
 	mp := &testMetricsProvider{}
 	c := testingclock.NewFakeClock(time.Unix(0, 0))
-	q := workqueue.New[string](workqueue.WithName("test"), workqueue.WithClock(c), workqueue.WithMetricsProvider(mp))
+	q := workqueue.New(workqueue.WithName[string]("test"), workqueue.WithClock[string](c), workqueue.WithMetricsProvider[string](mp))
 	defer q.ShutDown()
 
 	q.AddAfter("a", time.Second)

@@ -210,8 +210,8 @@ var modelKeys = []string{"a", "b", "c", "d", "e", "f", "g", "h"}
 func runModel(t testing.TB, next func() (byte, bool), maxOps int) int {
 	const base, maxDelay = time.Millisecond, time.Second
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
-	q := workqueue.New[string](
-		workqueue.WithClock(clk),
+	q := workqueue.New(
+		workqueue.WithClock[string](clk),
 		workqueue.WithRateLimiter(kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](base, maxDelay)),
 	)
 	defer q.ShutDown()

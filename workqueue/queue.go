@@ -1,15 +1,12 @@
 package workqueue
 
 import (
-	"fmt"
-	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	kworkqueue "k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
 
@@ -96,36 +93,31 @@ type entry[T comparable] struct {
 
 // New returns a running queue. Call ShutDown (or ShutDownWithDrain) when done with it: that stops
 // the queue's goroutines (one for delays, started on first use, and one for metrics when
-// enabled).
-func New[T comparable](opts ...Option) *Queue[T] {
-	var o options
+// enabled). T is inferred from the options when they name it; New[T]() builds a queue with
+// every default.
+func New[T comparable](opts ...Option[T]) *Queue[T] {
+	var o options[T]
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
 		}
 	}
 	q := &Queue[T]{
-		items: newTable[T](),
-		clock: o.clock,
-		kick:  make(chan struct{}, 1),
-		stop:  make(chan struct{}),
+		items:   newTable[T](),
+		clock:   o.clock,
+		limiter: o.limiter,
+		kick:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
 	}
 	q.drained.L = &q.mu
 	q.waiterPool.New = func() any { return &waiter[T]{ch: make(chan struct{}, 1)} }
 	if q.clock == nil {
 		q.clock = clock.RealClock{}
 	}
-	q.epoch = q.clock.Now()
-	switch rl := o.limiter.(type) {
-	case nil:
-		q.limiter = kworkqueue.DefaultTypedControllerRateLimiter[T]()
-	case kworkqueue.TypedRateLimiter[T]:
-		q.limiter = rl
-	default:
-		klog.Background().Error(nil, "Ignoring a rate limiter for another item type, using the default",
-			"queue", o.name, "rateLimiter", fmt.Sprintf("%T", rl), "itemType", reflect.TypeFor[T]().String())
+	if q.limiter == nil {
 		q.limiter = kworkqueue.DefaultTypedControllerRateLimiter[T]()
 	}
+	q.epoch = q.clock.Now()
 	if q.metrics = newQueueMetrics[T](o.metrics, o.name, q.clock); q.metrics != nil {
 		t := q.clock.NewTicker(unfinishedWorkPeriod)
 		q.wg.Add(1)

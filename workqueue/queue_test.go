@@ -22,10 +22,10 @@ var (
 // waitTimeout bounds how long a test waits for a goroutine's answer; reaching it is a failure.
 const waitTimeout = 10 * time.Second
 
-func newFakeQueue(t *testing.T, opts ...workqueue.Option) (*workqueue.Queue[string], *testingclock.FakeClock) {
+func newFakeQueue(t *testing.T, opts ...workqueue.Option[string]) (*workqueue.Queue[string], *testingclock.FakeClock) {
 	t.Helper()
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
-	q := workqueue.New[string](append([]workqueue.Option{workqueue.WithClock(clk)}, opts...)...)
+	q := workqueue.New(append([]workqueue.Option[string]{workqueue.WithClock[string](clk)}, opts...)...)
 	t.Cleanup(q.ShutDown)
 	return q, clk
 }
@@ -447,18 +447,9 @@ func TestDefaultRateLimiterIsClientGosControllerDefault(t *testing.T) {
 	assert.Equal(t, 2, q.NumRequeues("a"))
 }
 
-func TestRateLimiterOfAnotherTypeFallsBackToTheDefault(t *testing.T) {
-	// A limiter for int keys cannot serve a string queue; New keeps the default and logs.
-	q, clk := newFakeQueue(t, workqueue.WithRateLimiter(
-		kworkqueue.NewTypedItemExponentialFailureRateLimiter[int](time.Hour, time.Hour)))
-	q.AddRateLimited("a")
-	clk.Step(5 * time.Millisecond)
-	assert.Equal(t, 1, q.Len())
-}
-
 func TestNilOptionsMeanDefaults(t *testing.T) {
-	q := workqueue.New[string](nil, workqueue.WithClock(nil), workqueue.WithRateLimiter[string](nil),
-		workqueue.WithMetricsProvider(nil), workqueue.WithName(""))
+	q := workqueue.New(nil, workqueue.WithClock[string](nil), workqueue.WithRateLimiter[string](nil),
+		workqueue.WithMetricsProvider[string](nil), workqueue.WithName[string](""))
 	defer q.ShutDown()
 	q.AddAfter("a", time.Nanosecond)
 	q.AddRateLimited("b")

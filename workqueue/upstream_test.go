@@ -267,7 +267,7 @@ func mustGarbageCollect(t *testing.T, obj any) {
 
 func TestUpstreamSimpleQueue(t *testing.T) {
 	fakeClock := testingclock.NewFakeClock(time.Now())
-	q := workqueue.New[string](workqueue.WithClock(fakeClock))
+	q := workqueue.New(workqueue.WithClock[string](fakeClock))
 	defer q.ShutDown()
 
 	q.AddAfter("foo", 50*time.Millisecond)
@@ -282,7 +282,7 @@ func TestUpstreamSimpleQueue(t *testing.T) {
 
 func TestUpstreamDeduping(t *testing.T) {
 	fakeClock := testingclock.NewFakeClock(time.Now())
-	q := workqueue.New[string](workqueue.WithClock(fakeClock))
+	q := workqueue.New(workqueue.WithClock[string](fakeClock))
 	defer q.ShutDown()
 
 	q.AddAfter("foo", 50*time.Millisecond)
@@ -309,7 +309,7 @@ func TestUpstreamDeduping(t *testing.T) {
 
 func TestUpstreamAddTwoFireEarly(t *testing.T) {
 	fakeClock := testingclock.NewFakeClock(time.Now())
-	q := workqueue.New[string](workqueue.WithClock(fakeClock))
+	q := workqueue.New(workqueue.WithClock[string](fakeClock))
 	defer q.ShutDown()
 
 	q.AddAfter("foo", 1*time.Second)
@@ -334,7 +334,7 @@ func TestUpstreamAddTwoFireEarly(t *testing.T) {
 
 func TestUpstreamCopyShifting(t *testing.T) {
 	fakeClock := testingclock.NewFakeClock(time.Now())
-	q := workqueue.New[string](workqueue.WithClock(fakeClock))
+	q := workqueue.New(workqueue.WithClock[string](fakeClock))
 	defer q.ShutDown()
 
 	q.AddAfter("foo", 1*time.Second)
@@ -351,8 +351,8 @@ func TestUpstreamCopyShifting(t *testing.T) {
 
 func TestUpstreamRateLimitingQueue(t *testing.T) {
 	fakeClock := testingclock.NewFakeClock(time.Now())
-	q := workqueue.New[string](
-		workqueue.WithClock(fakeClock),
+	q := workqueue.New(
+		workqueue.WithClock[string](fakeClock),
 		workqueue.WithRateLimiter(kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Second)),
 	)
 	defer q.ShutDown()

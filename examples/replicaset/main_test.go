@@ -108,13 +108,13 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	for want, args := range map[string][]string{
 		"--workers must be at least 1, got 0":              {"--workers=0"},
 		"unrecognized feature gate: Bogus":                 {"--feature-gates=Bogus=true"},
-		"leaseDuration must be greater than renewDeadline": {"--leader-elect-lease-duration=5s"},
+		"5s must be greater than renewDeadline 10s":        {"--leader-elect-lease-duration=5s"},
 		`unsupported resource lock "endpoints"`:            {"--leader-elect-resource-lock=endpoints"},
 		`invalid argument "forever" for "--timeout" flag`:  {"--timeout=forever"},
 		"unknown flag: --replicas":                         {"--replicas=3"},
 		`unexpected arguments ["now"]`:                     {"now"},
 		"--timeout must be positive":                       {"--timeout=-1s"},
-		"retryPeriod must be greater than zero":            {"--leader-elect-retry-period=0s"},
+		"config: retryPeriod 0s must be greater than zero": {"--leader-elect-retry-period=0s"},
 	} {
 		var out bytes.Buffer
 		assert.Equal(t, 2, run(context.Background(), args, &out), "%v: %s", args, out.String())
