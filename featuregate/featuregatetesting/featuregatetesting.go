@@ -1,6 +1,7 @@
 package featuregatetesting
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -29,52 +30,86 @@ type ownerKey struct {
 // It works on any gate, including one that was already read or frozen: it goes through a
 // test-only override path that package featuregate keeps unexported. Overrides win over
 // values set with Set and are not shown by (*Gate).String. Validation still applies: an
-// unknown feature, a LockToDefault feature set to its other value, or a feature PreAlpha at
-// the gate's emulation version fails the test.
+// unknown feature, a LockToDefault feature set to its other value, a feature PreAlpha at
+// the gate's emulation version, or a state in which a feature is on while one it depends
+// on is off fails the test.
+//
+// As in component-base's helper: AllAlpha/AllBeta override every alpha/beta feature
+// (locked ones excepted), winning over values set with Set; and turning a feature off also
+// turns off the features that depend on it (logged with t.Logf).
 //
 // Nested calls (a subtest overriding what its parent set) restore in reverse order. Two
 // tests running in parallel must not override the same feature of the same gate; that
 // fails the second one.
 func SetDuringTest(t testing.TB, gate *featuregate.Gate, f featuregate.Feature, value bool) {
 	t.Helper()
-	key := ownerKey{gate, f}
-	ownersMu.Lock()
-	prevOwner, owned := owners[key]
-	if owned && !sameTestOrSubtest(t.Name(), prevOwner) {
-		ownersMu.Unlock()
-		t.Fatalf("featuregatetesting: feature %s is already overridden by test %s, cannot override it in %s", f, prevOwner, t.Name())
-		return
+	SetManyDuringTest(t, gate, map[featuregate.Feature]bool{f: value})
+}
+
+// SetManyDuringTest is SetDuringTest for several features, applied at once: a feature
+// and its dependency can be switched on together.
+func SetManyDuringTest(t testing.TB, gate *featuregate.Gate, values map[featuregate.Feature]bool) {
+	t.Helper()
+	names := slices.Sorted(maps.Keys(values))
+	var taken []ownership
+	release := func() {
+		for _, o := range slices.Backward(taken) {
+			releaseOwner(o)
+		}
 	}
-	owners[key] = t.Name()
+	ownersMu.Lock()
+	for _, f := range names {
+		key := ownerKey{gate, f}
+		prevOwner, owned := owners[key]
+		if owned && !sameTestOrSubtest(t.Name(), prevOwner) {
+			ownersMu.Unlock()
+			release()
+			t.Fatalf("featuregatetesting: feature %s is already overridden by test %s, cannot override it in %s", f, prevOwner, t.Name())
+			return
+		}
+		owners[key] = t.Name()
+		taken = append(taken, ownership{key, prevOwner, owned})
+	}
 	ownersMu.Unlock()
 
-	restore, err := override.Set(gate, string(f), value)
+	m := make(map[string]bool, len(values))
+	for f, v := range values {
+		m[string(f)] = v
+	}
+	restore, err := override.Set(gate, m, t.Logf)
 	if err != nil {
-		releaseOwner(key, prevOwner, owned)
-		t.Fatalf("featuregatetesting: cannot set %s=%t: %v", f, value, err)
+		release()
+		t.Fatalf("featuregatetesting: cannot set %s: %v", describe(names, values), err)
 		return
 	}
 	t.Cleanup(func() {
 		restore()
-		releaseOwner(key, prevOwner, owned)
+		release()
 	})
 }
 
-// SetManyDuringTest is SetDuringTest for several features, applied in name order.
-func SetManyDuringTest(t testing.TB, gate *featuregate.Gate, values map[featuregate.Feature]bool) {
-	t.Helper()
-	for _, f := range slices.Sorted(maps.Keys(values)) {
-		SetDuringTest(t, gate, f, values[f])
+// describe renders values as "A=true,B=false" in name order.
+func describe(names []featuregate.Feature, values map[featuregate.Feature]bool) string {
+	parts := make([]string, len(names))
+	for i, f := range names {
+		parts[i] = fmt.Sprintf("%s=%t", f, values[f])
 	}
+	return strings.Join(parts, ",")
 }
 
-func releaseOwner(key ownerKey, prevOwner string, owned bool) {
+type ownership struct {
+	key       ownerKey
+	prevOwner string
+	owned     bool
+}
+
+func releaseOwner(o ownership) {
 	ownersMu.Lock()
 	defer ownersMu.Unlock()
-	if owned {
-		owners[key] = prevOwner
+	if o.owned {
+		owners[o.key] = o.prevOwner
 	} else {
-		delete(owners, key)
+		delete(owners, o.key)
 	}
 }
 

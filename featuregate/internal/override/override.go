@@ -6,10 +6,13 @@
 // under featuregate/ can reach it.
 package override
 
-// Set overrides feature on gate (a *featuregate.Gate) with value, bypassing Freeze and the
-// read check but not validation (unknown, locked and PreAlpha features are refused). The
-// returned restore puts back exactly the override state that was there before.
+// Set overrides features on gate (a *featuregate.Gate) with values, all at once,
+// bypassing Freeze and the read check but not validation (unknown, locked and PreAlpha
+// features and broken dependencies are refused). AllAlpha/AllBeta override every alpha/beta
+// feature the same call does not name; turning a feature off also turns off the features
+// that depend on it, reporting each through logf. The returned restore puts back exactly
+// the override state that was there before.
 //
 // It is typed loosely because this package cannot import featuregate (which imports it);
 // featuregate checks the gate's type.
-var Set func(gate any, feature string, value bool) (restore func(), err error)
+var Set func(gate any, values map[string]bool, logf func(format string, args ...any)) (restore func(), err error)
