@@ -238,4 +238,6 @@ type logTB struct {
 	logs *[]string
 }
 
-func (l *logTB) Logf(format string, args ...any) { *l.logs = append(*l.logs, fmt.Sprintf(format, args...)) }
+func (l *logTB) Logf(format string, args ...any) {
+	*l.logs = append(*l.logs, fmt.Sprintf(format, args...))
+}
