@@ -260,10 +260,10 @@ func (g *Gate) registrationClosed(flagMsg string) error {
 	switch {
 	case g.frozen:
 		return ErrFrozen
-	case g.read.Load():
-		return ErrAlreadyRead
 	case g.flagRegistered:
 		return &flagRegisteredError{msg: flagMsg}
+	case g.read.Load():
+		return ErrAlreadyRead
 	}
 	return nil
 }
