@@ -151,7 +151,7 @@ func (g *Gate) current() *snapshot {
 // reported once per gate and feature through utilruntime.HandleErrorWithLogger with the
 // gate's logger (an *UnknownFeatureError, key "featureGate").
 func (g *Gate) Enabled(f Feature) bool {
-	// Kept small enough to inline: one atomic load, one flag test, one map lookup.
+	// The fast path: one atomic load, one flag test, one map lookup.
 	if s := g.snap.Load(); s != nil && s.read {
 		if v, ok := s.enabled[f]; ok {
 			return v
