@@ -291,11 +291,13 @@ type setting struct {
 
 // Set parses "A=true,B=false" and stores the values. Spaces around names and values are
 // trimmed and empty entries skipped; values are anything strconv.ParseBool accepts. Values
-// add to (and replace) earlier ones; AllAlpha/AllBeta set every alpha/beta feature not set
-// explicitly, whatever the order.
+// add to (and replace) earlier ones, and a feature named twice keeps its last value (only
+// that one is checked); AllAlpha/AllBeta set every alpha/beta feature not set explicitly,
+// whatever the order.
 //
-// Set is atomic: if any entry is malformed, unknown, locked to another value or PreAlpha
-// at the emulated version, it returns every such error (joined) and changes nothing, and a
+// Set is atomic: if any entry is malformed, unknown, locked to another value, PreAlpha at
+// the emulated version, or leaves a feature on while one it depends on is off, it returns
+// every such error (joined) and changes nothing, and a
 // later Set starts from the unchanged state (upstream instead keeps the bad entry and fails
 // every later Set). Setting a GA or deprecated feature works and logs a warning.
 func (g *Gate) Set(value string) error {
@@ -303,7 +305,23 @@ func (g *Gate) Set(value string) error {
 	if err != nil {
 		return err
 	}
-	return g.apply(settings)
+	return g.apply(lastWins(settings))
+}
+
+// lastWins keeps the last value of a feature named twice in one Set ("A=false,A=true"),
+// as upstream does, so only that value is checked and stored.
+func lastWins(settings []setting) []setting {
+	last := make(map[Feature]int, len(settings))
+	for i, s := range settings {
+		last[s.f] = i
+	}
+	out := settings[:0:0]
+	for i, s := range settings {
+		if last[s.f] == i {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // SetFromMap stores the values of m with Set's rules (atomic, all errors reported).

@@ -255,3 +255,13 @@ func TestFrozenGateRefusesSets(t *testing.T) {
 	assert.Nil(t, g.EmulationVersion())
 	assert.True(t, errors.Is(g.Set(""), featuregate.ErrFrozen), "even an empty Set is refused: the gate is read-only")
 }
+
+// As upstream (which parses into a map), a feature named twice in one Set keeps its last
+// value, and only that value is checked.
+func TestSetRepeatedFeatureLastWins(t *testing.T) {
+	g := newTestGate(t)
+	require.NoError(t, g.Set("GALocked=false,GALocked=true,AlphaOff=true,AlphaOff=false"))
+	assert.Equal(t, defaults(), state(g))
+	assert.Equal(t, "AlphaOff=false,GALocked=true", g.String())
+	assert.EqualError(t, g.Set("GALocked=true,GALocked=false"), "cannot set feature gate GALocked to false, feature is locked to true")
+}

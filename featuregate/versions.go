@@ -42,7 +42,8 @@ func (g *Gate) SetEmulationVersion(v *version.Version) error {
 // or no bound at all without emulation. minCompat must not be after emu (ErrInvalidVersion,
 // with component-base's text).
 //
-// Values already set are re-checked as in SetEmulationVersion.
+// Values already set are re-checked as in SetEmulationVersion, unless both versions are
+// the ones already in force: then the call does nothing.
 func (g *Gate) SetEmulationVersionAndMinCompatibilityVersion(emu, minCompat *version.Version) error {
 	if emu != nil && minCompat != nil && minCompat.GreaterThan(emu) {
 		return &VersionError{EmulationVersion: emu, MinCompatibilityVersion: minCompat}
@@ -56,6 +57,11 @@ func (g *Gate) SetEmulationVersionAndMinCompatibilityVersion(emu, minCompat *ver
 		return fmt.Errorf("cannot set emulation version %s: %w", versionString(emu), ErrFrozen)
 	}
 	prev := g.load()
+	if emu.EqualTo(prev.emulation) && minCompat.EqualTo(prev.minCompat) {
+		// Nothing changes, so nothing is re-checked (as upstream).
+		g.mu.Unlock()
+		return nil
+	}
 	cur := g.current()
 	cur.emulation, cur.minCompat = emu, minCompat
 	var errs []error
