@@ -101,8 +101,12 @@
 //   - Enabled of an unregistered feature reads false instead of panicking.
 //   - DeepCopy starts unread, unfrozen and without a registered flag, so the copy can be
 //     configured (upstream's copy stays closed if the original was).
-//   - The test overrides of package featuregatetesting do not show in String, work on a
-//     frozen gate, and fail the test with Fatalf where upstream's helper uses Errorf.
+//   - The test overrides of package featuregatetesting are not Set values: they do not
+//     show in String, win over a Set made while they last (upstream's helper stores them
+//     with SetFromMap, so a later Set replaces them), work on a frozen gate, and end by
+//     restoring the exact state before them (upstream's helper resets a feature nobody had
+//     named to its default, dropping a value AllAlpha/AllBeta had given it). A failed
+//     override fails the test with Fatalf where upstream's helper uses Errorf.
 //   - The metrics collector reads the current values at every scrape; upstream's
 //     AddMetrics records them once.
 //   - Not provided: upstream's Validate, ExplicitlySet, ResetFeatureValueToDefault,

@@ -51,18 +51,63 @@ func TestRandomSequences(t *testing.T) {
 			}
 		}
 		allAlpha, allBeta := rng.IntN(2) == 0, rng.IntN(2) == 0
-		usedPseudo := false
+		usedPseudo, setPseudo, poisoned, brokenDeps := false, false, false, false
 		var trace []string
+		ckSide, upSide := &side{name: "ctrlkit"}, &side{name: "component-base"}
+		endAll := func() {
+			for len(ckSide.overrides) > 0 || len(upSide.overrides) > 0 {
+				endOverride().do(ck, ckSide)
+				endOverride().do(up, upSide)
+			}
+		}
 		for step := range steps {
 			var desc, errC, errU string
 			setCall := false
-			switch k := rng.IntN(10); {
+			k := rng.IntN(11)
+			if k == 10 && (setPseudo || brokenDeps) {
+				// Upstream's helper restores a feature it overrode to its default when it
+				// was not set explicitly, dropping what a Set AllAlpha/AllBeta gave it;
+				// ctrlkit restores exactly (see TestDeliberateDifferences). And once an
+				// OverrideDefault left a feature on over a disabled dependency (neither
+				// implementation checks there), upstream's restore fails on that state.
+				k = rng.IntN(10)
+			}
+			if len(ckSide.overrides) > 0 {
+				// While a test override lasts, only more overrides and their end: a Set
+				// replaces an override upstream, whose helper stores it as a Set value
+				// (in ctrlkit the override wins), and upstream's restore re-validates
+				// dependencies that an OverrideDefault in between may have broken.
+				k = []int{10, 11}[rng.IntN(2)]
+			}
+			switch {
+			case k == 10: // a test override through each package's helper
+				m := map[string]bool{}
+				for range 1 + rng.IntN(2) {
+					f := pickFeature(rng, allAlpha, allBeta)
+					v := rng.IntN(2) == 0
+					switch f {
+					case "AllAlpha":
+						v = allAlpha
+					case "AllBeta":
+						v = allBeta
+					}
+					m[f] = v
+				}
+				o := override(m)
+				desc, setCall = o.desc+"("+strings.Join(mapEntries(m), ",")+")", true
+				errC, errU = o.do(ck, ckSide), o.do(up, upSide)
+				if strings.Contains(errU, "FAILED") {
+					errC, errU = strings.TrimPrefix(errC, " "), strings.TrimPrefix(errU, " ")
+				}
+			case k == 11:
+				desc = "end test override"
+				errC, errU = endOverride().do(ck, ckSide), endOverride().do(up, upSide)
 			case k < 5: // Set of 0..3 entries, now and then a bad one
 				var entries []string
 				for range rng.IntN(4) {
 					f := pickFeature(rng, allAlpha, allBeta)
 					if strings.HasPrefix(f, "All") {
-						usedPseudo = true
+						usedPseudo, setPseudo = true, true
 					}
 					switch r := rng.IntN(30); {
 					case r == 0:
@@ -89,9 +134,9 @@ func TestRandomSequences(t *testing.T) {
 					v := rng.IntN(2) == 0
 					switch f {
 					case "AllAlpha":
-						v, usedPseudo = allAlpha, true
+						v, usedPseudo, setPseudo = allAlpha, true, true
 					case "AllBeta":
-						v, usedPseudo = allBeta, true
+						v, usedPseudo, setPseudo = allBeta, true, true
 					}
 					m[f] = v
 				}
@@ -110,13 +155,19 @@ func TestRandomSequences(t *testing.T) {
 				v := rng.IntN(2) == 0
 				desc = "OverrideDefault(" + f + ", " + strconv.FormatBool(v) + ")"
 				errC, errU = errText(ck.OverrideDefault(f, v)), errText(up.OverrideDefault(f, v))
+				// Both leave dependencies to the next Set: ask now.
+				if probeC, probeU := errText(ck.Set("")), errText(up.Set("")); !sameError(probeC, probeU) {
+					t.Fatalf("seed %d run %d: Set(\"\") after %s: ctrlkit %q, component-base %q", seed, run, desc, probeC, probeU)
+				} else if probeU != "" {
+					brokenDeps = true
+				}
 			}
 			trace = append(trace, desc+" -> "+errU)
 			fail := func(format string, args ...any) {
 				t.Helper()
 				t.Fatalf("seed %d run %d (start %s) step %d: "+format+"\ntrace:\n  %s", append(append([]any{seed, run, emu, step}, args...), strings.Join(trace, "\n  "))...)
 			}
-			if (errC == "") != (errU == "") || (!strings.Contains(errC, "\n") && !strings.HasPrefix(errU, "[") && errC != errU) {
+			if !sameError(errC, errU) {
 				fail("%s: ctrlkit %q, component-base %q", desc, errC, errU)
 			}
 			for _, f := range append([]string{"AllAlpha", "AllBeta"}, randomFeatures...) {
@@ -127,14 +178,37 @@ func TestRandomSequences(t *testing.T) {
 			if c, u := ck.KnownFeatures(), up.KnownFeatures(); !slices.Equal(c, u) {
 				fail("after %s: KnownFeatures:\n ctrlkit %q\n component-base %q", desc, c, u)
 			}
-			if c, u := ck.String(), up.String(); !usedPseudo && c != u {
+			if c, u := ck.String(), up.String(); !usedPseudo && len(ckSide.overrides) == 0 && c != u {
 				fail("after %s: String: ctrlkit %q, component-base %q", desc, c, u)
 			}
-			if setCall && errU != "" {
+			if strings.Contains(errU, "FAILED") {
+				poisoned = true
+				break
+			}
+			if setCall && errU != "" && !strings.HasPrefix(errU, "Disabling") {
 				break
 			}
 		}
+		endAll()
+		if poisoned {
+			continue // a failed override poisons upstream's gate until its restore fails too
+		}
+		for _, f := range append([]string{"AllAlpha", "AllBeta"}, randomFeatures...) {
+			if c, u := ck.Enabled(f), up.Enabled(f); c != u {
+				t.Fatalf("seed %d run %d: after the overrides ended: Enabled(%s): ctrlkit %t, component-base %t\ntrace:\n  %s", seed, run, f, c, u, strings.Join(trace, "\n  "))
+			}
+		}
 	}
+}
+
+// sameError compares two answers: both succeed, or both fail with the same text; a call
+// that fails for several reasons is compared on failing only (upstream's order is its
+// map's, its format "[a, b]").
+func sameError(c, u string) bool {
+	if (c == "") != (u == "") {
+		return false
+	}
+	return c == u || strings.Contains(c, "\n") || strings.HasPrefix(u, "[")
 }
 
 // pickFeature picks a registered feature, now and then a pseudo gate.

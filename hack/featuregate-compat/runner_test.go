@@ -206,7 +206,8 @@ func override(values map[string]bool) op {
 			// Nested overrides run as nested subtests would: each name extends the last.
 			rec, _ := d.Override("TestCompat/"+s.name+strings.Repeat("/x", len(s.overrides)+1), values)
 			s.overrides = append(s.overrides, rec)
-			out := strings.Join(rec.logs, "; ")
+			// Upstream walks the dependencies in map order: compare the lines as a set.
+			out := strings.Join(slices.Sorted(slices.Values(rec.logs)), "; ")
 			if len(rec.failures) > 0 {
 				out += " FAILED: " + gateError(rec.failures[0])
 			}

@@ -97,6 +97,8 @@ const (
 	addVersion    = "Add honours FeatureSpec.Version in ctrlkit; upstream resets it to 0.0"
 	emptyHistory  = "ctrlkit rejects an empty history; upstream registers a feature that is PreAlpha forever"
 	lockedAlpha   = "a test override of AllAlpha/AllBeta leaves locked features alone in ctrlkit; upstream's helper tries to set them and fails"
+	exactRestore  = "the end of a test override restores the exact state in ctrlkit; upstream's helper resets a feature nobody named to its default, dropping what AllAlpha/AllBeta gave it"
+	overrideWins  = "a test override wins over a later Set in ctrlkit; upstream's helper stores it as a Set value, so a later Set replaces it"
 )
 
 func TestDeliberateDifferences(t *testing.T) {
@@ -133,6 +135,18 @@ func TestDeliberateDifferences(t *testing.T) {
 				" FAILED: cannot set feature gate AlphaLocked to true, feature is locked to false",
 				map[string][2]bool{"AlphaOff": {true, false}, "AllAlpha": {true, false}}),
 			converge(endOverride(), "AlphaOff", "AllAlpha"),
+		}},
+		{name: "the end of an override after AllAlpha was set", emu: "1.31", skipString: true, ops: []op{
+			base,
+			set("AllAlpha=false"),
+			override(map[string]bool{"AlphaOn": true}),
+			differs(endOverride(), exactRestore, "", "", map[string][2]bool{"AlphaOn": {false, true}}),
+		}},
+		{name: "a Set while an override lasts", emu: "1.31", skipString: true, ops: []op{
+			base,
+			override(map[string]bool{"AlphaOff": true}),
+			differs(set("AlphaOff=false"), overrideWins, "", "", map[string][2]bool{"AlphaOff": {true, false}}),
+			converge(endOverride(), "AlphaOff"),
 		}},
 	})
 }
