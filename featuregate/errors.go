@@ -40,7 +40,8 @@ var (
 	// ErrInvalidDependency: AddDependencies was given an unknown feature, a cycle, or a
 	// dependency that breaks upstream's rules (stability, default, lock).
 	ErrInvalidDependency = errors.New("invalid feature gate dependency")
-	// ErrInvalidVersion: a min compatibility version after the emulation version.
+	// ErrInvalidVersion: a min compatibility version after the emulation version, or a
+	// version flag value that is not major.minor.
 	ErrInvalidVersion = errors.New("invalid feature gate version")
 )
 

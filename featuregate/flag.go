@@ -99,10 +99,10 @@ func (f *versionFlag) String() string {
 func (f *versionFlag) Set(value string) error {
 	v, err := version.Parse(strings.TrimSpace(value))
 	if err != nil {
-		return err
+		return fmt.Errorf("%w %q: %w", ErrInvalidVersion, value, err)
 	}
 	if v.Patch() != 0 {
-		return fmt.Errorf("patch version not allowed, got: %s", v)
+		return fmt.Errorf("%w: patch version not allowed, got: %s", ErrInvalidVersion, v)
 	}
 	v = version.MajorMinor(v.Major(), v.Minor())
 	if f.min {

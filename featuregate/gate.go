@@ -274,9 +274,10 @@ type flagRegisteredError struct{ msg string }
 func (e *flagRegisteredError) Error() string { return e.msg }
 func (e *flagRegisteredError) Unwrap() error { return ErrFlagRegistered }
 
-// Freeze makes the gate read-only: from now on Add, AddVersioned, Set, SetFromMap and
-// SetEmulationVersion fail with ErrFrozen. Call it once flags are parsed so nothing at run
-// time can flip a gate. (featuregatetesting can still override features in tests.)
+// Freeze makes the gate read-only: from now on Add, AddVersioned, AddDependencies, Set,
+// SetFromMap, OverrideDefault, the version setters and ClientGoGates.SetForTesting fail
+// with ErrFrozen. Call it once flags are parsed so nothing at run time can flip a gate.
+// (featuregatetesting can still override features in tests.)
 func (g *Gate) Freeze() {
 	g.mu.Lock()
 	g.frozen = true
@@ -297,9 +298,9 @@ type setting struct {
 //
 // Set is atomic: if any entry is malformed, unknown, locked to another value, PreAlpha at
 // the emulated version, or leaves a feature on while one it depends on is off, it returns
-// every such error (joined) and changes nothing, and a
-// later Set starts from the unchanged state (upstream instead keeps the bad entry and fails
-// every later Set). Setting a GA or deprecated feature works and logs a warning.
+// every such error (joined) and changes nothing, and a later Set starts from the unchanged
+// state (upstream instead keeps the bad entry and fails every later Set). Setting a GA or
+// deprecated feature works and logs a warning.
 func (g *Gate) Set(value string) error {
 	settings, err := parse(value)
 	if err != nil {

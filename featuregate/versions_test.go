@@ -117,7 +117,8 @@ func TestVersionFlags(t *testing.T) {
 	assert.Equal(t, "1.34", g.MinCompatibilityVersion().String(), "defaults to one minor before")
 	assert.ErrorContains(t, fs.Parse([]string{"--emulated-version=1.35.1"}), "patch version not allowed, got: 1.35.1")
 	assert.ErrorContains(t, fs.Parse([]string{"--min-compatibility-version=1.36"}), "minCompatibilityVersion version 1.36 is not between [0.0, 1.35]")
-	assert.ErrorContains(t, fs.Parse([]string{"--emulated-version=x"}), "could not parse")
+	assert.ErrorContains(t, fs.Parse([]string{"--emulated-version=x"}), `invalid feature gate version "x": could not parse`)
+	assert.ErrorIs(t, fs.Lookup("emulated-version").Value.Set("1.35.2"), featuregate.ErrInvalidVersion)
 }
 
 // parseOpt parses a major.minor version, nil for "".
@@ -126,4 +127,12 @@ func parseOpt(s string) *version.Version {
 		return nil
 	}
 	return version.MustParse(s)
+}
+
+func TestFrozenGateRefusesTheNewSetters(t *testing.T) {
+	g := compatGate(t)
+	g.Freeze()
+	assert.ErrorIs(t, g.SetEmulationVersionAndMinCompatibilityVersion(v(1, 36), v(1, 35)), featuregate.ErrFrozen)
+	assert.ErrorIs(t, g.OverrideDefaultAtVersion("Skew", true, v(1, 36)), featuregate.ErrFrozen)
+	assert.Nil(t, g.MinCompatibilityVersion())
 }
