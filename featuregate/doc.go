@@ -65,8 +65,9 @@
 //
 // # Differences from component-base
 //
-// Checked against component-base v0.37.2; each is exercised by hack/featuregate-compat
-// (TestDeliberateDifferences and the normalisations it documents).
+// Checked against component-base v0.37.2. Everything else matches it input for input;
+// the differences in behaviour below are exercised side by side by hack/featuregate-compat
+// (TestDeliberateDifferences, and the normalisations its other tests document).
 //
 //   - String() lists the values set with Set/SetFromMap, nothing else. Upstream lists its
 //     resolved map, which also holds the values AllAlpha/AllBeta derived and the test
