@@ -65,9 +65,10 @@
 //
 // # Differences from component-base
 //
-// Checked against component-base v0.37.2. Everything else matches it input for input;
-// the differences in behaviour below are exercised side by side by hack/featuregate-compat
-// (TestDeliberateDifferences, and the normalisations its other tests document).
+// Checked against component-base v0.37.2. Everything not listed here is meant to match it
+// input for input; the differences in behaviour are exercised side by side by
+// hack/featuregate-compat (TestDeliberateDifferences, and the normalisations its other
+// tests document).
 //
 //   - String() lists the values set with Set/SetFromMap, nothing else. Upstream lists its
 //     resolved map, which also holds the values AllAlpha/AllBeta derived and the test
