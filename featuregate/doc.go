@@ -127,5 +127,6 @@
 // t.Cleanup, even on a gate that was read or frozen: it uses a test-only path
 // (internal/override) that the rest of the program cannot reach. As upstream's helper, an
 // AllAlpha/AllBeta override wins over values set with Set, and turning a feature off turns
-// off what depends on it.
+// off what depends on it. SetEmulationVersionDuringTest and SetVersionsDuringTest switch the
+// versions for one test the same way.
 package featuregate

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/util/version"
+
 	"github.com/ctrlkit/ctrlkit/featuregate/internal/override"
 )
 
@@ -20,6 +22,13 @@ func init() {
 			m[Feature(f)] = v
 		}
 		return g.setOverrides(m, logf)
+	}
+	override.SetVersions = func(gate any, emu, minCompat *version.Version) (func() error, error) {
+		g, ok := gate.(*Gate)
+		if !ok || g == nil {
+			return nil, fmt.Errorf("featuregate override: %T is not a *featuregate.Gate", gate)
+		}
+		return g.setVersionsOverride(emu, minCompat)
 	}
 }
 

@@ -45,6 +45,11 @@ func (g *Gate) SetEmulationVersion(v *version.Version) error {
 // Values already set are re-checked as in SetEmulationVersion, unless both versions are
 // the ones already in force: then the call does nothing.
 func (g *Gate) SetEmulationVersionAndMinCompatibilityVersion(emu, minCompat *version.Version) error {
+	return g.setVersions(emu, minCompat, false)
+}
+
+// setVersions sets both versions; the test override path passes bypassFreeze.
+func (g *Gate) setVersions(emu, minCompat *version.Version, bypassFreeze bool) error {
 	if emu != nil && minCompat != nil && minCompat.GreaterThan(emu) {
 		return &VersionError{EmulationVersion: emu, MinCompatibilityVersion: minCompat}
 	}
@@ -52,7 +57,7 @@ func (g *Gate) SetEmulationVersionAndMinCompatibilityVersion(emu, minCompat *ver
 		minCompat = defaultMinCompat(emu)
 	}
 	g.mu.Lock()
-	if g.frozen {
+	if g.frozen && !bypassFreeze {
 		g.mu.Unlock()
 		return fmt.Errorf("cannot set emulation version %s: %w", versionString(emu), ErrFrozen)
 	}
@@ -109,4 +114,16 @@ func (g *Gate) SetEmulationVersionAndMinCompatibilityVersion(emu, minCompat *ver
 // version, nil without emulation.
 func (g *Gate) MinCompatibilityVersion() *version.Version {
 	return g.load().minCompat
+}
+
+// setVersionsOverride is the test override path for versions (see package
+// internal/override): it bypasses Freeze, and its restore puts back the versions that were
+// in force before.
+func (g *Gate) setVersionsOverride(emu, minCompat *version.Version) (func() error, error) {
+	prev := g.load()
+	prevEmu, prevMin := prev.emulation, prev.minCompat
+	if err := g.setVersions(emu, minCompat, true); err != nil {
+		return nil, err
+	}
+	return func() error { return g.setVersions(prevEmu, prevMin, true) }, nil
 }

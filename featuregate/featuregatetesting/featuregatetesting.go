@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/util/version"
+
 	"github.com/ctrlkit/ctrlkit/featuregate"
 	"github.com/ctrlkit/ctrlkit/featuregate/internal/override"
 )
@@ -115,4 +117,68 @@ func releaseOwner(o ownership) {
 
 func sameTestOrSubtest(name, owner string) bool {
 	return name == owner || strings.HasPrefix(name, owner+"/")
+}
+
+// SetEmulationVersionDuringTest makes gate emulate version v, with a min compatibility
+// version one minor before it, until the end of the test, then restores the versions in
+// t.Cleanup; it works on a read or frozen gate. See SetVersionsDuringTest.
+func SetEmulationVersionDuringTest(t testing.TB, gate *featuregate.Gate, v *version.Version) {
+	t.Helper()
+	SetVersionsDuringTest(t, gate, v, defaultMinCompat(v))
+}
+
+// SetVersionsDuringTest sets the emulation and min compatibility versions of gate until
+// the end of the test (as component-base's SetFeatureGateVersionsDuringTest), then
+// restores the versions that were in force in t.Cleanup. Values already set must be valid
+// at the new versions, or the test fails. Two tests running in parallel must not set
+// different versions on the same gate; that fails the second one.
+func SetVersionsDuringTest(t testing.TB, gate *featuregate.Gate, emu, minCompat *version.Version) {
+	t.Helper()
+	want := fmt.Sprintf("emu=%s,min=%s", emu, minCompat)
+	ownersMu.Lock()
+	prev, owned := versionOwners[gate]
+	if owned && prev.value != want && !sameTestOrSubtest(t.Name(), prev.test) {
+		ownersMu.Unlock()
+		t.Fatalf("featuregatetesting: the versions of the gate are already set by test %s, cannot set them in %s", prev.test, t.Name())
+		return
+	}
+	versionOwners[gate] = versionOwner{test: t.Name(), value: want}
+	ownersMu.Unlock()
+	release := func() {
+		ownersMu.Lock()
+		defer ownersMu.Unlock()
+		if owned {
+			versionOwners[gate] = prev
+		} else {
+			delete(versionOwners, gate)
+		}
+	}
+
+	restore, err := override.SetVersions(gate, emu, minCompat)
+	if err != nil {
+		release()
+		t.Fatalf("featuregatetesting: cannot set versions (emu=%s, min=%s): %v", emu, minCompat, err)
+		return
+	}
+	t.Cleanup(func() {
+		defer release()
+		if err := restore(); err != nil {
+			t.Fatalf("featuregatetesting: cannot restore the versions after the test: %v", err)
+		}
+	})
+}
+
+// versionOwner is the test that set a gate's versions, and to what.
+type versionOwner struct {
+	test, value string
+}
+
+// versionOwners records who set the versions of each gate (guarded by ownersMu).
+var versionOwners = map[*featuregate.Gate]versionOwner{}
+
+func defaultMinCompat(v *version.Version) *version.Version {
+	if v == nil {
+		return nil
+	}
+	return v.SubtractMinor(1)
 }

@@ -241,3 +241,50 @@ type logTB struct {
 func (l *logTB) Logf(format string, args ...any) {
 	*l.logs = append(*l.logs, fmt.Sprintf(format, args...))
 }
+
+func TestSetEmulationVersionDuringTest(t *testing.T) {
+	g := newGate(t) // emulates 1.30: Later is PreAlpha
+	assert.False(t, g.Enabled(later))
+	g.Freeze()
+	t.Run("inner", func(t *testing.T) {
+		featuregatetesting.SetEmulationVersionDuringTest(t, g, version.MajorMinor(1, 31))
+		assert.Equal(t, "1.31", g.EmulationVersion().String())
+		assert.Equal(t, "1.30", g.MinCompatibilityVersion().String())
+		featuregatetesting.SetDuringTest(t, g, later, true)
+		assert.True(t, g.Enabled(later), "Later exists at 1.31 and can be overridden")
+		t.Run("nested", func(t *testing.T) {
+			featuregatetesting.SetVersionsDuringTest(t, g, version.MajorMinor(1, 32), version.MajorMinor(1, 32))
+			assert.Equal(t, "1.32", g.MinCompatibilityVersion().String())
+		})
+		assert.Equal(t, "1.31", g.EmulationVersion().String())
+	})
+	assert.Equal(t, "1.30", g.EmulationVersion().String())
+	assert.Equal(t, "1.29", g.MinCompatibilityVersion().String())
+	assert.False(t, g.Enabled(later))
+	require.ErrorIs(t, g.SetEmulationVersion(version.MajorMinor(1, 31)), featuregate.ErrFrozen, "still frozen")
+}
+
+func TestSetVersionsDuringTestFailures(t *testing.T) {
+	g := newGate(t)
+	fake := &fakeTB{TB: t, name: t.Name() + "/fake"}
+	featuregatetesting.SetVersionsDuringTest(fake, g, version.MajorMinor(1, 30), version.MajorMinor(1, 31))
+	assert.Equal(t, []string{"featuregatetesting: cannot set versions (emu=1.30, min=1.31): minCompatibilityVersion version 1.31 is not between [0.0, 1.30]"}, fake.fatals)
+
+	// Two parallel tests may not set different versions on one gate.
+	var wg sync.WaitGroup
+	holding, release := make(chan struct{}), make(chan struct{})
+	wg.Go(func() {
+		t.Run("holder", func(t *testing.T) {
+			featuregatetesting.SetEmulationVersionDuringTest(t, g, version.MajorMinor(1, 31))
+			close(holding)
+			<-release
+		})
+	})
+	<-holding
+	other := &fakeTB{TB: t, name: "TestSomethingElse"}
+	featuregatetesting.SetEmulationVersionDuringTest(other, g, version.MajorMinor(1, 32))
+	close(release)
+	wg.Wait()
+	assert.Equal(t, []string{"featuregatetesting: the versions of the gate are already set by test TestSetVersionsDuringTestFailures/holder, cannot set them in TestSomethingElse"}, other.fatals)
+	assert.Equal(t, "1.30", g.EmulationVersion().String())
+}

@@ -38,6 +38,9 @@ type driver interface {
 	// Override runs the package's test helper with a recording TB; the returned func
 	// runs the helper's cleanups (the end of the test).
 	Override(name string, values map[string]bool) (rec *recorder, end func())
+	// OverrideVersions runs the package's versions test helper
+	// (SetVersionsDuringTest / SetFeatureGateVersionsDuringTest) the same way.
+	OverrideVersions(name, emu, minCompat string) (rec *recorder, end func())
 	Enabled(f string) bool
 	KnownFeatures() []string
 	String() string
@@ -127,6 +130,12 @@ func (d *ctrlkitDriver) Override(name string, values map[string]bool) (*recorder
 		in[featuregate.Feature(f)] = v
 	}
 	featuregatetesting.SetManyDuringTest(rec, d.g, in)
+	return rec, rec.end
+}
+
+func (d *ctrlkitDriver) OverrideVersions(name, emu, minCompat string) (*recorder, func()) {
+	rec := &recorder{name: name}
+	featuregatetesting.SetVersionsDuringTest(rec, d.g, ver(emu), ver(minCompat))
 	return rec, rec.end
 }
 
@@ -221,6 +230,12 @@ func (d *upstreamDriver) Override(name string, values map[string]bool) (*recorde
 		in[basefg.Feature(f)] = v
 	}
 	basetesting.SetFeatureGatesDuringTest(rec, d.g, in)
+	return rec, rec.end
+}
+
+func (d *upstreamDriver) OverrideVersions(name, emu, minCompat string) (*recorder, func()) {
+	rec := &recorder{name: name}
+	basetesting.SetFeatureGateVersionsDuringTest(rec, d.g, ver(emu), ver(minCompat))
 	return rec, rec.end
 }
 

@@ -215,10 +215,31 @@ func override(values map[string]bool) op {
 		}}
 }
 
+// overrideVersions runs the versions test helper (SetVersionsDuringTest /
+// SetFeatureGateVersionsDuringTest); endOverride ends it like a feature override.
+func overrideVersions(emu, minCompat string) op {
+	return op{desc: "test versions " + emu + " " + minCompat,
+		do: func(d driver, s *side) string {
+			rec, _ := d.OverrideVersions("TestCompat/"+s.name+strings.Repeat("/x", len(s.overrides)+1), emu, minCompat)
+			s.overrides = append(s.overrides, rec)
+			if len(rec.failures) > 0 {
+				return "FAILED: " + gateError(rec.failures[0])
+			}
+			return ""
+		}}
+}
+
 // gateError strips the helpers' own prefixes from a failure.
 func gateError(msg string) string {
 	if rest, ok := strings.CutPrefix(msg, "Failed to set feature gates: "); ok {
 		return rest
+	}
+	for _, sep := range []string{") during test: ", "): "} { // upstream's, then ctrlkit's
+		if strings.HasPrefix(msg, "failed to set versions") || strings.HasPrefix(msg, "featuregatetesting: cannot set versions") {
+			if _, after, found := strings.Cut(msg, sep); found {
+				return after
+			}
+		}
 	}
 	if rest, ok := strings.CutPrefix(msg, "featuregatetesting: cannot set "); ok {
 		if _, after, found := strings.Cut(rest, ": "); found {

@@ -318,6 +318,21 @@ func TestTestOverrides(t *testing.T) {
 		{name: "locked", emu: "1.31", ops: []op{
 			base, override(map[string]bool{"GALocked": false}),
 		}},
+		{name: "versions for the length of a test", emu: "1.30", ops: []op{
+			base, versioned,
+			set("BetaOff=true"),
+			overrideVersions("1.33", "1.32"),
+			override(map[string]bool{"Later": false}),
+			endOverride(),
+			overrideVersions("1.35", "1.35"),
+			endOverride(),
+			endOverride(),
+		}},
+		{name: "versions at which a value set is invalid", emu: "1.31", ops: []op{
+			base, versioned,
+			set("Later=true"),
+			failing(overrideVersions("1.29", "1.28"), true),
+		}},
 		{name: "PreAlpha", emu: "1.29", ops: []op{
 			base, versioned, override(map[string]bool{"Later": true}),
 		}},
