@@ -13,6 +13,7 @@ all: test
 ## test: gofmt check, go vet and the race-enabled test suite (the CI gate).
 test: fmt-check vet
 	$(GO) test -race -count=1 $(PKGS)
+	cd hack/featuregate-compat && $(GO) test -race -count=1 ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -21,6 +22,7 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 	@if [ -f hack/bench/go.mod ]; then cd hack/bench && $(GO) vet ./...; fi
+	cd hack/featuregate-compat && $(GO) vet ./...
 
 ## lint: formatting and vet for the main module and the benchmark module.
 lint: fmt-check vet

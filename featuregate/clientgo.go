@@ -69,9 +69,10 @@ func (a *ClientGoGates) Set(f clientfeatures.Feature, value bool) error {
 }
 
 // SetForTesting is for client-go's features/testing.SetFeatureDuringTest: it overrides the
-// feature through the test override path (works on a read or frozen gate). Setting the
-// value the feature would have anyway drops the override, which is how that helper's
-// restore step leaves the gate as it found it.
+// feature through the test override path, so it works on a gate that was already read.
+// Setting the value the feature would have anyway drops the override, which is how that
+// helper's restore step leaves the gate as it found it. Because anyone can call it, it
+// respects Freeze (ErrFrozen), unlike package featuregatetesting.
 func (a *ClientGoGates) SetForTesting(f clientfeatures.Feature, value bool) error {
 	return a.gate.setOverrideValue(Feature(f), value)
 }

@@ -115,13 +115,13 @@ func TestClientGoBehaviourFollowsTheGate(t *testing.T) {
 	}, contentTypes)
 }
 
-// client-go's own test helper works on a ctrlkit-backed gate, even a frozen one, and
-// leaves it as it found it.
+// client-go's own test helper works on a ctrlkit-backed gate, even a read one, and leaves
+// it as it found it.
 func TestClientGoTestingHelper(t *testing.T) {
 	g := featuregate.New()
 	require.NoError(t, g.AddClientGoFeatures())
 	require.NoError(t, g.Set("WatchListClient=false"))
-	g.Freeze()
+	assert.False(t, g.Enabled("WatchListClient")) // read: registration is closed
 	installInClientGo(t, g)
 
 	t.Run("override", func(t *testing.T) {
@@ -134,8 +134,22 @@ func TestClientGoTestingHelper(t *testing.T) {
 	assert.False(t, g.Enabled("WatchListClient"), "the explicit value is back")
 	assert.Equal(t, "WatchListClient=false", g.String())
 
-	// Set (not for testing) respects Freeze.
-	assert.ErrorIs(t, featuregate.ClientGoAdapter(g).Set(clientfeatures.ClientsAllowCBOR, true), featuregate.ErrFrozen)
 	// Validation still applies to the testing path.
 	assert.ErrorIs(t, featuregate.ClientGoAdapter(g).SetForTesting("Nope", true), featuregate.ErrUnknownFeature)
+}
+
+// SetForTesting is an exported method anyone can call, so it must not be a way around
+// Freeze: after Freeze it fails like Set and changes nothing.
+func TestClientGoSetForTestingRespectsFreeze(t *testing.T) {
+	g := featuregate.New()
+	require.NoError(t, g.AddClientGoFeatures())
+	require.NoError(t, g.Set("WatchListClient=false"))
+	g.Freeze()
+	a := featuregate.ClientGoAdapter(g)
+	assert.ErrorIs(t, a.Set(clientfeatures.ClientsAllowCBOR, true), featuregate.ErrFrozen)
+	assert.ErrorIs(t, a.SetForTesting(clientfeatures.ClientsAllowCBOR, true), featuregate.ErrFrozen)
+	assert.ErrorIs(t, a.SetForTesting(clientfeatures.WatchListClient, true), featuregate.ErrFrozen)
+	assert.False(t, g.Enabled("ClientsAllowCBOR"))
+	assert.False(t, g.Enabled("WatchListClient"))
+	assert.Equal(t, "WatchListClient=false", g.String())
 }

@@ -34,6 +34,15 @@ var (
 	ErrFlagRegistered = errors.New("feature gate flag was already registered")
 	// ErrFrozen: the gate was frozen with Freeze; it accepts no registration and no Set.
 	ErrFrozen = errors.New("feature gate is frozen")
+	// ErrDependency: a feature would be on while a feature it depends on is off
+	// (AddDependencies).
+	ErrDependency = errors.New("feature gate depends on disabled features")
+	// ErrInvalidDependency: AddDependencies was given an unknown feature, a cycle, or a
+	// dependency that breaks upstream's rules (stability, default, lock).
+	ErrInvalidDependency = errors.New("invalid feature gate dependency")
+	// ErrInvalidVersion: a min compatibility version after the emulation version, or a
+	// version flag value that is not major.minor.
+	ErrInvalidVersion = errors.New("invalid feature gate version")
 )
 
 // UnknownFeatureError names a feature the gate does not know.
@@ -97,36 +106,74 @@ func (e *LockedError) Error() string {
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 
 // PreAlphaError is an attempt to set a feature that does not exist yet at the emulated
-// version.
+// version (and min compatibility version).
 type PreAlphaError struct {
-	Feature          Feature
-	Value            bool
-	EmulationVersion *version.Version
+	Feature                 Feature
+	Value                   bool
+	EmulationVersion        *version.Version
+	MinCompatibilityVersion *version.Version
 }
 
 func (e *PreAlphaError) Error() string {
-	return fmt.Sprintf("cannot set feature gate %s to %t, feature is PreAlpha at emulated version %s",
-		e.Feature, e.Value, e.EmulationVersion)
+	return fmt.Sprintf("cannot set feature gate %s to %t, feature is PreAlpha at emulated version %s, min compatibility version %s",
+		e.Feature, e.Value, versionString(e.EmulationVersion), versionString(e.MinCompatibilityVersion))
 }
 
 // Is makes errors.Is(err, ErrPreAlpha) true.
 func (e *PreAlphaError) Is(target error) bool { return target == ErrPreAlpha }
 
-// SpecError is a rejected registration (Add/AddVersioned).
+// SpecError is a rejected registration (Add, AddVersioned, AddDependencies) or default
+// override (OverrideDefault, OverrideDefaultAtVersion).
 type SpecError struct {
 	Feature Feature
-	// Reason says what is wrong, e.g. "versions must increase (1.32 after 1.32)".
+	// Reason is the whole message, worded as component-base words it where upstream has
+	// the same check, e.g. `feature "F" lists version transitions in decreasing order
+	// (1.30 < 1.32)`.
 	Reason string
-	// Err is ErrInvalidSpec or ErrConflictingSpec.
+	// Err is the sentinel it matches: ErrInvalidSpec, ErrConflictingSpec,
+	// ErrInvalidDependency, ErrUnknownFeature, ErrLocked, ErrPreAlpha or ErrFlagRegistered.
 	Err error
 }
 
-func (e *SpecError) Error() string {
-	return fmt.Sprintf("feature gate %s: %s", e.Feature, e.Reason)
-}
+func (e *SpecError) Error() string { return e.Reason }
 
 func (e *SpecError) Unwrap() error { return e.Err }
 
 func invalidSpec(f Feature, format string, args ...any) error {
-	return &SpecError{Feature: f, Reason: fmt.Sprintf(format, args...), Err: ErrInvalidSpec}
+	return specError(f, ErrInvalidSpec, format, args...)
 }
+
+func specError(f Feature, sentinel error, format string, args ...any) error {
+	return &SpecError{Feature: f, Reason: fmt.Sprintf(format, args...), Err: sentinel}
+}
+
+// DependencyError is a state in which Feature is on while features it depends on (see
+// AddDependencies) are off. Set, SetFromMap, SetEmulationVersion and test overrides refuse
+// to reach such a state.
+type DependencyError struct {
+	Feature Feature
+	// Disabled are the dependencies that are off, sorted.
+	Disabled []Feature
+}
+
+func (e *DependencyError) Error() string {
+	return fmt.Sprintf("%s is enabled, but depends on features that are disabled: %v", e.Feature, e.Disabled)
+}
+
+// Is makes errors.Is(err, ErrDependency) true.
+func (e *DependencyError) Is(target error) bool { return target == ErrDependency }
+
+// VersionError is a min compatibility version after the emulation version. The text is
+// the one component-base's compatibility package gives for the same mistake (whose floor
+// is 0.0 unless a component sets one; ctrlkit has no floor).
+type VersionError struct {
+	EmulationVersion, MinCompatibilityVersion *version.Version
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("minCompatibilityVersion version %s is not between [%s, %s]",
+		versionString(e.MinCompatibilityVersion), versionZero, versionString(e.EmulationVersion))
+}
+
+// Is makes errors.Is(err, ErrInvalidVersion) true.
+func (e *VersionError) Is(target error) bool { return target == ErrInvalidVersion }

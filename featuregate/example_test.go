@@ -57,7 +57,7 @@ func ExampleGate_SetEmulationVersion() {
 		fmt.Printf("%s: %-5t %v\n", v, gate.Enabled("InPlaceResize"), gate.Set("InPlaceResize=false"))
 	}
 	// Output:
-	// 1.29: false cannot set feature gate InPlaceResize to false, feature is PreAlpha at emulated version 1.29
+	// 1.29: false cannot set feature gate InPlaceResize to false, feature is PreAlpha at emulated version 1.29, min compatibility version 1.28
 	// 1.31: false <nil>
 	// 1.33: true  <nil>
 	// 1.34: true  cannot set feature gate InPlaceResize to false, feature is locked to true

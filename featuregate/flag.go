@@ -2,9 +2,11 @@ package featuregate
 
 import (
 	"flag"
+	"fmt"
 	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/version"
 )
 
 // FlagName is the flag AddFlag and AddGoFlag register, as in every Kubernetes component.
@@ -40,4 +42,77 @@ func (g *Gate) flagUsage() string {
 	g.mu.Unlock()
 	return "A set of key=value pairs that describe feature gates for alpha/experimental features. " +
 		"Options are:\n" + strings.Join(g.KnownFeatures(), "\n")
+}
+
+// The version flags AddVersionFlags registers, named as component-base's compatibility
+// package names them for every Kubernetes component.
+const (
+	EmulatedVersionFlagName         = "emulated-version"
+	MinCompatibilityVersionFlagName = "min-compatibility-version"
+)
+
+// AddVersionFlags registers --emulated-version and --min-compatibility-version on fs.
+// Values are major.minor ("1.31"); upstream's per-component form ("kube=1.31") is not
+// accepted, a gate being one component. Whatever their order on the command line, the
+// result is SetEmulationVersionAndMinCompatibilityVersion(emulated, min), min defaulting to
+// one minor before emulated. Feature values given with --feature-gates are re-checked at
+// the new versions.
+func (g *Gate) AddVersionFlags(fs *pflag.FlagSet) {
+	vf := &versionFlags{g: g}
+	fs.Var(&versionFlag{vf: vf}, EmulatedVersionFlagName,
+		"The version the component emulates its features of, major.minor (for example 1.31). "+
+			"Features are as they were at that version.")
+	fs.Var(&versionFlag{vf: vf, min: true}, MinCompatibilityVersionFlagName,
+		"The min version of control plane components the component should be compatible with, major.minor. "+
+			"Must be less or equal to the emulated-version. Defaults to one minor before it.")
+}
+
+// versionFlags holds what the two version flags were given, so that their order does not
+// matter.
+type versionFlags struct {
+	g        *Gate
+	emu, min *version.Version
+}
+
+// versionFlag is one of the two flags; min says which.
+type versionFlag struct {
+	vf  *versionFlags
+	min bool
+}
+
+func (f *versionFlag) Type() string { return "string" }
+
+func (f *versionFlag) String() string {
+	if f.vf == nil {
+		return ""
+	}
+	v := f.vf.g.EmulationVersion()
+	if f.min {
+		v = f.vf.g.MinCompatibilityVersion()
+	}
+	if v == nil {
+		return ""
+	}
+	return v.String()
+}
+
+func (f *versionFlag) Set(value string) error {
+	v, err := version.Parse(strings.TrimSpace(value))
+	if err != nil {
+		return fmt.Errorf("%w %q: %w", ErrInvalidVersion, value, err)
+	}
+	if v.Patch() != 0 {
+		return fmt.Errorf("%w: patch version not allowed, got: %s", ErrInvalidVersion, v)
+	}
+	v = version.MajorMinor(v.Major(), v.Minor())
+	if f.min {
+		f.vf.min = v
+	} else {
+		f.vf.emu = v
+	}
+	emu := f.vf.emu
+	if emu == nil {
+		emu = f.vf.g.EmulationVersion()
+	}
+	return f.vf.g.SetEmulationVersionAndMinCompatibilityVersion(emu, f.vf.min)
 }

@@ -14,8 +14,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/klog/v2"
-
-	"github.com/ctrlkit/ctrlkit/featuregate/internal/override"
 )
 
 // Gate is a mutable, versioned feature registry. Register features with Add or
@@ -63,6 +61,11 @@ type snapshot struct {
 	overrides map[Feature]bool
 	// emulation is the emulated version; nil means the newest spec of each feature.
 	emulation *version.Version
+	// minCompat is the min compatibility version; nil means one minor before emulation
+	// (no bound without emulation).
+	minCompat *version.Version
+	// deps maps a feature to the features it depends on (sorted, no duplicates).
+	deps map[Feature][]Feature
 	// read is set once the gate answered Enabled (Gate.read says the same); until then
 	// Enabled takes the slow path, which records the read.
 	read bool
@@ -72,25 +75,16 @@ var (
 	_ Gates = (*Gate)(nil)
 )
 
-func init() {
-	override.Set = func(gate any, feature string, value bool) (func(), error) {
-		g, ok := gate.(*Gate)
-		if !ok || g == nil {
-			return nil, fmt.Errorf("featuregate override: %T is not a *featuregate.Gate", gate)
-		}
-		return g.setOverride(Feature(feature), value)
-	}
-}
-
 // Option configures New.
 type Option func(*Gate)
 
-// WithEmulationVersion makes the gate behave as at version v (see SetEmulationVersion).
-// The default (nil) is no emulation: each feature's newest spec is in force.
+// WithEmulationVersion makes the gate behave as at version v, with a min compatibility
+// version one minor before it (see SetEmulationVersion). The default (nil) is no
+// emulation: each feature's newest spec is in force.
 func WithEmulationVersion(v *version.Version) Option {
 	return func(g *Gate) {
 		s := g.current()
-		s.emulation = v
+		s.emulation, s.minCompat = v, defaultMinCompat(v)
 		g.snap.Store(s.rebuild())
 	}
 }
@@ -157,7 +151,7 @@ func (g *Gate) current() *snapshot {
 // reported once per gate and feature through utilruntime.HandleErrorWithLogger with the
 // gate's logger (an *UnknownFeatureError, key "featureGate").
 func (g *Gate) Enabled(f Feature) bool {
-	// Kept small enough to inline: one atomic load, one flag test, one map lookup.
+	// The fast path: one atomic load, one flag test, one map lookup.
 	if s := g.snap.Load(); s != nil && s.read {
 		if v, ok := s.enabled[f]; ok {
 			return v
@@ -229,7 +223,10 @@ func (g *Gate) AddVersioned(features map[Feature]VersionedSpecs) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	names := slices.Sorted(maps.Keys(features))
-	if err := g.registrationClosed(); err != nil {
+	if err := g.registrationClosed("cannot add a feature gate after adding it to the flag set"); err != nil {
+		if errors.Is(err, ErrFlagRegistered) {
+			return err // upstream's own text
+		}
 		return fmt.Errorf("cannot add feature gates %v: %w", names, err)
 	}
 	cur := g.current()
@@ -243,7 +240,7 @@ func (g *Gate) AddVersioned(features map[Feature]VersionedSpecs) error {
 		}
 		if old, ok := known[f]; ok {
 			if !sameHistory(old, specs) {
-				errs = append(errs, &SpecError{Feature: f, Reason: "already registered with a different spec", Err: ErrConflictingSpec})
+				errs = append(errs, specError(f, ErrConflictingSpec, "feature gate %q with different spec already exists: %s", f, formatHistory(old)))
 			}
 			continue
 		}
@@ -257,21 +254,30 @@ func (g *Gate) AddVersioned(features map[Feature]VersionedSpecs) error {
 	return nil
 }
 
-func (g *Gate) registrationClosed() error {
+// registrationClosed says why registration is closed, nil if it is open. flagMsg is
+// upstream's text for the flag case, the one closure reason upstream has.
+func (g *Gate) registrationClosed(flagMsg string) error {
 	switch {
 	case g.frozen:
 		return ErrFrozen
+	case g.flagRegistered:
+		return &flagRegisteredError{msg: flagMsg}
 	case g.read.Load():
 		return ErrAlreadyRead
-	case g.flagRegistered:
-		return ErrFlagRegistered
 	}
 	return nil
 }
 
-// Freeze makes the gate read-only: from now on Add, AddVersioned, Set, SetFromMap and
-// SetEmulationVersion fail with ErrFrozen. Call it once flags are parsed so nothing at run
-// time can flip a gate. (featuregatetesting can still override features in tests.)
+// flagRegisteredError carries upstream's wording for "the flag was already registered".
+type flagRegisteredError struct{ msg string }
+
+func (e *flagRegisteredError) Error() string { return e.msg }
+func (e *flagRegisteredError) Unwrap() error { return ErrFlagRegistered }
+
+// Freeze makes the gate read-only: from now on Add, AddVersioned, AddDependencies, Set,
+// SetFromMap, OverrideDefault, the version setters and ClientGoGates.SetForTesting fail
+// with ErrFrozen. Call it once flags are parsed so nothing at run time can flip a gate.
+// (featuregatetesting can still override features in tests.)
 func (g *Gate) Freeze() {
 	g.mu.Lock()
 	g.frozen = true
@@ -286,19 +292,37 @@ type setting struct {
 
 // Set parses "A=true,B=false" and stores the values. Spaces around names and values are
 // trimmed and empty entries skipped; values are anything strconv.ParseBool accepts. Values
-// add to (and replace) earlier ones; AllAlpha/AllBeta set every alpha/beta feature not set
-// explicitly, whatever the order.
+// add to (and replace) earlier ones, and a feature named twice keeps its last value (only
+// that one is checked); AllAlpha/AllBeta set every alpha/beta feature not set explicitly,
+// whatever the order.
 //
-// Set is atomic: if any entry is malformed, unknown, locked to another value or PreAlpha
-// at the emulated version, it returns every such error (joined) and changes nothing, and a
-// later Set starts from the unchanged state (upstream instead keeps the bad entry and fails
-// every later Set). Setting a GA or deprecated feature works and logs a warning.
+// Set is atomic: if any entry is malformed, unknown, locked to another value, PreAlpha at
+// the emulated version, or leaves a feature on while one it depends on is off, it returns
+// every such error (joined) and changes nothing, and a later Set starts from the unchanged
+// state (upstream instead keeps the bad entry and fails every later Set). Setting a GA or
+// deprecated feature works and logs a warning.
 func (g *Gate) Set(value string) error {
 	settings, err := parse(value)
 	if err != nil {
 		return err
 	}
-	return g.apply(settings)
+	return g.apply(lastWins(settings))
+}
+
+// lastWins keeps the last value of a feature named twice in one Set ("A=false,A=true"),
+// as upstream does, so only that value is checked and stored.
+func lastWins(settings []setting) []setting {
+	last := make(map[Feature]int, len(settings))
+	for i, s := range settings {
+		last[s.f] = i
+	}
+	out := settings[:0:0]
+	for i, s := range settings {
+		if last[s.f] == i {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // SetFromMap stores the values of m with Set's rules (atomic, all errors reported).
@@ -363,12 +387,16 @@ func (g *Gate) apply(settings []setting) error {
 	}
 	cur.explicit = explicit
 	next := cur.rebuild()
+	if errs := next.dependencyErrors(); len(errs) > 0 {
+		g.mu.Unlock()
+		return errors.Join(errs...)
+	}
 	g.snap.Store(next)
 	g.mu.Unlock()
 
 	logger := g.log()
 	for _, s := range settings {
-		switch specAt(next.known[s.f], next.emulation).PreRelease {
+		switch next.specAt(s.f).PreRelease {
 		case GA:
 			if !isPseudo(s.f) {
 				logger.Info("Warning: setting GA feature gate. It will be removed in a future release.", "featureGate", s.f, "value", s.v)
@@ -381,118 +409,25 @@ func (g *Gate) apply(settings []setting) error {
 	return nil
 }
 
-// check validates f=v against the snapshot's registry and emulation version.
+// check validates f=v against the snapshot's registry and versions.
 func (s *snapshot) check(f Feature, v bool) error {
 	specs, ok := s.known[f]
 	if !ok {
 		return &UnknownFeatureError{Feature: f}
 	}
-	spec := specAt(specs, s.emulation)
+	spec := specAt(specs, s.emulation, s.minCompat)
 	switch {
-	case spec.PreRelease == PreAlpha:
-		return &PreAlphaError{Feature: f, Value: v, EmulationVersion: s.emulation}
 	case spec.LockToDefault && spec.Default != v:
 		return &LockedError{Feature: f, Value: v, Default: spec.Default}
+	case spec.PreRelease == PreAlpha:
+		return &PreAlphaError{Feature: f, Value: v, EmulationVersion: s.emulation, MinCompatibilityVersion: s.minCompat}
 	}
 	return nil
 }
 
-// SetEmulationVersion makes the gate behave as at version v: for each feature the spec in
-// force is the newest one whose Version is not after v; a feature with no spec at or before
-// v is PreAlpha (reads false, cannot be set). nil means no emulation (newest specs).
-//
-// Values already set are re-checked at v; if one becomes invalid there (PreAlpha, or locked
-// to the other value) the call fails and changes nothing. Changing the version after the
-// gate was read logs a warning naming the features whose value changes.
-func (g *Gate) SetEmulationVersion(v *version.Version) error {
-	g.mu.Lock()
-	if g.frozen {
-		g.mu.Unlock()
-		return fmt.Errorf("cannot set emulation version %s: %w", v, ErrFrozen)
-	}
-	prev := g.load()
-	cur := g.current()
-	cur.emulation = v
-	var errs []error
-	for _, f := range slices.Sorted(maps.Keys(cur.explicit)) {
-		if err := cur.check(f, cur.explicit[f]); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	for _, f := range slices.Sorted(maps.Keys(cur.overrides)) {
-		if err := cur.check(f, cur.overrides[f]); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 {
-		g.mu.Unlock()
-		return fmt.Errorf("cannot emulate version %s: %w", v, errors.Join(errs...))
-	}
-	next := cur.rebuild()
-	g.snap.Store(next)
-	g.mu.Unlock()
-
-	logger := g.log()
-	logger.V(1).Info("Set feature gate emulation version", "emulationVersion", v)
-	if g.read.Load() {
-		var changed []Feature
-		for f, now := range next.enabled {
-			if prev.enabled[f] != now {
-				changed = append(changed, f)
-			}
-		}
-		if len(changed) > 0 {
-			slices.Sort(changed)
-			logger.Info("Warning: emulation version changed features that were already read", "emulationVersion", v, "changed", changed)
-		}
-	}
-	return nil
-}
-
-// setOverride is the test override path (see package internal/override).
-func (g *Gate) setOverride(f Feature, v bool) (func(), error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	cur := g.current()
-	if err := cur.check(f, v); err != nil {
-		return nil, err
-	}
-	prev, had := cur.overrides[f]
-	cur.overrides = maps.Clone(cur.overrides)
-	cur.overrides[f] = v
-	g.snap.Store(cur.rebuild())
-	restore := func() {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		cur := g.current()
-		cur.overrides = maps.Clone(cur.overrides)
-		if had {
-			cur.overrides[f] = prev
-		} else {
-			delete(cur.overrides, f)
-		}
-		g.snap.Store(cur.rebuild())
-	}
-	return restore, nil
-}
-
-// setOverrideValue sets a test override that is not undone by a restore function: the
-// override is dropped when v is what f resolves to without it (see ClientGoGates).
-func (g *Gate) setOverrideValue(f Feature, v bool) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	next := g.current()
-	if err := next.check(f, v); err != nil {
-		return err
-	}
-	next.overrides = maps.Clone(next.overrides)
-	delete(next.overrides, f)
-	if next.rebuild().enabled[f] != v {
-		next.overrides[f] = v
-		next.rebuild()
-	}
-	g.snap.Store(next)
-	return nil
+// specAt is the spec of a known feature in force at the snapshot's versions.
+func (s *snapshot) specAt(f Feature) FeatureSpec {
+	return specAt(s.known[f], s.emulation, s.minCompat)
 }
 
 // rebuild resolves every feature and returns s with a fresh enabled map.
@@ -515,7 +450,7 @@ func (s *snapshot) rebuild() *snapshot {
 			enabled[f] = v
 			continue
 		}
-		spec := specAt(specs, s.emulation)
+		spec := specAt(specs, s.emulation, s.minCompat)
 		v := spec.Default
 		if !isPseudo(f) && !spec.LockToDefault {
 			switch spec.PreRelease {
@@ -538,20 +473,48 @@ func (s *snapshot) rebuild() *snapshot {
 // KnownFeatures returns sorted help lines, one per feature that can be set at the emulated
 // version, as upstream prints them: "A=true|false (BETA - default=true)". GA, deprecated
 // and PreAlpha features are left out (upstream hides them: they are not meant to be
-// toggled); AllAlpha and AllBeta are always listed.
+// toggled); AllAlpha and AllBeta are always listed. A feature whose spec changes once the
+// min compatibility version reaches the emulation version gets both lines joined by
+// ", or ", the second ending in " if --min-compatibility-version>=X", as upstream.
 func (g *Gate) KnownFeatures() []string {
 	s := g.load()
 	lines := make([]string, 0, len(s.known))
 	for f, specs := range s.known {
-		spec := specAt(specs, s.emulation)
-		switch spec.PreRelease {
-		case GA, Deprecated, PreAlpha:
+		if isPseudo(f) {
+			lines = append(lines, helpLine(f, specs[0], false))
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("%s=true|false (%s - default=%t)", f, string(spec.PreRelease), spec.Default))
+		now, compat := indexAt(specs, s.emulation, s.minCompat), indexAt(specs, s.emulation, s.emulation)
+		line := helpLine(f, specAt(specs, s.emulation, s.minCompat), false)
+		if now != compat {
+			var parts []string
+			if line != "" {
+				parts = append(parts, line)
+			}
+			if l := helpLine(f, specAt(specs, s.emulation, s.emulation), true); l != "" {
+				parts = append(parts, l)
+			}
+			line = strings.Join(parts, ", or ")
+		}
+		if line != "" {
+			lines = append(lines, line)
+		}
 	}
 	sort.Strings(lines)
 	return lines
+}
+
+// helpLine is one KnownFeatures line, "" for a stage that is not listed.
+func helpLine(f Feature, spec FeatureSpec, withCompat bool) string {
+	switch spec.PreRelease {
+	case GA, Deprecated, PreAlpha:
+		return ""
+	}
+	line := fmt.Sprintf("%s=true|false (%s - default=%t)", f, string(spec.PreRelease), spec.Default)
+	if withCompat && spec.MinCompatibilityVersion != nil {
+		line += fmt.Sprintf(" if --min-compatibility-version>=%s", spec.MinCompatibilityVersion)
+	}
+	return line
 }
 
 // String renders the explicitly set values, sorted, in the form Set accepts:

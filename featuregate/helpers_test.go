@@ -3,6 +3,7 @@ package featuregate_test
 import (
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -86,3 +87,5 @@ func with(kv map[featuregate.Feature]bool) map[featuregate.Feature]bool {
 	}
 	return out
 }
+
+func pflagSet() *pflag.FlagSet { return pflag.NewFlagSet("test", pflag.ContinueOnError) }

@@ -84,7 +84,7 @@ func TestEmulationChangeAfterReadWarns(t *testing.T) {
 	for _, e := range entries() {
 		if e.Message == "Warning: emulation version changed features that were already read" {
 			found = true
-			assert.Equal(t, []featuregate.Feature{laterFeature}, e.ParameterKVList[3])
+			assert.Equal(t, []featuregate.Feature{laterFeature}, e.ParameterKVList[5])
 		}
 	}
 	assert.True(t, found)

@@ -99,11 +99,14 @@ func TestSetMatchesModel(t *testing.T) {
 				val := values[rng.IntN(len(values))]
 				entries = append(entries, " "+string(f)+"="+val)
 				b, err := strconv.ParseBool(val)
-				if err != nil || !m.valid(f, b) {
+				if err != nil {
 					ok = false
 					continue
 				}
-				pending[f] = b
+				pending[f] = b // a feature named twice keeps its last value
+			}
+			for f, b := range pending {
+				ok = ok && m.valid(f, b)
 			}
 			in := strings.Join(entries, ",")
 			err := g.Set(in)

@@ -22,42 +22,63 @@ func TestAddVersionedRejectsBadHistories(t *testing.T) {
 		msg     string
 	}{
 		{name: "empty history", feature: "F", specs: nil,
-			msg: "feature gate F: empty history"},
+			msg: `feature "F" has an empty history`},
 		{name: "no version", feature: "F", specs: featuregate.VersionedSpecs{{PreRelease: a}},
-			msg: "feature gate F: spec 0 has no version"},
+			msg: `feature "F" did not provide a version`},
 		{name: "patch version", feature: "F", specs: featuregate.VersionedSpecs{{PreRelease: a, Version: version.MustParse("1.30.1")}},
-			msg: "feature gate F: spec 0 version 1.30.1 must be major.minor"},
+			msg: `feature "F" specified patch version: 1.30.1`},
 		{name: "unknown stage", feature: "F", specs: featuregate.VersionedSpecs{{PreRelease: "GAMMA", Version: v(1, 30)}},
-			msg: `feature gate F: spec 0 has unknown stage "GAMMA"`},
+			msg: `feature "F" has unknown stage "GAMMA" at 1.30`},
 		{name: "pre-alpha registered", feature: "F", specs: featuregate.VersionedSpecs{{PreRelease: featuregate.PreAlpha, Version: v(1, 30)}},
-			msg: "feature gate F: spec 0: PRE-ALPHA cannot be registered, it is implied before the first spec"},
+			msg: `feature "F" cannot register stage PRE-ALPHA at 1.30: it is implied before the first entry`},
 		{name: "decreasing versions", feature: "F", specs: featuregate.VersionedSpecs{
 			{PreRelease: a, Version: v(1, 32)}, {PreRelease: b, Version: v(1, 30)}},
-			msg: "feature gate F: versions must increase (1.30 after 1.32)"},
+			msg: `feature "F" lists version transitions in decreasing order (1.30 < 1.32)`},
 		{name: "duplicate version", feature: "F", specs: featuregate.VersionedSpecs{
 			{PreRelease: a, Version: v(1, 30)}, {PreRelease: b, Version: v(1, 30)}},
-			msg: "feature gate F: versions must increase (1.30 after 1.30)"},
+			msg: `feature "F" lists duplicate entries with the same versions (1.30 = 1.30)`},
 		{name: "transition changing nothing", feature: "F", specs: featuregate.VersionedSpecs{
 			{PreRelease: b, Version: v(1, 30)}, {PreRelease: b, Version: v(1, 31)}},
-			msg: "feature gate F: spec at 1.31 changes nothing from 1.30"},
+			msg: `feature "F" lists transition without stability change (1.30 -> 1.31)`},
 		{name: "beta back to alpha", feature: "F", specs: featuregate.VersionedSpecs{
 			{PreRelease: b, Version: v(1, 30)}, {PreRelease: a, Version: v(1, 31)}},
-			msg: "feature gate F: regresses from BETA to ALPHA at 1.31"},
+			msg: `feature "F" regresses stability from more stable level to ALPHA in 1.31`},
 		{name: "GA back to beta", feature: "F", specs: featuregate.VersionedSpecs{
 			{PreRelease: ga, Default: true, Version: v(1, 30)}, {PreRelease: b, Default: true, Version: v(1, 31)}},
-			msg: "feature gate F: regresses from GA to BETA at 1.31"},
+			msg: `feature "F" regresses stability from more stable level to BETA in 1.31`},
 		{name: "resurrected from deprecated", feature: "F", specs: featuregate.VersionedSpecs{
-			{PreRelease: dep, Version: v(1, 30)}, {PreRelease: ga, Version: v(1, 31)}},
-			msg: "feature gate F: leaves DEPRECATED at 1.31; deprecation is terminal"},
+			{PreRelease: ga, Version: v(1, 0)}, {PreRelease: dep, Version: v(1, 30)}, {PreRelease: ga, Version: v(1, 31)}},
+			msg: `deprecated feature "F" must not resurrect from its terminal state`},
+		{name: "introduced as deprecated", feature: "D", specs: featuregate.VersionedSpecs{{PreRelease: dep, Version: v(1, 29)}},
+			msg: `feature "D" introduced as deprecated must provide a 1.0 entry indicating initial state`},
+		{name: "same version, other stage", feature: "F", specs: featuregate.VersionedSpecs{
+			{PreRelease: a, Version: v(1, 30)}, {PreRelease: b, Default: true, Version: v(1, 30), MinCompatibilityVersion: v(1, 30)}},
+			msg: `feature "F" lists stability changes with the same version (ALPHA -> BETA)`},
+		{name: "same version, other lock", feature: "F", specs: featuregate.VersionedSpecs{
+			{PreRelease: b, Version: v(1, 30)}, {PreRelease: b, LockToDefault: true, Version: v(1, 30), MinCompatibilityVersion: v(1, 30)}},
+			msg: `feature "F" lists locked to default changes with the same version (false -> true)`},
+		{name: "min compatibility on the first entry", feature: "F", specs: featuregate.VersionedSpecs{
+			{PreRelease: b, Version: v(1, 30), MinCompatibilityVersion: v(1, 30)}},
+			msg: `feature "F" specified MinCompatibilityVersion: 1.30 without a preceding entry at the same Version without MinCompatibilityVersion set`},
+		{name: "min compatibility after version", feature: "F", specs: featuregate.VersionedSpecs{
+			{PreRelease: b, Version: v(1, 30)}, {PreRelease: b, Default: true, Version: v(1, 30), MinCompatibilityVersion: v(1, 31)}},
+			msg: `feature "F" MinCompatibilityVersion 1.31 greater than Version 1.30`},
+		{name: "min compatibility with a patch", feature: "F", specs: featuregate.VersionedSpecs{
+			{PreRelease: b, Version: v(1, 30)}, {PreRelease: b, Default: true, Version: v(1, 30), MinCompatibilityVersion: version.MustParse("1.29.1")}},
+			msg: `feature "F" specified patch MinCompatibilityVersion: 1.29.1`},
+		{name: "min compatibility decreasing", feature: "F", specs: featuregate.VersionedSpecs{
+			{PreRelease: b, Version: v(1, 30)}, {PreRelease: b, Default: true, Version: v(1, 30), MinCompatibilityVersion: v(1, 30)},
+			{PreRelease: ga, Default: true, Version: v(1, 31)}, {PreRelease: ga, Default: true, LockToDefault: true, Version: v(1, 31), MinCompatibilityVersion: v(1, 29)}},
+			msg: `feature "F" lists min compatibility version transitions in decreasing order (1.29 < 1.30)`},
 		{name: "unlocked after locking", feature: "F", specs: featuregate.VersionedSpecs{
 			{PreRelease: ga, Default: true, LockToDefault: true, Version: v(1, 30)}, {PreRelease: dep, Default: true, Version: v(1, 31)}},
-			msg: "feature gate F: unlocked at 1.31 after being locked to its default"},
+			msg: `feature "F" must not unlock after locking to default`},
 		{name: "name with a comma", feature: "A,B", specs: featuregate.VersionedSpecs{{PreRelease: a, Version: v(1, 30)}},
-			msg: `feature gate A,B: name "A,B" must not contain ',' or '=' or surrounding spaces`},
+			msg: `feature "A,B" must not contain ',' or '=' or surrounding spaces`},
 		{name: "name with spaces", feature: " A", specs: featuregate.VersionedSpecs{{PreRelease: a, Version: v(1, 30)}},
-			msg: `feature gate  A: name " A" must not contain ',' or '=' or surrounding spaces`},
+			msg: `feature " A" must not contain ',' or '=' or surrounding spaces`},
 		{name: "empty name", feature: "", specs: featuregate.VersionedSpecs{{PreRelease: a, Version: v(1, 30)}},
-			msg: "feature gate : empty feature name"},
+			msg: `feature "" has an empty name`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,7 +172,7 @@ func TestRegistrationCloses(t *testing.T) {
 		{name: "after a read of an unknown feature", close: func(g *featuregate.Gate) { g.Enabled("Typo") },
 			want: featuregate.ErrAlreadyRead},
 		{name: "after AddFlag", close: func(g *featuregate.Gate) { g.AddFlag(pflag.NewFlagSet("x", pflag.ContinueOnError)) },
-			want: featuregate.ErrFlagRegistered, msg: "cannot add feature gates [More]: feature gate flag was already registered"},
+			want: featuregate.ErrFlagRegistered, msg: "cannot add a feature gate after adding it to the flag set"},
 		{name: "after Freeze", close: func(g *featuregate.Gate) { g.Freeze() },
 			want: featuregate.ErrFrozen, msg: "cannot add feature gates [More]: feature gate is frozen"},
 	}
@@ -236,7 +257,7 @@ func TestSetEmulationVersionRechecksValues(t *testing.T) {
 	// At 1.34 the feature is locked to true: the stored false would be invalid there.
 	err := g.SetEmulationVersion(v(1, 34))
 	require.ErrorIs(t, err, featuregate.ErrLocked)
-	assert.Equal(t, "cannot emulate version 1.34: cannot set feature gate LaterFeature to false, feature is locked to true", err.Error())
+	assert.Equal(t, "cannot set feature gate LaterFeature to false, feature is locked to true", err.Error())
 	assert.Equal(t, "1.32", g.EmulationVersion().String(), "a failed SetEmulationVersion changes nothing")
 	assert.False(t, g.Enabled(laterFeature))
 

@@ -75,7 +75,7 @@ func TestSetErrors(t *testing.T) {
 		{name: "locked to false", value: "BetaLocked=true",
 			msg: "cannot set feature gate BetaLocked to true, feature is locked to false", is: []error{featuregate.ErrLocked}},
 		{name: "pre-alpha at the emulated version", emulation: version.MajorMinor(1, 29), value: "LaterFeature=true",
-			msg: "cannot set feature gate LaterFeature to true, feature is PreAlpha at emulated version 1.29",
+			msg: "cannot set feature gate LaterFeature to true, feature is PreAlpha at emulated version 1.29, min compatibility version 1.28",
 			is:  []error{featuregate.ErrPreAlpha}},
 		{name: "locked at the emulated version", emulation: version.MajorMinor(1, 34), value: "LaterFeature=false",
 			msg: "cannot set feature gate LaterFeature to false, feature is locked to true", is: []error{featuregate.ErrLocked}},
@@ -129,7 +129,7 @@ func TestTypedErrors(t *testing.T) {
 	require.ErrorAs(t, err, &spec)
 	assert.Equal(t, alphaOff, spec.Feature)
 	assert.ErrorIs(t, err, featuregate.ErrConflictingSpec)
-	assert.Equal(t, "feature gate AlphaOff: already registered with a different spec", err.Error())
+	assert.Equal(t, `feature gate "AlphaOff" with different spec already exists: [{false false ALPHA 0.0 <nil>}]`, err.Error())
 }
 
 func TestSetFromMap(t *testing.T) {
@@ -254,4 +254,14 @@ func TestFrozenGateRefusesSets(t *testing.T) {
 	assert.Equal(t, with(map[featuregate.Feature]bool{alphaOff: true}), state(g))
 	assert.Nil(t, g.EmulationVersion())
 	assert.True(t, errors.Is(g.Set(""), featuregate.ErrFrozen), "even an empty Set is refused: the gate is read-only")
+}
+
+// As upstream (which parses into a map), a feature named twice in one Set keeps its last
+// value, and only that value is checked.
+func TestSetRepeatedFeatureLastWins(t *testing.T) {
+	g := newTestGate(t)
+	require.NoError(t, g.Set("GALocked=false,GALocked=true,AlphaOff=true,AlphaOff=false"))
+	assert.Equal(t, defaults(), state(g))
+	assert.Equal(t, "AlphaOff=false,GALocked=true", g.String())
+	assert.EqualError(t, g.Set("GALocked=true,GALocked=false"), "cannot set feature gate GALocked to false, feature is locked to true")
 }

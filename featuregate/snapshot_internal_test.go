@@ -27,7 +27,7 @@ func TestSnapshotsAreNeverTorn(t *testing.T) {
 				return
 			}
 			// The test override path publishes whole snapshots too.
-			restore, err := g.setOverride("A", !v)
+			restore, err := g.setOverrides(map[Feature]bool{"A": !v}, nil)
 			if err != nil {
 				t.Error(err)
 				return

@@ -64,6 +64,13 @@ type FeatureSpec struct {
 	// Version is the first version this spec applies to (major.minor). For Add it may be
 	// nil, meaning "from the beginning" (0.0); AddVersioned requires it on every entry.
 	Version *version.Version
+	// MinCompatibilityVersion, when set, makes this spec apply only once the gate's min
+	// compatibility version (see SetEmulationVersionAndMinCompatibilityVersion) is at
+	// least this version. It lets a feature with cross-component skew concerns turn on by
+	// default only after every component it talks to is new enough. It must follow an
+	// entry at the same Version without it, and is at most Version; a later entry that
+	// leaves it nil inherits it (as upstream).
+	MinCompatibilityVersion *version.Version
 }
 
 // VersionedSpecs is the history of one feature, oldest first: e.g. alpha and off at 1.30,

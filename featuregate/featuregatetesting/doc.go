@@ -11,6 +11,15 @@
 //		// ... code reading features.Gate.Enabled(features.NewBehaviour) sees true ...
 //	}
 //
+// As with component-base's SetFeatureGatesDuringTest, an AllAlpha/AllBeta override
+// switches every (unlocked) alpha/beta feature, winning over values set with Set; features
+// named in the same call win over it; and a feature turned off takes the features that
+// depend on it (see featuregate.Gate.AddDependencies) down with it, logged with t.Logf.
+//
+// SetEmulationVersionDuringTest and SetVersionsDuringTest do the same for the emulation
+// and min compatibility versions (component-base's SetFeatureGateEmulationVersionDuringTest
+// and SetFeatureGateVersionsDuringTest).
+//
 // Overrides are process-wide state on the gate: tests that run in parallel must not
 // override the same feature of the same gate (the second one fails).
 package featuregatetesting

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/util/version"
+
 	"github.com/ctrlkit/ctrlkit/featuregate"
 	"github.com/ctrlkit/ctrlkit/featuregate/featuregatetesting"
 )
@@ -45,4 +47,24 @@ func ExampleSetDuringTest() {
 	// during the test: true
 	// after the test: false
 	// FATAL: featuregatetesting: cannot set Typo=true: unrecognized feature gate: Typo
+}
+
+func ExampleSetEmulationVersionDuringTest() {
+	gate := featuregate.New(featuregate.WithEmulationVersion(version.MajorMinor(1, 33)))
+	_ = gate.AddVersioned(map[featuregate.Feature]featuregate.VersionedSpecs{
+		"InPlaceResize": {
+			{Version: version.MajorMinor(1, 30), Default: false, PreRelease: featuregate.Alpha},
+			{Version: version.MajorMinor(1, 32), Default: true, PreRelease: featuregate.Beta},
+		},
+	})
+	gate.Freeze()
+
+	t := &demoT{}
+	featuregatetesting.SetEmulationVersionDuringTest(t, gate, version.MajorMinor(1, 31))
+	fmt.Println("at 1.31:", gate.Enabled("InPlaceResize"))
+	t.end()
+	fmt.Println("after the test, at", gate.EmulationVersion(), gate.Enabled("InPlaceResize"))
+	// Output:
+	// at 1.31: false
+	// after the test, at 1.33 true
 }
