@@ -56,7 +56,8 @@ func (e *BatchError) Unwrap() []error { return e.Errs }
 // events per sync instead of count; when they succeed, count calls take about log2(count)
 // round trips. Differences: ctrlkit reports every failure of the batch (upstream returns one),
 // checks ctx between batches, and reads initialBatchSize <= 0 as SlowStartInitialBatchSize
-// (upstream would make no call at all).
+// (upstream would make no call at all). When the calls take more than one batch, each batch
+// is logged at V(4) through ctx's logger.
 //
 // The count-successes calls that did not succeed either failed or were never made. Neither
 // will produce a watch event, so a controller that raised expectations for count creates
@@ -80,7 +81,9 @@ func SlowStartBatch(ctx context.Context, count, initialBatchSize int, fn func() 
 		if err := ctx.Err(); err != nil {
 			return successes, fmt.Errorf("slow start stopped after %d of %d calls: %w", sent, count, err)
 		}
-		logger.V(4).Info("Slow-start batch", "size", size, "sent", sent, "count", count)
+		if size < count {
+			logger.V(4).Info("Slow-start batch", "size", size, "sent", sent, "count", count)
+		}
 		failed := runBatch(size, 0, func(int) error { return fn() })
 		sent += size
 		successes += size - len(failed)
