@@ -414,7 +414,9 @@ func (c *ReplicaSetController) manageReplicas(ctx context.Context, key controlle
 	case diff > 0:
 		related, err := c.relatedPods(rs, pods)
 		if err != nil {
-			return err
+			// Only the spreading suffers: rank by its own Pods, as upstream goes on too.
+			logger.Error(err, "Listing the Pods of related ReplicaSets")
+			related = pods
 		}
 		victims := replicas.PodsToDelete(pods, related, min(diff, c.burst), c.clock.Now())
 		uids := make([]types.UID, len(victims))
