@@ -51,7 +51,8 @@ func (e *BatchError) Unwrap() []error { return e.Errs }
 // *BatchError with the failed batch's errors, or ctx's error.
 //
 // It mirrors kube-controller-manager's slowStartBatch (pkg/controller/replicaset), which the
-// ReplicaSet, ReplicationController and Job controllers use for creates: when every create
+// ReplicaSet and ReplicationController controllers use for creates (the Job and DaemonSet
+// controllers batch theirs the same way): when every create
 // is going to fail the same way, it costs min(count, initialBatchSize) failed requests and
 // events per sync instead of count; when they succeed, count calls take about log2(count)
 // round trips. Differences: ctrlkit reports every failure of the batch (upstream returns one),

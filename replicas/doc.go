@@ -1,7 +1,6 @@
 // Package replicas holds the helpers of controllers that keep N replicas of Pods, as
 // kube-controller-manager's pkg/controller/controller_utils.go and replicaset/replica_set.go
-// have them for its ReplicaSet, ReplicationController and Job controllers, which nobody can
-// import.
+// have them for its ReplicaSet and ReplicationController controllers, which nobody can import.
 //
 // A replica controller's sync lists the Pods, keeps the active ones, claims those it owns,
 // and creates or deletes the difference to spec.replicas. Each helper here is one step:
