@@ -7,7 +7,6 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -27,6 +26,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/featuregate"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/ownerref"
+	"github.com/ctrlkit/ctrlkit/replicas"
 )
 
 // ControllerName names the controller in logs, metrics and the queue.
@@ -50,8 +50,8 @@ type Options struct {
 	// FeatureGate is read for ReplicaSetSlowStartBatching. nil means every feature at its
 	// default (see AddFeatures).
 	FeatureGate featuregate.Gates
-	// Clock tells the time for availability (minReadySeconds) and drives the queue's delays.
-	// nil means the real clock.
+	// Clock tells the time for availability (minReadySeconds) and for ranking Pods to delete
+	// by age, and drives the queue's delays. nil means the real clock.
 	Clock clock.WithTicker
 	// RateLimiter paces retries of failed syncs. nil means client-go's controller default
 	// (5 ms doubling to 1000 s per ReplicaSet, 10 qps overall). Tests shorten it.
@@ -79,9 +79,10 @@ type Options struct {
 //     expectation still pending and go back to sleep with no event left to wake it.
 //   - ownerref.Claimer adopts matching orphans and releases Pods that stopped matching,
 //     re-reading the ReplicaSet uncached before its first adoption (RecheckOwner).
-//   - Creates and deletes go in slow-start batches (behind ReplicaSetSlowStartBatching);
-//     requests that failed or were never sent are subtracted from the expectations, since
-//     their events will never come.
+//   - Creates go in slow-start batches (replicas.SlowStartBatch, behind
+//     ReplicaSetSlowStartBatching), deletes all at once (replicas.InParallel) of the Pods
+//     replicas.PodsToDelete ranks first; requests that failed or were never sent are
+//     subtracted from the expectations, since their events will never come.
 //   - Status is computed from the claimed Pods and written with UpdateStatus only when it
 //     changed.
 type ReplicaSetController struct {
@@ -323,7 +324,7 @@ func (c *ReplicaSetController) Reconcile(ctx context.Context, key controller.Key
 	if err != nil {
 		return controller.Result{}, err
 	}
-	pods, err := c.claimPods(ctx, rs, selector, activePods(all))
+	pods, err := c.claimPods(ctx, rs, selector, replicas.FilterActivePods(all))
 	if err != nil {
 		return controller.Result{}, err // retried; the claims that succeeded are kept
 	}
@@ -377,101 +378,107 @@ func logClaims(logger klog.Logger, rs *appsv1.ReplicaSet, before, claimed []*cor
 	}
 }
 
-// manageReplicas creates or deletes Pods to bring len(pods) to spec.replicas.
+// manageReplicas creates or deletes Pods to bring len(pods) to spec.replicas, as
+// kube-controller-manager's manageReplicas does: creates in slow-start batches, deletes all at
+// once. Expectations are set before the first request (the informer may deliver a new Pod
+// before Create even returns) and lowered for every request that will produce no event.
 func (c *ReplicaSetController) manageReplicas(ctx context.Context, key controller.Key, rs *appsv1.ReplicaSet, pods []*corev1.Pod) error {
 	logger := klog.FromContext(ctx)
 	want := int(ptrOr(rs.Spec.Replicas, 1))
 	diff := len(pods) - want
-	batch := 1
-	if c.gate != nil && !c.gate.Enabled(ReplicaSetSlowStartBatching) {
-		batch = c.burst // one batch: everything at once
-	}
 	switch {
 	case diff < 0:
 		n := min(-diff, c.burst)
-		// Set before the first create: the informer may deliver a new Pod before Create
-		// even returns.
+		batch := replicas.SlowStartInitialBatchSize
+		if c.gate != nil && !c.gate.Enabled(ReplicaSetSlowStartBatching) {
+			batch = n // one batch: everything at once
+		}
 		c.exp.ExpectCreations(key, n)
 		logger.Info("Too few replicas, creating pods", "have", len(pods), "want", want, "creating", n)
-		ok, _, err := slowStartBatch(ctx, n, batch, func(ctx context.Context, _ int) error {
+		ok, err := replicas.SlowStartBatch(ctx, n, batch, func() error {
 			_, err := c.client.CoreV1().Pods(rs.Namespace).Create(ctx, newPod(rs), metav1.CreateOptions{})
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-				return errSkipped // the namespace and this ReplicaSet are going away
+				// The namespace and this ReplicaSet are going away: no error of this sync,
+				// but no event will come either.
+				c.exp.LowerExpectations(key, 1, 0)
+				return nil
 			}
 			return err
 		})
 		if skipped := n - ok; skipped > 0 {
-			// Failed or never attempted: no event will come for these.
+			// Failed or never sent: no event will come for these.
 			logger.V(2).Info("Lowering expectations for pods not created", "skipped", skipped)
 			c.exp.LowerExpectations(key, skipped, 0)
 		}
 		return err
 	case diff > 0:
-		victims := podsToDelete(pods, min(diff, c.burst))
+		related, err := c.relatedPods(rs, pods)
+		if err != nil {
+			// Only the spreading suffers: rank by its own Pods, as upstream goes on too.
+			logger.Error(err, "Listing the Pods of related ReplicaSets")
+			related = pods
+		}
+		victims := replicas.PodsToDelete(pods, related, min(diff, c.burst), c.clock.Now())
 		uids := make([]types.UID, len(victims))
 		for i, p := range victims {
 			uids[i] = p.UID
 		}
 		c.exp.ExpectDeletions(key, uids)
 		logger.Info("Too many replicas, deleting pods", "have", len(pods), "want", want, "deleting", len(victims))
-		_, attempted, err := slowStartBatch(ctx, len(victims), batch, func(ctx context.Context, i int) error {
-			p := victims[i]
+		return replicas.InParallel(victims, 0, func(p *corev1.Pod) error {
 			err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
-			if err != nil {
-				// No delete event will come for this UID (NotFound: it came already, or is
-				// on its way; either way observing it twice is harmless).
-				c.exp.DeletionObserved(key, p.UID)
-				if apierrors.IsNotFound(err) {
-					return nil
-				}
+			if err == nil {
+				return nil
 			}
+			// No delete event will come for this UID (NotFound: it came already, or is on its
+			// way; either way observing it twice is harmless).
+			c.exp.DeletionObserved(key, p.UID)
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			logger.V(2).Info("Failed to delete pod, lowered expectations", "pod", klog.KObj(p), "err", err)
 			return err
 		})
-		for _, p := range victims[attempted:] {
-			c.exp.DeletionObserved(key, p.UID) // never sent
-		}
-		return err
 	}
 	return nil
 }
 
-// errSkipped marks a request that did not happen for a reason that is no error of this sync
-// (a create in a namespace being deleted): neither a success nor a failure of its batch.
-var errSkipped = errors.New("skipped")
-
-// slowStartBatch calls fn for indexes 0..n-1 in batches of initial, 2×initial, 4×initial, ...,
-// the calls of one batch in parallel, and stops after the first batch in which a call failed.
-// It returns how many calls succeeded, how many were made (a prefix of the indexes: the rest
-// were never attempted), and the failed batch's errors. A failing batch costs at most as many
-// failed requests as the batches before it succeeded, which is the point: a quota or admission
-// error stops a ReplicaSet of 500 after one request, not 500.
-func slowStartBatch(ctx context.Context, n, initial int, fn func(ctx context.Context, i int) error) (succeeded, attempted int, err error) {
-	for size := min(n, initial); size > 0; size = min(2*size, n-attempted) {
-		if size < n {
-			klog.FromContext(ctx).Info("Slow-start batch", "size", size, "done", attempted, "of", n)
+// relatedPods returns the Pods that PodsToDelete counts per node to spread the survivors: as
+// kube-controller-manager's getIndirectlyRelatedPods, those of every ReplicaSet controlled by
+// rs's controller (a Deployment's old and new ReplicaSets, rs among them), so that scaling one
+// down also thins out the nodes the others crowd. A ReplicaSet without a controller has only
+// its own Pods (upstream ranks none then, and logs an error).
+func (c *ReplicaSetController) relatedPods(rs *appsv1.ReplicaSet, own []*corev1.Pod) ([]*corev1.Pod, error) {
+	ref := metav1.GetControllerOf(rs)
+	if ref == nil {
+		return own, nil
+	}
+	rss, err := c.rss.Lister().Namespace(rs.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	var related []*corev1.Pod
+	seen := map[types.UID]bool{}
+	for _, other := range rss {
+		if o := metav1.GetControllerOf(other); o == nil || o.UID != ref.UID {
+			continue
 		}
-		errs := make([]error, size)
-		var wg sync.WaitGroup
-		start := attempted
-		for j := range size {
-			wg.Go(func() { errs[j] = fn(ctx, start+j) })
+		sel, err := metav1.LabelSelectorAsSelector(other.Spec.Selector)
+		if err != nil || sel.Empty() {
+			continue // selects nothing (the API server refuses both)
 		}
-		wg.Wait()
-		attempted += size
-		var failures []error
-		for _, err := range errs {
-			switch {
-			case err == nil:
-				succeeded++
-			case !errors.Is(err, errSkipped):
-				failures = append(failures, err)
+		pods, err := c.pods.Lister().Namespace(rs.Namespace).List(sel)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range pods {
+			if !seen[p.UID] {
+				seen[p.UID] = true
+				related = append(related, p)
 			}
 		}
-		if len(failures) > 0 {
-			return succeeded, attempted, errors.Join(failures...)
-		}
 	}
-	return succeeded, attempted, nil
+	return related, nil
 }
 
 // newPod is the Pod rs's template describes, controlled by rs.
@@ -488,17 +495,6 @@ func newPod(rs *appsv1.ReplicaSet) *corev1.Pod {
 		},
 		Spec: *t.Spec.DeepCopy(),
 	}
-}
-
-// activePods drops Pods that finished or are being deleted: they do not count as replicas.
-func activePods(pods []*corev1.Pod) []*corev1.Pod {
-	out := make([]*corev1.Pod, 0, len(pods))
-	for _, p := range pods {
-		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 func ptrOr[T any](p *T, def T) T {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -306,4 +307,91 @@ func TestCreatesInANamespaceBeingDeletedAreNoError(t *testing.T) {
 	_, err := e.rsc.Reconcile(e.ctx, key)
 	require.NoError(t, err)
 	assert.True(t, e.rsc.Expectations().Satisfied(key))
+}
+
+// Deletes are sent all at once, as kube-controller-manager sends them: with every delete
+// failing, one sync still tries all five (slow start would have tried one), lowers the
+// expectations for each, and reports the failure in status.
+func TestDeletesAreSentInParallelWithoutSlowStart(t *testing.T) {
+	e := newTestEnv(t, envOptions{noStart: true})
+	rs := e.createRS("web", 6)
+	for i := range 6 {
+		e.createPod(readyPod(fmt.Sprintf("web-%d", i), map[string]string{"app": "web"}, rs))
+	}
+	e.scale("web", 1)
+	e.waitCached("web")
+	e.waitPodsCached()
+	e.FailWrites(100, "delete")
+	key := controller.Key{Namespace: ns, Name: "web"}
+
+	_, err := e.rsc.Reconcile(e.ctx, key)
+	require.ErrorIs(t, err, controllertest.ErrInjected)
+	assert.Len(t, e.actions("delete", "pods", ""), 5, "every delete was sent")
+	assert.True(t, e.rsc.Expectations().Satisfied(key), "expectations lowered for every failed delete")
+	cond := findCondition(e.getRS("web").Status.Conditions, appsv1.ReplicaSetReplicaFailure)
+	require.NotNil(t, cond, "the failure is reported in status")
+	assert.Equal(t, "FailedDelete", cond.Reason)
+	assert.Contains(t, cond.Message, "5 of 5 calls failed")
+
+	e.FailWrites(0)
+	e.waitCached("web") // with the failure condition
+	_, err = e.rsc.Reconcile(e.ctx, key)
+	require.NoError(t, err)
+	assert.Len(t, e.actions("delete", "pods", ""), 10)
+	assert.Len(t, e.ownedPods(rs), 1)
+}
+
+// A scale-down deletes first from the nodes crowded by Pods of the ReplicaSets that share its
+// controller (a Deployment's), as kube-controller-manager's getIndirectlyRelatedPods ranks
+// them; a ReplicaSet without a controller counts its own Pods.
+func TestScaleDownThinsOutCrowdedNodes(t *testing.T) {
+	e := newTestEnv(t, envOptions{noStart: true})
+	deployment := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "d", UID: "deployment-uid", Controller: ptr.To(true)}
+	owned := func(name string, replicas int32, owner *metav1.OwnerReference) *appsv1.ReplicaSet {
+		rs := replicaSet(ns, name, "", replicas)
+		if owner != nil {
+			rs.OwnerReferences = []metav1.OwnerReference{*owner}
+		}
+		created, err := e.Client().AppsV1().ReplicaSets(ns).Create(e.ctx, rs, metav1.CreateOptions{})
+		require.NoError(t, err)
+		return created
+	}
+	pod := func(name string, rs *appsv1.ReplicaSet, node string) {
+		p := readyPod(name, map[string]string{"app": rs.Name}, rs)
+		p.Spec.NodeName = node
+		e.createPod(p)
+	}
+	newRS := owned("new", 2, &deployment)
+	oldRS := owned("old", 2, &deployment)
+	alone := owned("alone", 3, nil)
+	pod("new-1", newRS, "node-1")
+	pod("new-2", newRS, "node-2")
+	pod("old-1", oldRS, "node-2")
+	pod("old-2", oldRS, "node-2")
+	pod("alone-x1", alone, "node-x")
+	pod("alone-x2", alone, "node-x")
+	pod("alone-y", alone, "node-y")
+	e.scale("new", 1)
+	e.scale("alone", 2)
+	for _, name := range []string{"new", "old", "alone"} {
+		e.waitCached(name)
+	}
+	e.waitPodsCached()
+
+	deleted := func() []string {
+		var names []string
+		for _, a := range e.actions("delete", "pods", "") {
+			names = append(names, a.(clienttesting.DeleteAction).GetName())
+		}
+		return names
+	}
+	_, err := e.rsc.Reconcile(e.ctx, controller.Key{Namespace: ns, Name: "new"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"new-2"}, deleted(), "node-2 has three Pods of the Deployment")
+
+	e.ClearActions()
+	_, err = e.rsc.Reconcile(e.ctx, controller.Key{Namespace: ns, Name: "alone"})
+	require.NoError(t, err)
+	require.Len(t, deleted(), 1)
+	assert.Contains(t, []string{"alone-x1", "alone-x2"}, deleted()[0], "node-x has two of its Pods")
 }

@@ -17,9 +17,9 @@
 //
 //   - controller.go: the controller. NewReplicaSetController wires informers and handlers
 //     (read its type's comment first: it says why each piece exists), Reconcile is the sync,
-//     manageReplicas and slowStartBatch create and delete.
+//     manageReplicas creates and deletes with the helpers of package replicas (slow-start
+//     batches for creates, parallel deletes, which Pods a scale-down deletes first).
 //   - status.go: the status a sync computes, and the write that happens only on change.
-//   - rank.go: which Pods a scale-down deletes first.
 //   - features.go: the ReplicaSetSlowStartBatching gate.
 //   - main.go: flags, the choice of cluster, the Manager (leader election, gates, probes,
 //     metrics); demo.go: the in-memory cluster's seed objects and scripted demo.

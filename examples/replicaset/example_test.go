@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
@@ -43,19 +42,4 @@ func ExampleNewReplicaSetController() {
 	<-done
 	fmt.Println(owned, "pods")
 	// Output: 3 pods
-}
-
-// podsToDelete keeps the Pods whose loss hurts most: here the one that is ready.
-func Example_podsToDelete() {
-	ready := readyPod("ready", nil, nil)
-	starting := readyPod("starting", nil, nil)
-	starting.Status.Conditions = nil
-	unscheduled := readyPod("unscheduled", nil, nil)
-	unscheduled.Spec.NodeName = ""
-	for _, p := range podsToDelete([]*corev1.Pod{ready, starting, unscheduled}, 2) {
-		fmt.Println(p.Name)
-	}
-	// Output:
-	// unscheduled
-	// starting
 }

@@ -28,7 +28,7 @@ func TestRunConvergesOnTheInMemoryCluster(t *testing.T) {
 		`"Adopted pod"`, `pod="demo/web-orphan"`,
 		`"Released pod"`, `pod="demo/web-legacy"`,
 		`"Too many replicas, deleting pods"`, `key="demo/api"`,
-		`size=4 done=3 of=7`, // slow start: batches of 1, 2 and 4 for the 7 new Pods
+		`creating=7`, // in slow-start batches of 1, 2 and 4 (logged at -v=4 by package replicas)
 		`"Demo converged"`,
 	} {
 		assert.Contains(t, out.String(), want)

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,114 +22,6 @@ func newGate(t *testing.T, set string) *featuregate.Gate {
 	require.NoError(t, AddFeatures(g))
 	require.NoError(t, g.Set(set))
 	return g
-}
-
-// trace records the order in which calls start and end.
-type trace struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (tr *trace) add(ev string) {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	tr.events = append(tr.events, ev)
-}
-
-// Batches are 1, 2, 4, ...: every call of a batch ends before any call of the next starts.
-func TestSlowStartBatchSizes(t *testing.T) {
-	var tr trace
-	ok, attempted, err := slowStartBatch(context.Background(), 10, 1, func(_ context.Context, i int) error {
-		tr.add(fmt.Sprintf("start %d", i))
-		tr.add(fmt.Sprintf("end %d", i))
-		return nil
-	})
-	require.NoError(t, err)
-	assert.Equal(t, 10, ok)
-	assert.Equal(t, 10, attempted)
-	batches := [][]int{{0}, {1, 2}, {3, 4, 5, 6}, {7, 8, 9}} // the last one is what is left
-	pos := func(ev string) int { return slices.Index(tr.events, ev) }
-	for b := 0; b+1 < len(batches); b++ {
-		for _, i := range batches[b] {
-			for _, j := range batches[b+1] {
-				assert.Less(t, pos(fmt.Sprintf("end %d", i)), pos(fmt.Sprintf("start %d", j)),
-					"call %d (batch %d) must end before call %d (batch %d) starts", i, b, j, b+1)
-			}
-		}
-	}
-}
-
-func TestSlowStartBatchStopsAfterAFailingBatch(t *testing.T) {
-	boom := errors.New("quota exceeded")
-	var calls []int
-	var mu sync.Mutex
-	ok, attempted, err := slowStartBatch(context.Background(), 10, 1, func(_ context.Context, i int) error {
-		mu.Lock()
-		calls = append(calls, i)
-		mu.Unlock()
-		if i == 2 {
-			return boom
-		}
-		return nil
-	})
-	assert.ErrorIs(t, err, boom)
-	assert.Equal(t, 2, ok, "calls 0 and 1 succeeded")
-	assert.Equal(t, 3, attempted, "batches {0} and {1,2} ran; 3..9 never did")
-	assert.ElementsMatch(t, []int{0, 1, 2}, calls)
-
-	// Skipped calls are neither successes nor failures.
-	ok, attempted, err = slowStartBatch(context.Background(), 3, 1, func(context.Context, int) error { return errSkipped })
-	assert.NoError(t, err)
-	assert.Zero(t, ok)
-	assert.Equal(t, 3, attempted)
-
-	ok, attempted, err = slowStartBatch(context.Background(), 0, 1, func(context.Context, int) error { return boom })
-	assert.NoError(t, err)
-	assert.Zero(t, ok+attempted)
-}
-
-func TestPodsToDeleteRanking(t *testing.T) {
-	now := time.Now()
-	pod := func(name, node string, phase corev1.PodPhase, readyFor time.Duration, restarts int32, age time.Duration) *corev1.Pod {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(now.Add(-age))},
-			Spec:       corev1.PodSpec{NodeName: node},
-			Status:     corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{{RestartCount: restarts}}},
-		}
-		if readyFor > 0 {
-			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue,
-				LastTransitionTime: metav1.NewTime(now.Add(-readyFor))}}
-		}
-		return p
-	}
-	pods := []*corev1.Pod{
-		pod("veteran", "n1", corev1.PodRunning, time.Hour, 0, 2*time.Hour),
-		pod("unscheduled", "", corev1.PodPending, 0, 0, time.Minute),
-		pod("pending", "n2", corev1.PodPending, 0, 0, time.Minute),
-		pod("unknown", "n3", corev1.PodUnknown, 0, 0, time.Minute),
-		pod("not-ready", "n3", corev1.PodRunning, 0, 0, time.Minute),
-		pod("crowded", "n4", corev1.PodRunning, time.Hour, 0, 2*time.Hour),
-		pod("crowded-too", "n4", corev1.PodRunning, time.Hour, 0, 2*time.Hour),
-		pod("fresh", "n5", corev1.PodRunning, time.Minute, 0, 2*time.Hour),
-		pod("flaky", "n6", corev1.PodRunning, time.Hour, 5, 2*time.Hour),
-		pod("young", "n7", corev1.PodRunning, time.Hour, 0, 90*time.Minute),
-	}
-	var names []string
-	for _, p := range podsToDelete(pods, len(pods)-1) {
-		names = append(names, p.Name)
-	}
-	assert.Equal(t, []string{
-		"unscheduled", // 1. not scheduled
-		"pending",     // 2. Pending before Unknown before Running
-		"unknown",
-		"not-ready",   // 3. not ready
-		"crowded",     // 4. shares its node with another Pod of the set (n3 too, but those went earlier)
-		"crowded-too", //    (by name)
-		"fresh",       // 5. ready for less time
-		"flaky",       // 6. more restarts
-		"young",       // 7. newer
-	}, names, "veteran is kept")
-	assert.Len(t, podsToDelete(pods, 20), len(pods))
 }
 
 // availableReplicas counts Pods ready for minReadySeconds. No event marks that moment, so the

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/customresource"
@@ -24,6 +25,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/expectations"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/ownerref"
+	"github.com/ctrlkit/ctrlkit/replicas"
 )
 
 // Name is the controller's name: in logs and metrics, as the queue's name, and as the source
@@ -68,6 +70,8 @@ type Options struct {
 	// Logger is for the Pod event handlers, which run outside any Reconcile. The zero
 	// Logger means klog.Background(). Reconcile logs through its context's logger.
 	Logger klog.Logger
+	// Clock tells the time when a scale-down ranks Pods by age. nil means the real clock.
+	Clock clock.PassiveClock
 }
 
 // Controller keeps every PodSet's Pods at spec.replicas. It is a ctrlkit controller (it embeds
@@ -82,6 +86,7 @@ type Controller struct {
 	crs      *customresource.Client[*v1alpha1.PodSet]
 	recorder record.EventRecorder
 	logger   klog.Logger
+	clock    clock.PassiveClock
 	burst    int
 
 	// exp counts the creations and deletions each PodSet is waiting to see in the Pod cache.
@@ -116,7 +121,7 @@ func New(f *informer.Factory, client kubernetes.Interface, dyn dynamic.Interface
 	}
 	c := &Controller{
 		client: client, podsets: podsets, pods: pods, crs: crs,
-		recorder: opts.Recorder, logger: opts.Logger, burst: opts.BurstReplicas,
+		recorder: opts.Recorder, logger: opts.Logger, clock: opts.Clock, burst: opts.BurstReplicas,
 		exp: expectations.NewUIDTracking[types.UID](),
 		uid: map[controller.Key]types.UID{},
 	}
@@ -127,6 +132,9 @@ func New(f *informer.Factory, client kubernetes.Interface, dyn dynamic.Interface
 		c.logger = klog.Background()
 	}
 	c.logger = c.logger.WithValues("controller", Name)
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
+	}
 	if c.burst <= 0 {
 		c.burst = DefaultBurstReplicas
 	}
@@ -209,7 +217,7 @@ func (c *Controller) Reconcile(ctx context.Context, key controller.Key) (control
 	canAdopt := ownerref.RecheckOwner(ps, ownerref.GetFresh(c.crs.Namespace(ps.Namespace).Get, ps.Name))
 	claimer := ownerref.NewClaimerWithOptions[*corev1.Pod](ps, v1alpha1.GVK, selector, canAdopt,
 		ownerref.PodsPatcher(c.client), ownerref.ClaimerOptions{PatchType: ClaimPatchType})
-	pods, err := claimer.ClaimObjects(ctx, activePods(all))
+	pods, err := claimer.ClaimObjects(ctx, replicas.FilterActivePods(all))
 	if onlyConflicts(err) {
 		// A claimed Pod changed since the cache's copy (the merge patch carries its
 		// resourceVersion). Not a failure: look again once the cache has the new version.

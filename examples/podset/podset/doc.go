@@ -22,6 +22,12 @@
 //     fight. Adoption first re-reads the PodSet uncached (ownerref.RecheckOwner), because the
 //     cache may not have seen that it is being deleted. Claims are JSON merge patches
 //     (ClaimPatchType), which work for custom resource children too.
+//   - The replica helpers of package replicas, as kube-controller-manager's ReplicaSet
+//     controller has them: only active Pods count (replicas.FilterActivePods); creates go in
+//     slow-start batches (replicas.SlowStartBatch: a quota that refuses every Pod costs one
+//     request per pass, not hundreds); deletes go all at once (replicas.InParallel) and take
+//     the Pods whose loss hurts least first (replicas.PodsToDelete: unscheduled, pending, not
+//     ready, then from the nodes holding most of the PodSet's Pods, then the youngest).
 //   - Status through the subresource, written only when it changed: replicas, readyReplicas,
 //     observedGeneration and the conditions Available and ReplicaFailure, each with the
 //     generation it describes.

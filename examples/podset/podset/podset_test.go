@@ -2,6 +2,7 @@ package podset_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -380,6 +381,43 @@ func TestCreateFailuresAreReportedAndRetried(t *testing.T) {
 	c.env.WaitForQuiet(quiet)
 	assert.Len(t, c.podsOf("web"), 3, "failed creations were not left expected: the controller went on")
 	assert.Equal(t, metav1.ConditionFalse, condition(c.get("web"), v1alpha1.ConditionReplicaFailure).Status)
+}
+
+// Deletes go out all at once, as kube-controller-manager sends them: with every delete failing,
+// one Reconcile still tries all three, each failure lowers its expectation (the next Reconcile
+// is not left waiting for events that never come), and the failure is in status.
+func TestDeleteFailuresAreReportedAndNotSlowStarted(t *testing.T) {
+	c := newCluster(t)
+	ps := c.create(newPodSet("web", 4))
+	for i := range 4 {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: fmt.Sprintf("web-%d", i),
+				Labels: map[string]string{"app": "web"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.Kind,
+					Name: "web", UID: ps.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
+		}
+		_, err := c.env.Client().CoreV1().Pods(metav1.NamespaceDefault).Create(c.ctx(), pod, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	c.scale("web", 1)
+	ctrl := c.controller(podset.Options{}) // its caches start from the Pods and the scaled PodSet
+	c.env.FailWrites(100, "delete")
+
+	_, err := ctrl.Reconcile(c.ctx(), key("web"))
+	require.ErrorIs(t, err, controllertest.ErrInjected)
+	assert.Len(t, c.podActions("delete"), 3, "every delete was sent in the first Reconcile")
+	assert.Equal(t, 3, countPrefix(c.events(), "Warning "+podset.ReasonFailedDelete+" Error deleting"))
+	failure := condition(c.get("web"), v1alpha1.ConditionReplicaFailure)
+	assert.Equal(t, metav1.ConditionTrue, failure.Status)
+	assert.Equal(t, podset.ReasonFailedDelete, failure.Reason)
+	assert.Contains(t, failure.Message, "3 of 3 calls failed")
+
+	c.env.FailWrites(0)
+	_, err = ctrl.Reconcile(c.ctx(), key("web"))
+	require.NoError(t, err)
+	assert.Len(t, c.podActions("delete"), 6, "the expectations were lowered: the next Reconcile deleted again")
+	assert.Len(t, c.podsOf("web"), 1)
 }
 
 // Deleting a PodSet: its Pods carry its controller reference, so on a cluster the garbage

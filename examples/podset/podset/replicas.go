@@ -1,12 +1,8 @@
 package podset
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"slices"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +12,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/ownerref"
+	"github.com/ctrlkit/ctrlkit/replicas"
 )
 
 // replicaError is a failed create or delete; its reason becomes the ReplicaFailure condition's.
@@ -31,7 +28,9 @@ func (e *replicaError) Unwrap() error { return e.err }
 // BurstReplicas at a time. Before any write it records what the Pod informer should observe
 // (expectations), so that the next Reconcile waits for the cache instead of acting on a count
 // that does not include these writes yet — the one thing that keeps a slow watch from causing
-// duplicate Pods.
+// duplicate Pods. As kube-controller-manager's ReplicaSet controller does, creates go in
+// slow-start batches (a quota that refuses every Pod costs one request, not hundreds) and
+// deletes all at once.
 func (c *Controller) manageReplicas(ctx context.Context, ps *v1alpha1.PodSet, pods []*corev1.Pod) error {
 	logger := klog.FromContext(ctx)
 	desired := int(ps.Spec.DesiredReplicas())
@@ -41,62 +40,30 @@ func (c *Controller) manageReplicas(ctx context.Context, ps *v1alpha1.PodSet, po
 		n := min(-diff, c.burst)
 		logger.V(1).Info("Too few Pods; creating", "want", desired, "have", len(pods), "creating", n)
 		c.exp.ExpectCreations(ps.UID, n)
-		created, err := slowStartBatch(n, func() error { return c.createPod(ctx, ps) })
+		created, err := replicas.SlowStartBatch(ctx, n, replicas.SlowStartInitialBatchSize, func() error { return c.createPod(ctx, ps) })
 		// Creations that failed or were never attempted will never be observed.
-		for range n - created {
-			c.exp.CreationObserved(ps.UID)
+		if skipped := n - created; skipped > 0 {
+			c.exp.LowerExpectations(ps.UID, skipped, 0)
 		}
 		if err != nil {
 			return &replicaError{reason: ReasonFailedCreate, err: err}
 		}
 	case diff > 0:
 		n := min(diff, c.burst)
-		victims := podsToDelete(pods, n)
+		// A PodSet has no parent whose other children could crowd a node: its own Pods are
+		// the related ones, so a scale-down thins out the nodes holding most of them.
+		victims := replicas.PodsToDelete(pods, pods, n, c.clock.Now())
 		logger.V(1).Info("Too many Pods; deleting", "want", desired, "have", len(pods), "deleting", n)
 		uids := make([]types.UID, len(victims))
 		for i, p := range victims {
 			uids[i] = p.UID
 		}
 		c.exp.ExpectDeletions(ps.UID, uids)
-		errs := make([]error, len(victims))
-		var wg sync.WaitGroup
-		for i, p := range victims {
-			wg.Go(func() { errs[i] = c.deletePodOf(ctx, ps, p) })
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
+		if err := replicas.InParallel(victims, 0, func(p *corev1.Pod) error { return c.deletePodOf(ctx, ps, p) }); err != nil {
 			return &replicaError{reason: ReasonFailedDelete, err: err}
 		}
 	}
 	return nil
-}
-
-// slowStartBatch calls fn count times in batches of 1, 2, 4, ... running each batch in
-// parallel, and stops after the first batch with a failure. It returns how many calls
-// succeeded. A quota or admission webhook that refuses every Pod thus costs one request, not
-// hundreds. (kube-controller-manager's slowStartBatch, for the same reason.)
-func slowStartBatch(count int, fn func() error) (int, error) {
-	done := 0
-	for batch := 1; done < count; batch *= 2 {
-		batch = min(batch, count-done)
-		errs := make([]error, batch)
-		var wg sync.WaitGroup
-		for i := range batch {
-			wg.Go(func() { errs[i] = fn() })
-		}
-		wg.Wait()
-		ok := 0
-		for _, err := range errs {
-			if err == nil {
-				ok++
-			}
-		}
-		done += ok
-		if err := errors.Join(errs...); err != nil {
-			return done, err
-		}
-	}
-	return done, nil
 }
 
 // createPod creates one Pod from the template, controlled by ps.
@@ -146,52 +113,6 @@ func newPod(ps *v1alpha1.PodSet) *corev1.Pod {
 		},
 		Spec: t.Spec,
 	}
-}
-
-// activePods drops Pods that no longer count: finished ones and those being deleted.
-func activePods(pods []*corev1.Pod) []*corev1.Pod {
-	out := make([]*corev1.Pod, 0, len(pods))
-	for _, p := range pods {
-		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// podsToDelete picks the n Pods whose loss hurts least, in the ReplicaSet controller's order:
-// unscheduled before scheduled, Pending before Unknown before Running, not ready before ready,
-// and younger before older (a young Pod has warmed fewer caches).
-func podsToDelete(pods []*corev1.Pod, n int) []*corev1.Pod {
-	ranked := slices.Clone(pods)
-	phase := map[corev1.PodPhase]int{corev1.PodPending: 0, corev1.PodUnknown: 1, corev1.PodRunning: 2}
-	rank := func(p *corev1.Pod) [3]int {
-		scheduled, ready := 0, 0
-		if p.Spec.NodeName != "" {
-			scheduled = 1
-		}
-		if isReady(p) {
-			ready = 1
-		}
-		ph, ok := phase[p.Status.Phase]
-		if !ok {
-			ph = 0 // no phase yet: as Pending
-		}
-		return [3]int{scheduled, ph, ready}
-	}
-	slices.SortStableFunc(ranked, func(a, b *corev1.Pod) int {
-		ra, rb := rank(a), rank(b)
-		for i := range ra {
-			if c := cmp.Compare(ra[i], rb[i]); c != 0 {
-				return c
-			}
-		}
-		if c := b.CreationTimestamp.Compare(a.CreationTimestamp.Time); c != 0 {
-			return c // newer first
-		}
-		return cmp.Compare(a.Name, b.Name)
-	})
-	return ranked[:n]
 }
 
 // isReady reports whether the Pod's Ready condition is True.
