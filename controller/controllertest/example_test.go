@@ -63,7 +63,7 @@ func ExampleNewFake() {
 		)
 		env.FailWrites(50) // half the updates fail; the controller must retry through them
 
-		c, err := labelSeen(env)
+		c, err := labelSeen(env.Env)
 		if err != nil {
 			t.Fatal(err)
 		}
