@@ -154,8 +154,9 @@ func NewWithOptions(opts Options) (*Cluster, error) {
 
 	// The typed front end: client-go's fake clientset with its reaction chains replaced, so that
 	// every request is served from this cluster's store. Reactors prepended later (fault
-	// injection, a test's own) still run first.
-	cs := fake.NewClientset()
+	// injection, a test's own) still run first. NewSimpleClientset, not NewClientset: its own
+	// tracker goes unused, and NewClientset's would build a field manager for nothing.
+	cs := fake.NewSimpleClientset()
 	cs.Lock()
 	cs.ReactionChain = []clienttesting.Reactor{&clienttesting.SimpleReactor{Verb: "*", Resource: "*", Reaction: c.react}}
 	cs.WatchReactionChain = []clienttesting.WatchReactor{&clienttesting.SimpleWatchReactor{Resource: "*", Reaction: c.reactWatch}}
