@@ -121,6 +121,8 @@ type Cluster struct {
 
 	mu     sync.RWMutex
 	custom map[schema.GroupVersionResource]kindInfo // declared or seeded custom resources
+
+	builtins sync.Map // schema.GroupVersionResource → kindInfo, the mapper's answers so far
 }
 
 // New returns a cluster seeded with objs; see NewWithOptions.
@@ -207,12 +209,17 @@ func (c *Cluster) info(gvr schema.GroupVersionResource) (kindInfo, error) {
 	if ok {
 		return ki, nil
 	}
+	if v, ok := c.builtins.Load(gvr); ok {
+		return v.(kindInfo), nil
+	}
 	if gvk, err := c.mapper.KindFor(gvr); err == nil && gvr.Version != "" {
 		namespaced := true
 		if m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
 			namespaced = m.Scope.Name() == meta.RESTScopeNameNamespace
 		}
-		return kindInfo{gvk: gvk, namespaced: namespaced, status: true, typed: true}, nil
+		ki = kindInfo{gvk: gvk, namespaced: namespaced, status: true, typed: true}
+		c.builtins.Store(gvr, ki)
+		return ki, nil
 	}
 	return kindInfo{}, &UndeclaredResourceError{GVR: gvr}
 }

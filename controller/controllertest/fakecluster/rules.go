@@ -236,6 +236,13 @@ func (c *Cluster) update(gvr schema.GroupVersionResource, ki kindInfo, ns string
 	case subresource != "" && subresource != "status":
 		return nil, unsupportedSubresource(gvr, subresource)
 	}
+	c.store.mu.Lock()
+	defer c.store.mu.Unlock()
+	return c.updateLocked(gvr, ki, ns, in, subresource)
+}
+
+// updateLocked is update under the store's lock.
+func (c *Cluster) updateLocked(gvr schema.GroupVersionResource, ki kindInfo, ns string, in runtime.Object, subresource string) (runtime.Object, error) {
 	obj, err := normalize(in, ki)
 	if err != nil {
 		return nil, err
@@ -244,8 +251,6 @@ func (c *Cluster) update(gvr schema.GroupVersionResource, ki kindInfo, ns string
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	c.store.mu.Lock()
-	defer c.store.mu.Unlock()
 	stored, ok := c.store.getLocked(gvr, ns, m.GetName())
 	if !ok {
 		return nil, apierrors.NewNotFound(gvr.GroupResource(), m.GetName())
@@ -372,9 +377,19 @@ func (c *Cluster) patch(gvr schema.GroupVersionResource, ki kindInfo, ns string,
 	if pt == types.StrategicMergePatchType && !ki.typed {
 		return nil, unsupportedMediaType(pt)
 	}
-	stored, err := c.store.Get(gvr, ns, a.GetName())
-	if err != nil {
-		return nil, err
+	switch sub := a.GetSubresource(); {
+	case sub == "status" && !ki.status:
+		return nil, apierrors.NewNotFound(gvr.GroupResource(), "status")
+	case sub != "" && sub != "status":
+		return nil, unsupportedSubresource(gvr, sub)
+	}
+	// Read, patch and write under one lock, so that a patch without a resourceVersion never
+	// conflicts (the API server retries such patches internally).
+	c.store.mu.Lock()
+	defer c.store.mu.Unlock()
+	stored, ok := c.store.getLocked(gvr, ns, a.GetName())
+	if !ok {
+		return nil, apierrors.NewNotFound(gvr.GroupResource(), a.GetName())
 	}
 	old, err := json.Marshal(stored)
 	if err != nil {
@@ -402,10 +417,8 @@ func (c *Cluster) patch(gvr schema.GroupVersionResource, ki kindInfo, ns string,
 		result = u
 	}
 	// The patched object carries the stored resourceVersion unless the patch set another, so
-	// update's precondition check is the patch's. The stored object may change between the read
-	// above and update's (a request not through the clientset, such as Tracker): then the
-	// precondition fails with Conflict, as it would on a server.
-	return c.update(gvr, ki, ns, result, a.GetSubresource())
+	// update's precondition check is the patch's.
+	return c.updateLocked(gvr, ki, ns, result, a.GetSubresource())
 }
 
 func unsupportedMediaType(pt types.PatchType) error {
