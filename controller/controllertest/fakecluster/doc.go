@@ -24,17 +24,17 @@
 //   - delete: UID and resourceVersion preconditions; DeleteCollection with label selectors;
 //   - pods/binding: assigns a Pending Pod to a node once (spec.nodeName and the PodScheduled
 //     condition), as the scheduler does through the API;
-//   - list and watch: label selectors and the metadata.name and metadata.namespace field
-//     selectors; a list carries the cluster's resourceVersion, and a watch from it (or from any
+//   - list and watch: label selectors, and field selectors on any field path (an API server
+//     supports only a few per kind); a modification that takes an object out of a watch's
+//     selectors is a Deleted event, one that brings it in an Added event; a list carries the cluster's resourceVersion, and a watch from it (or from any
 //     event's) replays every change since, so an informer that lists and then watches misses
 //     nothing; a resourceVersion older than Options.EventHistory writes answers 410 Gone, and
 //     informers list again; watch events carry copies that share no memory with the store.
 //
 // What it does not do: validation, defaulting, admission, namespace existence checks, graceful
 // deletion and finalizers (deletes are immediate), garbage collection (deleting an owner leaves
-// its dependents), server-side apply (refused with BadRequest), watch-list streaming, the scale
-// subresource, and turning a modification that leaves a watch's label selector into a Deleted
-// event (it is dropped). Tests that depend on any of that belong on a real API server
+// its dependents), server-side apply (refused with BadRequest), watch-list streaming or the scale
+// subresource. Tests that depend on any of that belong on a real API server
 // (controllertest.NewAPIServer).
 //
 // # Custom resources

@@ -333,3 +333,50 @@ func TestDeletePreconditionsAndCollections(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, list.Items)
 }
+
+// A watch with a label selector sees an object leave it as a deletion and enter it as an
+// addition, as from an API server; field selectors match field paths.
+func TestSelectorsOnListAndWatch(t *testing.T) {
+	ctx := context.Background()
+	c, err := fakecluster.New()
+	require.NoError(t, err)
+	pods := c.Clientset().CoreV1().Pods("default")
+	w, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	require.NoError(t, err)
+	defer w.Stop()
+
+	p := pod("p") // app=web
+	created, err := pods.Create(ctx, p, metav1.CreateOptions{})
+	require.NoError(t, err)
+	out := created.DeepCopy()
+	out.Labels = map[string]string{"app": "other"}
+	out, err = pods.Update(ctx, out, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	back := out.DeepCopy()
+	back.Labels = map[string]string{"app": "web"}
+	_, err = pods.Update(ctx, back, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	var got []watch.EventType
+	for range 3 {
+		ev := next(t, w)
+		got = append(got, ev.Type)
+		if ev.Type == watch.Deleted {
+			assert.Equal(t, out.ResourceVersion, ev.Object.(*corev1.Pod).ResourceVersion, "the deletion is the update that left the selector")
+		}
+	}
+	assert.Equal(t, []watch.EventType{watch.Added, watch.Deleted, watch.Added}, got)
+
+	bound := pod("bound")
+	bound.Spec.NodeName = "node-a"
+	_, err = pods.Create(ctx, bound, metav1.CreateOptions{})
+	require.NoError(t, err)
+	list, err := pods.List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=node-a"})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1)
+	assert.Equal(t, "bound", list.Items[0].Name)
+	list, err = pods.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=p,status.phase=Pending"})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1)
+	assert.Equal(t, "p", list.Items[0].Name)
+}

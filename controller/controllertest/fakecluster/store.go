@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,10 +42,11 @@ type store struct {
 
 // event is one write, as watchers receive it.
 type event struct {
-	gvr schema.GroupVersionResource
-	typ watch.EventType
-	obj runtime.Object // shared, never modified
-	rv  int64
+	gvr  schema.GroupVersionResource
+	typ  watch.EventType
+	obj  runtime.Object // shared, never modified
+	prev runtime.Object // the object before a modification, for selectors; shared
+	rv   int64
 }
 
 var _ clienttesting.ObjectTracker = (*store)(nil)
@@ -146,7 +148,7 @@ func (s *store) putLocked(gvr schema.GroupVersionResource, obj runtime.Object, c
 		return apierrors.NewBadRequest(err.Error())
 	}
 	key := types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}
-	_, exists := s.objects[gvr][key]
+	prev, exists := s.objects[gvr][key]
 	switch {
 	case create && exists:
 		return apierrors.NewAlreadyExists(gvr.GroupResource(), m.GetName())
@@ -159,11 +161,11 @@ func (s *store) putLocked(gvr schema.GroupVersionResource, obj runtime.Object, c
 		s.objects[gvr] = map[types.NamespacedName]runtime.Object{}
 	}
 	s.objects[gvr][key] = obj
-	typ := watch.Modified
+	ev := event{gvr: gvr, typ: watch.Modified, obj: obj, prev: prev, rv: rv}
 	if create {
-		typ = watch.Added
+		ev.typ, ev.prev = watch.Added, nil
 	}
-	s.recordLocked(event{gvr: gvr, typ: typ, obj: obj, rv: rv})
+	s.recordLocked(ev)
 	return nil
 }
 
@@ -368,8 +370,9 @@ func (s *store) Delete(gvr schema.GroupVersionResource, ns, name string, _ ...me
 	return err
 }
 
-// selector is a list or watch filter: labels, and the metadata.name and metadata.namespace
-// fields (other field selectors are not supported and match nothing).
+// selector is a list or watch filter: labels and fields. A field selector may name any field
+// path of the object ("spec.nodeName", "status.phase"); an API server supports only a few per
+// kind, so a selector that works here may be refused there.
 type selector struct {
 	labels labels.Selector
 	fields fields.Selector
@@ -398,7 +401,30 @@ func (s selector) matches(obj runtime.Object, ns string) bool {
 	if !s.labels.Matches(labels.Set(m.GetLabels())) {
 		return false
 	}
-	return s.fields.Empty() || s.fields.Matches(fields.Set{"metadata.name": m.GetName(), "metadata.namespace": m.GetNamespace()})
+	if s.fields.Empty() {
+		return true
+	}
+	set := fields.Set{"metadata.name": m.GetName(), "metadata.namespace": m.GetNamespace()}
+	var fieldsOf map[string]any // the object's fields, converted once when a selector needs them
+	for _, r := range s.fields.Requirements() {
+		if _, ok := set[r.Field]; ok {
+			continue
+		}
+		if fieldsOf == nil {
+			var err error
+			if fieldsOf, err = asMap(obj); err != nil {
+				return false
+			}
+		}
+		v, found, err := unstructured.NestedFieldNoCopy(fieldsOf, strings.Split(r.Field, ".")...)
+		switch {
+		case !found || err != nil || v == nil:
+			set[r.Field] = ""
+		default:
+			set[r.Field] = fmt.Sprint(v)
+		}
+	}
+	return s.fields.Matches(set)
 }
 
 // Watch streams the changes to gvr in ns (all namespaces for ""). Without a resourceVersion (or

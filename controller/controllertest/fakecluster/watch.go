@@ -1,9 +1,11 @@
 package fakecluster
 
 import (
+	"strconv"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -37,10 +39,29 @@ func newWatcher(s *store, gvr schema.GroupVersionResource, ns string, sel select
 	}
 }
 
-// offer queues ev if the watch covers it. A modification that takes an object out of the
-// label selector is not turned into a Deleted event, as an API server would: it is dropped.
+// offer queues ev if the watch covers it. As on an API server, a modification that brings an
+// object into the watch's selectors is an Added event, and one that takes it out a Deleted event
+// (carrying the object as it was).
 func (w *watcher) offer(ev event) {
-	if ev.gvr != w.gvr || !w.sel.matches(ev.obj, w.ns) {
+	if ev.gvr != w.gvr {
+		return
+	}
+	now := w.sel.matches(ev.obj, w.ns)
+	if ev.typ == watch.Modified && ev.prev != nil {
+		before := w.sel.matches(ev.prev, w.ns)
+		switch {
+		case now && !before:
+			ev.typ = watch.Added
+		case !now && before:
+			gone := ev.prev.DeepCopyObject()
+			if m, err := meta.Accessor(gone); err == nil {
+				m.SetResourceVersion(strconv.FormatInt(ev.rv, 10))
+			}
+			ev = event{gvr: ev.gvr, typ: watch.Deleted, obj: gone, rv: ev.rv}
+			now = true
+		}
+	}
+	if !now {
 		return
 	}
 	w.mu.Lock()
