@@ -69,8 +69,8 @@ const DefaultEventHistory = 10000
 var ErrUndeclaredResource = errors.New("resource is not declared")
 
 // UndeclaredResourceError is the answer to a request for a resource the cluster does not serve:
-// neither one of client-go's built-in kinds, declared in Options.Resources, nor introduced by a
-// seed object. It is also an API status error (apierrors.IsNotFound reports true), as a real
+// neither one of client-go's built-in kinds, declared in Options.Resources or by a created
+// CustomResourceDefinition, nor introduced by a seed object. It is also an API status error (apierrors.IsNotFound reports true), as a real
 // API server answers 404 for a resource it does not serve.
 type UndeclaredResourceError struct {
 	GVR schema.GroupVersionResource
@@ -78,7 +78,8 @@ type UndeclaredResourceError struct {
 
 func (e *UndeclaredResourceError) Error() string {
 	return fmt.Sprintf("fakecluster: resource %q is not declared: add a fakecluster.Resource for it to "+
-		"Options.Resources (controllertest.FakeOptions.Resources) or seed an object of its kind", gvrString(e.GVR))
+		"Options.Resources (controllertest.FakeOptions.Resources), create its CustomResourceDefinition, "+
+		"or seed an object of its kind", gvrString(e.GVR))
 }
 
 // Is makes errors.Is(err, ErrUndeclaredResource) true.
@@ -148,6 +149,7 @@ func NewWithOptions(opts Options) (*Cluster, error) {
 		custom: map[schema.GroupVersionResource]kindInfo{},
 	}
 	c.store = newStore(c, history)
+	c.custom[CRDResource] = crdInfo
 	for i, r := range opts.Resources {
 		if err := c.declare(r); err != nil {
 			return nil, fmt.Errorf("fakecluster: Resources[%d]: %w", i, err)

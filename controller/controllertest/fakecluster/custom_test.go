@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
+	"github.com/ctrlkit/ctrlkit/customresource"
 )
 
 var (
@@ -175,4 +176,55 @@ func TestNewRejectsBadInput(t *testing.T) {
 	assert.ErrorContains(t, err, "needs apiVersion and kind")
 	_, err = fakecluster.NewWithOptions(fakecluster.Options{Objects: []runtime.Object{widget("", 1)}})
 	assert.ErrorContains(t, err, "needs a name")
+}
+
+const widgetCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+
+// Installing a CRD, as a controller does at start-up, declares its resource and reports it
+// Established, so customresource.EnsureCRDFromYAML returns and the resource is served with its
+// status subresource.
+func TestCreatingACRDServesItsResource(t *testing.T) {
+	ctx := context.Background()
+	c, err := fakecluster.New()
+	require.NoError(t, err)
+	_, err = c.Dynamic().Resource(gvr).Namespace("default").List(ctx, metav1.ListOptions{})
+	require.ErrorIs(t, err, fakecluster.ErrUndeclaredResource, "not served before the CRD exists")
+
+	require.NoError(t, customresource.EnsureCRDFromYAML(ctx, c.Dynamic(), []byte(widgetCRD)))
+	crd, err := c.Dynamic().Resource(fakecluster.CRDResource).Get(ctx, "widgets.example.com", metav1.GetOptions{})
+	require.NoError(t, err)
+	stored, _, _ := unstructured.NestedStringSlice(crd.Object, "status", "storedVersions")
+	assert.Equal(t, []string{"v1"}, stored)
+
+	res := c.Dynamic().Resource(gvr).Namespace("default")
+	w, err := res.Create(ctx, widget("w", 1), metav1.CreateOptions{})
+	require.NoError(t, err)
+	w.Object["status"] = map[string]any{"seen": int64(1)}
+	w.Object["spec"] = map[string]any{"size": int64(5)}
+	st, err := res.UpdateStatus(ctx, w, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	size, _, _ := unstructured.NestedInt64(st.Object, "spec", "size")
+	assert.Equal(t, int64(1), size, "the CRD's status subresource is honoured")
+
+	bad := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "broken.example.com"},
+	}}
+	_, err = c.Dynamic().Resource(fakecluster.CRDResource).Create(ctx, bad, metav1.CreateOptions{})
+	assert.True(t, apierrors.IsBadRequest(err), "%v", err)
 }

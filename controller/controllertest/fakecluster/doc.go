@@ -41,7 +41,10 @@
 //
 // A custom resource is declared as its CRD would declare it, with a Resource in
 // Options.Resources (GVR, kind, scope, status subresource); an unstructured seed object of an
-// unknown kind declares its kind too. A request for a resource that is neither built in nor
+// unknown kind declares its kind too, and so does creating (or seeding) the
+// CustomResourceDefinition itself (CRDResource): the cluster then serves every served version and
+// reports the CRD Established at once, so code that installs its CRD and waits for it
+// (customresource.EnsureCRDFromYAML) runs unchanged. Deleting a CRD leaves its resources served. A request for a resource that is neither built in nor
 // declared fails with an UndeclaredResourceError (a 404 naming the resource and this option),
 // never a panic.
 //

@@ -144,6 +144,11 @@ func (c *Cluster) create(gvr schema.GroupVersionResource, ki kindInfo, ns string
 	m.SetGeneration(0)
 	c.store.stampNew(m)
 	resetStatusOnCreate(obj, ki)
+	if u, ok := obj.(*unstructured.Unstructured); ok && gvr == CRDResource {
+		if err := c.serveCRD(u); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.store.putLocked(gvr, obj, true); err != nil {
 		return nil, err
 	}

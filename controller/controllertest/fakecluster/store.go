@@ -230,6 +230,11 @@ func (s *store) Add(obj runtime.Object) error {
 		return errors.New("seed object needs a name")
 	}
 	s.stampNew(m)
+	if u, ok := stored.(*unstructured.Unstructured); ok && gvr == CRDResource {
+		if err := s.c.serveCRD(u); err != nil {
+			return err
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.putLocked(gvr, stored, true)
