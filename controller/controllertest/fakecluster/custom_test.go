@@ -221,6 +221,14 @@ func TestCreatingACRDServesItsResource(t *testing.T) {
 	size, _, _ := unstructured.NestedInt64(st.Object, "spec", "size")
 	assert.Equal(t, int64(1), size, "the CRD's status subresource is honoured")
 
+	// A seeded CRD declares its resource too.
+	crdObj := crd.DeepCopy()
+	crdObj.SetResourceVersion("")
+	seeded, err := fakecluster.New(crdObj)
+	require.NoError(t, err)
+	_, err = seeded.Dynamic().Resource(gvr).Namespace("default").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+
 	bad := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
 		"metadata": map[string]any{"name": "broken.example.com"},

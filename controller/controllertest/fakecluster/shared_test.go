@@ -2,8 +2,10 @@ package fakecluster_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -379,4 +382,54 @@ func TestSelectorsOnListAndWatch(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list.Items, 1)
 	assert.Equal(t, "p", list.Items[0].Name)
+}
+
+// Writers on both front ends and a watcher at once: every write gets its own resourceVersion
+// and the watcher sees every one of them, in order (run with -race).
+func TestConcurrentWritersThroughBothFrontEnds(t *testing.T) {
+	ctx := context.Background()
+	c := withWidgets(t)
+	w, err := c.Tracker().Watch(gvr, "default")
+	require.NoError(t, err)
+	defer w.Stop()
+	cmWatch, err := c.Clientset().CoreV1().ConfigMaps("default").Watch(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	defer cmWatch.Stop()
+
+	const n = 20
+	errs := make(chan error, 2*n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, err := c.Dynamic().Resource(gvr).Namespace("default").Create(ctx, widget(fmt.Sprint("w-", i), int64(i)), metav1.CreateOptions{})
+			errs <- err
+		}()
+		go func() {
+			defer wg.Done()
+			_, err := c.Clientset().CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("cm-", i)}}, metav1.CreateOptions{})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	seen := map[int64]bool{}
+	for _, watcher := range []watch.Interface{w, cmWatch} {
+		last := int64(0)
+		for range n {
+			ev := next(t, watcher)
+			require.Equal(t, watch.Added, ev.Type)
+			m, err := meta.Accessor(ev.Object)
+			require.NoError(t, err)
+			rv := rvOf(t, m.GetResourceVersion())
+			assert.Greater(t, rv, last, "events arrive in resourceVersion order")
+			assert.False(t, seen[rv], "resourceVersion %d given twice", rv)
+			seen[rv], last = true, rv
+		}
+	}
+	assert.Len(t, seen, 2*n)
 }
