@@ -1,11 +1,9 @@
 package controllertest_test
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -166,13 +164,9 @@ func TestSharedAPIServerGivesEachTestItsOwnNamespace(t *testing.T) {
 	require.NotEqual(t, namespaces[0], namespaces[1])
 }
 
-func TestFakeOnlyHelpersRefuseAnAPIServerEnv(t *testing.T) {
-	if _, err := controllertest.FindBinaries(); err != nil || testing.Short() {
-		t.Skip("needs the API server binaries (make kube) and no -short")
-	}
-	assert.Contains(t, fatalOf(t, func(tb testing.TB) { controllertest.SharedAPIServer(tb).Actions() }), "needs a fake Env")
-	assert.Contains(t, fatalOf(t, func(tb testing.TB) { controllertest.SharedAPIServer(tb).FailWrites(5) }), "needs a fake Env")
-	assert.Contains(t, fatalOf(t, func(tb testing.TB) { controllertest.SharedAPIServer(tb).Delay(time.Second) }), "needs a fake Env")
+// Fake-only controls (FailWrites, Delay, Actions) are methods of FakeEnv, so calling them on an
+// API server Env does not compile; the one server-only control that Env has reports misuse.
+func TestRestartAPIServerRefusesAFake(t *testing.T) {
 	assert.ErrorContains(t, controllertest.NewFake(t).RestartAPIServer(), "needs an API server Env")
 }
 
@@ -181,11 +175,11 @@ func TestMissingBinariesSkipOrFail(t *testing.T) {
 		t.Skip("in -short mode NewAPIServer skips before it looks for binaries")
 	}
 	empty := t.TempDir()
-	t.Setenv(controllertest.EnvKubeDir, empty)
-	t.Setenv(controllertest.EnvAPIServer, "")
-	t.Setenv(controllertest.EnvEtcd, "")
+	t.Setenv("CTRLKIT_KUBE_DIR", empty)
+	t.Setenv("CTRLKIT_KUBE_APISERVER", "")
+	t.Setenv("CTRLKIT_ETCD", "")
 
-	t.Setenv(controllertest.EnvRequireAPIServer, "")
+	t.Setenv("CTRLKIT_REQUIRE_APISERVER", "")
 	var inner *testing.T
 	t.Run("skips", func(t *testing.T) {
 		inner = t
@@ -194,37 +188,11 @@ func TestMissingBinariesSkipOrFail(t *testing.T) {
 	})
 	require.True(t, inner.Skipped())
 
-	t.Setenv(controllertest.EnvRequireAPIServer, "1")
+	t.Setenv("CTRLKIT_REQUIRE_APISERVER", "1")
 	msg := fatalOf(t, func(tb testing.TB) { controllertest.NewAPIServer(tb) })
 	require.Contains(t, msg, "make kube")
 	require.Contains(t, msg, filepath.Join(empty, "kube-apiserver"))
 	require.Contains(t, msg, "CTRLKIT_REQUIRE_APISERVER=1")
-}
-
-func TestFindBinaries(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv(controllertest.EnvKubeDir, dir)
-	t.Setenv(controllertest.EnvAPIServer, "")
-	t.Setenv(controllertest.EnvEtcd, "")
-
-	_, err := controllertest.FindBinaries()
-	require.ErrorIs(t, err, controllertest.ErrBinariesNotFound)
-	require.ErrorIs(t, err, os.ErrNotExist)
-
-	apiserver := filepath.Join(dir, "kube-apiserver")
-	require.NoError(t, os.WriteFile(apiserver, []byte("#!/bin/sh\n"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "etcd"), []byte("not executable"), 0o644))
-	_, err = controllertest.FindBinaries()
-	require.ErrorIs(t, err, controllertest.ErrBinariesNotFound)
-	require.Contains(t, err.Error(), "etcd is not an executable file")
-
-	other := filepath.Join(t.TempDir(), "my-etcd")
-	require.NoError(t, os.WriteFile(other, []byte("#!/bin/sh\n"), 0o755))
-	t.Setenv(controllertest.EnvEtcd, other)
-	bins, err := controllertest.FindBinaries()
-	require.NoError(t, err)
-	require.Equal(t, controllertest.Binaries{APIServer: apiserver, Etcd: other}, bins)
-	require.False(t, errors.Is(err, controllertest.ErrBinariesNotFound))
 }
 
 func TestRunControllerAgainstTheAPIServer(t *testing.T) {

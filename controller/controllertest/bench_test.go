@@ -35,11 +35,11 @@ func BenchmarkCreate(b *testing.B) {
 			i++
 		}
 	}
-	b.Run("fake", func(b *testing.B) { run(b, controllertest.NewFake(b)) })
+	b.Run("fake", func(b *testing.B) { run(b, controllertest.NewFake(b).Env) })
 	b.Run("fake-failwrites-0", func(b *testing.B) {
 		env := controllertest.NewFake(b)
 		env.FailWrites(0)
-		run(b, env)
+		run(b, env.Env)
 	})
 	b.Run("apiserver", func(b *testing.B) { run(b, controllertest.SharedAPIServer(b)) })
 }

@@ -1,16 +1,16 @@
 // Package controllertest is a test kit for controllers: one Env type over either an in-memory
-// fake clientset (milliseconds, fault injection, recorded actions) or a real kube-apiserver and
-// etcd (the real validation, defaulting, strategic-merge patches, watches and restarts).
+// fake cluster (milliseconds, fault injection, recorded actions) or a real kube-apiserver and
+// etcd (the real validation, defaulting, admission, server-side apply, watches and restarts).
 //
 // # Fake clusters
 //
-// NewFake seeds a kubernetes/fake clientset, puts a started ctrlkit informer factory on it and
-// stops everything when the test ends. Its writes behave like an API server's (package
-// memcluster: generated names, UIDs, a new resourceVersion on every write and Conflict on a stale
-// one, a status subresource, watch events that share no memory with the store). client-go's
-// plain fake keeps the resourceVersion a client sent, so its updates look like resyncs and
-// every handler that skips resyncs (informer.WithoutResync, HandlerFuncs.SkipResync,
-// EnqueueControllerOf) drops them; FakeOptions.PlainFake keeps the plain fake. Typical use:
+// NewFake returns a FakeEnv: an Env on an in-memory cluster (package fakecluster) with a started
+// ctrlkit informer factory, stopped when the test ends. The cluster has one store served through
+// Client and Dynamic alike, and writes like an API server for built-in kinds and custom resources
+// alike: generated names, UIDs, a new resourceVersion on every write and Conflict on a stale one,
+// generation bumped on spec changes, status subresources, watches that resume from a list's
+// resourceVersion and share no memory with the store. Declare custom resources in
+// FakeOptions.Resources, or seed objects of their kind. Typical use:
 //
 //	env := controllertest.NewFake(t, pod, replicaSet)
 //	pods, _ := informer.For[*corev1.Pod](env.Factory()) // started at once: the factory runs
@@ -20,10 +20,11 @@
 //	... run the code under test ...
 //	for _, a := range env.Actions() { ... }             // what it asked the "server" to do
 //
-// Injected failures are API status errors (apierrors.IsInternalError) matching ErrInjected; which
-// requests fail is decided by a seeded random source, so a test fails the same requests on every
-// run. Custom resources live in the fake dynamic client (Dynamic): seed them as
-// *unstructured.Unstructured objects, or declare their list kinds in FakeOptions.
+// FailWrites, Delay, Injected, Actions, ClearActions and Cluster are methods of FakeEnv only, so
+// using them on an API server Env is a compile error; they cover typed and dynamic requests
+// alike. Injected failures are API status errors (apierrors.IsInternalError) matching
+// ErrInjected; which requests fail is decided by a seeded random source, so a test fails the
+// same requests on every run. Code that runs on both kinds of cluster takes the embedded *Env.
 //
 // # Real API servers
 //
@@ -36,9 +37,10 @@
 // same etcd, to test that informers recover.
 //
 // The binaries are built from Go module sources by hack/install-kube.sh (`make kube`) and found
-// through CTRLKIT_KUBE_DIR (default $HOME/.cache/ctrlkit/kube/v1.37.2), or CTRLKIT_KUBE_APISERVER
-// and CTRLKIT_ETCD. Without them the tests are skipped — unless CTRLKIT_REQUIRE_APISERVER=1, as
-// in CI, where they fail. In -short mode they are skipped.
+// through the environment variable CTRLKIT_KUBE_DIR (default $HOME/.cache/ctrlkit/kube/v1.37.2),
+// or CTRLKIT_KUBE_APISERVER and CTRLKIT_ETCD naming one binary each. Without them the tests are
+// skipped — unless CTRLKIT_REQUIRE_APISERVER=1, as in CI, where they fail. In -short mode they are
+// skipped.
 //
 // The server runs without kube-controller-manager: nothing creates ServiceAccounts (ServiceAccount
 // admission is disabled so Pods can be created), garbage-collects owned objects, empties deleted
@@ -55,7 +57,7 @@
 //	env.WaitForQuiet(10 * time.Second)
 //	// assert on env.Client() or the listers
 //
-// Methods that fail the test (Sync, WaitForQuiet, Actions, FailWrites, ...) do so through the
+// Methods that fail the test (Sync, WaitForQuiet, FailWrites, ...) do so through the
 // testing.TB the Env was built with; from a subtest use the error-returning forms (SyncContext,
 // QuietContext, RestartAPIServer).
 package controllertest

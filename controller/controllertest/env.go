@@ -2,20 +2,17 @@ package controllertest
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/dynamic"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
-	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/internal/kubeserver"
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
@@ -24,11 +21,13 @@ import (
 const DefaultSyncTimeout = 30 * time.Second
 
 // Env is one test's cluster: clients, an informer factory on them and a context. Build it with
-// NewFake (in memory, milliseconds) or NewAPIServer / SharedAPIServer (a real kube-apiserver and
-// etcd). Everything an Env starts is stopped in t.Cleanup.
+// NewAPIServer / SharedAPIServer (a real kube-apiserver and etcd), or NewFake (in memory,
+// milliseconds), whose FakeEnv embeds an Env and adds the controls only a fake has (failures,
+// delays, recorded actions). Code that works on either takes an *Env. Everything an Env starts
+// is stopped in t.Cleanup.
 //
 // An Env's methods may be called from any goroutine, but those that fail the test (Sync,
-// FailWrites on a non-fake Env, ...) must be called from the test's goroutine, as t.Fatal must.
+// WaitForQuiet, ...) must be called from the test's goroutine, as t.Fatal must.
 type Env struct {
 	t      testing.TB
 	ctx    context.Context
@@ -40,11 +39,7 @@ type Env struct {
 	namespace string
 	factory   *informer.Factory
 
-	fake        *fake.Clientset                // nil unless NewFake
-	fakeDynamic *dynamicfake.FakeDynamicClient // nil unless NewFake
-	faults      *faults                        // nil unless NewFake
-
-	server *apiServer // nil for a fake
+	server *kubeserver.Server // nil for a fake
 
 	runMu       sync.Mutex
 	controllers []*running // RunController's, watched by WaitForQuiet
@@ -70,14 +65,13 @@ func (e *Env) shutdown() {
 	e.factory.Shutdown()
 }
 
-// Client is the typed clientset: a kubernetes/fake Clientset for NewFake, a real one for an API
-// server Env.
+// Client is the typed clientset: the fake cluster's (a kubernetes/fake Clientset) for NewFake, a
+// real one for an API server Env.
 func (e *Env) Client() kubernetes.Interface { return e.client }
 
-// Dynamic is the dynamic client. For NewFake it is a fake dynamic client with its own store:
-// it holds the unstructured objects given to NewFake (custom resources), not the typed ones, and
-// writes through Client are not visible through Dynamic. For an API server Env both clients see
-// the same cluster.
+// Dynamic is the dynamic client. Both clients see the same cluster, fake or real: a ConfigMap
+// written through Client reads back through Dynamic, and custom resources are served through
+// Dynamic.
 func (e *Env) Dynamic() dynamic.Interface { return e.dynamic }
 
 // Config is the rest.Config that reaches the API server (a copy; change it freely), or nil for
@@ -119,35 +113,3 @@ func (e *Env) SyncContext(ctx context.Context, timeout time.Duration) error {
 	defer cancel()
 	return e.factory.WaitForCacheSync(ctx)
 }
-
-// Actions returns the requests the fake clientset recorded, oldest first. Only for NewFake: on
-// an API server Env it fails the test.
-func (e *Env) Actions() []clienttesting.Action {
-	e.t.Helper()
-	if e.fake == nil {
-		e.t.Fatal("controllertest: Actions needs a fake Env (NewFake); an API server records no actions")
-		return nil
-	}
-	return e.fake.Actions()
-}
-
-// ClearActions forgets the recorded requests, so a test can assert on what happens next only.
-// Only for NewFake.
-func (e *Env) ClearActions() {
-	e.t.Helper()
-	if e.fake == nil {
-		e.t.Fatal("controllertest: ClearActions needs a fake Env (NewFake)")
-		return
-	}
-	e.fake.ClearActions()
-}
-
-// Fake returns the fake clientset behind Client, for PrependReactor and Tracker, or nil for an
-// API server Env.
-func (e *Env) Fake() *fake.Clientset { return e.fake }
-
-// FakeDynamic returns the fake dynamic client behind Dynamic, or nil for an API server Env.
-func (e *Env) FakeDynamic() *dynamicfake.FakeDynamicClient { return e.fakeDynamic }
-
-// errNotFake is what fault injection reports on an API server Env.
-var errNotFake = errors.New("fault injection needs a fake Env (NewFake)")

@@ -2,6 +2,7 @@ package controllertest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -11,11 +12,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
@@ -63,7 +67,7 @@ func ExampleNewFake() {
 		)
 		env.FailWrites(50) // half the updates fail; the controller must retry through them
 
-		c, err := labelSeen(env)
+		c, err := labelSeen(env.Env)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,6 +83,46 @@ func ExampleNewFake() {
 	// Output:
 	// labelled: 2
 	// went through injected failures: true
+}
+
+// Custom resources are declared as their CRD declares them and get the API server's rules, and
+// the fake's controls cover them: here an injected failure, then a status write that leaves the
+// spec alone.
+func ExampleNewFakeWithOptions() {
+	runExample(func(t testing.TB) {
+		gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+		env := controllertest.NewFakeWithOptions(t, controllertest.FakeOptions{
+			Resources: []fakecluster.Resource{{GVR: gvr, Kind: "Widget", Namespaced: true, StatusSubresource: true}},
+		})
+		widgets := env.Dynamic().Resource(gvr).Namespace(env.Namespace())
+		w := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": "w"},
+			"spec":     map[string]any{"size": int64(1)},
+		}}
+
+		env.FailWrites(100, "create")
+		_, err := widgets.Create(env.Context(), w, metav1.CreateOptions{})
+		fmt.Println("injected:", errors.Is(err, controllertest.ErrInjected))
+		env.FailWrites(0)
+
+		created, err := widgets.Create(env.Context(), w, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created.Object["spec"] = map[string]any{"size": int64(9)} // ignored by /status
+		created.Object["status"] = map[string]any{"ready": true}
+		st, err := widgets.UpdateStatus(env.Context(), created, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Println(st.Object["spec"], st.Object["status"], "generation", st.GetGeneration())
+		fmt.Println("requests:", len(env.Actions()) > 0)
+	})
+	// Output:
+	// injected: true
+	// map[size:1] map[ready:true] generation 1
+	// requests: true
 }
 
 func ExampleNewAPIServer() {

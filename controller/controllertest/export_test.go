@@ -6,5 +6,5 @@ func PIDs(e *Env) []int {
 	if e.server == nil {
 		return nil
 	}
-	return e.server.pids()
+	return e.server.PIDs()
 }

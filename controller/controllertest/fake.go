@@ -13,40 +13,31 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/kubernetes/scheme"
 	clienttesting "k8s.io/client-go/testing"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 )
 
 // FakeOptions configures NewFakeWithOptions. The zero value is what NewFake uses.
 type FakeOptions struct {
-	// Objects seed the fake. Typed objects of client-go's scheme (Pods, ConfigMaps, ...) go into
-	// the typed clientset; *unstructured.Unstructured objects go into the dynamic fake, whose
-	// list kinds are registered from them.
+	// Objects seed the fake cluster, stamped as if they had been created (UID, resourceVersion,
+	// generation). Typed objects of client-go's scheme (Pods, ConfigMaps, ...) and
+	// *unstructured.Unstructured objects (custom resources, or built-in kinds) go into the one
+	// store both Client and Dynamic read. An unstructured object of an undeclared kind declares
+	// it (see fakecluster.Options.Objects).
 	Objects []runtime.Object
 
-	// ListKinds maps a custom resource to its list kind ("WidgetList") so the dynamic fake can
-	// List and Watch a resource that no seed object introduced. Kinds must end in "List".
-	ListKinds map[schema.GroupVersionResource]string
+	// Resources declares custom resources the fake serves, as their CRDs would (GVR, kind,
+	// scope, status subresource), so they can be listed, watched and written before any object
+	// of theirs exists. A request for a resource neither built in, declared nor seeded fails
+	// with fakecluster.ErrUndeclaredResource.
+	Resources []fakecluster.Resource
 
 	// Seed seeds the random source of FailWrites. Zero derives it from the test's name, so a test
 	// fails the same requests on every run and two tests do not fail the same pattern.
 	Seed uint64
-
-	// PlainFake leaves the typed clientset as client-go's fake serves it. By default the Env's
-	// clientset writes like an API server (package memcluster: generated names, UIDs, a new
-	// resourceVersion on every write with Conflict on a stale one, a status subresource, watch
-	// events that share no memory with the store, seed objects stamped as if created). Without
-	// that, an update keeps its resourceVersion and looks like a resync, which every handler
-	// that skips resyncs (informer.WithoutResync, EnqueueControllerOf) drops.
-	PlainFake bool
 }
 
 // ErrInjected is matched (errors.Is) by every error FailWrites injects. The error is also an
@@ -56,52 +47,37 @@ var ErrInjected = errors.New("injected failure")
 // DefaultWriteVerbs are the verbs FailWrites fails when given none.
 var DefaultWriteVerbs = []string{"create", "update", "patch", "delete"}
 
-// NewFake returns an Env on an in-memory kubernetes/fake clientset seeded with objs, writing
-// like an API server (see FakeOptions.PlainFake and package memcluster). Its informer factory is started (informers requested later start at once; call Sync to wait for
-// them) and everything stops in t.Cleanup. A seed object the fake cannot store (two with the
-// same name, a kind outside client-go's scheme) fails the test.
-func NewFake(t testing.TB, objs ...runtime.Object) *Env {
+// FakeEnv is an Env on an in-memory cluster (package fakecluster) with the controls only a fake
+// has: FailWrites, Delay, Injected, Actions and ClearActions, and the cluster itself. Pass its
+// Env to code that works on a real API server too.
+type FakeEnv struct {
+	*Env
+	cluster *fakecluster.Cluster
+	faults  *faults
+}
+
+// NewFake returns a FakeEnv on an in-memory cluster seeded with objs that writes like an API
+// server (package fakecluster: generated names, UIDs, a new resourceVersion on every write with
+// Conflict on a stale one, status subresources, watches that resume from a list), for built-in
+// kinds and custom resources alike. Its informer factory is started (informers requested later
+// start at once; call Sync to wait for them) and everything stops in t.Cleanup. A seed object the
+// cluster cannot store (two with the same name, a typed kind outside client-go's scheme) fails
+// the test.
+func NewFake(t testing.TB, objs ...runtime.Object) *FakeEnv {
 	t.Helper()
 	return NewFakeWithOptions(t, FakeOptions{Objects: objs})
 }
 
-// NewFakeWithOptions is NewFake with custom-resource list kinds and a FailWrites seed.
-func NewFakeWithOptions(t testing.TB, opts FakeOptions) *Env {
+// NewFakeWithOptions is NewFake with custom-resource declarations and a FailWrites seed.
+func NewFakeWithOptions(t testing.TB, opts FakeOptions) *FakeEnv {
 	t.Helper()
-	var typed, unstructuredObjs []runtime.Object
-	for i, obj := range opts.Objects {
-		switch o := obj.(type) {
-		case nil:
-			t.Fatalf("controllertest: seed object %d is nil", i)
-		case *unstructured.Unstructured:
-			unstructuredObjs = append(unstructuredObjs, o)
-		default:
-			typed = append(typed, o)
-		}
-	}
-
-	var cs *fake.Clientset
-	if opts.PlainFake {
-		cs = fake.NewClientset()
-		for _, obj := range typed {
-			if err := cs.Tracker().Add(obj); err != nil {
-				t.Fatalf("controllertest: seed %s: %v", describe(obj), err)
-			}
-		}
-	} else {
-		var err error
-		if cs, err = memcluster.New(typed...); err != nil {
-			t.Fatalf("controllertest: %v", err)
-		}
-	}
-
-	dyn, err := newFakeDynamic(opts.ListKinds, unstructuredObjs)
+	cluster, err := fakecluster.NewWithOptions(fakecluster.Options{Objects: opts.Objects, Resources: opts.Resources})
 	if err != nil {
 		t.Fatalf("controllertest: %v", err)
+		return nil
 	}
-
-	e := newEnv(t, cs, dyn)
-	e.fake, e.fakeDynamic = cs, dyn
+	cs := cluster.Clientset()
+	e := &FakeEnv{Env: newEnv(t, cs, cluster.Dynamic()), cluster: cluster}
 	e.namespace = metav1.NamespaceDefault
 
 	seed := opts.Seed
@@ -111,8 +87,9 @@ func NewFakeWithOptions(t testing.TB, opts FakeOptions) *Env {
 		seed = h.Sum64()
 	}
 	e.faults = &faults{ctx: e.ctx, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
-	// Prepended, so faults are decided before the tracker serves the request. Reactors added
-	// by the test later run before these.
+	// Prepended, so faults are decided before the cluster serves the request, for the typed and
+	// the dynamic client alike (both send their requests through this chain). Reactors the test
+	// adds later run before these.
 	cs.PrependReactor("*", "*", e.faults.react)
 	cs.PrependWatchReactor("*", e.faults.reactWatch)
 
@@ -121,76 +98,25 @@ func NewFakeWithOptions(t testing.TB, opts FakeOptions) *Env {
 	return e
 }
 
-// newFakeDynamic builds a fake dynamic client that knows client-go's kinds (as unstructured) plus
-// the kinds of the seed objects and listKinds. It is assembled by hand because the fake's own
-// constructors panic on bad input.
-func newFakeDynamic(listKinds map[schema.GroupVersionResource]string, objs []runtime.Object) (*dynamicfake.FakeDynamicClient, error) {
-	s := runtime.NewScheme()
-	for gvk := range scheme.Scheme.AllKnownTypes() {
-		if strings.HasSuffix(gvk.Kind, "List") {
-			s.AddKnownTypeWithName(gvk, &unstructured.UnstructuredList{})
-		} else {
-			s.AddKnownTypeWithName(gvk, &unstructured.Unstructured{})
-		}
-	}
-	for gvr, kind := range listKinds {
-		if !strings.HasSuffix(kind, "List") || len(kind) == len("List") {
-			return nil, fmt.Errorf("list kind %q for %s must be <Kind>List", kind, gvr)
-		}
-	}
-	for _, obj := range objs {
-		gvk := obj.GetObjectKind().GroupVersionKind()
-		if gvk.Kind == "" || gvk.Version == "" {
-			return nil, fmt.Errorf("seed %s: unstructured object needs apiVersion and kind", describe(obj))
-		}
-		if !s.Recognizes(gvk) {
-			s.AddKnownTypeWithName(gvk, &unstructured.Unstructured{})
-		}
-		listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
-		if !s.Recognizes(listGVK) {
-			s.AddKnownTypeWithName(listGVK, &unstructured.UnstructuredList{})
-		}
-	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(s, listKinds)
-	for _, obj := range objs {
-		if err := dyn.Tracker().Add(obj); err != nil {
-			return nil, fmt.Errorf("seed %s: %w", describe(obj), err)
-		}
-	}
-	return dyn, nil
-}
+// Cluster is the in-memory cluster behind Client and Dynamic: its Clientset for PrependReactor
+// and PrependWatchReactor, its Tracker for the stored objects.
+func (e *FakeEnv) Cluster() *fakecluster.Cluster { return e.cluster }
 
-// describe names an object in error messages: kind namespace/name.
-func describe(obj runtime.Object) string {
-	kind := obj.GetObjectKind().GroupVersionKind().Kind
-	if kind == "" {
-		if gvks, _, err := scheme.Scheme.ObjectKinds(obj); err == nil && len(gvks) > 0 {
-			kind = gvks[0].Kind
-		} else {
-			kind = fmt.Sprintf("%T", obj)
-		}
-	}
-	if m, ok := obj.(metav1.Object); ok {
-		if m.GetNamespace() != "" {
-			return fmt.Sprintf("%s %s/%s", kind, m.GetNamespace(), m.GetName())
-		}
-		return fmt.Sprintf("%s %s", kind, m.GetName())
-	}
-	return kind
-}
+// Actions returns the requests the fake received through Client and Dynamic, oldest first
+// (requests that FailWrites failed included).
+func (e *FakeEnv) Actions() []clienttesting.Action { return e.cluster.Actions() }
+
+// ClearActions forgets the recorded requests, so a test can assert on what happens next only.
+func (e *FakeEnv) ClearActions() { e.cluster.ClearActions() }
 
 // FailWrites makes percent of the fake's requests with one of verbs (DefaultWriteVerbs when none
 // are given) fail with an internal server error matching ErrInjected, until the next FailWrites
 // call replaces the setting; FailWrites(0) stops failing. Which requests fail is decided by a
 // seeded random source (see FakeOptions.Seed), so a test whose requests come in a fixed order
-// fails the same ones on every run. Failed requests are still recorded in Actions. Only for
-// NewFake: on an API server Env it fails the test.
-func (e *Env) FailWrites(percent int, verbs ...string) {
+// fails the same ones on every run. Dynamic requests (custom resources) fail alike. Failed
+// requests are still recorded in Actions.
+func (e *FakeEnv) FailWrites(percent int, verbs ...string) {
 	e.t.Helper()
-	if e.faults == nil {
-		e.t.Fatalf("controllertest: FailWrites: %v", errNotFake)
-		return
-	}
 	if percent < 0 || percent > 100 {
 		e.t.Fatalf("controllertest: FailWrites: percent %d is outside 0..100", percent)
 		return
@@ -207,18 +133,14 @@ func (e *Env) FailWrites(percent int, verbs ...string) {
 	e.faults.mu.Unlock()
 }
 
-// Delay adds d of latency to every request of the fake (watches included) until the next Delay
-// call; Delay(0) removes it. Reactors run under the fake clientset's lock, so delayed requests
+// Delay adds d of latency to every request of the fake, typed or dynamic (watches included),
+// until the next Delay call; Delay(0) removes it. Reactors run under the fake clientset's lock, so delayed requests
 // are served one at a time: n concurrent requests take about n×d, as on a server with a single
 // worker. That makes Delay good for exposing code that assumes requests are instant (a cache
 // read racing a write), not for measuring throughput. A request waiting out its delay gives up
 // when the test's context ends.
-func (e *Env) Delay(d time.Duration) {
+func (e *FakeEnv) Delay(d time.Duration) {
 	e.t.Helper()
-	if e.faults == nil {
-		e.t.Fatalf("controllertest: Delay: %v", errNotFake)
-		return
-	}
 	if d < 0 {
 		e.t.Fatalf("controllertest: Delay: negative latency %v", d)
 		return
@@ -298,13 +220,8 @@ func injected(action clienttesting.Action) error {
 }
 
 // Injected is how many requests FailWrites has failed so far, for asserting that a controller
-// really went through failures (and retried) rather than getting lucky. Only for NewFake.
-func (e *Env) Injected() int {
-	e.t.Helper()
-	if e.faults == nil {
-		e.t.Fatalf("controllertest: Injected: %v", errNotFake)
-		return 0
-	}
+// really went through failures (and retried) rather than getting lucky.
+func (e *FakeEnv) Injected() int {
 	e.faults.mu.Lock()
 	defer e.faults.mu.Unlock()
 	return e.faults.injected

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
@@ -110,10 +111,11 @@ func TestNewFakeRejectsBadSeeds(t *testing.T) {
 
 	msg = fatalOf(t, func(tb testing.TB) {
 		controllertest.NewFakeWithOptions(tb, controllertest.FakeOptions{
-			ListKinds: map[schema.GroupVersionResource]string{{Group: "x.io", Version: "v1", Resource: "widgets"}: "Widgets"},
+			Resources: []fakecluster.Resource{{GVR: schema.GroupVersionResource{Group: "x.io", Version: "v1", Resource: "widgets"}, Kind: "WidgetList"}},
 		})
 	})
-	assert.Contains(t, msg, `list kind "Widgets"`)
+	assert.Contains(t, msg, "Resources[0]")
+	assert.Contains(t, msg, `kind "WidgetList" must be the object kind`)
 }
 
 func TestFaultHelpersRejectBadInput(t *testing.T) {
@@ -134,30 +136,76 @@ func widget(ns, name string) *unstructured.Unstructured {
 	return u
 }
 
-func TestNewFakeDynamicHoldsUnstructuredSeeds(t *testing.T) {
+func TestNewFakeServesTypedAndCustomResourcesFromOneStore(t *testing.T) {
 	gadgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}
 	env := controllertest.NewFakeWithOptions(t, controllertest.FakeOptions{
 		Objects:   []k8sruntime.Object{widget("a", "w1"), widget("a", "w2"), configMap("a", "cm")},
-		ListKinds: map[schema.GroupVersionResource]string{gadgets: "GadgetList"},
+		Resources: []fakecluster.Resource{{GVR: gadgets, Kind: "Gadget", Namespaced: true}},
 	})
 	list, err := env.Dynamic().Resource(widgets).Namespace("a").List(env.Context(), metav1.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, list.Items, 2)
+	assert.NotEmpty(t, list.Items[0].GetUID(), "custom resources are stamped like built-in ones")
 
-	// A resource introduced only by ListKinds lists empty instead of panicking.
+	// A declared resource lists empty before any object of it exists.
 	list, err = env.Dynamic().Resource(gadgets).List(env.Context(), metav1.ListOptions{})
 	require.NoError(t, err)
 	require.Empty(t, list.Items)
 
-	// Typed seeds live in the typed clientset only.
+	// An undeclared one is a clear error, not a panic.
+	_, err = env.Dynamic().Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gizmos"}).
+		List(env.Context(), metav1.ListOptions{})
+	require.ErrorIs(t, err, fakecluster.ErrUndeclaredResource)
+	require.ErrorContains(t, err, "gizmos.example.com/v1")
+	require.ErrorContains(t, err, "controllertest.FakeOptions.Resources")
+
+	// Typed seeds are visible through both clients.
 	_, err = env.Client().CoreV1().ConfigMaps("a").Get(env.Context(), "cm", metav1.GetOptions{})
 	require.NoError(t, err)
-	require.NotNil(t, env.FakeDynamic())
-	require.NotNil(t, env.Fake())
+	u, err := env.Dynamic().Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("a").
+		Get(env.Context(), "cm", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "ConfigMap", u.GetKind())
+	require.NotNil(t, env.Cluster())
+	require.Same(t, env.Cluster().Clientset(), env.Client())
+}
+
+// FailWrites, Delay and Actions cover the dynamic client (custom resources) as they cover the
+// typed one: both send their requests through one reaction chain.
+func TestFaultsAndActionsApplyToDynamicRequests(t *testing.T) {
+	env := controllertest.NewFakeWithOptions(t, controllertest.FakeOptions{Objects: []k8sruntime.Object{widget("a", "seed")}})
+	res := env.Dynamic().Resource(widgets).Namespace("a")
+	env.ClearActions()
+
+	env.FailWrites(100, "create")
+	_, err := res.Create(env.Context(), widget("a", "w"), metav1.CreateOptions{})
+	require.ErrorIs(t, err, controllertest.ErrInjected)
+	require.Contains(t, err.Error(), "failure of create widgets.example.com")
+	require.Equal(t, 1, env.Injected())
+	env.FailWrites(0)
+	created, err := res.Create(env.Context(), widget("a", "w"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, created.GetResourceVersion())
+
+	const d = 30 * time.Millisecond
+	env.Delay(d)
+	begin := time.Now()
+	_, err = res.Get(env.Context(), "w", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, time.Since(begin), d)
+	env.Delay(0)
+
+	var verbs []string
+	for _, a := range env.Actions() {
+		if a.GetResource() == widgets {
+			verbs = append(verbs, a.GetVerb())
+		}
+	}
+	require.Equal(t, []string{"create", "create", "get"}, verbs)
 }
 
 // createMany creates n ConfigMaps and returns which attempts failed and with what.
-func createMany(t *testing.T, env *controllertest.Env, n int) (failed []int, errs []error) {
+func createMany(t *testing.T, env *controllertest.FakeEnv, n int) (failed []int, errs []error) {
 	t.Helper()
 	for i := range n {
 		_, err := env.Client().CoreV1().ConfigMaps("a").Create(env.Context(), configMap("a", fmt.Sprintf("cm-%d", i)), metav1.CreateOptions{})
@@ -171,7 +219,7 @@ func createMany(t *testing.T, env *controllertest.Env, n int) (failed []int, err
 
 func TestFailWritesIsDeterministicAndNearThePercentage(t *testing.T) {
 	const n, percent = 300, 30
-	run := func(seed uint64) ([]int, []error, *controllertest.Env) {
+	run := func(seed uint64) ([]int, []error, *controllertest.FakeEnv) {
 		env := controllertest.NewFakeWithOptions(t, controllertest.FakeOptions{Seed: seed})
 		env.FailWrites(percent)
 		failed, errs := createMany(t, env, n)
@@ -255,7 +303,7 @@ func TestDelayAddsLatencyToEveryRequest(t *testing.T) {
 }
 
 func TestDelayGivesUpWhenTheTestEnds(t *testing.T) {
-	var env *controllertest.Env
+	var env *controllertest.FakeEnv
 	t.Run("inner", func(t *testing.T) {
 		env = controllertest.NewFake(t)
 		env.Delay(time.Hour)
@@ -290,65 +338,41 @@ func TestErrInjectedMessage(t *testing.T) {
 
 // An update that kept its resourceVersion looks like a resync, which handlers that skip resyncs
 // drop; NewFake's API-server semantics give every write a new resourceVersion (and seed objects
-// a UID), so handlers see every update. PlainFake serves client-go's fake as is.
+// a UID), so handlers see every update.
 func TestNewFakeStampsWritesAndDeliversUpdates(t *testing.T) {
-	for _, plain := range []bool{false, true} {
-		t.Run(fmt.Sprintf("PlainFake=%v", plain), func(t *testing.T) {
-			env := controllertest.NewFakeWithOptions(t, controllertest.FakeOptions{
-				Objects:   []k8sruntime.Object{configMap("default", "seed")},
-				PlainFake: plain,
-			})
-			inf, err := informer.For[*corev1.ConfigMap](env.Factory())
-			require.NoError(t, err)
-			updates := make(chan *corev1.ConfigMap, 10)
-			_, err = inf.AddHandler(informer.HandlerFuncs[*corev1.ConfigMap]{
-				OnUpdate:   func(_, cm *corev1.ConfigMap) { updates <- cm },
-				SkipResync: true,
-			})
-			require.NoError(t, err)
-			env.Sync()
+	env := controllertest.NewFake(t, configMap("default", "seed"))
+	inf, err := informer.For[*corev1.ConfigMap](env.Factory())
+	require.NoError(t, err)
+	updates := make(chan *corev1.ConfigMap, 10)
+	_, err = inf.AddHandler(informer.HandlerFuncs[*corev1.ConfigMap]{
+		OnUpdate:   func(_, cm *corev1.ConfigMap) { updates <- cm },
+		SkipResync: true,
+	})
+	require.NoError(t, err)
+	env.Sync()
 
-			seed, err := inf.Lister().Get("default", "seed")
-			require.NoError(t, err)
-			if plain {
-				assert.Empty(t, seed.UID, "the plain fake stores seeds as given")
-				cm := seed.DeepCopy()
-				cm.Data = map[string]string{"v": "lost"}
-				_, err = env.Client().CoreV1().ConfigMaps("default").Update(env.Context(), cm, metav1.UpdateOptions{})
-				require.NoError(t, err)
-				require.Eventually(t, func() bool {
-					got, err := inf.Lister().Get("default", "seed")
-					return err == nil && got.Data["v"] == "lost"
-				}, 10*time.Second, time.Millisecond, "the cache takes the update")
-				select {
-				case got := <-updates:
-					t.Fatalf("a same-resourceVersion update reached a SkipResync handler: %v", got.Data)
-				default: // it looked like a resync: the trap PlainFake=false avoids
-				}
-				return
-			}
-			assert.NotEmpty(t, seed.UID, "seed objects are stamped as if created")
-			require.NotEmpty(t, seed.ResourceVersion)
-			for i := range 3 {
-				cm := seed.DeepCopy()
-				cm.Data = map[string]string{"v": fmt.Sprint(i)}
-				cm.ResourceVersion = "" // an unconditional update, as many controllers send
-				_, err = env.Client().CoreV1().ConfigMaps("default").Update(env.Context(), cm, metav1.UpdateOptions{})
-				require.NoError(t, err)
-				select {
-				case got := <-updates:
-					assert.Equal(t, fmt.Sprint(i), got.Data["v"])
-					assert.NotEqual(t, seed.ResourceVersion, got.ResourceVersion, "every write gets a new resourceVersion")
-					seed = got
-				case <-time.After(10 * time.Second):
-					t.Fatalf("update %d never reached the handler", i)
-				}
-			}
-			// A stale resourceVersion is a Conflict, as on an API server.
-			stale := seed.DeepCopy()
-			stale.ResourceVersion = "1"
-			_, err = env.Client().CoreV1().ConfigMaps("default").Update(env.Context(), stale, metav1.UpdateOptions{})
-			assert.True(t, apierrors.IsConflict(err), "got %v", err)
-		})
+	seed, err := inf.Lister().Get("default", "seed")
+	require.NoError(t, err)
+	assert.NotEmpty(t, seed.UID, "seed objects are stamped as if created")
+	require.NotEmpty(t, seed.ResourceVersion)
+	for i := range 3 {
+		cm := seed.DeepCopy()
+		cm.Data = map[string]string{"v": fmt.Sprint(i)}
+		cm.ResourceVersion = "" // an unconditional update, as many controllers send
+		_, err = env.Client().CoreV1().ConfigMaps("default").Update(env.Context(), cm, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		select {
+		case got := <-updates:
+			assert.Equal(t, fmt.Sprint(i), got.Data["v"])
+			assert.NotEqual(t, seed.ResourceVersion, got.ResourceVersion, "every write gets a new resourceVersion")
+			seed = got
+		case <-time.After(10 * time.Second):
+			t.Fatalf("update %d never reached the handler", i)
+		}
 	}
+	// A stale resourceVersion is a Conflict, as on an API server.
+	stale := seed.DeepCopy()
+	stale.ResourceVersion = "1"
+	_, err = env.Client().CoreV1().ConfigMaps("default").Update(env.Context(), stale, metav1.UpdateOptions{})
+	assert.True(t, apierrors.IsConflict(err), "got %v", err)
 }

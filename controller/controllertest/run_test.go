@@ -27,7 +27,7 @@ func TestRunControllerConvergesThroughInjectedFailures(t *testing.T) {
 	}
 	env.FailWrites(40, "update")
 
-	c, err := labelSeen(env)
+	c, err := labelSeen(env.Env)
 	require.NoError(t, err)
 	env.RunController(env.Context(), c)
 	env.WaitForQuiet(30 * time.Second)

@@ -15,8 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/internal/kubeserver"
 )
 
 // NewAPIServer starts a dedicated etcd and kube-apiserver for this test and returns an Env whose
@@ -36,21 +37,21 @@ import (
 func NewAPIServer(t testing.TB) *Env {
 	t.Helper()
 	bins := requireBinaries(t)
-	s, err := newAPIServer(bins, t.TempDir())
+	s, err := kubeserver.New(bins, t.TempDir())
 	if err != nil {
 		t.Fatalf("controllertest: prepare api server: %v", err)
 	}
 	// Registered after TempDir, so it runs before the directory is removed.
 	t.Cleanup(func() {
-		if err := s.stop(); err != nil {
+		if err := s.Stop(); err != nil {
 			t.Errorf("controllertest: stop api server: %v", err)
 		}
 	})
-	if err := s.start(t.Context()); err != nil {
-		t.Log(s.logTails(40))
+	if err := s.Start(t.Context()); err != nil {
+		t.Log(s.LogTails(40))
 		t.Fatalf("controllertest: start api server: %v", err)
 	}
-	t.Logf("controllertest: kube-apiserver ready at %s in %v (logs in %s)", s.config.Host, s.startedFor.Round(time.Millisecond), s.dir)
+	t.Logf("controllertest: kube-apiserver ready at %s in %v (logs in %s)", s.ClientConfig().Host, s.StartedFor().Round(time.Millisecond), s.Dir())
 	return newServerEnv(t, s)
 }
 
@@ -66,7 +67,7 @@ func SharedAPIServer(t testing.TB) *Env {
 	s, err := sharedServer(bins)
 	if err != nil {
 		if s != nil {
-			t.Log(s.logTails(40))
+			t.Log(s.LogTails(40))
 		}
 		t.Fatalf("controllertest: shared api server: %v", err)
 	}
@@ -74,16 +75,17 @@ func SharedAPIServer(t testing.TB) *Env {
 }
 
 // requireBinaries finds the binaries or skips (fails, under CTRLKIT_REQUIRE_APISERVER=1).
-func requireBinaries(t testing.TB) Binaries {
+func requireBinaries(t testing.TB) kubeserver.Binaries {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("controllertest: real API server tests are skipped in -short mode")
 	}
-	bins, err := FindBinaries()
+	bins, err := kubeserver.FindBinaries()
 	if err != nil {
-		msg := fmt.Sprintf("controllertest: %v\nrun `make kube` (hack/install-kube.sh) to build them, or point %s (or %s and %s) at them", err, EnvKubeDir, EnvAPIServer, EnvEtcd)
-		if os.Getenv(EnvRequireAPIServer) == "1" {
-			t.Fatalf("%s\n(%s=1, so this is a failure, not a skip)", msg, EnvRequireAPIServer)
+		msg := fmt.Sprintf("controllertest: %v\nrun `make kube` (hack/install-kube.sh) to build them, or point %s (or %s and %s) at them",
+			err, kubeserver.EnvKubeDir, kubeserver.EnvAPIServer, kubeserver.EnvEtcd)
+		if os.Getenv(kubeserver.EnvRequireAPIServer) == "1" {
+			t.Fatalf("%s\n(%s=1, so this is a failure, not a skip)", msg, kubeserver.EnvRequireAPIServer)
 		}
 		t.Skip(msg)
 	}
@@ -91,9 +93,9 @@ func requireBinaries(t testing.TB) Binaries {
 }
 
 // newServerEnv builds the Env of one test on s: clients, informer factory and namespace.
-func newServerEnv(t testing.TB, s *apiServer) *Env {
+func newServerEnv(t testing.TB, s *kubeserver.Server) *Env {
 	t.Helper()
-	cfg := s.clientConfig()
+	cfg := s.ClientConfig()
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatalf("controllertest: clientset: %v", err)
@@ -119,7 +121,7 @@ func newServerEnv(t testing.TB, s *apiServer) *Env {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		err := client.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) && !s.isStopped() {
+		if err != nil && !apierrors.IsNotFound(err) && !s.IsStopped() {
 			t.Logf("controllertest: delete namespace %s: %v", ns.Name, err)
 		}
 	})
@@ -162,38 +164,25 @@ func (e *Env) RestartAPIServer() error {
 		return errors.New("controllertest: RestartAPIServer needs an API server Env (NewAPIServer), not a fake")
 	}
 	begin := time.Now()
-	if err := e.server.restart(e.ctx); err != nil {
-		return fmt.Errorf("controllertest: restart kube-apiserver: %w\n%s", err, e.server.logTails(40))
+	if err := e.server.Restart(e.ctx); err != nil {
+		return fmt.Errorf("controllertest: restart kube-apiserver: %w\n%s", err, e.server.LogTails(40))
 	}
 	klog.FromContext(e.ctx).Info("controllertest: kube-apiserver restarted", "elapsed", time.Since(begin).Round(time.Millisecond))
 	return nil
 }
 
-// clientConfig is a copy of the server's client configuration.
-func (s *apiServer) clientConfig() *rest.Config {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return rest.CopyConfig(s.config)
-}
-
-func (s *apiServer) isStopped() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stopped
-}
-
 // The shared server of this test binary.
 var shared struct {
 	mu     sync.Mutex
-	inMain bool       // Main / WithSharedAPIServer is running the tests
-	srv    *apiServer // started on first use
-	err    error      // a failed start is not retried; later tests report it at once
+	inMain bool               // Main / WithSharedAPIServer is running the tests
+	srv    *kubeserver.Server // started on first use
+	err    error              // a failed start is not retried; later tests report it at once
 }
 
 // errNoMain is SharedAPIServer's answer when nobody would stop the server.
 var errNoMain = errors.New("SharedAPIServer needs the package's TestMain to call controllertest.Main(m) (or run controllertest.WithSharedAPIServer(m)), which stops the server after the tests")
 
-func sharedServer(bins Binaries) (*apiServer, error) {
+func sharedServer(bins kubeserver.Binaries) (*kubeserver.Server, error) {
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	if !shared.inMain {
@@ -207,17 +196,17 @@ func sharedServer(bins Binaries) (*apiServer, error) {
 		shared.err = fmt.Errorf("create data dir: %w", err)
 		return nil, shared.err
 	}
-	s, err := newAPIServer(bins, dir)
+	s, err := kubeserver.New(bins, dir)
 	if err != nil {
 		shared.err = err
 		return nil, err
 	}
 	shared.srv = s
-	if err := s.start(context.Background()); err != nil {
+	if err := s.Start(context.Background()); err != nil {
 		shared.err = err
 		return s, err
 	}
-	fmt.Fprintf(os.Stderr, "controllertest: shared kube-apiserver ready at %s in %v (logs in %s)\n", s.config.Host, s.startedFor.Round(time.Millisecond), dir)
+	fmt.Fprintf(os.Stderr, "controllertest: shared kube-apiserver ready at %s in %v (logs in %s)\n", s.ClientConfig().Host, s.StartedFor().Round(time.Millisecond), dir)
 	return s, nil
 }
 
@@ -260,6 +249,6 @@ func stopShared() error {
 	if s == nil {
 		return nil
 	}
-	err := s.stop()
-	return errors.Join(err, os.RemoveAll(s.dir))
+	err := s.Stop()
+	return errors.Join(err, os.RemoveAll(s.Dir()))
 }

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/examples/configmap-propagator/propagator"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/manager"
@@ -99,11 +99,11 @@ func start(ctx context.Context, o options) error {
 			return err
 		}
 	} else {
-		fake, err := memcluster.New(seed(o.opts.SourceNamespace)...)
+		cluster, err := fakecluster.New(seed(o.opts.SourceNamespace)...)
 		if err != nil {
 			return err
 		}
-		client = fake
+		client = cluster.Clientset()
 	}
 
 	mgr, err := manager.New(manager.Options{Client: client})

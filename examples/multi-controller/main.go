@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/examples/configmap-propagator/propagator"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/featuregate"
@@ -160,11 +160,11 @@ func start(ctx context.Context, o options) error {
 		}
 		logger.Info("Running against a cluster", "host", cfg.Host)
 	} else {
-		fake, err := memcluster.New(seed(o.sourceNamespace)...)
+		cluster, err := fakecluster.New(seed(o.sourceNamespace)...)
 		if err != nil {
 			return err
 		}
-		client = fake
+		client = cluster.Clientset()
 		logger.Info("Running the demo on an in-memory cluster")
 	}
 

@@ -89,7 +89,7 @@ func TestRunFailsWhenItCannotServe(t *testing.T) {
 
 // startManager runs the binary's controllers (addControllers) in a Manager on a fake cluster
 // and returns the fake's env and the controllers' names.
-func startManager(t *testing.T, args ...string) (*controllertest.Env, []string) {
+func startManager(t *testing.T, args ...string) (*controllertest.FakeEnv, []string) {
 	t.Helper()
 	o, err := parse(append([]string{"--leader-elect=false", "--metrics-addr=", "--health-addr="}, args...), &bytes.Buffer{})
 	require.NoError(t, err)
@@ -111,7 +111,7 @@ func startManager(t *testing.T, args ...string) (*controllertest.Env, []string) 
 	return env, names
 }
 
-func create(t *testing.T, env *controllertest.Env, obj runtime.Object) {
+func create(t *testing.T, env *controllertest.FakeEnv, obj runtime.Object) {
 	t.Helper()
 	var err error
 	switch o := obj.(type) {
@@ -128,7 +128,7 @@ func create(t *testing.T, env *controllertest.Env, obj runtime.Object) {
 }
 
 // watches counts the watch requests for resource.
-func watches(env *controllertest.Env, resource string) int {
+func watches(env *controllertest.FakeEnv, resource string) int {
 	n := 0
 	for _, a := range env.Actions() {
 		if a.GetVerb() == "watch" && a.GetResource().Resource == resource {
@@ -138,7 +138,7 @@ func watches(env *controllertest.Env, resource string) int {
 	return n
 }
 
-func copiedEverywhere(t *testing.T, env *controllertest.Env) func() bool {
+func copiedEverywhere(t *testing.T, env *controllertest.FakeEnv) func() bool {
 	return func() bool {
 		for _, ns := range []string{"team-a", "team-b"} {
 			_, err := env.Client().CoreV1().ConfigMaps(ns).Get(env.Context(), "shared-config", metav1.GetOptions{})

@@ -3,9 +3,10 @@
 // orphans, reporting status through the status subresource and events on the PodSet.
 //
 // Without --kubeconfig (and without $KUBECONFIG) it runs a scripted demo on an in-memory
-// cluster — a fake clientset for Pods and events, a fake dynamic client for PodSets, a
-// simulated kubelet that makes Pods Running and Ready — and exits 0 once every step converged
-// (1 if one did not within --timeout); --watch keeps it running afterwards until Ctrl-C:
+// cluster — one fakecluster serving Pods and events through its clientset and PodSets through
+// its dynamic client, a simulated kubelet that makes Pods Running and Ready — and exits 0 once
+// every step converged (1 if one did not within --timeout); --watch keeps it running afterwards
+// until Ctrl-C:
 //
 //	go run ./examples/podset
 //

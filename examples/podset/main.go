@@ -12,18 +12,16 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
-	"github.com/ctrlkit/ctrlkit/examples/podset/internal/crcluster"
 	"github.com/ctrlkit/ctrlkit/examples/podset/podset"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/manager"
@@ -126,14 +124,17 @@ func start(ctx context.Context, o options) error {
 		if err != nil {
 			return err
 		}
-		typed, err := memcluster.New(pods...)
+		objs := pods
+		for _, ps := range podsets {
+			objs = append(objs, ps)
+		}
+		cluster, err := fakecluster.NewWithOptions(fakecluster.Options{Objects: objs, Resources: []fakecluster.Resource{{
+			GVR: v1alpha1.GVR, Kind: v1alpha1.Kind, Namespaced: true, StatusSubresource: true,
+		}}})
 		if err != nil {
 			return err
 		}
-		cs.typed = typed
-		if cs.dynamic, err = crcluster.New(map[schema.GroupVersionResource]string{v1alpha1.GVR: v1alpha1.ListKind}, podsets...); err != nil {
-			return err
-		}
+		cs.typed, cs.dynamic = cluster.Clientset(), cluster.Dynamic()
 	}
 
 	// Events name the objects they are about by kind: the scheme must know PodSet.

@@ -123,8 +123,8 @@ func TestNoAdoptionByAnOwnerBeingDeleted(t *testing.T) {
 	e.waitPodsCached()
 	e.waitCached("web")
 	e.ClearActions()
-	e.Fake().PrependReactor("get", "replicasets", func(action clienttesting.Action) (bool, runtime.Object, error) {
-		rs, err := e.Fake().Tracker().Get(action.GetResource(), action.GetNamespace(), action.(clienttesting.GetAction).GetName())
+	e.Cluster().Clientset().PrependReactor("get", "replicasets", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		rs, err := e.Cluster().Tracker().Get(action.GetResource(), action.GetNamespace(), action.(clienttesting.GetAction).GetName())
 		if err != nil {
 			return true, nil, err
 		}
@@ -146,7 +146,7 @@ func TestNoAdoptionByAnOwnerBeingDeleted(t *testing.T) {
 // nothing more until the cache has caught up.
 func TestStaleCacheCausesNoExtraCreates(t *testing.T) {
 	var held *heldWatches
-	e := newTestEnv(t, envOptions{beforeInformers: func(env *controllertest.Env) { held = holdPodWatches(env) }})
+	e := newTestEnv(t, envOptions{beforeInformers: func(env *controllertest.FakeEnv) { held = holdPodWatches(env) }})
 	key := controller.Key{Namespace: ns, Name: "web"}
 	e.createRS("web", 4)
 	e.WaitForQuiet(quiet)
@@ -298,7 +298,7 @@ func TestCreatesInANamespaceBeingDeletedAreNoError(t *testing.T) {
 	e := newTestEnv(t, envOptions{noStart: true})
 	e.createRS("web", 3)
 	e.waitCached("web")
-	e.Fake().PrependReactor("create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+	e.Cluster().Clientset().PrependReactor("create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
 		err := apierrors.NewForbidden(corev1.Resource("pods"), "", nil)
 		err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}
 		return true, nil, err

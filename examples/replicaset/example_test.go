@@ -10,13 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/manager"
 )
 
 // The controller in a Manager: a ReplicaSet of 3 gets its 3 Pods, each controlled by it.
 func ExampleNewReplicaSetController() {
-	client, _ := memcluster.New(replicaSet("default", "web", "", 3))
+	cluster, _ := fakecluster.New(replicaSet("default", "web", "", 3))
+	client := cluster.Clientset()
 	mgr, _ := manager.New(manager.Options{Client: client})
 	rsc, _ := NewReplicaSetController(mgr.Factory(), client, Options{})
 	_ = mgr.Add(rsc.Controller())

@@ -23,17 +23,16 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
 const ns = "default"
 
-// testEnv is a fake cluster with API-server writes (memcluster on controllertest's fake, so
-// controllertest's fault injection still applies), the controller under test, and helpers.
+// testEnv is a fake cluster with API-server writes (controllertest's fake, with its fault
+// injection), the controller under test, and helpers.
 type testEnv struct {
-	*controllertest.Env
+	*controllertest.FakeEnv
 	t   *testing.T
 	ctx context.Context
 	rsc *ReplicaSetController
@@ -48,13 +47,13 @@ type envOptions struct {
 	noStart bool // build the controller but do not run it (tests that call Reconcile)
 	// beforeInformers runs before the controller asks for its informers, to install watch
 	// reactors.
-	beforeInformers func(*controllertest.Env)
+	beforeInformers func(*controllertest.FakeEnv)
 }
 
 func newTestEnv(t *testing.T, eo envOptions) *testEnv {
 	t.Helper()
 	env := controllertest.NewFake(t)
-	e := &testEnv{Env: env, t: t, ctx: env.Context(), everPod: map[types.UID]bool{}}
+	e := &testEnv{FakeEnv: env, t: t, ctx: env.Context(), everPod: map[types.UID]bool{}}
 	if eo.beforeInformers != nil {
 		eo.beforeInformers(env)
 	}
@@ -256,10 +255,10 @@ type heldWatches struct {
 	once    sync.Once
 }
 
-func holdPodWatches(env *controllertest.Env) *heldWatches {
+func holdPodWatches(env *controllertest.FakeEnv) *heldWatches {
 	h := &heldWatches{release: make(chan struct{})}
-	tracker := env.Fake().Tracker()
-	env.Fake().PrependWatchReactor("pods", func(action clienttesting.Action) (bool, watch.Interface, error) {
+	tracker := env.Cluster().Tracker()
+	env.Cluster().Clientset().PrependWatchReactor("pods", func(action clienttesting.Action) (bool, watch.Interface, error) {
 		var opts metav1.ListOptions
 		if w, ok := action.(clienttesting.WatchActionImpl); ok {
 			opts = w.ListOptions
@@ -268,7 +267,7 @@ func holdPodWatches(env *controllertest.Env) *heldWatches {
 		if err != nil {
 			return true, nil, err
 		}
-		return true, newHeldWatch(memcluster.CopyEvents(inner), h.release), nil
+		return true, newHeldWatch(inner, h.release), nil
 	})
 	return h
 }

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/examples/configmap-propagator/propagator"
 	"github.com/ctrlkit/ctrlkit/manager"
 )
@@ -20,11 +20,12 @@ import (
 // The propagator in a Manager: a labelled ConfigMap of the source namespace appears in every
 // namespace labelled as a target.
 func ExampleNew() {
-	client, _ := memcluster.New(
+	cluster, _ := fakecluster.New(
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Labels: map[string]string{propagator.LabelPropagate: "true"}}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "settings",
 			Labels: map[string]string{propagator.LabelPropagate: "true"}}, Data: map[string]string{"region": "eu"}},
 	)
+	client := cluster.Clientset()
 	mgr, _ := manager.New(manager.Options{Client: client})
 	c, _ := propagator.New(mgr.Factory(), client, propagator.Options{SourceNamespace: "platform"})
 	_ = mgr.Add(c)

@@ -24,7 +24,7 @@ const src = "platform"
 // cluster is a fake cluster with API-server writes, the propagator running on it, and helpers.
 type cluster struct {
 	t   *testing.T
-	env *controllertest.Env
+	env *controllertest.FakeEnv
 	ctx context.Context
 }
 

@@ -6,7 +6,7 @@
 //		cfg, err := demo.RESTConfig(path) // a real cluster
 //		...
 //	} else {
-//		client, err := memcluster.New(seed...) // the in-memory cluster
+//		cluster, err := fakecluster.New(seed...) // the in-memory cluster: cluster.Clientset()
 //		...
 //	}
 package demo

@@ -9,13 +9,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
 )
 
 // A Pod created on the in-memory cluster is bound to a node and turns Running and Ready.
 func ExampleKubelet() {
-	client, _ := memcluster.New()
+	cluster, _ := fakecluster.New()
+	client := cluster.Clientset()
 	k, _ := kubelet.New(client, kubelet.Options{Nodes: []string{"node-a"}, StartupDelay: 10 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

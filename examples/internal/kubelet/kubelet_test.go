@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
 )
 
@@ -35,8 +35,9 @@ func ready(p *corev1.Pod) bool {
 }
 
 func TestPodsAreScheduledThenRunningAndReady(t *testing.T) {
-	client, err := memcluster.New()
+	cluster, err := fakecluster.New()
 	require.NoError(t, err)
+	client := cluster.Clientset()
 	const delay = 50 * time.Millisecond
 	k, err := kubelet.New(client, kubelet.Options{Nodes: []string{"n1", "n2"}, StartupDelay: delay})
 	require.NoError(t, err)
@@ -82,8 +83,9 @@ func TestPodsAreScheduledThenRunningAndReady(t *testing.T) {
 }
 
 func TestFinishedPodsAreLeftAlone(t *testing.T) {
-	client, err := memcluster.New()
+	cluster, err := fakecluster.New()
 	require.NoError(t, err)
+	client := cluster.Clientset()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p, err := client.CoreV1().Pods("default").Create(ctx, newPod("done"), metav1.CreateOptions{})

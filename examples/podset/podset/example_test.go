@@ -7,35 +7,29 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
-	"github.com/ctrlkit/ctrlkit/examples/podset/internal/crcluster"
 	"github.com/ctrlkit/ctrlkit/examples/podset/podset"
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
-// The controller on an in-memory cluster: a fake clientset for Pods, a fake dynamic client for
+// The controller on an in-memory cluster: its typed clientset for Pods, its dynamic client for
 // PodSets, one informer factory over both. A PodSet of three gets three Pods, each controlled
 // by it. (newPodSet, in helpers_test.go, is a PodSet selecting and stamping app=<name>.)
 func Example() {
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.LoggerWithName(klog.Background(), "example")))
 	defer cancel()
-	client, err := memcluster.New()
+	cluster, err := fakecluster.NewWithOptions(fakecluster.Options{Resources: []fakecluster.Resource{podSetResource}})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	dyn, err := crcluster.New(map[schema.GroupVersionResource]string{v1alpha1.GVR: v1alpha1.ListKind})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	client, dyn := cluster.Clientset(), cluster.Dynamic()
 	podsets, _ := customresource.NewClient[*v1alpha1.PodSet](dyn, v1alpha1.GVR)
 	if _, err := podsets.Namespace("default").Create(ctx, newPodSet("web", 3), metav1.CreateOptions{}); err != nil {
 		fmt.Println(err)
@@ -77,8 +71,8 @@ func Example() {
 // not yet — in neither case are there Pods to add.
 func ExampleController_Reconcile() {
 	ctx := context.Background()
-	client, _ := memcluster.New()
-	dyn, _ := crcluster.New(map[schema.GroupVersionResource]string{v1alpha1.GVR: v1alpha1.ListKind})
+	cluster, _ := fakecluster.NewWithOptions(fakecluster.Options{Resources: []fakecluster.Resource{podSetResource}})
+	client, dyn := cluster.Clientset(), cluster.Dynamic()
 	podsets, _ := customresource.NewClient[*v1alpha1.PodSet](dyn, v1alpha1.GVR)
 	if _, err := podsets.Namespace("default").Create(ctx, newPodSet("web", 3), metav1.CreateOptions{}); err != nil {
 		fmt.Println(err)

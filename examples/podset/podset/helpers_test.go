@@ -14,8 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
@@ -24,9 +22,9 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
-	"github.com/ctrlkit/ctrlkit/examples/podset/internal/crcluster"
 	"github.com/ctrlkit/ctrlkit/examples/podset/podset"
 	"github.com/ctrlkit/ctrlkit/informer"
 )
@@ -35,48 +33,29 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const quiet = 10 * time.Second // WaitForQuiet's deadline: generous, it returns as soon as quiet
 
-// cluster is one test's world: a fake clientset and fake dynamic client that write like an API
-// server (memcluster, crcluster), an informer factory of the test's own (so that its error
-// reports can be inspected), a PodSet client and an event recorder that keeps what it gets.
+// podSetResource declares PodSet to the fake cluster as its CRD does (podset.yaml).
+var podSetResource = fakecluster.Resource{GVR: v1alpha1.GVR, Kind: v1alpha1.Kind, Namespaced: true, StatusSubresource: true}
+
+// cluster is one test's world: a fake cluster whose typed and dynamic clients write like an API
+// server (fakecluster), an informer factory of the test's own (so that its error reports can be
+// inspected), a PodSet client and an event recorder that keeps what it gets.
 type cluster struct {
 	t        *testing.T
-	env      *controllertest.Env
+	env      *controllertest.FakeEnv
 	factory  *informer.Factory
 	podsets  *customresource.Client[*v1alpha1.PodSet]
 	recorder *record.FakeRecorder
 
 	mu      sync.Mutex
 	reports []error // what the factory reported (conversion failures)
-
-	watching chan struct{} // closed once a PodSet watch is registered with the fake's tracker
 }
 
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
-	env := controllertest.NewFakeWithOptions(t, controllertest.FakeOptions{
-		ListKinds: map[schema.GroupVersionResource]string{v1alpha1.GVR: v1alpha1.ListKind},
-	})
-	require.NoError(t, crcluster.Install(env.FakeDynamic()))
+	env := controllertest.NewFakeWithOptions(t, controllertest.FakeOptions{Resources: []fakecluster.Resource{podSetResource}})
 	podsets, err := customresource.NewClient[*v1alpha1.PodSet](env.Dynamic(), v1alpha1.GVR)
 	require.NoError(t, err)
-	c := &cluster{t: t, env: env, podsets: podsets.Namespace(env.Namespace()), recorder: record.NewFakeRecorder(1000),
-		watching: make(chan struct{})}
-	// Register PodSet watches here, as the fake's own reactor would, to know when one is live.
-	// (It runs before controllertest's fault reactor, whose watch delay no PodSet test sets.)
-	var watched sync.Once
-	fakeDynamic := env.FakeDynamic()
-	fakeDynamic.PrependWatchReactor(v1alpha1.GVR.Resource, func(a clienttesting.Action) (bool, watch.Interface, error) {
-		var opts metav1.ListOptions
-		if wa, ok := a.(clienttesting.WatchActionImpl); ok {
-			opts = wa.ListOptions
-		}
-		w, err := fakeDynamic.Tracker().Watch(a.GetResource(), a.GetNamespace(), opts)
-		if err != nil {
-			return true, nil, err
-		}
-		watched.Do(func() { close(c.watching) })
-		return true, w, nil
-	})
+	c := &cluster{t: t, env: env, podsets: podsets.Namespace(env.Namespace()), recorder: record.NewFakeRecorder(1000)}
 	c.factory = informer.NewFactory(env.Client(), informer.WithDynamicClient(env.Dynamic()),
 		informer.WithLogger(klog.FromContext(env.Context())),
 		informer.WithErrorHandler(func(_ context.Context, err error) {
@@ -99,15 +78,9 @@ func (c *cluster) controller(opts podset.Options) *podset.Controller {
 	ctrl, err := podset.New(c.factory, c.env.Client(), c.env.Dynamic(), opts)
 	require.NoError(c.t, err)
 	c.factory.Start(c.env.Context())
+	// A synced cache has listed but may not be watching yet; the fake, like an API server,
+	// replays to the watch what changed since the list, so a test may write at once.
 	require.NoError(c.t, c.factory.WaitForCacheSync(c.env.Context()))
-	// A synced cache has listed, but its informer may not be watching yet, and the fake
-	// dynamic client, unlike an API server, does not replay what changed in between: a test
-	// that writes a PodSet at once would lose the event. Wait until the watch is registered.
-	select {
-	case <-c.watching:
-	case <-time.After(quiet):
-		c.t.Fatal("the PodSet informer never started watching")
-	}
 	return ctrl
 }
 
@@ -228,13 +201,13 @@ func countPrefix(events []string, prefix string) int {
 	return n
 }
 
-// actions returns the recorded requests of one verb and resource on the typed fake.
+// podActions and podSetActions return the recorded requests of one verb on Pods or PodSets.
 func (c *cluster) podActions(verb string) []clienttesting.Action {
 	return filterActions(c.env.Actions(), verb, "pods")
 }
 
 func (c *cluster) podSetActions(verb string) []clienttesting.Action {
-	return filterActions(c.env.FakeDynamic().Actions(), verb, v1alpha1.Plural)
+	return filterActions(c.env.Actions(), verb, v1alpha1.Plural)
 }
 
 func filterActions(all []clienttesting.Action, verb, resource string) []clienttesting.Action {

@@ -124,7 +124,7 @@ func TestScaleUpAndDown(t *testing.T) {
 func TestStaleCacheDoesNotCreateDuplicates(t *testing.T) {
 	c := newCluster(t)
 	podWatch := watch.NewFakeWithChanSize(10, false)
-	c.env.Fake().PrependWatchReactor("pods", func(clienttesting.Action) (bool, watch.Interface, error) {
+	c.env.Cluster().Clientset().PrependWatchReactor("pods", func(clienttesting.Action) (bool, watch.Interface, error) {
 		return true, podWatch, nil
 	})
 	c.create(newPodSet("web", 3))
@@ -239,7 +239,7 @@ func TestClaimConflictRequeuesQuietly(t *testing.T) {
 	require.NoError(t, err)
 	c.env.ClearActions()
 	conflicts := 1
-	c.env.Fake().PrependReactor("patch", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+	c.env.Cluster().Clientset().PrependReactor("patch", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
 		if conflicts == 0 {
 			return false, nil, nil
 		}
@@ -271,8 +271,8 @@ func TestNoAdoptionByAnOwnerBeingDeleted(t *testing.T) {
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	// The fresh GET answers with a PodSet in deletion; the cache still shows it alive.
-	c.env.FakeDynamic().PrependReactor("get", v1alpha1.Plural, func(a clienttesting.Action) (bool, runtime.Object, error) {
-		u, err := c.env.FakeDynamic().Tracker().Get(a.GetResource(), a.GetNamespace(), a.(clienttesting.GetAction).GetName())
+	c.env.Cluster().Clientset().PrependReactor("get", v1alpha1.Plural, func(a clienttesting.Action) (bool, runtime.Object, error) {
+		u, err := c.env.Cluster().Tracker().Get(a.GetResource(), a.GetNamespace(), a.(clienttesting.GetAction).GetName())
 		if err != nil {
 			return true, nil, err
 		}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package controllertest
+package kubeserver
 
 import "syscall"
 

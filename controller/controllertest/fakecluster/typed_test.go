@@ -1,4 +1,4 @@
-package memcluster_test
+package fakecluster_test
 
 import (
 	"context"
@@ -11,22 +11,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest/memcluster"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func newCluster(t *testing.T) *fake.Clientset {
 	t.Helper()
-	cs, err := memcluster.New()
+	c, err := fakecluster.New()
 	require.NoError(t, err)
-	return cs
+	return c.Clientset()
 }
 
 func pod(name string) *corev1.Pod {
@@ -240,8 +241,9 @@ func TestNewStampsSeeds(t *testing.T) {
 	ctx := context.Background()
 	seeded := pod("seed")
 	seeded.UID = "kept"
-	cs, err := memcluster.New(seeded, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}})
+	c, err := fakecluster.New(seeded, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}})
 	require.NoError(t, err)
+	cs := c.Clientset()
 	got, err := cs.CoreV1().Pods("default").Get(ctx, "seed", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, types.UID("kept"), got.UID)
@@ -251,29 +253,30 @@ func TestNewStampsSeeds(t *testing.T) {
 	assert.NotEmpty(t, ns.UID)
 	assert.Empty(t, seeded.ResourceVersion, "the caller's object is not modified")
 
-	_, err = memcluster.New(nil)
-	assert.Error(t, err)
-	_, err = memcluster.New(pod("dup"), pod("dup"))
-	assert.Error(t, err)
+	_, err = fakecluster.New(nil)
+	assert.ErrorContains(t, err, "seed object 0 is nil")
+	_, err = fakecluster.New(pod("dup"), pod("dup"))
+	assert.ErrorContains(t, err, "Pod default/dup")
+	assert.True(t, apierrors.IsAlreadyExists(err), "%v", err)
 }
 
-// Install goes behind reactors already in the chain, so controllertest's fault injection still
-// fails writes before memcluster serves them.
-func TestInstallKeepsFaultInjectionFirst(t *testing.T) {
-	env := controllertest.NewFake(t)
-	require.NoError(t, memcluster.Install(env.Fake()))
-	ctx := context.Background()
-	p := pod("")
-	p.GenerateName = "web-"
-
-	env.FailWrites(100, "create")
-	_, err := env.Client().CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
-	require.ErrorIs(t, err, controllertest.ErrInjected)
-
-	env.FailWrites(0)
-	created, err := env.Client().CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+// Reactors prepended on the clientset decide before the cluster, for typed and dynamic requests
+// alike.
+func TestPrependedReactorsDecideFirst(t *testing.T) {
+	c, err := fakecluster.New()
 	require.NoError(t, err)
-	assert.NotEmpty(t, created.UID)
-
-	assert.ErrorIs(t, memcluster.Install(&fake.Clientset{}), memcluster.ErrNotFake)
+	calls := 0
+	c.Clientset().PrependReactor("create", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		calls++
+		return true, nil, apierrors.NewInternalError(assert.AnError)
+	})
+	ctx := context.Background()
+	_, err = c.Clientset().CoreV1().Pods("default").Create(ctx, pod("p"), metav1.CreateOptions{})
+	assert.True(t, apierrors.IsInternalError(err), "%v", err)
+	_, err = c.Dynamic().Resource(podsGVR).Namespace("default").Create(ctx, unstructuredPod("q"), metav1.CreateOptions{})
+	assert.True(t, apierrors.IsInternalError(err), "%v", err)
+	assert.Equal(t, 2, calls)
+	assert.Len(t, c.Actions(), 2, "both front ends record their requests in one place")
+	c.ClearActions()
+	assert.Empty(t, c.Actions())
 }

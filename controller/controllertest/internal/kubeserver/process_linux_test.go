@@ -1,4 +1,4 @@
-package controllertest
+package kubeserver
 
 import (
 	"bufio"

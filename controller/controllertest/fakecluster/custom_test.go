@@ -1,4 +1,4 @@
-package crcluster_test
+package fakecluster_test
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,17 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
-	clienttesting "k8s.io/client-go/testing"
 
-	"github.com/ctrlkit/ctrlkit/examples/podset/internal/crcluster"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
+	"github.com/ctrlkit/ctrlkit/customresource"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
 var (
-	gvr       = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
-	listKinds = map[schema.GroupVersionResource]string{gvr: "WidgetList"}
+	gvr     = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	widgets = fakecluster.Resource{GVR: gvr, Kind: "Widget", Namespaced: true, StatusSubresource: true}
 )
 
 func widget(name string, size int64) *unstructured.Unstructured {
@@ -40,9 +36,13 @@ func widget(name string, size int64) *unstructured.Unstructured {
 
 func newClient(t *testing.T, seed ...*unstructured.Unstructured) dynamic.ResourceInterface {
 	t.Helper()
-	dyn, err := crcluster.New(listKinds, seed...)
+	objs := make([]runtime.Object, len(seed))
+	for i, u := range seed {
+		objs[i] = u
+	}
+	c, err := fakecluster.NewWithOptions(fakecluster.Options{Resources: []fakecluster.Resource{widgets}, Objects: objs})
 	require.NoError(t, err)
-	return dyn.Resource(gvr).Namespace("default")
+	return c.Dynamic().Resource(gvr).Namespace("default")
 }
 
 func TestCreateStampsAndDropsStatus(t *testing.T) {
@@ -160,29 +160,79 @@ func TestPatches(t *testing.T) {
 	assert.True(t, apierrors.IsNotFound(err), "%v", err)
 }
 
-func TestInstallKeepsPrependedReactorsFirst(t *testing.T) {
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds)
-	calls := 0
-	dyn.PrependReactor("create", "widgets", func(clienttesting.Action) (bool, runtime.Object, error) {
-		calls++
-		return true, nil, apierrors.NewInternalError(assert.AnError)
-	})
-	require.NoError(t, crcluster.Install(dyn))
-	_, err := dyn.Resource(gvr).Namespace("default").Create(context.Background(), widget("w", 1), metav1.CreateOptions{})
-	assert.True(t, apierrors.IsInternalError(err), "the earlier reactor decided: %v", err)
-	assert.Equal(t, 1, calls)
-
-	assert.ErrorIs(t, crcluster.Install(nil), crcluster.ErrNotFake)
-	empty := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds)
-	empty.ReactionChain = nil
-	assert.ErrorIs(t, crcluster.Install(empty), crcluster.ErrNotFake)
+func TestNewRejectsBadInput(t *testing.T) {
+	for name, r := range map[string]fakecluster.Resource{
+		"no kind":     {GVR: gvr},
+		"no version":  {GVR: schema.GroupVersionResource{Group: "example.com", Resource: "widgets"}, Kind: "Widget"},
+		"no resource": {GVR: schema.GroupVersionResource{Group: "example.com", Version: "v1"}, Kind: "Widget"},
+		"a list kind": {GVR: gvr, Kind: "WidgetList"},
+	} {
+		_, err := fakecluster.NewWithOptions(fakecluster.Options{Resources: []fakecluster.Resource{r}})
+		assert.ErrorContains(t, err, "Resources[0]", name)
+	}
+	_, err := fakecluster.NewWithOptions(fakecluster.Options{Objects: []runtime.Object{nil}})
+	assert.ErrorContains(t, err, "seed object 0 is nil")
+	_, err = fakecluster.NewWithOptions(fakecluster.Options{Objects: []runtime.Object{&unstructured.Unstructured{Object: map[string]any{}}}})
+	assert.ErrorContains(t, err, "needs apiVersion and kind")
+	_, err = fakecluster.NewWithOptions(fakecluster.Options{Objects: []runtime.Object{widget("", 1)}})
+	assert.ErrorContains(t, err, "needs a name")
 }
 
-func TestNewRejectsBadInput(t *testing.T) {
-	_, err := crcluster.New(map[schema.GroupVersionResource]string{gvr: "Widget"})
-	assert.Error(t, err, "list kind without List")
-	_, err = crcluster.New(listKinds, nil)
-	assert.Error(t, err, "nil seed")
-	_, err = crcluster.New(listKinds, &unstructured.Unstructured{Object: map[string]any{}})
-	assert.Error(t, err, "seed without kind or name")
+const widgetCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+
+// Installing a CRD, as a controller does at start-up, declares its resource and reports it
+// Established, so customresource.EnsureCRDFromYAML returns and the resource is served with its
+// status subresource.
+func TestCreatingACRDServesItsResource(t *testing.T) {
+	ctx := context.Background()
+	c, err := fakecluster.New()
+	require.NoError(t, err)
+	_, err = c.Dynamic().Resource(gvr).Namespace("default").List(ctx, metav1.ListOptions{})
+	require.ErrorIs(t, err, fakecluster.ErrUndeclaredResource, "not served before the CRD exists")
+
+	require.NoError(t, customresource.EnsureCRDFromYAML(ctx, c.Dynamic(), []byte(widgetCRD)))
+	crd, err := c.Dynamic().Resource(fakecluster.CRDResource).Get(ctx, "widgets.example.com", metav1.GetOptions{})
+	require.NoError(t, err)
+	stored, _, _ := unstructured.NestedStringSlice(crd.Object, "status", "storedVersions")
+	assert.Equal(t, []string{"v1"}, stored)
+
+	res := c.Dynamic().Resource(gvr).Namespace("default")
+	w, err := res.Create(ctx, widget("w", 1), metav1.CreateOptions{})
+	require.NoError(t, err)
+	w.Object["status"] = map[string]any{"seen": int64(1)}
+	w.Object["spec"] = map[string]any{"size": int64(5)}
+	st, err := res.UpdateStatus(ctx, w, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	size, _, _ := unstructured.NestedInt64(st.Object, "spec", "size")
+	assert.Equal(t, int64(1), size, "the CRD's status subresource is honoured")
+
+	// A seeded CRD declares its resource too.
+	crdObj := crd.DeepCopy()
+	crdObj.SetResourceVersion("")
+	seeded, err := fakecluster.New(crdObj)
+	require.NoError(t, err)
+	_, err = seeded.Dynamic().Resource(gvr).Namespace("default").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+
+	bad := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "broken.example.com"},
+	}}
+	_, err = c.Dynamic().Resource(fakecluster.CRDResource).Create(ctx, bad, metav1.CreateOptions{})
+	assert.True(t, apierrors.IsBadRequest(err), "%v", err)
 }

@@ -1,4 +1,4 @@
-package controllertest
+package kubeserver
 
 import (
 	"context"
@@ -31,8 +31,8 @@ const (
 	portAttempts = 3
 )
 
-// apiServer is one etcd and one kube-apiserver on loopback, with their files in dir.
-type apiServer struct {
+// Server is one etcd and one kube-apiserver on loopback, with their files in dir.
+type Server struct {
 	bins Binaries
 	dir  string
 	pki  *pki
@@ -48,8 +48,8 @@ type apiServer struct {
 	startedFor time.Duration // how long the last full start took
 }
 
-// newAPIServer prepares dir (certificates, token file); start runs the processes.
-func newAPIServer(bins Binaries, dir string) (*apiServer, error) {
+// New prepares dir (certificates, token file); start runs the processes.
+func New(bins Binaries, dir string) (*Server, error) {
 	for _, sub := range []string{"certs"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			return nil, fmt.Errorf("create %s: %w", sub, err)
@@ -59,12 +59,12 @@ func newAPIServer(bins Binaries, dir string) (*apiServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &apiServer{bins: bins, dir: dir, pki: p}, nil
+	return &Server{bins: bins, dir: dir, pki: p}, nil
 }
 
-// start runs etcd, then kube-apiserver, and waits until both answer healthy. On error whatever
-// still runs is left to stop (which the caller always calls); the logs stay in dir for logTails.
-func (s *apiServer) start(ctx context.Context) error {
+// Start runs etcd, then kube-apiserver, and waits until both answer healthy. On error whatever
+// still runs is left to Stop (which the caller always calls); the logs stay in dir for LogTails.
+func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
@@ -101,13 +101,13 @@ func (s *apiServer) start(ctx context.Context) error {
 }
 
 // portTaken reports whether p exited because its port was taken in the meantime.
-func (s *apiServer) portTaken(p *process) bool {
+func (s *Server) portTaken(p *process) bool {
 	return p != nil && p.exited() && strings.Contains(p.tail(50), "address already in use")
 }
 
-func (s *apiServer) etcdURL() string { return "http://127.0.0.1:" + strconv.Itoa(s.etcdPort) }
+func (s *Server) etcdURL() string { return "http://127.0.0.1:" + strconv.Itoa(s.etcdPort) }
 
-func (s *apiServer) startEtcdLocked(ctx context.Context) error {
+func (s *Server) startEtcdLocked(ctx context.Context) error {
 	// Each attempt starts from an empty store: a data dir keeps the member's old peer URL.
 	dataDir := filepath.Join(s.dir, "etcd")
 	if err := os.RemoveAll(dataDir); err != nil {
@@ -150,7 +150,7 @@ func (s *apiServer) startEtcdLocked(ctx context.Context) error {
 //   - priority-and-fairness off: its config controllers only delay readiness here;
 //   - shutdown-send-retry-after: SIGTERM then waits for ordinary requests and gives open watches
 //     2 s, instead of up to --request-timeout (60 s) for watch streams that never end.
-func (s *apiServer) apiServerArgs() []string {
+func (s *Server) apiServerArgs() []string {
 	return []string{
 		"--etcd-servers=" + s.etcdURL(),
 		"--secure-port=" + strconv.Itoa(s.port),
@@ -173,7 +173,7 @@ func (s *apiServer) apiServerArgs() []string {
 	}
 }
 
-func (s *apiServer) startAPIServerLocked(ctx context.Context) error {
+func (s *Server) startAPIServerLocked(ctx context.Context) error {
 	p, err := startProcess("kube-apiserver", s.bins.APIServer, s.apiServerArgs(), filepath.Join(s.dir, "kube-apiserver.log"))
 	if err != nil {
 		return err
@@ -204,7 +204,7 @@ func (s *apiServer) startAPIServerLocked(ctx context.Context) error {
 }
 
 // probeClient is an HTTPS client trusting the server's CA.
-func (s *apiServer) probeClient() (*http.Client, error) {
+func (s *Server) probeClient() (*http.Client, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(s.pki.caPEM) {
 		return nil, errors.New("cannot load generated ca certificate")
@@ -215,9 +215,9 @@ func (s *apiServer) probeClient() (*http.Client, error) {
 	}, nil
 }
 
-// restart stops kube-apiserver and starts it again on the same port and etcd, so existing
+// Restart stops kube-apiserver and starts it again on the same port and etcd, so existing
 // clients and informers reconnect to it.
-func (s *apiServer) restart(ctx context.Context) error {
+func (s *Server) Restart(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped || s.apiserver == nil {
@@ -231,8 +231,8 @@ func (s *apiServer) restart(ctx context.Context) error {
 	return s.startAPIServerLocked(ctx)
 }
 
-// stop ends kube-apiserver, then etcd, and returns once both are reaped. It is idempotent.
-func (s *apiServer) stop() error {
+// Stop ends kube-apiserver, then etcd, and returns once both are reaped. It is idempotent.
+func (s *Server) Stop() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stopped = true
@@ -244,15 +244,15 @@ func (s *apiServer) stop() error {
 	return errors.Join(errs...)
 }
 
-func (s *apiServer) stopEtcdLocked() error {
+func (s *Server) stopEtcdLocked() error {
 	if s.etcd == nil {
 		return nil
 	}
 	return s.etcd.stop(stopGrace)
 }
 
-// pids are the process ids of the children that have been started, for leak checks.
-func (s *apiServer) pids() []int {
+// PIDs are the process ids of the children that have been started, for leak checks.
+func (s *Server) PIDs() []int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var pids []int
@@ -264,8 +264,8 @@ func (s *apiServer) pids() []int {
 	return pids
 }
 
-// logTails returns the end of each process's log, for a failure message.
-func (s *apiServer) logTails(lines int) string {
+// LogTails returns the end of each process's log, for a failure message.
+func (s *Server) LogTails(lines int) string {
 	var b strings.Builder
 	for _, name := range []string{"etcd", "kube-apiserver"} {
 		path := filepath.Join(s.dir, name+".log")
@@ -347,4 +347,28 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// ClientConfig is a copy of the configuration that reaches the server as a cluster admin.
+func (s *Server) ClientConfig() *rest.Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return rest.CopyConfig(s.config)
+}
+
+// IsStopped reports whether Stop has been called.
+func (s *Server) IsStopped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopped
+}
+
+// Dir is the directory holding the server's data, certificates and logs.
+func (s *Server) Dir() string { return s.dir }
+
+// StartedFor is how long the last full Start took.
+func (s *Server) StartedFor() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.startedFor
 }

@@ -1,4 +1,4 @@
-package controllertest
+package kubeserver
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 // directory is named after.
 const KubeVersion = "v1.37.2"
 
-// Environment variables NewAPIServer reads.
+// Environment variables FindBinaries and controllertest read.
 const (
 	// EnvKubeDir is the directory holding kube-apiserver and etcd, as hack/install-kube.sh
 	// installs them. Default: $HOME/.cache/ctrlkit/kube/<KubeVersion>.

@@ -1,0 +1,74 @@
+package fakecluster
+
+import (
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// CRDResource is where the cluster serves CustomResourceDefinitions (apiextensions.k8s.io/v1,
+// cluster-scoped). Creating one declares the custom resource it defines, as if it had been
+// given in Options.Resources, and reports it Established at once.
+var CRDResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+var crdInfo = kindInfo{gvk: CRDResource.GroupVersion().WithKind("CustomResourceDefinition"), status: true}
+
+// serveCRD declares the resources of every served version of crd and sets the status an API
+// server reports once it serves them: names accepted, Established, the storage version stored.
+// A CRD without a group, names or versions is a BadRequest, as validation would make it.
+func (c *Cluster) serveCRD(crd *unstructured.Unstructured) error {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+	scope, _, _ := unstructured.NestedString(crd.Object, "spec", "scope")
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	if group == "" || plural == "" || kind == "" || len(versions) == 0 {
+		return apierrors.NewBadRequest(fmt.Sprintf("CustomResourceDefinition %q: spec.group, spec.names.plural, spec.names.kind and spec.versions are required", crd.GetName()))
+	}
+	var declared []Resource
+	var storage []any
+	for _, v := range versions {
+		version, _ := v.(map[string]any)
+		name, _, _ := unstructured.NestedString(version, "name")
+		served, _, _ := unstructured.NestedBool(version, "served")
+		if name == "" {
+			return apierrors.NewBadRequest(fmt.Sprintf("CustomResourceDefinition %q: a version without a name", crd.GetName()))
+		}
+		if stored, _, _ := unstructured.NestedBool(version, "storage"); stored {
+			storage = append(storage, name)
+		}
+		if !served {
+			continue
+		}
+		_, status, _ := unstructured.NestedFieldNoCopy(version, "subresources", "status")
+		declared = append(declared, Resource{
+			GVR:               schema.GroupVersionResource{Group: group, Version: name, Resource: plural},
+			Kind:              kind,
+			Namespaced:        scope != "Cluster",
+			StatusSubresource: status,
+		})
+	}
+	for _, r := range declared {
+		if err := c.declare(r); err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("CustomResourceDefinition %q: %v", crd.GetName(), err))
+		}
+	}
+	now := metav1.NewTime(c.clock.Now().Truncate(time.Second)).UTC().Format(time.RFC3339)
+	condition := func(typ, reason, message string) map[string]any {
+		return map[string]any{"type": typ, "status": "True", "reason": reason, "message": message, "lastTransitionTime": now}
+	}
+	names, _, _ := unstructured.NestedMap(crd.Object, "spec", "names")
+	crd.Object["status"] = map[string]any{
+		"acceptedNames": names,
+		"conditions": []any{
+			condition("NamesAccepted", "NoConflicts", "no conflicts found"),
+			condition("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+		},
+		"storedVersions": storage,
+	}
+	return nil
+}
