@@ -21,8 +21,8 @@
 //   - lean caches: metadata.managedFields is stripped on entry and equal
 //     sub-objects of cached objects are shared by default, plus per-type
 //     transforms (WithTransform);
-//   - enqueue helpers (EnqueueKey, EnqueueControllerOf, EnqueueMapped) that
-//     connect events to a work queue;
+//   - EnqueueMapped, which connects events to a work queue of your own
+//     (controllers use controller.Watch, built on it), and ControllerOf;
 //   - WaitForCacheSync whose error names each informer that did not sync.
 //
 // # Use
@@ -30,8 +30,9 @@
 //	f := informer.NewFactory(clientset)
 //	pods, err := informer.For[*corev1.Pod](f)
 //	if err != nil { ... }
-//	_, err = pods.AddHandler(informer.EnqueueControllerOf[*corev1.Pod](queue,
-//		appsv1.SchemeGroupVersion.WithKind("ReplicaSet")))
+//	_, err = pods.AddHandler(informer.HandlerFuncs[*corev1.Pod]{
+//		OnAdd: func(p *corev1.Pod, _ bool) { ... },
+//	})
 //	f.Start(ctx)
 //	defer f.Shutdown()
 //	if err := f.WaitForCacheSync(ctx); err != nil { ... } // names what did not sync
@@ -50,8 +51,7 @@
 //
 // A resync update is one whose old and new resourceVersion are equal
 // (IsResync); HandlerFuncs.SkipResync and WithoutResync drop them.
-// EnqueueKey enqueues resyncs (that is what resync is for), EnqueueControllerOf
-// does not (the owner resyncs itself), as in kube-controller-manager.
+// EnqueueMapped enqueues resyncs (that is what resync is for).
 //
 // Objects handed out are the cache's: never mutate them.
 //

@@ -9,31 +9,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// Adder is the part of a work queue the enqueue helpers use. ctrlkit's
+// Adder is the part of a work queue EnqueueMapped uses. ctrlkit's
 // workqueue.Queue[K] and client-go's workqueue.TypedInterface[K] both
 // satisfy it.
 type Adder[K comparable] interface {
 	Add(item K)
-}
-
-// EnqueueKey returns a Handler that adds each event's object key
-// ("namespace/name", or "name" when cluster-scoped; the format of
-// cache.MetaNamespaceKeyFunc) to q. Deletions inferred from tombstones use
-// the tombstone's key. Resync updates are enqueued too: periodic resync
-// exists to re-run reconciles.
-func EnqueueKey[T Object](q Adder[string]) Handler[T] {
-	return EnqueueKeyFunc[T](q, cache.ObjectName.String)
-}
-
-// EnqueueKeyFunc is EnqueueKey for a queue of any key type: key turns the
-// object's namespace and name into K.
-func EnqueueKeyFunc[T Object, K comparable](q Adder[K], key func(cache.ObjectName) K) Handler[T] {
-	if key == nil {
-		return &mapped[T, K]{q: q}
-	}
-	return &mapped[T, K]{q: q, fn: func(obj T) []K {
-		return []K{key(cache.ObjectName{Namespace: obj.GetNamespace(), Name: obj.GetName()})}
-	}}
 }
 
 // EnqueueMapped returns a Handler that adds fn(obj) to q for every event.
@@ -45,37 +25,11 @@ func EnqueueMapped[T Object, K comparable](q Adder[K], fn func(T) []K) Handler[T
 	return &mapped[T, K]{q: q, fn: fn}
 }
 
-// EnqueueControllerOf returns a Handler that adds the key of the object's
-// controlling owner ("namespace/ownerName") to q when that owner is of
-// ownerGVK's group and kind (any version: owner references name whatever
-// version the owner was created with). An update whose controller reference
-// changed enqueues both the old and the new owner. Resync updates are
-// dropped: the owner's own informer resyncs the owner.
-//
-// The owner's key takes the child's namespace, as owner references name
-// owners in the child's namespace; for a cluster-scoped owner of a namespaced
-// child use EnqueueMapped.
-func EnqueueControllerOf[T Object](q Adder[string], ownerGVK schema.GroupVersionKind) Handler[T] {
-	return EnqueueControllerOfFunc[T](q, ownerGVK, cache.ObjectName.String)
-}
-
-// EnqueueControllerOfFunc is EnqueueControllerOf for a queue of any key type:
-// key turns the owner's namespace and name into K.
-func EnqueueControllerOfFunc[T Object, K comparable](q Adder[K], ownerGVK schema.GroupVersionKind, key func(cache.ObjectName) K) Handler[T] {
-	if key == nil {
-		return &mapped[T, K]{q: q, skipResync: true}
-	}
-	return &mapped[T, K]{q: q, skipResync: true, fn: func(obj T) []K {
-		name, ok := ControllerOf(obj, ownerGVK)
-		if !ok {
-			return nil
-		}
-		return []K{key(name)}
-	}}
-}
-
 // ControllerOf returns the namespace and name of obj's controlling owner when
-// that owner is of ownerGVK's group and kind.
+// that owner is of ownerGVK's group and kind (any version: owner references
+// name whatever version the owner was created with). The owner takes the
+// child's namespace, as owner references name owners in the child's
+// namespace. controller.EnqueueControllerOf maps events with it.
 func ControllerOf(obj metav1.Object, ownerGVK schema.GroupVersionKind) (cache.ObjectName, bool) {
 	ref := metav1.GetControllerOfNoCopy(obj)
 	if ref == nil || ref.Kind != ownerGVK.Kind {
@@ -104,11 +58,10 @@ func (r resyncFilter[T]) HandleUpdate(oldObj, newObj T) {
 
 func (r resyncFilter[T]) validate() error { return validateHandler(r.Handler) }
 
-// mapped is the handler behind every enqueue helper.
+// mapped is the handler behind EnqueueMapped.
 type mapped[T Object, K comparable] struct {
-	q          Adder[K]
-	fn         func(T) []K
-	skipResync bool
+	q  Adder[K]
+	fn func(T) []K
 }
 
 // validator is implemented by handlers that can be misconfigured; AddHandler
@@ -139,9 +92,6 @@ func (m *mapped[T, K]) HandleAdd(obj T, _ bool) {
 }
 
 func (m *mapped[T, K]) HandleUpdate(oldObj, newObj T) {
-	if m.skipResync && IsResync(oldObj, newObj) {
-		return
-	}
 	keys := m.fn(newObj)
 	for _, k := range keys {
 		m.q.Add(k)

@@ -16,10 +16,21 @@ import (
 
 var rsGVK = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 
+// ownKey maps an object to its own cache key.
+func ownKey[T Object](obj T) []string { return []string{objectKey(obj)} }
+
+// controllerKey maps a Pod to its controlling ReplicaSet's key.
+func controllerKey(p *corev1.Pod) []string {
+	if name, ok := ControllerOf(p, rsGVK); ok {
+		return []string{name.String()}
+	}
+	return nil
+}
+
 // client-go's own queue fits Adder.
 var _ Adder[string] = clientworkqueue.NewTyped[string]()
 
-func TestEnqueueKeyThroughAnInformer(t *testing.T) {
+func TestEnqueueMappedOwnKeyThroughAnInformer(t *testing.T) {
 	ctx := context.Background()
 	client := newClient(pod("a", "p1", nil), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
 	f := NewFactory(client)
@@ -29,9 +40,9 @@ func TestEnqueueKeyThroughAnInformer(t *testing.T) {
 	require.NoError(t, err)
 	q := clientworkqueue.NewTyped[string]()
 	defer q.ShutDown()
-	_, err = pods.AddHandler(EnqueueKey[*corev1.Pod](q))
+	_, err = pods.AddHandler(EnqueueMapped(q, ownKey[*corev1.Pod]))
 	require.NoError(t, err)
-	_, err = nodes.AddHandler(EnqueueKey[*corev1.Node](q))
+	_, err = nodes.AddHandler(EnqueueMapped(q, ownKey[*corev1.Node]))
 	require.NoError(t, err)
 	startFactory(t, f)
 
@@ -62,9 +73,9 @@ func TestEnqueueKeyThroughAnInformer(t *testing.T) {
 	assert.Equal(t, "b/p2", get())
 }
 
-func TestEnqueueKeyUsesTombstoneKey(t *testing.T) {
+func TestEnqueueMappedSeesTombstones(t *testing.T) {
 	q := &recorder[string]{}
-	h := EnqueueKey[*corev1.Pod](q)
+	h := EnqueueMapped(q, ownKey[*corev1.Pod])
 	a := &adapter[*corev1.Pod]{h: h, name: "pods", report: func(err error) { t.Error(err) }}
 	a.OnDelete(cache.DeletedFinalStateUnknown{Key: "a/gone"})
 	a.OnDelete(cache.DeletedFinalStateUnknown{Key: "a/stale", Obj: pod("a", "stale", nil)})
@@ -77,19 +88,9 @@ func TestEnqueueKeyUsesTombstoneKey(t *testing.T) {
 	assert.Equal(t, []string{"a/p"}, q.got())
 }
 
-type key struct{ ns, name string }
-
-func TestEnqueueKeyFuncCustomKeyType(t *testing.T) {
-	q := &recorder[key]{}
-	h := EnqueueKeyFunc[*corev1.Pod](q, func(n cache.ObjectName) key { return key{n.Namespace, n.Name} })
-	h.HandleAdd(pod("a", "p", nil), false)
-	h.HandleDelete(pod("b", "q", nil), DeleteInfo{Key: "b/q"})
-	assert.Equal(t, []key{{"a", "p"}, {"b", "q"}}, q.got())
-}
-
-func TestEnqueueControllerOf(t *testing.T) {
+func TestEnqueueMappedControllerOf(t *testing.T) {
 	q := &recorder[string]{}
-	h := EnqueueControllerOf[*corev1.Pod](q, rsGVK)
+	h := WithoutResync(EnqueueMapped(q, controllerKey))
 	owned := func(name string, rv string, refs ...metav1.OwnerReference) *corev1.Pod {
 		p := pod("a", name, nil, refs...)
 		p.ResourceVersion = rv
@@ -136,14 +137,14 @@ func TestEnqueueControllerOf(t *testing.T) {
 	assert.Equal(t, []string{"a/rs-v1beta2"}, q.got())
 }
 
-func TestEnqueueControllerOfThroughAnInformer(t *testing.T) {
+func TestEnqueueMappedControllerOfThroughAnInformer(t *testing.T) {
 	ctx := context.Background()
 	client := newClient()
 	f := NewFactory(client)
 	pods, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	q := &recorder[string]{}
-	_, err = pods.AddHandler(EnqueueControllerOf[*corev1.Pod](q, rsGVK))
+	_, err = pods.AddHandler(EnqueueMapped(q, controllerKey))
 	require.NoError(t, err)
 	startFactory(t, f)
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/ctrlkit/ctrlkit/informer"
@@ -99,9 +100,10 @@ func sortedNames[T metav1.Object](objs []T) []string {
 	return out
 }
 
-// EnqueueControllerOf maps a Pod event to the key of the ReplicaSet that
-// controls it: the ReplicaSet controller's pod handler in one line.
-func ExampleEnqueueControllerOf() {
+// EnqueueMapped with ControllerOf maps a Pod event to the key of the
+// ReplicaSet that controls it, for a queue of your own (controllers use
+// controller.Watch with controller.EnqueueControllerOf).
+func ExampleControllerOf() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	yes := true
@@ -116,7 +118,13 @@ func ExampleEnqueueControllerOf() {
 	pods, _ := informer.For[*corev1.Pod](f)
 	queue := workqueue.NewTyped[string]()
 	defer queue.ShutDown()
-	_, _ = pods.AddHandler(informer.EnqueueControllerOf[*corev1.Pod](queue, appsv1.SchemeGroupVersion.WithKind("ReplicaSet")))
+	rs := appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+	_, _ = pods.AddHandler(informer.EnqueueMapped(queue, func(p *corev1.Pod) []string {
+		if owner, ok := informer.ControllerOf(p, rs); ok {
+			return []string{owner.String()}
+		}
+		return nil
+	}))
 	f.Start(ctx)
 	_ = f.WaitForCacheSync(ctx)
 
@@ -130,8 +138,8 @@ func ExampleEnqueueControllerOf() {
 	// [default/web-abcde]
 }
 
-// EnqueueKey feeds "namespace/name" keys to any queue with an Add method.
-func ExampleEnqueueKey() {
+// EnqueueMapped feeds keys to any queue with an Add method.
+func ExampleEnqueueMapped() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	client := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "settings"}})
@@ -140,7 +148,9 @@ func ExampleEnqueueKey() {
 	cms, _ := informer.For[*corev1.ConfigMap](f)
 	queue := workqueue.NewTyped[string]()
 	defer queue.ShutDown()
-	_, _ = cms.AddHandler(informer.EnqueueKey[*corev1.ConfigMap](queue))
+	_, _ = cms.AddHandler(informer.EnqueueMapped(queue, func(cm *corev1.ConfigMap) []string {
+		return []string{cache.MetaObjectToName(cm).String()}
+	}))
 	f.Start(ctx)
 	_ = f.WaitForCacheSync(ctx)
 	key, _ := queue.Get()

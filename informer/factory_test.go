@@ -364,7 +364,7 @@ func TestRemoveHandler(t *testing.T) {
 	pods, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	removed, kept := &recorder[string]{}, newEventLog[*corev1.Pod]()
-	reg, err := pods.AddHandler(EnqueueKey[*corev1.Pod](removed))
+	reg, err := pods.AddHandler(EnqueueMapped(removed, ownKey[*corev1.Pod]))
 	require.NoError(t, err)
 	_, err = pods.AddHandler(kept)
 	require.NoError(t, err)

@@ -247,7 +247,7 @@ func TestAddHandlerRefusesBrokenHandlers(t *testing.T) {
 	require.NoError(t, err)
 	_, err = pods.AddHandler(nil)
 	require.Error(t, err)
-	_, err = pods.AddHandler(EnqueueKey[*corev1.Pod](nil))
+	_, err = pods.AddHandler(EnqueueMapped[*corev1.Pod, string](nil, ownKey[*corev1.Pod]))
 	require.ErrorContains(t, err, "nil queue")
 	_, err = pods.AddHandler(WithoutResync(EnqueueMapped[*corev1.Pod, string](&recorder[string]{}, nil)))
 	require.ErrorContains(t, err, "nil key function")
