@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/ctrlkit/ctrlkit/internal/object"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,13 +17,9 @@ import (
 
 // Object is what a custom resource Go type satisfies: a pointer to a struct that embeds
 // metav1.TypeMeta and metav1.ObjectMeta and has DeepCopyObject, such as
-// *v1alpha1.PodSet. It is the same constraint as informer.Object, so one T serves
-// both packages.
-type Object interface {
-	comparable
-	metav1.Object
-	runtime.Object
-}
+// *v1alpha1.PodSet. It is the same type as informer.Object (one constraint across
+// ctrlkit), so one T serves both packages.
+type Object = object.Object
 
 // Client is a typed client for one custom resource, built on the dynamic client. A
 // Client from NewClient addresses the resource across all namespaces (for List, Watch

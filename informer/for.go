@@ -5,21 +5,20 @@ import (
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 // Object is what every type served by this package satisfies: a pointer to a
-// Kubernetes API struct such as *corev1.Pod. It is a superset of client-go's
-// cache.Object constraint.
-type Object interface {
-	comparable
-	metav1.Object
-	runtime.Object
-}
+// Kubernetes API struct such as *corev1.Pod, with ObjectMeta accessors and
+// DeepCopyObject (a superset of client-go's cache.Object constraint). It is
+// the one object constraint of ctrlkit: customresource.Object and the other
+// packages' Object are the same type.
+type Object = object.Object
 
 // For returns the factory's shared informer for the built-in API type T
 // (for example *corev1.Pod or *appsv1.ReplicaSet): every call with the same

@@ -1,0 +1,20 @@
+// Package object holds the one type constraint ctrlkit's typed packages share
+// for Kubernetes objects. Each public package re-exports it under its own
+// name (informer.Object, customresource.Object, ...) as an alias, so one T
+// serves every package and no package on one line of DESIGN.md's import
+// order has to import another to name it.
+package object
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Object is what a typed Kubernetes object satisfies: a comparable type
+// (a pointer to a struct, such as *corev1.Pod or *v1alpha1.PodSet) with
+// ObjectMeta accessors and DeepCopyObject.
+type Object interface {
+	comparable
+	metav1.Object
+	runtime.Object
+}
