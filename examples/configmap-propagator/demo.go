@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
@@ -41,18 +40,12 @@ func seed(src string) []runtime.Object {
 }
 
 // runDemo walks through what the propagator does, waiting for each step to converge.
-func runDemo(ctx context.Context, client kubernetes.Interface, o options) error {
+func runDemo(ctx context.Context, env *demo.Env, o *options) error {
 	logger := klog.FromContext(ctx).WithName("demo")
+	client := env.Client
 	src := o.opts.SourceNamespace
 	cms := func(ns string) typedcorev1.ConfigMapInterface { return client.CoreV1().ConfigMaps(ns) }
-	step := func(what string, cond func(context.Context) (bool, error)) error {
-		logger.Info("Waiting: " + what)
-		if err := demo.Await(ctx, o.timeout, what, cond); err != nil {
-			return err
-		}
-		logger.Info("Converged: " + what)
-		return nil
-	}
+	step := func(what string, cond func(context.Context) (bool, error)) error { return env.Step(ctx, what, cond) }
 	// copyIs reports whether ns holds a copy of src/name with the source's current data.
 	copyIs := func(ns, name string) func(context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {

@@ -1,21 +1,28 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
+	"io"
+
+	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 )
 
 // Flags are checked before anything starts. Against a real cluster a taken target name is
 // looked at again every 30s by default (the in-memory demo uses 1s unless the flag is set).
-func Example_parse() {
-	o, _ := parse([]string{"--kubeconfig=/etc/kubernetes/admin.conf"}, &bytes.Buffer{})
+func Example_program() {
+	var o options
+	_, _ = demo.Parse(program(&o), []string{"--kubeconfig=/etc/kubernetes/admin.conf"}, io.Discard)
 	fmt.Println(o.opts.SourceNamespace, o.opts.RetryTakenAfter)
-	o, _ = parse([]string{"--kubeconfig=/etc/kubernetes/admin.conf", "--retry-taken-after=5s", "--source-namespace=platform"}, &bytes.Buffer{})
+	o = options{}
+	_, _ = demo.Parse(program(&o), []string{"--kubeconfig=/etc/kubernetes/admin.conf", "--retry-taken-after=5s", "--source-namespace=platform"}, io.Discard)
 	fmt.Println(o.opts.SourceNamespace, o.opts.RetryTakenAfter)
-	_, err := parse([]string{"--workers=0"}, &bytes.Buffer{})
+	_, err := demo.Parse(program(&options{}), []string{"--workers=0"}, io.Discard)
+	fmt.Println(err)
+	_, err = demo.Parse(program(&options{}), []string{"--source-namespace="}, io.Discard)
 	fmt.Println(err)
 	// Output:
 	// ctrlkit-system 30s
 	// platform 5s
 	// --workers must be at least 1, got 0
+	// --source-namespace must not be empty
 }

@@ -62,12 +62,13 @@ func TestAPIServerControllers(t *testing.T) {
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
-	o, err := parse([]string{"--leader-elect=false", "--metrics-addr=", "--health-addr=",
+	var o options
+	s, err := demo.Parse(program(&o), []string{"--leader-elect=false", "--metrics-addr=", "--health-addr=",
 		"--feature-gates=PodCounter=true", "--source-namespace=" + src}, &bytes.Buffer{})
 	require.NoError(t, err)
-	mgr, err := manager.New(manager.Options{Client: env.Client(), FeatureGate: o.gate})
+	mgr, err := manager.New(manager.Options{Client: env.Client(), FeatureGate: s.Gate})
 	require.NoError(t, err)
-	names, err := addControllers(env.Context(), mgr, env.Client(), o)
+	names, err := addControllers(env.Context(), &demo.Env{Client: env.Client(), Manager: mgr, Gate: s.Gate, Workers: s.Workers}, &o)
 	require.NoError(t, err)
 	require.Len(t, names, 2)
 	ctx, cancel := context.WithCancel(env.Context())

@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/examples/configmap-propagator/propagator"
@@ -35,16 +34,10 @@ func seed(src string) []runtime.Object {
 
 // runDemo waits for the propagator's copies and, when the pod-counter runs, for the counts,
 // then adds a Pod and waits for its namespace's count to follow.
-func runDemo(ctx context.Context, client kubernetes.Interface, o options) error {
+func runDemo(ctx context.Context, env *demo.Env, o *options) error {
 	logger := klog.FromContext(ctx).WithName("demo")
-	step := func(what string, cond func(context.Context) (bool, error)) error {
-		logger.Info("Waiting: " + what)
-		if err := demo.Await(ctx, o.timeout, what, cond); err != nil {
-			return err
-		}
-		logger.Info("Converged: " + what)
-		return nil
-	}
+	client := env.Client
+	step := func(what string, cond func(context.Context) (bool, error)) error { return env.Step(ctx, what, cond) }
 	copied := func(ctx context.Context) (bool, error) {
 		for _, ns := range []string{"team-a", "team-b"} {
 			_, err := client.CoreV1().ConfigMaps(ns).Get(ctx, "shared-config", metav1.GetOptions{})
@@ -75,7 +68,7 @@ func runDemo(ctx context.Context, client kubernetes.Interface, o options) error 
 	if err := step("shared-config copied to team-a and team-b", copied); err != nil {
 		return err
 	}
-	if !o.gate.Enabled(PodCounter) {
+	if !env.Gate.Enabled(PodCounter) {
 		logger.Info("Demo converged (pod-counter is off: try --feature-gates=PodCounter=true)")
 		return nil
 	}

@@ -1,18 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
+	"io"
+
+	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 )
 
 // Flags are checked before anything starts; a bad value is an error naming the flag.
-func Example_parse() {
-	_, err := parse([]string{"--feature-gates=PodCounter=maybe"}, &bytes.Buffer{})
+func Example_program() {
+	_, err := demo.Parse(program(&options{}), []string{"--feature-gates=PodCounter=maybe"}, io.Discard)
 	fmt.Println(err != nil)
-	o, _ := parse([]string{"--feature-gates=PodCounter=true", "--workers=4"}, &bytes.Buffer{})
-	fmt.Println(o.gate.Enabled(PodCounter), o.workers)
-	o, _ = parse(nil, &bytes.Buffer{})
-	fmt.Println(o.gate.Enabled(PodCounter), o.leaderElection.Enabled)
+	s, _ := demo.Parse(program(&options{}), []string{"--feature-gates=PodCounter=true", "--workers=4"}, io.Discard)
+	fmt.Println(s.Gate.Enabled(PodCounter), s.Workers)
+	s, _ = demo.Parse(program(&options{}), nil, io.Discard)
+	fmt.Println(s.Gate.Enabled(PodCounter), s.Election.Enabled)
 	// Output:
 	// true
 	// true 4

@@ -91,15 +91,16 @@ func TestRunFailsWhenItCannotServe(t *testing.T) {
 // and returns the fake's env and the controllers' names.
 func startManager(t *testing.T, args ...string) (*controllertest.FakeEnv, []string) {
 	t.Helper()
-	o, err := parse(append([]string{"--leader-elect=false", "--metrics-addr=", "--health-addr="}, args...), &bytes.Buffer{})
+	var o options
+	s, err := demo.Parse(program(&o), append([]string{"--leader-elect=false", "--metrics-addr=", "--health-addr="}, args...), &bytes.Buffer{})
 	require.NoError(t, err)
 	env := controllertest.NewFake(t)
 	for _, obj := range seed(o.sourceNamespace) {
 		create(t, env, obj)
 	}
-	mgr, err := manager.New(manager.Options{Client: env.Client(), FeatureGate: o.gate})
+	mgr, err := manager.New(manager.Options{Client: env.Client(), FeatureGate: s.Gate})
 	require.NoError(t, err)
-	names, err := addControllers(env.Context(), mgr, env.Client(), o)
+	names, err := addControllers(env.Context(), &demo.Env{Client: env.Client(), Manager: mgr, Gate: s.Gate, Workers: s.Workers}, &o)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(env.Context())
 	done := make(chan error, 1)

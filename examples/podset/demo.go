@@ -72,22 +72,16 @@ func seed() (podsets []*unstructured.Unstructured, pods []runtime.Object, err er
 type idler interface{ Stats() controller.Stats }
 
 // runDemo walks through what the controller does, waiting for each step to converge.
-func runDemo(ctx context.Context, o options, cs clients, c idler) error {
+func runDemo(ctx context.Context, env *demo.Env, c idler) error {
 	logger := klog.FromContext(ctx).WithName("demo")
+	cs := clients{typed: env.Client, dynamic: env.Dynamic}
 	crs, err := customresource.NewClient[*v1alpha1.PodSet](cs.dynamic, v1alpha1.GVR)
 	if err != nil {
 		return err
 	}
 	podsets := crs.Namespace(demoNamespace)
 	pods := cs.typed.CoreV1().Pods(demoNamespace)
-	step := func(what string, cond func(context.Context) (bool, error)) error {
-		logger.Info("Waiting: " + what)
-		if err := demo.Await(ctx, o.timeout, what, cond); err != nil {
-			return err
-		}
-		logger.Info("Converged: " + what)
-		return nil
-	}
+	step := func(what string, cond func(context.Context) (bool, error)) error { return env.Step(ctx, what, cond) }
 	// owned lists the active Pods web controls.
 	owned := func(ctx context.Context) ([]corev1.Pod, error) {
 		list, err := pods.List(ctx, metav1.ListOptions{})
@@ -135,7 +129,7 @@ func runDemo(ctx context.Context, o options, cs clients, c idler) error {
 	// a row), so that "nothing happened" is an observation rather than a hope.
 	settled := func(what string) error {
 		idle := 0
-		return demo.Await(ctx, o.timeout, what, func(context.Context) (bool, error) {
+		return demo.Await(ctx, env.Timeout, what, func(context.Context) (bool, error) {
 			if c.Stats().Idle() {
 				idle++
 			} else {

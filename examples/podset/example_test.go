@@ -11,10 +11,21 @@ func Example_help() {
 	run(context.Background(), []string{"-h"}, os.Stdout)
 	// Output:
 	// Usage of podset:
-	//       --kubeconfig string   path to a kubeconfig; default $KUBECONFIG; neither: run the demo on an in-memory cluster
-	//       --namespace string    watch only this namespace (default all; the in-memory demo uses default)
-	//       --timeout duration    in-memory cluster: how long each demo step may take to converge (default 30s)
-	//   -v, --v int               log verbosity (2 shows every Pod and status write) (default 1)
-	//       --watch               in-memory cluster: keep running after the demo until interrupted
-	//       --workers int         PodSets reconciled in parallel (default 2)
+	//       --health-addr string                       address of /healthz and /readyz, host:port ("" disables); the demo picks a free loopback port unless set (default ":8081")
+	//       --kube-api-burst int                       burst to use while talking with the API server (kube-controller-manager's flag and default) (default 30)
+	//       --kube-api-qps float32                     QPS to use while talking with the API server (kube-controller-manager's flag and default) (default 20)
+	//       --kubeconfig string                        path to a kubeconfig; default $KUBECONFIG; neither: run the demo on an in-memory cluster
+	//       --leader-elect                             Start a leader election client and gain leadership before executing the main loop. Enable this when running replicated components for high availability. (default true)
+	//       --leader-elect-lease-duration duration     The duration that non-leader candidates will wait after observing a leadership renewal until attempting to acquire leadership of a led but unrenewed leader slot. This is effectively the maximum duration that a leader can be stopped before it is replaced by another candidate. This is only applicable if leader election is enabled. (default 15s)
+	//       --leader-elect-renew-deadline duration     The interval between attempts by the acting master to renew a leadership slot before it stops leading. This must be less than the lease duration. This is only applicable if leader election is enabled. (default 10s)
+	//       --leader-elect-resource-lock string        The type of resource object that is used for locking during leader election. Supported options are 'leases'. (default "leases")
+	//       --leader-elect-resource-name string        The name of resource object that is used for locking during leader election. (default "ctrlkit-podset")
+	//       --leader-elect-resource-namespace string   The namespace of resource object that is used for locking during leader election. (default "kube-system")
+	//       --leader-elect-retry-period duration       The duration the clients should wait between attempting acquisition and renewal of a leadership. This is only applicable if leader election is enabled. (default 2s)
+	//       --metrics-addr string                      address of /metrics, host:port ("" disables); the demo picks a free loopback port unless set (default ":8080")
+	//       --namespace string                         watch only this namespace (default all; the in-memory demo uses default)
+	//       --timeout duration                         in-memory cluster: how long each demo step may take to converge (default 30s)
+	//   -v, --v int                                    log verbosity (default 1)
+	//       --watch                                    in-memory cluster: keep running after the demo until interrupted
+	//       --workers int                              objects reconciled in parallel, per controller (default 2)
 }

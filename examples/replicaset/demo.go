@@ -81,19 +81,12 @@ func seed() []runtime.Object {
 }
 
 // runDemo walks through the scenario, waiting for each step to converge.
-func runDemo(ctx context.Context, client kubernetes.Interface, timeout time.Duration) error {
+func runDemo(ctx context.Context, env *demo.Env) error {
 	logger := klog.FromContext(ctx).WithName("demo")
 	begin := time.Now()
+	client := env.Client
 	rss := client.AppsV1().ReplicaSets(demoNamespace)
-	step := func(what string, cond func(context.Context) (bool, error)) error {
-		logger.Info("Waiting: " + what)
-		start := time.Now()
-		if err := demo.Await(ctx, timeout, what, cond); err != nil {
-			return err
-		}
-		logger.Info("Converged: "+what, "after", time.Since(start).Round(time.Millisecond))
-		return nil
-	}
+	step := func(what string, cond func(context.Context) (bool, error)) error { return env.Step(ctx, what, cond) }
 	scale := func(name string, replicas int32) error {
 		logger.Info("Scaling", "replicaSet", klog.KRef(demoNamespace, name), "replicas", replicas)
 		return retry.RetryOnConflict(retry.DefaultRetry, func() error {

@@ -9,10 +9,11 @@ import "github.com/ctrlkit/ctrlkit/featuregate"
 // sends them. Beta and on by default: kube-controller-manager has always batched its creates.
 const ReplicaSetSlowStartBatching featuregate.Feature = "ReplicaSetSlowStartBatching"
 
+// features are this controller's feature gates.
+var features = map[featuregate.Feature]featuregate.FeatureSpec{
+	ReplicaSetSlowStartBatching: {Default: true, PreRelease: featuregate.Beta},
+}
+
 // AddFeatures registers this controller's feature gates in gate. Call it before the
 // --feature-gates flag is registered.
-func AddFeatures(gate *featuregate.Gate) error {
-	return gate.Add(map[featuregate.Feature]featuregate.FeatureSpec{
-		ReplicaSetSlowStartBatching: {Default: true, PreRelease: featuregate.Beta},
-	})
-}
+func AddFeatures(gate *featuregate.Gate) error { return gate.Add(features) }

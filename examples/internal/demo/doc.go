@@ -1,12 +1,21 @@
-// Package demo holds the few lines every example's main shares: choosing between a real cluster
-// and the in-memory one (Kubeconfig, RESTConfig), a klog text logger for contextual logging
-// (NewLogger), and waiting for a demo to converge (Await).
+// Package demo is the harness every example binary shares, so that each main.go shows only
+// what is particular to its controllers. An example describes itself as a Program (its own
+// flags, its in-memory cluster's content, how to build its controllers, its scripted demo) and
+// calls Main; Run does the rest the same way for every example:
 //
-//	if path := demo.Kubeconfig(kubeconfigFlag); path != "" {
-//		cfg, err := demo.RESTConfig(path) // a real cluster
-//		...
-//	} else {
-//		cluster, err := fakecluster.New(seed...) // the in-memory cluster: cluster.Clientset()
-//		...
-//	}
+//   - the shared flags (--kubeconfig, --workers, --kube-api-qps/--kube-api-burst,
+//     --metrics-addr, --health-addr, the --leader-elect* flags, --feature-gates, --watch,
+//     --timeout, -v), every value checked before anything starts (exit 2 naming the flag);
+//   - the cluster: the one of --kubeconfig or $KUBECONFIG, else an in-memory fakecluster
+//     (~/.kube/config is never read implicitly, so a demo cannot touch a real cluster by
+//     accident);
+//   - one manager.Manager with election, gates, probes and metrics, the program's controllers
+//     on its factory;
+//   - on the in-memory cluster, a simulated kubelet and the scripted demo, exit 0 once every
+//     step converged and 1 when one did not (or the Manager failed: its error, not the demo's).
+//
+//	func main() { demo.Main(program(&options{})) }
+//
+// Kubeconfig, RESTConfig, WriteKubeconfig, NewLogger and Await are the pieces it is built from,
+// for tests of the binaries.
 package demo

@@ -1,0 +1,348 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
+	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
+	"github.com/ctrlkit/ctrlkit/featuregate"
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/leaderelection"
+	"github.com/ctrlkit/ctrlkit/manager"
+)
+
+// Program is what one example binary says about itself. Run does what every example does with
+// it: the flags they share, the cluster (a real one, or the in-memory one), the Manager, the
+// simulated kubelet and the scripted demo. Only Name, Setup and Demo are required.
+type Program struct {
+	// Name is the binary's name: its flag set's and the prefix of its flag errors.
+	Name string
+	// LeaseName is the default of --leader-elect-resource-name; "" means "ctrlkit-" + Name.
+	LeaseName string
+	// Workers is the default of --workers (0 means 2).
+	Workers int
+	// Verbosity is the default of -v.
+	Verbosity int
+	// Features are the binary's feature gates; --feature-gates sets them.
+	Features map[featuregate.Feature]featuregate.FeatureSpec
+	// AddFlags registers the binary's own flags.
+	AddFlags func(fs *pflag.FlagSet)
+	// Complete checks the binary's own flag values after parsing (an error exits 2 before
+	// anything starts) and may change defaults for the in-memory demo.
+	Complete func(fs *pflag.FlagSet, inMemory bool) error
+	// Cluster is the in-memory cluster's content: seed objects and custom resources.
+	Cluster func() (fakecluster.Options, error)
+	// Scheme resolves the kinds of objects events are about; nil means client-go's. A binary
+	// that records events on its custom resources passes a scheme that knows them.
+	Scheme *runtime.Scheme
+	// FactoryOptions configure the Manager's informer factory beyond the dynamic client and the
+	// logger, which it always gets (for example informer.WithNamespace from a flag).
+	FactoryOptions func() []informer.FactoryOption
+	// Setup builds the controllers on env.Manager's factory and adds them to env.Manager.
+	Setup func(ctx context.Context, env *Env) error
+	// Demo walks through the scripted steps on the in-memory cluster; it returns when they
+	// converged (nil) or one did not.
+	Demo func(ctx context.Context, env *Env) error
+	// Kubelet, when set, runs a simulated kubelet next to the in-memory demo.
+	Kubelet *kubelet.Options
+	// RealClusterHint is logged when the binary runs against a real cluster (what to apply).
+	RealClusterHint string
+}
+
+// Env is what Setup and Demo get: the clients, the Manager and the shared flags' values.
+type Env struct {
+	Client   kubernetes.Interface
+	Dynamic  dynamic.Interface
+	Manager  *manager.Manager
+	Gate     *featuregate.Gate
+	Workers  int
+	Timeout  time.Duration
+	InMemory bool
+}
+
+// Step logs what it waits for, waits until cond holds (at most env.Timeout) and logs that it
+// converged: one demo step.
+func (e *Env) Step(ctx context.Context, what string, cond func(context.Context) (bool, error)) error {
+	logger := klog.FromContext(ctx).WithName("demo")
+	logger.Info("Waiting: " + what)
+	start := time.Now()
+	if err := Await(ctx, e.Timeout, what, cond); err != nil {
+		return err
+	}
+	logger.Info("Converged: "+what, "after", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// Settings are the values of the flags every example shares, as Parse checked them.
+type Settings struct {
+	Kubeconfig  string // "" means the in-memory cluster
+	Workers     int
+	QPS         float32
+	Burst       int
+	MetricsAddr string
+	HealthAddr  string
+	Election    leaderelection.Config
+	Gate        *featuregate.Gate
+	Watch       bool
+	Timeout     time.Duration
+	Verbosity   int
+}
+
+// Exit codes of Run.
+const (
+	ExitOK      = 0
+	ExitFailed  = 1 // the controllers failed, or the demo did not converge
+	ExitBadArgs = 2 // a flag was wrong; nothing was started
+)
+
+// Main is func main of an example: Run on os.Args until SIGINT or SIGTERM, then exit with its
+// code.
+func Main(p Program) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Run(ctx, p, os.Args[1:], os.Stdout)
+	stop()
+	os.Exit(code)
+}
+
+// Run is an example's main without os.Exit, so tests can call it: it parses and checks every
+// flag before anything starts (ExitBadArgs with a message naming the flag), then runs the
+// controllers against the cluster of --kubeconfig until ctx ends, or, without one, on the
+// in-memory cluster next to the scripted demo until it converged (ExitOK) or did not
+// (ExitFailed).
+func Run(ctx context.Context, p Program, args []string, out io.Writer) int {
+	s, err := Parse(p, args, out)
+	if errors.Is(err, pflag.ErrHelp) {
+		return ExitOK
+	}
+	if err != nil {
+		fmt.Fprintf(out, "%s: %v\n", p.Name, err)
+		return ExitBadArgs
+	}
+	logger := NewLogger(out, s.Verbosity)
+	ctx = klog.NewContext(ctx, logger)
+	if err := start(ctx, p, s); err != nil {
+		logger.Error(err, "Exiting")
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+// Parse registers the shared and the program's own flags, parses args and checks every value
+// (the program's through Complete): what Run does before anything starts. pflag.ErrHelp means
+// -h was asked for (and the usage was printed to out).
+func Parse(p Program, args []string, out io.Writer) (*Settings, error) {
+	lease := p.LeaseName
+	if lease == "" {
+		lease = "ctrlkit-" + p.Name
+	}
+	s := &Settings{
+		Gate: featuregate.New(),
+		// kube-controller-manager's defaults: elect (standbys stay warm), and hand the Lease
+		// over at once on a clean shutdown instead of after a lease duration.
+		Election: leaderelection.Config{Enabled: true, Name: lease, ReleaseOnCancel: true},
+	}
+	if len(p.Features) > 0 {
+		if err := s.Gate.Add(p.Features); err != nil {
+			return nil, err
+		}
+	}
+	workers := p.Workers
+	if workers == 0 {
+		workers = 2
+	}
+	fs := pflag.NewFlagSet(p.Name, pflag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&s.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; default $KUBECONFIG; neither: run the demo on an in-memory cluster")
+	fs.IntVar(&s.Workers, "workers", workers, "objects reconciled in parallel, per controller")
+	fs.Float32Var(&s.QPS, "kube-api-qps", 20, "QPS to use while talking with the API server (kube-controller-manager's flag and default)")
+	fs.IntVar(&s.Burst, "kube-api-burst", 30, "burst to use while talking with the API server (kube-controller-manager's flag and default)")
+	fs.StringVar(&s.MetricsAddr, "metrics-addr", ":8080", `address of /metrics, host:port ("" disables); the demo picks a free loopback port unless set`)
+	fs.StringVar(&s.HealthAddr, "health-addr", ":8081", `address of /healthz and /readyz, host:port ("" disables); the demo picks a free loopback port unless set`)
+	fs.BoolVar(&s.Watch, "watch", false, "in-memory cluster: keep running after the demo until interrupted")
+	fs.DurationVar(&s.Timeout, "timeout", 30*time.Second, "in-memory cluster: how long each demo step may take to converge")
+	fs.IntVarP(&s.Verbosity, "v", "v", p.Verbosity, "log verbosity")
+	s.Election.AddFlags(fs)
+	if len(p.Features) > 0 {
+		s.Gate.AddFlag(fs)
+	}
+	if p.AddFlags != nil {
+		p.AddFlags(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	s.Gate.Freeze() // nothing may flip a gate once the controllers run
+
+	switch {
+	case fs.NArg() > 0:
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	case s.Workers < 1:
+		return nil, fmt.Errorf("--workers must be at least 1, got %d", s.Workers)
+	case s.Timeout <= 0:
+		return nil, fmt.Errorf("--timeout must be positive, got %v", s.Timeout)
+	case s.QPS <= 0:
+		return nil, fmt.Errorf("--kube-api-qps must be positive, got %v", s.QPS)
+	case s.Burst < 1:
+		return nil, fmt.Errorf("--kube-api-burst must be at least 1, got %d", s.Burst)
+	}
+	for flag, addr := range map[string]string{"--metrics-addr": s.MetricsAddr, "--health-addr": s.HealthAddr} {
+		if err := checkAddr(addr); err != nil {
+			return nil, fmt.Errorf("%s %q: %w", flag, addr, err)
+		}
+	}
+	if s.Election.Enabled {
+		// A typed zero duration is an error here, not a silent default.
+		if err := s.Election.ValidateFlags(); err != nil {
+			return nil, fmt.Errorf("leader election flags: %w", err)
+		}
+	}
+	s.Kubeconfig = Kubeconfig(s.Kubeconfig)
+	inMemory := s.Kubeconfig == ""
+	if inMemory {
+		// The demo must start whatever else listens on :8080 here.
+		if !fs.Changed("metrics-addr") {
+			s.MetricsAddr = "127.0.0.1:0"
+		}
+		if !fs.Changed("health-addr") {
+			s.HealthAddr = "127.0.0.1:0"
+		}
+	}
+	if p.Complete != nil {
+		if err := p.Complete(fs, inMemory); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// checkAddr accepts "" (not served) and host:port with a numeric port, so a typo is a flag
+// error before anything starts rather than a failure to listen after the controllers did.
+func checkAddr(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || (n == 0 && port != "0") {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	return nil
+}
+
+// start builds the clients, the Manager and the controllers, and runs them.
+func start(ctx context.Context, p Program, s *Settings) error {
+	logger := klog.FromContext(ctx)
+	env := &Env{Gate: s.Gate, Workers: s.Workers, Timeout: s.Timeout, InMemory: s.Kubeconfig == ""}
+	if !env.InMemory {
+		cfg, err := RESTConfig(s.Kubeconfig)
+		if err != nil {
+			return err
+		}
+		cfg.QPS, cfg.Burst = s.QPS, s.Burst
+		if env.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+			return err
+		}
+		if env.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+			return err
+		}
+		logger.Info("Running against a cluster", "host", cfg.Host)
+	} else {
+		var opts fakecluster.Options
+		if p.Cluster != nil {
+			var err error
+			if opts, err = p.Cluster(); err != nil {
+				return err
+			}
+		}
+		cluster, err := fakecluster.NewWithOptions(opts)
+		if err != nil {
+			return err
+		}
+		env.Client, env.Dynamic = cluster.Clientset(), cluster.Dynamic()
+		logger.Info("Running the demo on an in-memory cluster")
+	}
+
+	fopts := []informer.FactoryOption{informer.WithDynamicClient(env.Dynamic), informer.WithLogger(logger)}
+	if p.FactoryOptions != nil {
+		fopts = append(fopts, p.FactoryOptions()...)
+	}
+	mopts := manager.Options{
+		Client:          env.Client,
+		FactoryOptions:  fopts,
+		Scheme:          p.Scheme,
+		LeaderElection:  &s.Election,
+		MetricsAddr:     s.MetricsAddr,
+		HealthProbeAddr: s.HealthAddr,
+	}
+	if len(p.Features) > 0 {
+		mopts.FeatureGate = s.Gate
+	}
+	mgr, err := manager.New(mopts)
+	if err != nil {
+		return err
+	}
+	env.Manager = mgr
+	if err := p.Setup(ctx, env); err != nil {
+		return err
+	}
+	if !env.InMemory {
+		if p.RealClusterHint != "" {
+			logger.Info(p.RealClusterHint)
+		}
+		return mgr.Start(ctx) // until interrupted, or the Lease is lost
+	}
+	return runInMemory(ctx, p, s, env)
+}
+
+// runInMemory runs the Manager (and a simulated kubelet) next to the scripted demo, and stops
+// them when the demo ends (or, with --watch, when interrupted).
+func runInMemory(ctx context.Context, p Program, s *Settings, env *Env) error {
+	logger := klog.FromContext(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	kubeletDone := make(chan error, 1)
+	if p.Kubelet != nil {
+		k, err := kubelet.New(env.Client, *p.Kubelet)
+		if err != nil {
+			return err
+		}
+		go func() { kubeletDone <- k.Run(ctx) }()
+	} else {
+		kubeletDone <- nil
+	}
+	mgrDone := make(chan error, 1)
+	go func() {
+		mgrDone <- env.Manager.Start(ctx)
+		cancel() // a Manager that failed ends the demo too
+	}()
+	demoErr := p.Demo(ctx, env)
+	if demoErr == nil && s.Watch {
+		logger.Info("Demo done; watching until interrupted (Ctrl-C)", "metrics", env.Manager.MetricsAddr(), "health", env.Manager.HealthProbeAddr())
+		<-ctx.Done()
+	}
+	cancel()
+	mgrErr, kubeletErr := <-mgrDone, <-kubeletDone
+	if mgrErr != nil && errors.Is(demoErr, context.Canceled) {
+		// The demo only saw its context end because the Manager failed: the Manager's error
+		// is the cause, and the only one worth reporting.
+		demoErr = nil
+	}
+	return errors.Join(mgrErr, demoErr, kubeletErr)
+}

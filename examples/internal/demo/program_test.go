@@ -1,0 +1,92 @@
+package demo_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
+	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
+)
+
+// program is a binary with no controller whose demo waits for a seeded ConfigMap.
+func program(demoRan *bool) demo.Program {
+	return demo.Program{
+		Name: "tiny",
+		Cluster: func() (fakecluster.Options, error) {
+			return fakecluster.Options{Objects: []runtime.Object{
+				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "seed"}},
+			}}, nil
+		},
+		Setup: func(context.Context, *demo.Env) error { return nil },
+		Demo: func(ctx context.Context, env *demo.Env) error {
+			*demoRan = true
+			return env.Step(ctx, "the seed is there", func(ctx context.Context) (bool, error) {
+				_, err := env.Client.CoreV1().ConfigMaps("default").Get(ctx, "seed", metav1.GetOptions{})
+				return err == nil, err
+			})
+		},
+	}
+}
+
+func TestRunConverges(t *testing.T) {
+	t.Setenv(demo.EnvKubeconfig, "")
+	var out bytes.Buffer
+	var ran bool
+	require.Equal(t, demo.ExitOK, demo.Run(context.Background(), program(&ran), []string{"--leader-elect=false"}, &out), out.String())
+	assert.True(t, ran)
+	assert.Contains(t, out.String(), `"Converged: the seed is there"`)
+}
+
+// Bad flags exit 2 before anything starts, with a message naming the flag.
+func TestRunRejectsBadFlagsBeforeStarting(t *testing.T) {
+	t.Setenv(demo.EnvKubeconfig, "")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--metrics-addr=notanaddr"}, `tiny: --metrics-addr "notanaddr": address notanaddr: missing port in address`},
+		{[]string{"--health-addr=127.0.0.1:http"}, `tiny: --health-addr "127.0.0.1:http": port "http" is not a number`},
+		{[]string{"--health-addr=127.0.0.1:70000"}, `port "70000" is not a number from 0 to 65535`},
+		{[]string{"--kube-api-qps=0"}, "--kube-api-qps must be positive"},
+		{[]string{"--kube-api-burst=0"}, "--kube-api-burst must be at least 1"},
+		{[]string{"--workers=0"}, "--workers must be at least 1"},
+		{[]string{"--timeout=0s"}, "--timeout must be positive"},
+		{[]string{"extra"}, `unexpected arguments ["extra"]`},
+		{[]string{"--leader-elect-lease-duration=0s"}, "leader election flags"},
+	} {
+		var out bytes.Buffer
+		var ran bool
+		assert.Equal(t, demo.ExitBadArgs, demo.Run(context.Background(), program(&ran), tc.args, &out), "%v", tc.args)
+		assert.Contains(t, out.String(), tc.want, "%v", tc.args)
+		assert.False(t, ran, "%v: the demo ran", tc.args)
+		assert.NotContains(t, out.String(), "Running the demo", "%v: something started", tc.args)
+	}
+}
+
+// A Manager that cannot serve fails the run (exit 1) with its own error, not the demo's
+// "context canceled" that its failure caused.
+func TestRunReportsTheManagersFailureNotTheDemos(t *testing.T) {
+	t.Setenv(demo.EnvKubeconfig, "")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	p := program(new(bool))
+	p.Demo = func(ctx context.Context, _ *demo.Env) error {
+		<-ctx.Done() // waits for the Manager's failure to end it
+		return ctx.Err()
+	}
+	var out bytes.Buffer
+	assert.Equal(t, demo.ExitFailed, demo.Run(context.Background(), p, []string{"--health-addr=" + ln.Addr().String()}, &out))
+	assert.Contains(t, out.String(), ln.Addr().String())
+	assert.NotContains(t, out.String(), "context canceled")
+	assert.Equal(t, 1, strings.Count(out.String(), `"Exiting"`))
+}
