@@ -5,9 +5,10 @@ import (
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/internal/unstructuredconv"
 )
 
 // ForResource returns the factory's shared informer for a custom resource,
@@ -43,9 +44,10 @@ func ForResource[T Object](f *Factory, gvr schema.GroupVersionResource) (Informe
 		return nil, fmt.Errorf("informer for %s: %w: %s is not a pointer to a struct", gvr.GroupResource(), ErrUnsupportedType, typeName(t))
 	}
 	name := gvr.GroupResource().String()
-	inf, err := lookupOrCreate(f, registryKey{source: sourceDynamic, gvr: gvr}, func() (*sharedInformer[T], error) {
+	key := registryKey{source: sourceDynamic, gvr: gvr}
+	inf, err := lookupOrCreate(f, key, func() (*sharedInformer[T], error) {
 		shared := f.dynamic.ForResource(gvr).Informer()
-		setTransform(f, name, shared, convertTransform[T](f, name))
+		setTransform(f, name, shared, convertTransform[T](f, key, name))
 		return newSharedInformer[T](f, name, gvr, kindFor(gvr), shared)
 	})
 	if err != nil {
@@ -56,31 +58,35 @@ func ForResource[T Object](f *Factory, gvr schema.GroupVersionResource) (Informe
 
 // convertTransform strips managedFields (through the factory transform, while
 // the object is still a map: cheaper, and T never sees them), converts to T
-// and then runs T's own transforms.
-func convertTransform[T Object](f *Factory, name string) cache.TransformFunc {
+// and then runs T's own transforms. The converter is customresource's: it
+// refuses objects of another apiVersion, turns a panic in T's UnmarshalJSON
+// into an error, and names the field that did not fit.
+func convertTransform[T Object](f *Factory, key registryKey, name string) cache.TransformFunc {
+	own := func(obj any) (any, error) { return f.transformFor(key, obj) }
 	if reflect.TypeFor[T]() == reflect.TypeFor[*unstructured.Unstructured]() {
-		return f.transform
+		return own
 	}
-	elem := reflect.TypeFor[T]().Elem()
+	// Cannot fail: ForResource checked that T is a pointer to a struct.
+	conv, err := unstructuredconv.New[T](key.gvr.GroupVersion().WithKind(""))
+	if err != nil {
+		f.report(fmt.Errorf("informer %s: %w", name, err))
+		return own
+	}
 	return func(obj any) (any, error) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
 			// Already converted (client-go passes objects once, but a
 			// transform must be idempotent).
-			return f.transform(obj)
+			return own(obj)
 		}
 		if !f.cfg.keepManagedFields {
 			u.SetManagedFields(nil)
 		}
-		typed, ok := reflect.New(elem).Interface().(T)
-		if !ok {
-			// Unreachable: T is a pointer to elem.
-			return u, nil
-		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), typed); err != nil {
+		typed, err := conv.FromUnstructured(u.UnstructuredContent())
+		if err != nil {
 			f.report(fmt.Errorf("informer %s: convert %s to %s: %w", name, objectKey(u), typeName(reflect.TypeFor[T]()), err))
 			return u, nil
 		}
-		return f.transform(typed)
+		return own(typed)
 	}
 }
