@@ -77,7 +77,7 @@ func randomObjects[T any](t *testing.T, n int, mix func(dst, src *T)) []*T {
 	return out
 }
 
-// checkSharing runs every object through one sharer and checks that each
+// checkSharing runs every object through one Table and checks that each
 // serialises exactly as before and stays apiequality-equal to a copy taken
 // before, then that sharing them all again changes nothing.
 func checkSharing[T any](t *testing.T, objs []*T, deepCopy func(*T) *T) *Table {
