@@ -77,7 +77,8 @@ func WithoutManagedFieldsStripping() FactoryOption {
 // an object from a lister, an index or a handler must not be mutated (call
 // DeepCopy first, which copies shared parts too). Code that breaks this
 // contract corrupts, with sharing, the other objects holding the sub-object
-// it writes to, not only the cache's copy of one object. Note that
+// it writes to, not only the cache's copy of one object. WithMutationDetector
+// (on in controllertest) finds such writes and names the field written. Note that
 // resource.Quantity's AsDec and ToDec rewrite the quantity they are called on:
 // call them on a copy. WithoutSharing keeps one private tree per object, at
 // the memory cost of the objects' duplicated parts.

@@ -22,10 +22,10 @@ type FieldError struct {
 	Expected string
 	// Got describes the value found, e.g. `string "three"`.
 	Got string
-	// Err is the converter's own error (and, for types with their own JSON
-	// decoding, their UnmarshalJSON's).
+	// Err is the converter's own error, which says less.
 	Err error
-	// detail is the UnmarshalJSON error, shown in the message.
+	// detail is what a type with its own JSON decoding said of the value
+	// (resource.Quantity's parse error), shown in the message.
 	detail error
 }
 
