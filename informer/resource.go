@@ -19,8 +19,10 @@ import (
 //
 // Objects are converted from unstructured to T once, as they enter the cache
 // (a transform), so listers and handlers hand out T with no per-read
-// conversion. An object that fails conversion is reported to the factory's
-// error handler with its key and stays in the cache unconverted: handlers
+// conversion, through customresource's converter. An object that fails
+// conversion is reported to the factory's error handler with its key and the
+// field that did not fit (spec.replicas: expected int32, got string "three"),
+// and stays in the cache unconverted: handlers
 // skip it, List leaves it out and Get of its key returns an error matching
 // ErrUnexpectedType, until a later version converts (handlers see that
 // version as an add). Deleting an object whose last version did not convert
