@@ -147,3 +147,30 @@ func FuzzFromUnstructured(f *testing.F) {
 		checkConversion(t, c, obj)
 	})
 }
+
+// A value that does not fit its field is reported with the object, the field, and what the
+// field expected and found: not the converter's bare "unrecognized type: int32".
+func TestConversionErrorNamesTheField(t *testing.T) {
+	c := newClient(t, newFake(t))
+	cases := []struct {
+		obj        map[string]any
+		field, msg string
+	}{
+		{map[string]any{"spec": map[string]any{"replicas": "three"}},
+			"spec.replicas", `spec.replicas: expected int32, got string "three"`},
+		{map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{
+			map[string]any{"name": "web", "ports": []any{map[string]any{"containerPort": "http"}}},
+		}}}}}, "spec.template.spec.containers[0].ports[0].containerPort",
+			`spec.template.spec.containers[0].ports[0].containerPort: expected int32, got string "http"`},
+		{map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"overhead": map[string]any{"cpu": "lots"}}}}},
+			`spec.template.spec.overhead["cpu"]`, `spec.template.spec.overhead["cpu"]: expected resource.Quantity, got string "lots"`},
+	}
+	for _, tc := range cases {
+		tc.obj["metadata"] = map[string]any{"namespace": "default", "name": "web"}
+		_, err := c.FromUnstructured(&unstructured.Unstructured{Object: tc.obj})
+		var convErr *customresource.ConversionError
+		require.ErrorAs(t, err, &convErr)
+		require.Equal(t, tc.field, convErr.Field)
+		require.ErrorContains(t, err, `customresource: cannot convert podsets.v1alpha1.examples.ctrlkit.dev "default/web" to *v1alpha1.PodSet: `+tc.msg)
+	}
+}

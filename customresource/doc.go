@@ -50,7 +50,10 @@
 // which ignores fields T does not have. A field that does not fit (a string where T has
 // an integer), an object of another kind or apiVersion, or a panic inside the converter
 // or a custom UnmarshalJSON is returned as a *ConversionError naming the resource and
-// the object's namespace/name; nothing here panics on a malformed object. Like
+// the object's namespace/name; for a field that does not fit, it also names the field
+// and what it expected and found (spec.replicas: expected int32, got string "three";
+// ConversionError.Field holds the path). Nothing here panics on a malformed object.
+// informer.ForResource converts with the same converter. Like
 // client-go's converter, an integer too large for its Go field wraps instead of
 // failing: give such fields bounds in the CRD schema (format: int32, minimum,
 // maximum) so that the API server refuses them.

@@ -37,6 +37,10 @@ type ConversionError struct {
 	// ToUnstructured is true when a T was being encoded for the API server and false when
 	// an object from the API server was being decoded into a T.
 	ToUnstructured bool
+	// Field is the path of the first field whose value did not fit T, such as
+	// spec.replicas, when the cause is such a value; empty otherwise. Err then says what
+	// the field expected and what it held.
+	Field string
 	// Err is the cause.
 	Err error
 }

@@ -78,10 +78,24 @@
 //   - Quantities inside shared sub-objects have their string form cached
 //     before they are shared, so String only reads. Quantity.AsDec and
 //     ToDec rewrite their receiver: call them on a copy.
+//   - Quantities are compared through their private field layout, checked
+//     at first use: should a future apimachinery change it, quantities and
+//     the sub-objects holding them are left unshared (logged once), and
+//     everything else is shared as before.
 //
 // Sharing relies on the read-only contract above: a write to a cached
 // object can now change other cached objects too. DeepCopy copies the shared
 // parts, so a copy is the caller's own. WithoutSharing turns sharing off.
+// The sharing itself lives in internal/hashcons.
+//
+// # Mutation detector
+//
+// WithMutationDetector fingerprints every object entering the cache and
+// reports, every MutationCheckInterval and on Factory.CheckMutations, each
+// cached object changed in place since, as a *MutationError naming the
+// informer, the object and the first changed field
+// (metadata.labels["app"]). It is client-go's cache mutation detector with
+// the culprit named, and is meant for tests: controllertest turns it on.
 //
 // Testing with k8s.io/client-go/kubernetes/fake: the fake stores objects
 // with the resourceVersion the test gave them, so two versions of an object

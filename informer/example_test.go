@@ -18,6 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/ctrlkit/ctrlkit/informer"
 )
@@ -275,4 +276,39 @@ func ExampleForMetadata() {
 	s, _ := secrets.Lister().Get("default", "db-password")
 	fmt.Println(secrets.Name(), s.Labels["app"])
 	// Output: secrets (metadata) db
+}
+
+// The mutation detector reports a cached object changed in place, naming the
+// object and the field. Tests get it from controllertest; here the check runs
+// on demand.
+func ExampleWithMutationDetector() {
+	client := fake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "default", Name: "web", ResourceVersion: "1", Labels: map[string]string{"app": "web"},
+	}})
+	factory := informer.NewFactory(client,
+		informer.WithMutationDetector(func(err error) { fmt.Println("periodic check:", err) }),
+		// A clock that never ticks, so that only the on-demand check runs here.
+		informer.WithClock(testingclock.NewFakeClock(time.Now())))
+	defer factory.Shutdown()
+	pods, err := informer.For[*corev1.Pod](factory)
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	factory.Start(ctx)
+	if err := factory.WaitForCacheSync(ctx); err != nil {
+		panic(err)
+	}
+
+	pod, err := pods.Lister().Get("default", "web")
+	if err != nil {
+		panic(err)
+	}
+	pod.Labels["app"] = "db" // wrong: DeepCopy first
+	fmt.Println(factory.CheckMutations())
+	fmt.Println(factory.CheckMutations()) // each change is reported once
+	// Output:
+	// informer pods: cached Pod "default/web" was changed in place at metadata.labels["app"] ("web" -> "db"); cached objects are read-only: DeepCopy before changing one
+	// <nil>
 }

@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"sort"
 	"sync"
@@ -15,6 +16,9 @@ import (
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/ctrlkit/ctrlkit/internal/hashcons"
 )
 
 // Factory hands out shared typed informers. It wraps client-go's
@@ -30,7 +34,8 @@ type Factory struct {
 	ctx       context.Context // carries the logger for the error handler
 	logger    klog.Logger
 	hasClient bool
-	sharer    *sharer // nil with WithoutSharing
+	table     *hashcons.Table   // nil with WithoutSharing
+	detector  *mutationDetector // nil without WithMutationDetector
 
 	shared   informers.SharedInformerFactory
 	dynamic  dynamicinformer.DynamicSharedInformerFactory // nil without WithDynamicClient
@@ -87,7 +92,18 @@ func NewFactory(client kubernetes.Interface, opts ...FactoryOption) *Factory {
 	}
 	f.ctx = klog.NewContext(context.Background(), f.logger)
 	if !f.cfg.noSharing {
-		f.sharer = newSharer()
+		f.table = hashcons.New()
+	}
+	if f.cfg.mutationDetector {
+		report := f.cfg.mutationReport
+		if report == nil {
+			report = f.report
+		}
+		clk := f.cfg.clock
+		if clk == nil {
+			clk = clock.RealClock{}
+		}
+		f.detector = newMutationDetector(report, clk)
 	}
 
 	sharedOpts := []informers.SharedInformerOption{
@@ -129,6 +145,9 @@ func (f *Factory) Start(ctx context.Context) {
 	}
 	if f.runCtx == nil {
 		f.runCtx, f.cancel = context.WithCancel(ctx)
+		if f.detector != nil {
+			f.detector.start(f.runCtx)
+		}
 	}
 	f.startLocked()
 }
@@ -161,6 +180,9 @@ func (f *Factory) Shutdown() {
 	}
 	if f.metadata != nil {
 		f.metadata.Shutdown()
+	}
+	if f.detector != nil {
+		f.detector.wait()
 	}
 }
 
@@ -199,6 +221,11 @@ func lookupOrCreate[T Object](f *Factory, key registryKey, create func() (*share
 	if err != nil {
 		return nil, err
 	}
+	if f.detector != nil {
+		if err := f.detector.watch(key, inf.name, inf.gvk.Kind, inf.inf); err != nil {
+			return nil, fmt.Errorf("informer %s: mutation detector: %w", inf.name, err)
+		}
+	}
 	f.informers[key] = inf
 	if f.runCtx != nil && !f.shutdown {
 		f.startLocked()
@@ -218,14 +245,24 @@ func (e *conflictError) Error() string {
 
 func (e *conflictError) Is(target error) bool { return target == ErrUnsupportedType }
 
-// transform is the one TransformFunc of the typed client-go factory: strip
-// managedFields (unless disabled), run the per-type transforms, then share
-// equal sub-objects with other cached objects (unless disabled). Sharing
-// comes last: after it, the object must not be written to.
+// transform is the one TransformFunc of the typed client-go factory.
 func (f *Factory) transform(obj any) (any, error) {
+	return f.transformFor(registryKey{source: sourceTyped}, obj)
+}
+
+// transformFor is the factory's transform for objects entering the cache of
+// informer key (for typed informers, the source alone): strip managedFields
+// (unless disabled), run the per-type transforms, then share equal
+// sub-objects with other cached objects (unless disabled). Sharing comes
+// last: after it, the object must not be written to. The mutation detector,
+// when on, then takes the object's fingerprint.
+func (f *Factory) transformFor(key registryKey, obj any) (any, error) {
 	out, err := f.transformOwn(obj)
-	if f.sharer != nil {
-		f.sharer.share(out)
+	if f.table != nil {
+		f.table.Share(out)
+	}
+	if f.detector != nil {
+		f.detector.track(key, out)
 	}
 	return out, err
 }

@@ -31,9 +31,10 @@ func ForMetadata(f *Factory, gvr schema.GroupVersionResource) (Informer[*metav1.
 		return nil, fmt.Errorf("metadata informer for %s: %w", gvr.GroupResource(), ErrNoMetadataClient)
 	}
 	name := gvr.GroupResource().String() + " (metadata)"
-	inf, err := lookupOrCreate(f, registryKey{source: sourceMetadata, gvr: gvr}, func() (*sharedInformer[*metav1.PartialObjectMetadata], error) {
+	key := registryKey{source: sourceMetadata, gvr: gvr}
+	inf, err := lookupOrCreate(f, key, func() (*sharedInformer[*metav1.PartialObjectMetadata], error) {
 		shared := f.metadata.ForResource(gvr).Informer()
-		setTransform(f, name, shared, f.transform)
+		setTransform(f, name, shared, func(obj any) (any, error) { return f.transformFor(key, obj) })
 		return newSharedInformer[*metav1.PartialObjectMetadata](f, name, gvr, kindFor(gvr), shared)
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // FactoryOption configures NewFactory. Options are applied in order; a later
@@ -33,6 +34,9 @@ type factoryConfig struct {
 	logger            *klog.Logger
 	dynamicClient     dynamic.Interface
 	metadataClient    metadata.Interface
+	mutationDetector  bool
+	mutationReport    func(error)
+	clock             clock.WithTicker
 }
 
 // WithResync sets the default resync period of every informer (0, the
@@ -76,7 +80,8 @@ func WithoutManagedFieldsStripping() FactoryOption {
 // an object from a lister, an index or a handler must not be mutated (call
 // DeepCopy first, which copies shared parts too). Code that breaks this
 // contract corrupts, with sharing, the other objects holding the sub-object
-// it writes to, not only the cache's copy of one object. Note that
+// it writes to, not only the cache's copy of one object. WithMutationDetector
+// (on in controllertest) finds such writes and names the field written. Note that
 // resource.Quantity's AsDec and ToDec rewrite the quantity they are called on:
 // call them on a copy. WithoutSharing keeps one private tree per object, at
 // the memory cost of the objects' duplicated parts.
@@ -162,4 +167,36 @@ func WithDynamicClient(client dynamic.Interface) FactoryOption {
 // owned (started and shut down) by this Factory.
 func WithMetadataClient(client metadata.Interface) FactoryOption {
 	return func(c *factoryConfig) { c.metadataClient = client }
+}
+
+// WithMutationDetector turns on the cache mutation detector, ctrlkit's
+// counterpart of client-go's cache.NewCacheMutationDetector (which
+// KUBE_CACHE_MUTATION_DETECTOR enables). It catches code that changes a cached
+// object in place, which breaks client-go's read-only contract and, with
+// structural sharing, changes every cached object sharing the written part.
+//
+// Each object entering the cache (after every transform and sharing) is
+// fingerprinted and deep-copied. Every MutationCheckInterval, on the clock of
+// WithClock, a goroutine owned by the factory (started by Start, stopped by
+// Shutdown) compares every cached object with its fingerprint and sends a
+// *MutationError, naming the object and the first changed field, to report;
+// Factory.CheckMutations runs the same check on demand. A nil report sends
+// the errors to the factory's error handler. Objects replaced by a newer
+// version or deleted are no longer tracked.
+//
+// The detector doubles the memory of the cache and walks it every interval:
+// it is meant for tests (controllertest turns it on) and for debugging.
+// Without it the factory does no work and keeps nothing for it.
+func WithMutationDetector(report func(error)) FactoryOption {
+	return func(c *factoryConfig) {
+		c.mutationDetector = true
+		c.mutationReport = report
+	}
+}
+
+// WithClock sets the clock of the factory's own timers: the mutation
+// detector's periodic check (WithMutationDetector). The default is
+// clock.RealClock{}. client-go's informers keep their own clocks.
+func WithClock(clk clock.WithTicker) FactoryOption {
+	return func(c *factoryConfig) { c.clock = clk }
 }

@@ -7,9 +7,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/internal/unstructuredconv"
 )
 
 // ForResource returns the factory's shared informer for a custom resource,
@@ -20,8 +21,10 @@ import (
 //
 // Objects are converted from unstructured to T once, as they enter the cache
 // (a transform), so listers and handlers hand out T with no per-read
-// conversion. An object that fails conversion is reported to the factory's
-// error handler with its key and stays in the cache unconverted: handlers
+// conversion, through customresource's converter. An object that fails
+// conversion is reported to the factory's error handler with its key and the
+// field that did not fit (spec.replicas: expected int32, got string "three"),
+// and stays in the cache unconverted: handlers
 // skip it, List leaves it out and Get of its key returns an error matching
 // ErrUnexpectedType, until a later version converts (handlers see that
 // version as an add). Deleting an object whose last version did not convert
@@ -45,9 +48,10 @@ func ForResource[T Object](f *Factory, gvr schema.GroupVersionResource) (Informe
 		return nil, fmt.Errorf("informer for %s: %w: %s is not a pointer to a struct", gvr.GroupResource(), ErrUnsupportedType, typeName(t))
 	}
 	name := gvr.GroupResource().String()
-	inf, err := lookupOrCreate(f, registryKey{source: sourceDynamic, gvr: gvr}, func() (*sharedInformer[T], error) {
+	key := registryKey{source: sourceDynamic, gvr: gvr}
+	inf, err := lookupOrCreate(f, key, func() (*sharedInformer[T], error) {
 		shared := f.dynamic.ForResource(gvr).Informer()
-		setTransform(f, name, shared, convertTransform[T](f, name))
+		setTransform(f, name, shared, convertTransform[T](f, key, name))
 		return newSharedInformer[T](f, name, gvr, kindFor(gvr), shared)
 	})
 	if err != nil {
@@ -63,8 +67,8 @@ const ReasonUndecodable = "Undecodable"
 // reportUndecodable reports a custom resource that failed conversion, each
 // time a version of it passes the transform (once per version, and once more
 // when its delete carries that version): to the error handler, and as an
-// event on the object when the factory has a recorder. The object stays in the cache
-// unconverted and never reaches a typed handler (so never a queue).
+// event on the object when the factory has a recorder. The object stays in the
+// cache unconverted and never reaches a typed handler (so never a queue).
 func (f *Factory) reportUndecodable(u *unstructured.Unstructured, err error) {
 	f.report(err)
 	if f.cfg.recorder != nil {
@@ -74,31 +78,35 @@ func (f *Factory) reportUndecodable(u *unstructured.Unstructured, err error) {
 
 // convertTransform strips managedFields (through the factory transform, while
 // the object is still a map: cheaper, and T never sees them), converts to T
-// and then runs T's own transforms.
-func convertTransform[T Object](f *Factory, name string) cache.TransformFunc {
+// and then runs T's own transforms. The converter is customresource's: it
+// refuses objects of another apiVersion, turns a panic in T's UnmarshalJSON
+// into an error, and names the field that did not fit.
+func convertTransform[T Object](f *Factory, key registryKey, name string) cache.TransformFunc {
+	own := func(obj any) (any, error) { return f.transformFor(key, obj) }
 	if reflect.TypeFor[T]() == reflect.TypeFor[*unstructured.Unstructured]() {
-		return f.transform
+		return own
 	}
-	elem := reflect.TypeFor[T]().Elem()
+	// Cannot fail: ForResource checked that T is a pointer to a struct.
+	conv, err := unstructuredconv.New[T](key.gvr.GroupVersion().WithKind(""))
+	if err != nil {
+		f.report(fmt.Errorf("informer %s: %w", name, err))
+		return own
+	}
 	return func(obj any) (any, error) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
 			// Already converted (client-go passes objects once, but a
 			// transform must be idempotent).
-			return f.transform(obj)
+			return own(obj)
 		}
 		if !f.cfg.keepManagedFields {
 			u.SetManagedFields(nil)
 		}
-		typed, ok := reflect.New(elem).Interface().(T)
-		if !ok {
-			// Unreachable: T is a pointer to elem.
-			return u, nil
-		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), typed); err != nil {
+		typed, err := conv.FromUnstructured(u.UnstructuredContent())
+		if err != nil {
 			f.reportUndecodable(u, fmt.Errorf("informer %s: convert %s to %s: %w", name, objectKey(u), typeName(reflect.TypeFor[T]()), err))
 			return u, nil
 		}
-		return f.transform(typed)
+		return own(typed)
 	}
 }

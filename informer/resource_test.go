@@ -88,6 +88,7 @@ func TestForResourceConvertsOnceOnEntry(t *testing.T) {
 	errs := sink.all()
 	require.NotEmpty(t, errs)
 	assert.ErrorContains(t, errs[0], "informer widgets.example.com: convert a/broken to *github.com/ctrlkit/ctrlkit/informer.widget")
+	assert.ErrorContains(t, errs[0], `spec.size: expected int, got string "not a number"`, "the converter names the field")
 
 	// Live events arrive typed.
 	_, err = dyn.Resource(widgetsGVR).Namespace("a").Create(ctx, unstructuredWidget("a", "big", int64(9)), metav1.CreateOptions{})

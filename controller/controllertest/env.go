@@ -51,9 +51,18 @@ func newEnv(t testing.TB, client kubernetes.Interface, dyn dynamic.Interface) *E
 	logger := ktesting.NewLogger(t, ktesting.DefaultConfig)
 	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), logger))
 	e := &Env{t: t, ctx: ctx, cancel: cancel, client: client, dynamic: dyn}
-	e.factory = informer.NewFactory(client, informer.WithDynamicClient(dyn), informer.WithLogger(logger))
-	// Registered first so it runs last: controllers and informers stop before the clients
-	// (and, for an API server, the processes) they use go away.
+	// Cached objects are read-only, and sharing makes a write to one a write to others: the
+	// mutation detector fails the test, naming the object and field, every second and in a last
+	// check (registered first, so it runs once everything has stopped).
+	e.factory = informer.NewFactory(client, informer.WithDynamicClient(dyn), informer.WithLogger(logger),
+		informer.WithMutationDetector(func(err error) { t.Errorf("controllertest: %v", err) }))
+	t.Cleanup(func() {
+		if err := e.factory.CheckMutations(); err != nil {
+			t.Errorf("controllertest: %v", err)
+		}
+	})
+	// Registered before the rest so it runs after: controllers and informers stop before the
+	// clients (and, for an API server, the processes) they use go away.
 	t.Cleanup(e.shutdown)
 	return e
 }

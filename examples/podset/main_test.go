@@ -51,7 +51,7 @@ func TestRunConvergesOnTheInMemoryCluster(t *testing.T) {
 	require.Equal(t, 0, code, out.String())
 	for _, want := range []string{
 		`"Too few Pods; creating"`, `want=3 have=1`, // the orphan was adopted, two created
-		`convert default/broken`, `unrecognized type`, // the undecodable PodSet is reported by the informer
+		`convert default/broken`, `spec.replicas: expected int32, got string \"three\"`, // reported by the informer, naming the field
 		`reported with an Undecodable event`, // ... and recorded as an event on it
 		`"Too many Pods; deleting"`,
 		`"Nothing replaced it: the controller stopped working on web"`,

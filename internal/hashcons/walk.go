@@ -1,0 +1,452 @@
+package hashcons
+
+import (
+	"hash/maphash"
+	"reflect"
+	"sync/atomic"
+	"unique"
+	"unsafe"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// walk is one Share call: the table and a serial number of the object.
+type walk struct {
+	*Table
+	obj uint64
+}
+
+// Hashing. Collisions cost only a failed comparison.
+
+const (
+	tagNil   = 0x6e696c
+	tagEmpty = 0x656d707479
+	tagIface = 0x6966616365
+)
+
+func mix(h, x uint64) uint64 {
+	h ^= x
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 31
+	h *= 0x94d049bb133111eb
+	return h ^ h>>29
+}
+
+func (t *Table) hashString(str string) uint64 { return maphash.String(t.seed, str) }
+
+func (t *Table) hashRaw(p unsafe.Pointer, size uintptr) uint64 {
+	switch size {
+	case 0:
+		return 0
+	case 1:
+		return uint64(*(*uint8)(p))
+	case 2:
+		return uint64(*(*uint16)(p))
+	case 4:
+		return uint64(*(*uint32)(p))
+	case 8:
+		return *(*uint64)(p)
+	}
+	return maphash.Bytes(t.seed, unsafe.Slice((*byte)(p), size))
+}
+
+func rawEqual(a, b unsafe.Pointer, size uintptr) bool {
+	return unsafe.String((*byte)(a), size) == unsafe.String((*byte)(b), size)
+}
+
+type sliceHeader struct {
+	data     unsafe.Pointer
+	len, cap int
+}
+
+// state is what visit learnt about a value, worst first.
+type state uint8
+
+const (
+	// opaque: the value cannot be compared (a non-nil interface, for
+	// example); it and every node containing it are never shared, though
+	// nodes inside it still are.
+	opaque state = iota
+	// loose: comparable, but some node inside is not canonical (seen for the
+	// first time), so no canonical node can equal it yet.
+	loose
+	// fixed: every node inside is canonical (or nil or empty).
+	fixed
+)
+
+// visit makes the nodes inside the value at p (of plan pl) canonical, in
+// place, and returns the value's content hash and state. The hash depends on
+// content only, not on which nodes are canonical.
+func (w *walk) visit(pl *plan, p unsafe.Pointer) (h uint64, st state) {
+	switch pl.kind {
+	case kindRaw:
+		return w.hashRaw(p, pl.size), fixed
+	case kindString:
+		return w.hashString(*(*string)(p)), fixed
+	case kindStruct:
+		h, st = pl.seed, fixed
+		for i := range pl.fields {
+			f := &pl.fields[i]
+			fh, fst := w.visit(f.pl, unsafe.Add(p, f.off))
+			h = mix(h, fh)
+			st = min(st, fst)
+		}
+		return h, st
+	case kindArray:
+		h, st = pl.seed, fixed
+		for i := range pl.n {
+			eh, est := w.visit(pl.elem, unsafe.Add(p, uintptr(i)*pl.elem.size))
+			h = mix(h, eh)
+			st = min(st, est)
+		}
+		return h, st
+	case kindPointer:
+		return w.pointerNode(pl, p)
+	case kindSlice:
+		return w.sliceNode(pl, p)
+	case kindMap:
+		return w.mapNode(pl, p)
+	case kindIface:
+		if *(*[2]unsafe.Pointer)(p) == [2]unsafe.Pointer{} {
+			return tagIface, fixed
+		}
+		return 0, opaque
+	}
+	return 0, opaque // kindOpaque; chan, func, unsafe.Pointer: never in API types
+}
+
+// equal compares two values of plan pl whose nodes are canonical: scalars
+// and strings by content, nodes by identity. It may answer false for equal
+// content (then nothing is shared), never true for different content.
+func (t *Table) equal(pl *plan, a, b unsafe.Pointer) bool {
+	switch pl.kind {
+	case kindRaw:
+		return rawEqual(a, b, pl.size)
+	case kindString:
+		return *(*string)(a) == *(*string)(b)
+	case kindStruct:
+		for i := range pl.fields {
+			f := &pl.fields[i]
+			if !t.equal(f.pl, unsafe.Add(a, f.off), unsafe.Add(b, f.off)) {
+				return false
+			}
+		}
+		return true
+	case kindArray:
+		for i := range pl.n {
+			off := uintptr(i) * pl.elem.size
+			if !t.equal(pl.elem, unsafe.Add(a, off), unsafe.Add(b, off)) {
+				return false
+			}
+		}
+		return true
+	case kindPointer, kindMap:
+		return *(*unsafe.Pointer)(a) == *(*unsafe.Pointer)(b)
+	case kindSlice:
+		x, y := (*sliceHeader)(a), (*sliceHeader)(b)
+		if x.len != y.len || (x.data == nil) != (y.data == nil) {
+			return false
+		}
+		return x.len == 0 || x.data == y.data
+	case kindIface:
+		return *(*[2]unsafe.Pointer)(a) == [2]unsafe.Pointer{} && *(*[2]unsafe.Pointer)(b) == [2]unsafe.Pointer{}
+	}
+	return false
+}
+
+// nodeEqual compares a canonical node c with a candidate of the node type pl.
+func (t *Table) nodeEqual(pl *plan, n int, c, cand unsafe.Pointer) bool {
+	switch pl.kind {
+	case kindPointer:
+		return t.equal(pl.elem, c, cand)
+	case kindSlice:
+		if pl.elem.kind == kindRaw {
+			return rawEqual(c, cand, uintptr(n)*pl.elem.size)
+		}
+		for i := range n {
+			off := uintptr(i) * pl.elem.size
+			if !t.equal(pl.elem, unsafe.Add(c, off), unsafe.Add(cand, off)) {
+				return false
+			}
+		}
+		return true
+	case kindMap:
+		return t.mapEqual(pl, c, cand)
+	}
+	return false
+}
+
+// internInline interns, on their second sighting, the strings held inline in
+// the value at p (not those inside its nodes, which have their own turn).
+func (w *walk) internInline(pl *plan, p unsafe.Pointer) {
+	if !pl.inlineStrings {
+		return
+	}
+	switch pl.kind {
+	case kindString:
+		sp := (*string)(p)
+		if len(*sp) == 0 {
+			return
+		}
+		if u := w.intern(*sp); unsafe.StringData(u) != unsafe.StringData(*sp) {
+			*sp = u
+		}
+	case kindStruct:
+		for i := range pl.fields {
+			f := &pl.fields[i]
+			w.internInline(f.pl, unsafe.Add(p, f.off))
+		}
+	case kindArray:
+		for i := range pl.n {
+			w.internInline(pl.elem, unsafe.Add(p, uintptr(i)*pl.elem.size))
+		}
+	}
+}
+
+// intern returns the interned copy of str if str was seen before in
+// another object. (A string repeated within one object only, such as the
+// name of a Pod's token volume in the volume and its mount, would cost more
+// in the interning table than it saves.)
+func (w *walk) intern(str string) string {
+	const objBits = 0xff
+	h := (w.hashString(str) ^ 0x737472) & w.mask
+	i := (h >> w.shift) &^ 1
+	recent, older := &w.filter[i], &w.filter[i+1]
+	mine := h&^objBits | w.obj&objBits
+	for _, slot := range []*atomic.Uint64{recent, older} {
+		if old := slot.Load(); old&^objBits == h&^objBits {
+			if old == mine {
+				return str // seen, but only in this object
+			}
+			return unique.Make(str).Value()
+		}
+	}
+	older.Store(recent.Load())
+	recent.Store(mine)
+	return str
+}
+
+// A node is looked up only when every node inside it is canonical (fixed),
+// and admitted only then: a canonical node holds only canonical nodes, so
+// equality by identity finds it again.
+
+func (w *walk) pointerNode(pl *plan, fp unsafe.Pointer) (uint64, state) {
+	p := *(*unsafe.Pointer)(fp)
+	if p == nil {
+		return tagNil, fixed
+	}
+	ep := pl.elem
+	h, st := w.visit(ep, p)
+	if st == opaque {
+		return 0, opaque
+	}
+	h = mix(h, pl.seed)
+	if ep.size == 0 {
+		return h, fixed
+	}
+	if st == fixed {
+		if c := w.lookup(h, pl, 0, p); c != nil {
+			if c != p {
+				*(*unsafe.Pointer)(fp) = c
+			}
+			return h, fixed
+		}
+	}
+	w.internInline(ep, p)
+	if !w.seen(h) || st != fixed {
+		return h, loose
+	}
+	c := allocNode(ep.typ, ep.size, 1)
+	reflect.NewAt(ep.typ, c).Elem().Set(reflect.NewAt(ep.typ, p).Elem())
+	cacheQuantities(ep, c)
+	w.register(h, pl, 0, c)
+	*(*unsafe.Pointer)(fp) = c
+	return h, fixed
+}
+
+func (w *walk) sliceNode(pl *plan, fp unsafe.Pointer) (uint64, state) {
+	hdr := (*sliceHeader)(fp)
+	if hdr.data == nil {
+		return tagNil, fixed
+	}
+	if hdr.len == 0 {
+		return tagEmpty, fixed
+	}
+	ep, n := pl.elem, hdr.len
+	h, st := mix(pl.seed, uint64(n)), fixed
+	if ep.kind == kindRaw {
+		h = mix(h, maphash.Bytes(w.seed, unsafe.Slice((*byte)(hdr.data), uintptr(n)*ep.size)))
+	} else {
+		for i := range n {
+			eh, est := w.visit(ep, unsafe.Add(hdr.data, uintptr(i)*ep.size))
+			h = mix(h, eh)
+			st = min(st, est)
+		}
+	}
+	if st == opaque {
+		return 0, opaque
+	}
+	if ep.size == 0 {
+		return h, fixed
+	}
+	if st == fixed {
+		if c := w.lookup(h, pl, n, hdr.data); c != nil {
+			if c != hdr.data || hdr.cap != n {
+				*hdr = sliceHeader{data: c, len: n, cap: n}
+			}
+			return h, fixed
+		}
+	}
+	for i := range n {
+		w.internInline(ep, unsafe.Add(hdr.data, uintptr(i)*ep.size))
+	}
+	if !w.seen(h) || st != fixed {
+		return h, loose
+	}
+	c := allocNode(ep.typ, ep.size, n)
+	dst := reflect.SliceAt(ep.typ, c, n)
+	reflect.Copy(dst, reflect.NewAt(pl.typ, fp).Elem())
+	for i := range n {
+		cacheQuantities(ep, unsafe.Add(c, uintptr(i)*ep.size))
+	}
+	w.register(h, pl, n, c)
+	*hdr = sliceHeader{data: c, len: n, cap: n}
+	return h, fixed
+}
+
+// Maps. map[~string]~string (labels, annotations, selectors) and
+// map[~string]resource.Quantity (resource lists) have fast paths; other maps
+// whose values hold no nodes go through reflection; the rest are not shared.
+
+// Map values hold no nodes (see shapeOf), so a map is always fixed once
+// hashed.
+func (w *walk) mapNode(pl *plan, fp unsafe.Pointer) (uint64, state) {
+	m := *(*unsafe.Pointer)(fp)
+	if m == nil {
+		return tagNil, fixed
+	}
+	var h uint64
+	n := reflect.NewAt(pl.typ, fp).Elem().Len()
+	if n == 0 {
+		return tagEmpty, fixed
+	}
+	switch pl.mapShape {
+	case mapStrings:
+		for k, v := range *(*map[string]string)(fp) {
+			h += mix(w.hashString(k), w.hashString(v))
+		}
+	case mapQuantities:
+		for k, q := range *(*map[string]resource.Quantity)(fp) {
+			h += mix(w.hashString(k), w.hashQuantity(&q))
+		}
+	case mapGeneric:
+		mv := reflect.NewAt(pl.typ, fp).Elem()
+		kt, vt := reflect.New(pl.key.typ).Elem(), reflect.New(pl.elem.typ).Elem()
+		it := mv.MapRange()
+		for it.Next() {
+			kt.SetIterKey(it)
+			vt.SetIterValue(it)
+			kh, _ := w.visit(pl.key, kt.Addr().UnsafePointer())
+			vh, _ := w.visit(pl.elem, vt.Addr().UnsafePointer())
+			h += mix(kh, vh)
+		}
+	default:
+		return 0, opaque
+	}
+	h = mix(mix(pl.seed, uint64(n)), h)
+	if c := w.lookup(h, pl, 0, m); c != nil {
+		if c != m {
+			*(*unsafe.Pointer)(fp) = c
+		}
+		return h, fixed
+	}
+	if !w.seen(h) {
+		return h, loose
+	}
+	c := w.copyMap(pl, fp, n)
+	w.register(h, pl, 0, c)
+	*(*unsafe.Pointer)(fp) = c
+	return h, fixed
+}
+
+// copyMap returns the map header of a fresh copy of the map at fp, its
+// strings interned and its quantities' strings cached.
+func (w *walk) copyMap(pl *plan, fp unsafe.Pointer, n int) unsafe.Pointer {
+	out := reflect.MakeMapWithSize(pl.typ, n)
+	c := out.UnsafePointer()
+	switch pl.mapShape {
+	case mapStrings:
+		dst := *(*map[string]string)(unsafe.Pointer(&c))
+		for k, v := range *(*map[string]string)(fp) {
+			dst[unique.Make(k).Value()] = w.intern(v)
+		}
+	case mapQuantities:
+		dst := *(*map[string]resource.Quantity)(unsafe.Pointer(&c))
+		for k, q := range *(*map[string]resource.Quantity)(fp) {
+			_ = q.String()
+			dst[unique.Make(k).Value()] = q
+		}
+	default:
+		mv := reflect.NewAt(pl.typ, fp).Elem()
+		it := mv.MapRange()
+		for it.Next() {
+			kt, vt := reflect.New(pl.key.typ).Elem(), reflect.New(pl.elem.typ).Elem()
+			kt.SetIterKey(it)
+			vt.SetIterValue(it)
+			w.internInline(pl.key, kt.Addr().UnsafePointer())
+			w.internInline(pl.elem, vt.Addr().UnsafePointer())
+			cacheQuantities(pl.elem, vt.Addr().UnsafePointer())
+			out.SetMapIndex(kt, vt)
+		}
+	}
+	return c
+}
+
+func (t *Table) mapEqual(pl *plan, c, cand unsafe.Pointer) bool {
+	switch pl.mapShape {
+	case mapStrings:
+		a, b := *(*map[string]string)(unsafe.Pointer(&c)), *(*map[string]string)(unsafe.Pointer(&cand))
+		if len(a) != len(b) {
+			return false
+		}
+		for k, v := range b {
+			if w, ok := a[k]; !ok || w != v {
+				return false
+			}
+		}
+		return true
+	case mapQuantities:
+		a, b := *(*map[string]resource.Quantity)(unsafe.Pointer(&c)), *(*map[string]resource.Quantity)(unsafe.Pointer(&cand))
+		if len(a) != len(b) {
+			return false
+		}
+		for k, v := range b {
+			w, ok := a[k]
+			if !ok || !t.quantityEqual(&w, &v) {
+				return false
+			}
+		}
+		return true
+	case mapGeneric:
+		a, b := reflect.NewAt(pl.typ, unsafe.Pointer(&c)).Elem(), reflect.NewAt(pl.typ, unsafe.Pointer(&cand)).Elem()
+		if a.Len() != b.Len() {
+			return false
+		}
+		kt, vb, va := reflect.New(pl.key.typ).Elem(), reflect.New(pl.elem.typ).Elem(), reflect.New(pl.elem.typ).Elem()
+		it := b.MapRange()
+		for it.Next() {
+			kt.SetIterKey(it)
+			vb.SetIterValue(it)
+			w := a.MapIndex(kt)
+			if !w.IsValid() {
+				return false
+			}
+			va.Set(w)
+			if !t.equal(pl.elem, va.Addr().UnsafePointer(), vb.Addr().UnsafePointer()) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
