@@ -6,15 +6,18 @@
 //   - the shared flags (--kubeconfig, --workers, --kube-api-qps/--kube-api-burst,
 //     --metrics-addr, --health-addr, the --leader-elect* flags, --feature-gates, --watch,
 //     --timeout, -v), every value checked before anything starts (exit 2 naming the flag);
+//
 //   - the cluster: the one of --kubeconfig or $KUBECONFIG, else an in-memory fakecluster
 //     (~/.kube/config is never read implicitly, so a demo cannot touch a real cluster by
 //     accident);
+//
 //   - one manager.Manager with election, gates, probes and metrics, the program's controllers
 //     on its factory;
+//
 //   - on the in-memory cluster, a simulated kubelet and the scripted demo, exit 0 once every
 //     step converged and 1 when one did not (or the Manager failed: its error, not the demo's).
 //
-//	func main() { demo.Main(program(&options{})) }
+//     func main() { demo.Main(program(&options{})) }
 //
 // Kubeconfig, RESTConfig, WriteKubeconfig, NewLogger and Await are the pieces it is built from,
 // for tests of the binaries.
