@@ -112,7 +112,8 @@ type Options struct {
 	// FeatureGate decides whether Runnables with a Feature start. A
 	// Runnable whose gate is off is not started, and the log says so.
 	// Adding a Runnable with a Feature to a Manager without a FeatureGate
-	// is an error.
+	// is an error. A *featuregate.Gate is also exported on /metrics as
+	// kubernetes_feature_enabled{name,stage}.
 	FeatureGate featuregate.Gates
 
 	// HealthProbeAddr is where /healthz and /readyz are served, e.g.
@@ -241,6 +242,13 @@ func New(opts Options) (*Manager, error) {
 	metrics, err := controller.NewMetrics(reg)
 	if err != nil {
 		return nil, err
+	}
+	if g, ok := opts.FeatureGate.(*featuregate.Gate); ok && g != nil {
+		// kubernetes_feature_enabled{name,stage}, as every Kubernetes component exports it.
+		// Registered already (by the caller, on a shared registry) is what we want.
+		if err := featuregate.RegisterMetrics(reg, g); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+			return nil, fmt.Errorf("manager: feature gate metrics: %w", err)
+		}
 	}
 	m.metrics, m.gatherer = metrics, gath
 

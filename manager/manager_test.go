@@ -161,6 +161,9 @@ func TestGatedOffControllerNeverRuns(t *testing.T) {
 	}, 10*time.Second, time.Millisecond)
 	require.NoError(t, stop())
 	assert.Empty(t, off.keys(), "the gated-off controller reconciled")
+	_, body := get(t, m.Handler(), "/metrics")
+	assert.Contains(t, body, `kubernetes_feature_enabled{name="Fancy",stage="ALPHA"} 0`)
+	assert.Contains(t, body, `kubernetes_feature_enabled{name="Stable",stage="BETA"} 1`)
 	var said bool
 	for _, e := range logged(logs) {
 		if strings.Contains(e.Message, "feature gate is disabled") {

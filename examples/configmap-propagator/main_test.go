@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -27,6 +28,8 @@ func TestRunConvergesOnTheInMemoryCluster(t *testing.T) {
 	} {
 		assert.Contains(t, out.String(), want)
 	}
+	// The README promises the bad selector is logged once: namespace events do not bring it back.
+	assert.Equal(t, 1, strings.Count(out.String(), `key="ctrlkit-system/broken"`), out.String())
 }
 
 func TestRunRejectsBadFlags(t *testing.T) {

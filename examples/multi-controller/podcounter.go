@@ -52,7 +52,7 @@ func newPodCounter(f *informer.Factory, client kubernetes.Interface, workers int
 	if pc.pods, err = informer.For[*corev1.Pod](f); err != nil {
 		return nil, err
 	}
-	c, err := controller.New(PodCounterName, controller.Reconciler[controller.Key](pc), controller.Options[controller.Key]{
+	c, err := controller.New(PodCounterName, pc, controller.Options[controller.Key]{
 		Workers: workers,
 		Feature: PodCounter, // the Manager starts it only while the gate is on
 	})

@@ -127,7 +127,7 @@ func NewReplicaSetController(f *informer.Factory, client kubernetes.Interface, o
 	if c.pods, err = informer.For[*corev1.Pod](f); err != nil {
 		return nil, err
 	}
-	c.ctrl, err = controller.New(ControllerName, controller.Reconciler[controller.Key](c), controller.Options[controller.Key]{
+	c.ctrl, err = controller.New(ControllerName, c, controller.Options[controller.Key]{
 		Workers: opts.Workers, RateLimiter: opts.RateLimiter, Clock: opts.Clock,
 	})
 	if err != nil {

@@ -1,7 +1,7 @@
 // Package object holds the one type constraint ctrlkit's typed packages share
 // for Kubernetes objects. Each public package re-exports it under its own
 // name (informer.Object, customresource.Object, ...) as an alias, so one T
-// serves every package and no package on one line of DESIGN.md's import
+// serves every package and no package on one line of the import
 // order has to import another to name it.
 package object
 

@@ -60,7 +60,7 @@ func New(f *informer.Factory, client kubernetes.Interface, opts Options) (*contr
 	if err != nil {
 		return nil, err
 	}
-	c, err := controller.New(Name, controller.Reconciler[controller.Key](p), controller.Options[controller.Key]{Workers: p.opts.Workers})
+	c, err := controller.New(Name, p, controller.Options[controller.Key]{Workers: p.opts.Workers})
 	if err != nil {
 		return nil, err
 	}
@@ -108,13 +108,28 @@ func (p *propagator) sourceOf(cm *corev1.ConfigMap) []controller.Key {
 	return nil
 }
 
+// allSources are the sources a namespace change may concern. A source whose selector does not
+// parse is left out: no namespace can change what it selects, and reconciling it again would
+// only log the same bad input once per namespace event; its own edits still reach it.
 func (p *propagator) allSources() []controller.Key {
 	srcs, _ := p.configMaps.Lister().Namespace(p.opts.SourceNamespace).List(labels.SelectorFromSet(labels.Set{LabelPropagate: "true"}))
 	keys := make([]controller.Key, 0, len(srcs))
 	for _, src := range srcs {
+		if _, err := targetSelector(src); err != nil {
+			continue
+		}
 		keys = append(keys, controller.KeyFromObject(src))
 	}
 	return keys
+}
+
+// targetSelector parses a source's target-namespace selector (DefaultTargets when unset).
+func targetSelector(src *corev1.ConfigMap) (labels.Selector, error) {
+	targets := src.Annotations[AnnotationTargets]
+	if targets == "" {
+		targets = DefaultTargets
+	}
+	return labels.Parse(targets)
 }
 
 // Reconcile makes the copies of one source ConfigMap match it: present and equal in every
@@ -128,11 +143,7 @@ func (p *propagator) Reconcile(ctx context.Context, key controller.Key) (control
 	case err != nil:
 		return controller.Result{}, err
 	case src.Labels[LabelPropagate] == "true":
-		targets := src.Annotations[AnnotationTargets]
-		if targets == "" {
-			targets = DefaultTargets
-		}
-		sel, err := labels.Parse(targets)
+		sel, err := targetSelector(src)
 		if err != nil {
 			// Retrying cannot fix a typo; the next edit of the ConfigMap brings it back here.
 			// Copies stay as they are rather than vanish because of bad input.

@@ -143,7 +143,7 @@ func (s *Server) startEtcdLocked(ctx context.Context) error {
 	})
 }
 
-// apiServerArgs are the flags UPSTREAM.md found to work on loopback, plus:
+// apiServerArgs are the flags known to work on loopback, plus:
 //   - a token file whose one user is in system:masters (cluster admin without RBAC bindings);
 //   - ServiceAccount admission disabled: nothing creates the "default" ServiceAccount without a
 //     kube-controller-manager, and Pods would be refused until a test made one in each namespace;
