@@ -51,9 +51,14 @@
 // the registry has an event recorder (WithEventRecorder), and the controller's error policy
 // retries with backoff until the function succeeds. A function that returns a
 // controller.Terminal error is not retried, and the object stays until something requeues it
-// (or someone removes the finalizer by hand). Functions normally run once per deletion but
-// must be idempotent: a crash, or a Conflict on the patch that removes the finalizer, between
-// the cleanup and the removal makes the function run again.
+// (or someone removes the finalizer by hand).
+//
+// Each function runs once per deletion in the normal course: its finalizer is removed right
+// after it succeeded (one patch per finalizer, rather than one for all at the end, so neither a
+// later failure nor a restart between two cleanups repeats the earlier one), and a cached copy
+// older than such a removal is recognised and skipped (see Finalize). Functions must still be
+// idempotent: a crash, or a Conflict on the patch that removes the finalizer, between the
+// cleanup and the removal makes the function run again.
 //
 // Names follow controller-runtime's pkg/finalizer where users know them (Finalizers, Register,
 // Finalize, Result.Updated). Unlike controller-runtime's, Finalize writes the object itself

@@ -3,12 +3,16 @@ package finalizer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // ReasonFinalizeFailed is the reason of the Warning event recorded when a finalize function
@@ -31,6 +35,19 @@ type Option func(*options)
 
 type options struct {
 	recorder record.EventRecorder
+	clock    clock.PassiveClock
+}
+
+// RemovalMemory is how long Finalizers remembers the finalizers it removed from an object being
+// deleted, to recognise a cached copy older than its own write (see Finalize). It is the time
+// an informer gets to catch up with a write, the same five minutes kube-controller-manager's
+// expectations allow.
+const RemovalMemory = 5 * time.Minute
+
+// WithClock sets the clock that ages the memory of removed finalizers (RemovalMemory). The
+// default is the real clock; tests pass a fake one.
+func WithClock(c clock.PassiveClock) Option {
+	return func(o *options) { o.clock = c }
 }
 
 // WithEventRecorder records a Warning event with reason ReasonFinalizeFailed on the object, naming
@@ -62,6 +79,12 @@ type entry[T Object] struct {
 	fn   Func[T]
 }
 
+// removal is what one Finalizers removed from one object being deleted, and when it last did.
+type removal struct {
+	names []string
+	at    time.Time
+}
+
 // Finalizers is an ordered registry of named finalize functions for objects of kind T. The
 // Reconcile of T's controller calls Finalize first: it keeps the registered finalizers on every
 // live object and, once the object is being deleted, runs their functions in registration
@@ -69,9 +92,13 @@ type entry[T Object] struct {
 // starts; Register and Finalize are safe for concurrent use. The zero value is ready to use,
 // without an event recorder.
 type Finalizers[T Object] struct {
-	mu      sync.RWMutex
+	mu      sync.Mutex
 	entries []entry[T]
 	opts    options
+	// removed remembers, per UID of an object being deleted, the finalizers this registry
+	// removed, for RemovalMemory; pruned is when it last dropped expired records.
+	removed map[types.UID]*removal
+	pruned  time.Time
 }
 
 // New returns an empty registry for objects of kind T.
@@ -114,8 +141,8 @@ func (f *Finalizers[T]) Names() []string {
 	if f == nil {
 		return nil
 	}
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	names := make([]string, len(f.entries))
 	for i, e := range f.entries {
 		names[i] = e.name
@@ -147,6 +174,14 @@ func (f *Finalizers[T]) Names() []string {
 // as well, for the same retry. When the server no longer has the object (NotFound), it is gone:
 // Deleting and Finalized are set and the error is nil.
 //
+// An informer's copy lags behind the registry's own writes: right after a finalizer was removed
+// the cache may still show it, and the Reconcile that the removal's own watch event (or a retry)
+// triggers would run that cleanup again. So the registry remembers, per object UID and for
+// RemovalMemory, which finalizers it removed from an object being deleted (finalizers cannot be
+// added back to it), and a copy that still shows one of them is left alone: Finalize returns
+// Deleting with nothing done and a nil error, and the watch event of the removal requeues the
+// object.
+//
 // The returned object is the server's latest answer, or obj itself when nothing was sent. obj
 // is never modified. Finalizers of others are left alone.
 func (f *Finalizers[T]) Finalize(ctx context.Context, p Patcher[T], obj T) (T, Result, error) {
@@ -156,10 +191,10 @@ func (f *Finalizers[T]) Finalize(ctx context.Context, p Patcher[T], obj T) (T, R
 	if f == nil {
 		return obj, Result{}, fmt.Errorf("finalizer: finalize %s with a nil Finalizers", describe(obj))
 	}
-	f.mu.RLock()
+	f.mu.Lock()
 	entries := f.entries // Register only appends: this prefix never changes.
 	opts := f.opts
-	f.mu.RUnlock()
+	f.mu.Unlock()
 
 	if obj.GetDeletionTimestamp() == nil {
 		var missing []string
@@ -183,6 +218,13 @@ func (f *Finalizers[T]) Finalize(ctx context.Context, p Patcher[T], obj T) (T, R
 
 	logger := klog.FromContext(ctx)
 	res := Result{Deleting: true}
+	if f.stale(obj) {
+		// The cache has not caught up with a removal of ours: running the functions of the
+		// finalizers it still shows would repeat cleanups that succeeded. The watch event of
+		// that removal is on its way and requeues the object.
+		logger.V(2).Info("Skipping finalizers of a cached copy older than our own removal", "object", klog.KObj(obj))
+		return obj, res, nil
+	}
 	cur := obj
 	for _, e := range entries {
 		if !Has(cur, e.name) {
@@ -205,9 +247,65 @@ func (f *Finalizers[T]) Finalize(ctx context.Context, p Patcher[T], obj T) (T, R
 		if err != nil {
 			return cur, res, err
 		}
+		f.remember(obj.GetUID(), e.name)
 		res.Updated = true
 		cur = out
 	}
 	res.Finalized = true
 	return cur, res, nil
+}
+
+func (f *Finalizers[T]) now() time.Time {
+	if f.opts.clock == nil {
+		return time.Now()
+	}
+	return f.opts.clock.Now()
+}
+
+// remember records that name was removed from the object uid, which is being deleted. The API
+// server allows no new finalizer on an object being deleted, so a copy of uid that shows name
+// again can only be older than that removal.
+func (f *Finalizers[T]) remember(uid types.UID, name string) {
+	if uid == "" {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.removed == nil {
+		f.removed = map[types.UID]*removal{}
+	}
+	r := f.removed[uid]
+	if r == nil {
+		r = &removal{}
+		f.removed[uid] = r
+	}
+	r.names = append(r.names, name)
+	r.at = f.now()
+}
+
+// stale reports whether obj still shows a finalizer this registry removed from it: a copy from
+// before that removal. A copy that shows none of them is at least as new as the removals, and
+// an informer never goes back to an older copy, so the record is dropped then. Records of
+// objects that went away are dropped after RemovalMemory.
+func (f *Finalizers[T]) stale(obj T) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.now()
+	if now.Sub(f.pruned) >= RemovalMemory/5 {
+		f.pruned = now
+		for uid, r := range f.removed {
+			if now.Sub(r.at) >= RemovalMemory {
+				delete(f.removed, uid)
+			}
+		}
+	}
+	r := f.removed[obj.GetUID()]
+	if r == nil {
+		return false
+	}
+	if slices.ContainsFunc(r.names, func(n string) bool { return Has(obj, n) }) {
+		return true
+	}
+	delete(f.removed, obj.GetUID())
+	return false
 }

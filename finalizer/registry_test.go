@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/finalizer"
@@ -249,4 +250,56 @@ func TestRegisterWhileFinalizing(t *testing.T) {
 	})
 	wg.Wait()
 	assert.Len(t, f.Names(), 50)
+}
+
+// A cached copy that still shows a finalizer the registry removed (the informer has not seen
+// the removal yet) does not run that cleanup again; after RemovalMemory it is forgotten.
+func TestFinalizeSkipsStaleCopies(t *testing.T) {
+	env := controllertest.NewFake(t, deleting("a", "example.com/first", "example.com/second"))
+	ctx := env.Context()
+	cms := env.Client().CoreV1().ConfigMaps(metav1.NamespaceDefault)
+	var j journal
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	f := finalizer.New[*corev1.ConfigMap](finalizer.WithClock(clk))
+	require.NoError(t, f.Register("example.com/first", j.fn("first", nil)))
+	require.NoError(t, f.Register("example.com/second", j.fn("second", nil)))
+	original, err := cms.Get(ctx, "a", metav1.GetOptions{})
+	require.NoError(t, err)
+
+	_, res, err := f.Finalize(ctx, cms, original)
+	require.NoError(t, err)
+	require.True(t, res.Finalized)
+	require.Equal(t, []string{"first a", "second a"}, j.list())
+	env.ClearActions()
+
+	// What a lagging cache may hand the next Reconcile: the copy before both removals, and the
+	// one between them (first removed, second not yet).
+	between := original.DeepCopy()
+	between.Finalizers = []string{"example.com/second"}
+	for _, stale := range []*corev1.ConfigMap{original, between} {
+		out, res, err := f.Finalize(ctx, cms, stale)
+		require.NoError(t, err)
+		assert.Equal(t, finalizer.Result{Deleting: true}, res, "nothing done, not finalized yet as far as this copy shows")
+		assert.Same(t, stale, out)
+	}
+	assert.Equal(t, []string{"first a", "second a"}, j.list(), "no cleanup ran twice")
+	assert.Zero(t, patches(env))
+
+	// Another object is not affected by the memory.
+	other := deleting("b", "example.com/first")
+	other.UID = "another-uid"
+	other.ResourceVersion = "1"
+	recording := finalizer.PatcherFunc[*corev1.ConfigMap](func(context.Context, string, types.PatchType, []byte, metav1.PatchOptions, ...string) (*corev1.ConfigMap, error) {
+		return deleting("b"), nil
+	})
+	_, res, err = f.Finalize(ctx, recording, other)
+	require.NoError(t, err)
+	assert.True(t, res.Finalized)
+	assert.Equal(t, []string{"first a", "second a", "first b"}, j.list())
+
+	// Past RemovalMemory the record is gone (the cache had ample time to catch up).
+	clk.SetTime(clk.Now().Add(finalizer.RemovalMemory))
+	_, _, err = f.Finalize(ctx, cms, between)
+	assert.True(t, apierrors.IsConflict(err), "the copy is stale on the server too; got %v", err)
+	assert.Equal(t, []string{"first a", "second a", "first b", "second a"}, j.list(), "forgotten: the function ran")
 }
