@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
+	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/finalizer"
 )
 
@@ -256,7 +258,7 @@ func TestPatchCustomResource(t *testing.T) {
 	ctx := env.Context()
 	widgets := env.Dynamic().Resource(gvr).Namespace(metav1.NamespaceDefault)
 	w, err := widgets.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "w"},
+		"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "w"}, "spec": map[string]any{"size": int64(3)},
 	}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
@@ -275,6 +277,31 @@ func TestPatchCustomResource(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, fmt.Sprintf(`{"metadata":{"finalizers":null,"resourceVersion":%q}}`, added.GetResourceVersion()), string(sent))
 	assert.Empty(t, removed.GetFinalizers())
+
+	// customresource.Client for the namespace is a Patcher of the Go type, without an adapter.
+	client, err := customresource.NewClient[*widget](env.Dynamic(), gvr, customresource.WithKind("Widget"))
+	require.NoError(t, err)
+	typed, err := client.Namespace(metav1.NamespaceDefault).Get(ctx, "w", metav1.GetOptions{})
+	require.NoError(t, err)
+	typedAdded, err := finalizer.Add(ctx, client.Namespace(metav1.NamespaceDefault), typed, cleanup)
+	require.NoError(t, err)
+	assert.Equal(t, []string{cleanup}, typedAdded.Finalizers)
+	assert.Equal(t, 3, typedAdded.Spec.Size, "the rest of the object is untouched")
+}
+
+// widget is a custom resource Go type, as a code generator would write it.
+type widget struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              struct {
+		Size int `json:"size"`
+	} `json:"spec"`
+}
+
+func (w *widget) DeepCopyObject() runtime.Object {
+	c := *w
+	w.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	return &c
 }
 
 func TestErrorsUnwrap(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -55,7 +54,11 @@ func WithClock(c clock.PassiveClock) Option {
 // (kubectl describe) when an object does not go away. Without it (the default) failures are only
 // returned and logged by the controller. A manager.Manager gives one with EventRecorderFor.
 func WithEventRecorder(r record.EventRecorder) Option {
-	return func(o *options) { o.recorder = r }
+	return func(o *options) {
+		if !isNil(r) {
+			o.recorder = r
+		}
+	}
 }
 
 // Result says what Finalize did and what the Reconcile should do next.
@@ -64,9 +67,10 @@ type Result struct {
 	// removed finalizers whose functions succeeded. (controller-runtime's Result has the same
 	// field; here the patch is already sent.)
 	Updated bool
-	// Deleting is true when the object is being deleted (it has a deletionTimestamp, or the
-	// server no longer has it). The Reconcile must not do its normal work then (create or
-	// update what the object asks for); it returns.
+	// Deleting is true when the object is being deleted: it has a deletionTimestamp, or it is a
+	// cached copy older than a finalizer removal of this registry (see Finalize). The Reconcile
+	// must not do its normal work then (create or update what the object asks for); it
+	// returns.
 	Deleting bool
 	// Finalized is true when the object is being deleted and none of the registered
 	// finalizers is left on it: every cleanup ran. The API server deletes the object once the
@@ -171,8 +175,10 @@ func (f *Finalizers[T]) Names() []string {
 // and the object stay, and the controller's error policy retries with backoff. A finalizer
 // that is not on the object is skipped (its function runs only for objects that carry it).
 // Finalized is set once none is left. A Conflict or other error of a patch is returned wrapped
-// as well, for the same retry. When the server no longer has the object (NotFound), it is gone:
-// Deleting and Finalized are set and the error is nil.
+// as well, for the same retry. So is NotFound: the object is gone, or p addresses another
+// namespace than obj's; the retry's fresh read from the lister tells which (a Reconcile returns
+// nil for an object its lister no longer has), where treating NotFound as success would hide a
+// misdirected client behind cleanups that never get their finalizers removed.
 //
 // An informer's copy lags behind the registry's own writes: right after a finalizer was removed
 // the cache may still show it, and the Reconcile that the removal's own watch event (or a retry)
@@ -196,6 +202,15 @@ func (f *Finalizers[T]) Finalize(ctx context.Context, p Patcher[T], obj T) (T, R
 	opts := f.opts
 	f.mu.Unlock()
 
+	logger := klog.FromContext(ctx)
+	if f.stale(obj) {
+		// The cache has not caught up with a removal of ours: running the functions of the
+		// finalizers it still shows would repeat cleanups that succeeded (and a live-looking
+		// copy would have the Reconcile recreate what they cleaned up). The watch event of that
+		// removal is on its way and requeues the object.
+		logger.V(2).Info("Skipping a cached copy older than a finalizer removal of ours", "object", klog.KObj(obj))
+		return obj, Result{Deleting: true}, nil
+	}
 	if obj.GetDeletionTimestamp() == nil {
 		var missing []string
 		for _, e := range entries {
@@ -207,24 +222,13 @@ func (f *Finalizers[T]) Finalize(ctx context.Context, p Patcher[T], obj T) (T, R
 			return obj, Result{}, nil
 		}
 		out, err := Add(ctx, p, obj, missing...)
-		if apierrors.IsNotFound(err) {
-			return obj, Result{Deleting: true, Finalized: true}, nil
-		}
 		if err != nil {
 			return obj, Result{}, err
 		}
 		return out, Result{Updated: true}, nil
 	}
 
-	logger := klog.FromContext(ctx)
 	res := Result{Deleting: true}
-	if f.stale(obj) {
-		// The cache has not caught up with a removal of ours: running the functions of the
-		// finalizers it still shows would repeat cleanups that succeeded. The watch event of
-		// that removal is on its way and requeues the object.
-		logger.V(2).Info("Skipping finalizers of a cached copy older than our own removal", "object", klog.KObj(obj))
-		return obj, res, nil
-	}
 	cur := obj
 	for _, e := range entries {
 		if !Has(cur, e.name) {
@@ -239,11 +243,6 @@ func (f *Finalizers[T]) Finalize(ctx context.Context, p Patcher[T], obj T) (T, R
 			return cur, res, fe
 		}
 		out, err := Remove(ctx, p, cur, e.name)
-		if apierrors.IsNotFound(err) {
-			// Someone removed the remaining finalizers and the object went away.
-			res.Finalized = true
-			return cur, res, nil
-		}
 		if err != nil {
 			return cur, res, err
 		}
@@ -284,7 +283,7 @@ func (f *Finalizers[T]) remember(uid types.UID, name string) {
 }
 
 // stale reports whether obj still shows a finalizer this registry removed from it: a copy from
-// before that removal. A copy that shows none of them is at least as new as the removals, and
+// before that removal (with or without a deletionTimestamp). A copy that shows none of them is at least as new as the removals, and
 // an informer never goes back to an older copy, so the record is dropped then. Records of
 // objects that went away are dropped after RemovalMemory.
 func (f *Finalizers[T]) stale(obj T) bool {

@@ -185,8 +185,9 @@ func TestFinalizeFailure(t *testing.T) {
 	assert.Empty(t, recorder.Events, "no event on success")
 }
 
-// A Conflict while removing is returned for the controller to retry; NotFound means the object
-// is gone and there is nothing left to do.
+// Errors of the patches are returned for the controller to retry: a Conflict, NotFound (the
+// object is gone, or the patcher addresses another namespace: the retry's lister read tells),
+// anything else.
 func TestFinalizePatchErrors(t *testing.T) {
 	ctx := context.Background()
 	gr := schema.GroupResource{Resource: "configmaps"}
@@ -206,15 +207,16 @@ func TestFinalizePatchErrors(t *testing.T) {
 	assert.Equal(t, finalizer.Result{Deleting: true}, res)
 
 	out, res, err := f.Finalize(ctx, answer(apierrors.NewNotFound(gr, "a")), cm)
-	require.NoError(t, err)
-	assert.Equal(t, finalizer.Result{Deleting: true, Finalized: true}, res)
+	assert.True(t, apierrors.IsNotFound(err), "got %v", err)
+	assert.Contains(t, err.Error(), "default/a")
+	assert.Equal(t, finalizer.Result{Deleting: true}, res, "not finalized: the finalizer was not removed")
 	assert.Same(t, cm, out)
 
 	live := configMap("b")
 	live.ResourceVersion = "8"
 	_, res, err = f.Finalize(ctx, answer(apierrors.NewNotFound(gr, "b")), live)
-	require.NoError(t, err, "deleted before the finalizer was added: nothing to clean up")
-	assert.Equal(t, finalizer.Result{Deleting: true, Finalized: true}, res)
+	assert.True(t, apierrors.IsNotFound(err), "got %v", err)
+	assert.Equal(t, finalizer.Result{}, res)
 
 	_, _, err = f.Finalize(ctx, answer(apierrors.NewInternalError(errors.New("boom"))), live)
 	assert.True(t, apierrors.IsInternalError(err), "got %v", err)
@@ -224,6 +226,13 @@ func TestFinalizePatchErrors(t *testing.T) {
 	_, _, err = f.Finalize(ctx, answer(nil), nil)
 	assert.ErrorIs(t, err, finalizer.ErrNilObject)
 	assert.Equal(t, []string{"cleanup a", "cleanup a"}, j.list())
+
+	// A typed nil recorder is no recorder, not a panic.
+	var nilRecorder *record.FakeRecorder
+	g := finalizer.New[*corev1.ConfigMap](finalizer.WithEventRecorder(nilRecorder), nil)
+	require.NoError(t, g.Register(cleanup, func(context.Context, *corev1.ConfigMap) error { return errors.New("down") }))
+	_, _, err = g.Finalize(ctx, answer(nil), cm)
+	assert.ErrorContains(t, err, "down")
 }
 
 // Register may run while Finalize does (under -race).
@@ -282,17 +291,24 @@ func TestFinalizeSkipsStaleCopies(t *testing.T) {
 		assert.Equal(t, finalizer.Result{Deleting: true}, res, "nothing done, not finalized yet as far as this copy shows")
 		assert.Same(t, stale, out)
 	}
+	// Even a copy from before the deletion: it must not look alive (the Reconcile would
+	// recreate what the cleanups removed).
+	alive := original.DeepCopy()
+	alive.DeletionTimestamp = nil
+	_, res, err = f.Finalize(ctx, cms, alive)
+	require.NoError(t, err)
+	assert.Equal(t, finalizer.Result{Deleting: true}, res)
 	assert.Equal(t, []string{"first a", "second a"}, j.list(), "no cleanup ran twice")
 	assert.Zero(t, patches(env))
 
 	// Another object is not affected by the memory.
-	other := deleting("b", "example.com/first")
-	other.UID = "another-uid"
-	other.ResourceVersion = "1"
+	b := deleting("b", "example.com/first")
+	b.UID = "another-uid"
+	b.ResourceVersion = "1"
 	recording := finalizer.PatcherFunc[*corev1.ConfigMap](func(context.Context, string, types.PatchType, []byte, metav1.PatchOptions, ...string) (*corev1.ConfigMap, error) {
 		return deleting("b"), nil
 	})
-	_, res, err = f.Finalize(ctx, recording, other)
+	_, res, err = f.Finalize(ctx, recording, b)
 	require.NoError(t, err)
 	assert.True(t, res.Finalized)
 	assert.Equal(t, []string{"first a", "second a", "first b"}, j.list())
