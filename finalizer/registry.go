@@ -23,9 +23,9 @@ const ReasonFinalizeFailed = "FinalizeFailed"
 // and its finalizer is still on it, and until it succeeds: an error keeps the finalizer (and so
 // the object) in place and is returned by Finalize, for the controller to retry with backoff.
 //
-// A Func normally runs once, but it must be idempotent: if the process stops, or the patch
-// removing the finalizer fails (a Conflict with a concurrent write), between the cleanup and
-// the removal, it runs again. obj is the object as Finalize got it, possibly from a cache: read
+// A Func normally runs once per deletion, but it must be idempotent: if the process stops, or
+// the patch removing the finalizer fails (a Conflict with a concurrent write), between the
+// cleanup and the removal, it runs again. obj is the object as Finalize got it, possibly from a cache: read
 // it, do not modify it.
 type Func[T Object] func(ctx context.Context, obj T) error
 
@@ -40,13 +40,18 @@ type options struct {
 // RemovalMemory is how long Finalizers remembers the finalizers it removed from an object being
 // deleted, to recognise a cached copy older than its own write (see Finalize). It is the time
 // an informer gets to catch up with a write, the same five minutes kube-controller-manager's
-// expectations allow.
+// expectations allow. The memory holds a UID and the names removed per object finalized in
+// that time; a record goes earlier when a copy shows the removals.
 const RemovalMemory = 5 * time.Minute
 
 // WithClock sets the clock that ages the memory of removed finalizers (RemovalMemory). The
 // default is the real clock; tests pass a fake one.
 func WithClock(c clock.PassiveClock) Option {
-	return func(o *options) { o.clock = c }
+	return func(o *options) {
+		if !isNil(c) {
+			o.clock = c
+		}
+	}
 }
 
 // WithEventRecorder records a Warning event with reason ReasonFinalizeFailed on the object, naming
