@@ -3,6 +3,7 @@ package finalizer_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -120,15 +121,7 @@ func (x *external) fail(name string, times int) {
 func (x *external) snapshot() (cleanups []string, attempts map[string]int, created map[string]bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return slices.Clone(x.cleanups), maps(x.attempts), maps(x.created)
-}
-
-func maps[V any](m map[string]V) map[string]V {
-	out := make(map[string]V, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
+	return slices.Clone(x.cleanups), maps.Clone(x.attempts), maps.Clone(x.created)
 }
 
 // startFinalizing runs a controller on env whose Reconcile calls Finalize first and otherwise
