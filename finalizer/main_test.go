@@ -1,0 +1,14 @@
+package finalizer_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+)
+
+// The shared API server is stopped before goleak looks, so its connections' goroutines are gone.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(controllertest.WithSharedAPIServer(m))
+}
