@@ -8,22 +8,18 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ctrlkit/ctrlkit/internal/object"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 )
 
 // Object is a pointer to an API object, such as *corev1.ConfigMap, a custom resource's Go type
-// or *unstructured.Unstructured. It has the type set of informer.Object, so any type the
-// informer package serves fits; it is declared here so that finalizer does not depend on
-// informer.
-type Object interface {
-	comparable
-	metav1.Object
-	runtime.Object
-}
+// or *unstructured.Unstructured. It is the same type as informer.Object (ctrlkit's one object
+// constraint), without finalizer depending on informer.
+type Object = object.Object
 
 // Patcher sends a patch to one object of kind T by name. It is the Patch method client-go's
 // typed clients already have, so they are Patchers without an adapter:
