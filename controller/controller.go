@@ -250,14 +250,14 @@ func (c *Controller[K]) Enqueue(key K) { c.EnqueueAfter(key, 0) }
 // kept and handed to the queue when Run starts, still due d after this call.
 func (c *Controller[K]) EnqueueAfter(key K, d time.Duration) {
 	if q := c.q.Load(); q != nil {
-		q.AddAfter(key, d) // d <= 0 adds at once
+		q.addAfter(key, d)
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// Run may have published the queue since the lock-free look.
 	if q := c.q.Load(); q != nil {
-		q.AddAfter(key, d)
+		q.addAfter(key, d)
 		return
 	}
 	if c.stopped {

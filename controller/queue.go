@@ -47,3 +47,13 @@ func (q *runQueue[K]) add(key K, priority *int, after time.Duration, rateLimited
 		q.Add(key)
 	}
 }
+
+// addAfter is Add for d <= 0 (what the queue sees is then the same whether
+// the key came before or after Run started), else AddAfter.
+func (q *runQueue[K]) addAfter(key K, d time.Duration) {
+	if d <= 0 {
+		q.Add(key)
+		return
+	}
+	q.AddAfter(key, d)
+}
