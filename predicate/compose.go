@@ -3,6 +3,7 @@ package predicate
 import (
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/ctrlkit/ctrlkit/informer"
 )
@@ -103,10 +104,11 @@ func (n not[T]) Delete(e DeleteEvent[T]) bool { return n.p != nil && !n.p.Delete
 
 // Validate reports the first mistake in p that would otherwise show only as
 // events silently passing or dropped: a nil predicate (also inside And, Or
-// and Not), a nil Matching function, a nil LabelSelector selector. The error
+// and Not, and a nil pointer of your own predicate type), a nil Matching
+// function, a nil LabelSelector selector. The error
 // matches ErrInvalidPredicate and names the culprit's place, e.g.
 // "invalid predicate: And[1]: Not: nil". controller.Watch validates its
-// predicates with it. Predicates of your own types are valid when non-nil.
+// predicates with it.
 func Validate[T informer.Object](p Predicate[T]) error {
 	if where := invalid(p); where != "" {
 		return fmt.Errorf("%w: %s", ErrInvalidPredicate, where)
@@ -134,6 +136,15 @@ func invalid[T informer.Object](p Predicate[T]) string {
 	case labelSelector[T]:
 		if v.sel == nil {
 			return "LabelSelector: nil selector"
+		}
+	default:
+		// A nil pointer or func of the user's own type: its methods would
+		// likely panic on the informer's goroutine.
+		switch rv := reflect.ValueOf(p); rv.Kind() {
+		case reflect.Pointer, reflect.Func, reflect.Map, reflect.Slice, reflect.Chan, reflect.Interface:
+			if rv.IsNil() {
+				return fmt.Sprintf("nil %T", p)
+			}
 		}
 	}
 	return ""

@@ -283,7 +283,7 @@ func TestValidate(t *testing.T) {
 	yes := constant{true, &asked}
 	for _, p := range []Predicate[cm]{
 		yes, Funcs[cm]{}, GenerationChanged[cm](), LabelSelector[cm](labels.Everything()),
-		And[cm](), Or[cm](yes, Not[cm](yes)), Matching(func(cm) bool { return true }),
+		And[cm](), Or[cm](yes, Not[cm](yes)), Matching(func(cm) bool { return true }), &pointerPredicate{},
 	} {
 		assert.NoError(t, Validate(p))
 	}
@@ -300,3 +300,8 @@ func TestValidate(t *testing.T) {
 		assert.Equal(t, want, err.Error())
 	}
 }
+
+// pointerPredicate is a user's predicate with a pointer receiver.
+type pointerPredicate struct{ Funcs[cm] }
+
+func (p *pointerPredicate) Create(e CreateEvent[cm]) bool { return p.Funcs.Create(e) }
