@@ -100,13 +100,10 @@ func EnqueueControllerOf[T informer.Object](owner schema.GroupVersionKind) func(
 // objects enqueue the Key of their controlling owner when it is of ownerGVK's
 // group and kind, and resync updates are dropped (the owner's own watch
 // resyncs the owner; kube-controller-manager's controllers likewise ignore
-// same-resourceVersion updates of their Pods). It is
-//
-//	controller.Watch(c, inf, controller.EnqueueControllerOf[T](ownerGVK),
-//		controller.WithPredicates(predicate.ResourceVersionChanged[T]()), opts...)
-//
-// named after controller-runtime's builder.Owns. opts add predicates of their
-// own. An ownerGVK without a kind is an error matching ErrInvalidOptions.
+// same-resourceVersion updates of their Pods). It is Watch with the mapping
+// EnqueueControllerOf[T](ownerGVK) and the option
+// WithPredicates(predicate.ResourceVersionChanged[T]()) ahead of opts, which
+// add predicates of their own. The name is controller-runtime's builder.Owns. An ownerGVK without a kind is an error matching ErrInvalidOptions.
 // Objects whose resourceVersion never changes (client-go's plain fake
 // clientset keeps the one a test gave) have every update dropped; ctrlkit's
 // fake cluster stamps a new one on each write.
