@@ -13,7 +13,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/predicate"
 )
 
 func ExampleParseKey() {
@@ -118,4 +120,95 @@ func ExampleWatch() {
 	f.Shutdown()
 	// Output:
 	// reconcile default/web: 1 pod(s) in the cache
+}
+
+// GenerationChanged on the primary type keeps a controller from reconciling
+// its own status writes: the API server bumps generation on spec changes
+// only. The Reconcile below records the generation it acted on in
+// status.observedGeneration; without the predicate each of its status writes
+// would come back as an update event and a reconcile with nothing to do.
+// The in-memory cluster (fakecluster, the one under controllertest.NewFake)
+// bumps generation as an API server does.
+func ExampleWithPredicates() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cluster, _ := fakecluster.New(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: appsv1.DeploymentSpec{Replicas: new(int32(1))}})
+	client := cluster.Clientset()
+	f := informer.NewFactory(client)
+	defer f.Shutdown()
+	deployments, _ := informer.For[*appsv1.Deployment](f)
+
+	wrote := make(chan struct{})
+	r := controller.ReconcilerFunc[controller.Key](func(ctx context.Context, key controller.Key) (controller.Result, error) {
+		d, err := deployments.Lister().Get(key.Namespace, key.Name)
+		if err != nil {
+			return controller.Result{}, nil // deleted
+		}
+		fmt.Printf("reconcile %s: generation %d, observed %d\n", key, d.Generation, d.Status.ObservedGeneration)
+		if d.Status.ObservedGeneration == d.Generation {
+			return controller.Result{}, nil
+		}
+		d = d.DeepCopy() // cached objects are read-only
+		d.Status.ObservedGeneration = d.Generation
+		if _, err := client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+			return controller.Result{}, err
+		}
+		select {
+		case wrote <- struct{}{}:
+		case <-ctx.Done():
+		}
+		return controller.Result{}, nil
+	})
+	c, _ := controller.New("deployments", r, controller.Options[controller.Key]{})
+	_ = controller.Watch(c, deployments, controller.EnqueueObject,
+		controller.WithPredicates(predicate.GenerationChanged[*appsv1.Deployment]()))
+
+	f.Start(ctx)
+	stopped := make(chan error)
+	go func() { stopped <- c.Run(ctx) }()
+	<-wrote // the status write's own event is dropped: no reconcile follows
+
+	// A spec change bumps generation: reconciled.
+	d, _ := client.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{})
+	d.Spec.Replicas = new(int32(3))
+	_, _ = client.AppsV1().Deployments("default").Update(ctx, d, metav1.UpdateOptions{})
+	<-wrote
+	cancel()
+	<-stopped
+	// Output:
+	// reconcile default/web: generation 1, observed 0
+	// reconcile default/web: generation 2, observed 1
+}
+
+// Owns in one line: Pods enqueue the ReplicaSet that controls them, and
+// their resyncs are dropped.
+func ExampleOwns() {
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "rs-uid"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-x7k2p",
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}}}
+	f := informer.NewFactory(fake.NewClientset(pod))
+	pods, _ := informer.For[*corev1.Pod](f)
+
+	seen := make(chan controller.Key, 1)
+	r := controller.ReconcilerFunc[controller.Key](func(ctx context.Context, key controller.Key) (controller.Result, error) {
+		seen <- key
+		return controller.Result{}, nil
+	})
+	c, _ := controller.New("replicaset", r, controller.Options[controller.Key]{})
+	if err := controller.Owns(c, pods, appsv1.SchemeGroupVersion.WithKind("ReplicaSet")); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	f.Start(ctx)
+	stopped := make(chan error)
+	go func() { stopped <- c.Run(ctx) }()
+	fmt.Println("reconcile", <-seen)
+	cancel()
+	<-stopped
+	f.Shutdown()
+	// Output:
+	// reconcile default/web
 }

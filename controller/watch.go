@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/predicate"
 )
 
 // Watch connects inf's events to c's queue: every add, update (both the old
@@ -21,16 +22,33 @@ import (
 // inf's initial list; Run removes it when it returns. Call Watch before Run
 // (after, it returns ErrAlreadyStarted). mapFn must not mutate the object,
 // which is the cache's. For the common mappings use EnqueueObject and
-// EnqueueControllerOf.
+// EnqueueControllerOf (or Owns, which is Watch with EnqueueControllerOf).
+//
+// Options filter the events: WithPredicates drops the events its predicates
+// refuse before mapFn sees them (an update refused enqueues neither the old
+// nor the new key). Without options no filter is added to the event path.
+// A nil predicate is an error matching ErrInvalidOptions and
+// predicate.ErrInvalidPredicate.
 //
 // Watch is a function, not a method, because Go methods cannot have type
 // parameters.
-func Watch[T informer.Object, K comparable](c *Controller[K], inf informer.Informer[T], mapFn func(T) []K) error {
+func Watch[T informer.Object, K comparable](c *Controller[K], inf informer.Informer[T], mapFn func(T) []K, opts ...WatchOption[T]) error {
 	if c == nil {
 		return &OptionsError{Field: "Watch", Reason: "nil controller"}
 	}
 	if inf == nil || mapFn == nil {
 		return &OptionsError{Controller: c.name, Field: "Watch", Reason: "nil informer or mapping function"}
+	}
+	var cfg watchConfig[T]
+	for _, o := range opts {
+		if o != nil {
+			o.applyToWatch(&cfg)
+		}
+	}
+	for i, p := range cfg.predicates {
+		if err := predicate.Validate(p); err != nil {
+			return fmt.Errorf("controller %q: watching %s: %w: predicate %d: %w", c.name, inf.Name(), ErrInvalidOptions, i, err)
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -40,7 +58,7 @@ func Watch[T informer.Object, K comparable](c *Controller[K], inf informer.Infor
 	c.watches = append(c.watches, watch[K]{
 		name: inf.Name(),
 		register: func(q *runQueue[K]) (registration, error) {
-			reg, err := inf.AddHandler(informer.EnqueueMapped(informer.Adder[K](q), mapFn))
+			reg, err := inf.AddHandler(watchHandler(informer.Adder[K](q), mapFn, cfg.predicates))
 			if err != nil {
 				return registration{}, err
 			}
@@ -75,6 +93,99 @@ func EnqueueControllerOf[T informer.Object](owner schema.GroupVersionKind) func(
 			return nil
 		}
 		return []Key{{Namespace: name.Namespace, Name: name.Name}}
+	}
+}
+
+// Owns watches the objects a controller creates and owns: events of inf's
+// objects enqueue the Key of their controlling owner when it is of ownerGVK's
+// group and kind, and resync updates are dropped (the owner's own watch
+// resyncs the owner; kube-controller-manager's controllers likewise ignore
+// same-resourceVersion updates of their Pods). It is Watch with the mapping
+// EnqueueControllerOf[T](ownerGVK) and the option
+// WithPredicates(predicate.ResourceVersionChanged[T]()) ahead of opts, which
+// add predicates of their own. The name is controller-runtime's builder.Owns. An ownerGVK without a kind is an error matching ErrInvalidOptions.
+// Objects whose resourceVersion never changes (client-go's plain fake
+// clientset keeps the one a test gave) have every update dropped; ctrlkit's
+// fake cluster stamps a new one on each write.
+//
+//	controller.Owns(c, pods, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
+func Owns[T informer.Object](c *Controller[Key], inf informer.Informer[T], ownerGVK schema.GroupVersionKind, opts ...WatchOption[T]) error {
+	if ownerGVK.Kind == "" {
+		name := ""
+		if c != nil {
+			name = c.name
+		}
+		return &OptionsError{Controller: name, Field: "Owns", Reason: fmt.Sprintf("owner %q has no kind", ownerGVK.String())}
+	}
+	all := make([]WatchOption[T], 0, len(opts)+1)
+	all = append(all, WithPredicates(predicate.ResourceVersionChanged[T]()))
+	return Watch(c, inf, EnqueueControllerOf[T](ownerGVK), append(all, opts...)...)
+}
+
+// WatchOption configures one Watch or Owns call. It is typed on the watched
+// object, so an option for another type is a compile error.
+type WatchOption[T informer.Object] interface {
+	applyToWatch(*watchConfig[T])
+}
+
+// watchConfig is what the options of one Watch set.
+type watchConfig[T informer.Object] struct {
+	predicates []predicate.Predicate[T]
+}
+
+// WithPredicates filters a watch's events: an event reaches the mapping only
+// when every predicate passes it (several WithPredicates add up, as in
+// controller-runtime's builder). T is inferred from the predicates.
+//
+//	controller.Watch(c, deployments, controller.EnqueueObject,
+//		controller.WithPredicates(predicate.GenerationChanged[*appsv1.Deployment]()))
+func WithPredicates[T informer.Object](ps ...predicate.Predicate[T]) WatchOption[T] {
+	return predicatesOption[T](ps)
+}
+
+type predicatesOption[T informer.Object] []predicate.Predicate[T]
+
+func (p predicatesOption[T]) applyToWatch(cfg *watchConfig[T]) {
+	cfg.predicates = append(cfg.predicates, p...)
+}
+
+// watchHandler is the handler one Watch registers: the mapping into q, behind
+// the predicates when there are any. Without predicates it is the bare
+// mapping, so an unfiltered watch costs nothing extra per event.
+func watchHandler[T informer.Object, K comparable](q informer.Adder[K], mapFn func(T) []K, ps []predicate.Predicate[T]) informer.Handler[T] {
+	h := informer.EnqueueMapped(q, mapFn)
+	switch len(ps) {
+	case 0:
+		return h
+	case 1:
+		return filtered[T]{p: ps[0], h: h}
+	default:
+		return filtered[T]{p: predicate.And(ps...), h: h}
+	}
+}
+
+// filtered passes to h only the events p passes. Filtering before the
+// mapping is what makes a refused update enqueue neither of its keys.
+type filtered[T informer.Object] struct {
+	p predicate.Predicate[T]
+	h informer.Handler[T]
+}
+
+func (f filtered[T]) HandleAdd(obj T, isInitialList bool) {
+	if f.p.Create(predicate.CreateEvent[T]{Object: obj, IsInInitialList: isInitialList}) {
+		f.h.HandleAdd(obj, isInitialList)
+	}
+}
+
+func (f filtered[T]) HandleUpdate(oldObj, newObj T) {
+	if f.p.Update(predicate.UpdateEvent[T]{ObjectOld: oldObj, ObjectNew: newObj}) {
+		f.h.HandleUpdate(oldObj, newObj)
+	}
+}
+
+func (f filtered[T]) HandleDelete(obj T, info informer.DeleteInfo) {
+	if f.p.Delete(predicate.DeleteEvent[T]{Object: obj, DeleteInfo: info}) {
+		f.h.HandleDelete(obj, info)
 	}
 }
 

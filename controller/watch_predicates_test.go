@@ -1,0 +1,272 @@
+package controller_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/predicate"
+)
+
+const waitTimeout = 10 * time.Second
+
+// counter is a Reconciler that counts reconciles per key.
+type counter struct {
+	mu   sync.Mutex
+	seen map[controller.Key]int
+}
+
+func (c *counter) Reconcile(_ context.Context, k controller.Key) (controller.Result, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil {
+		c.seen = map[controller.Key]int{}
+	}
+	c.seen[k]++
+	return controller.Result{}, nil
+}
+
+// counts returns the counts of the named keys, in order.
+func (c *counter) counts(ns string, names ...string) []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]int, len(names))
+	for i, n := range names {
+		out[i] = c.seen[controller.Key{Namespace: ns, Name: n}]
+	}
+	return out
+}
+
+// Four controllers watch one real ConfigMap informer over the fake cluster,
+// mapping each ConfigMap to the key its "target" label names: one without
+// predicates (the witness that every event was delivered), one with
+// GenerationChanged, one with LabelsChanged, one with a LabelSelector.
+// A relabelling (metadata only: no new generation) moves the ConfigMap from
+// key a to key b: GenerationChanged drops it whole, neither a nor b is
+// reconciled; LabelsChanged passes it and both keys are.
+func TestWatchPredicatesOnAnInformer(t *testing.T) {
+	env := controllertest.NewFake(t)
+	ns := env.Namespace()
+	cms, err := informer.For[*corev1.ConfigMap](env.Factory())
+	require.NoError(t, err)
+	byTarget := func(cm *corev1.ConfigMap) []controller.Key {
+		return []controller.Key{{Namespace: cm.Namespace, Name: cm.Labels["target"]}}
+	}
+	type Pred = predicate.Predicate[*corev1.ConfigMap]
+	run := func(name string, ps ...Pred) *counter {
+		r := &counter{}
+		c, err := controller.New(name, controller.Reconciler[controller.Key](r), controller.Options[controller.Key]{})
+		require.NoError(t, err)
+		require.NoError(t, controller.Watch(c, cms, byTarget, controller.WithPredicates(ps...)))
+		env.RunController(env.Context(), c)
+		return r
+	}
+	all := run("all")
+	gen := run("generation", predicate.GenerationChanged[*corev1.ConfigMap]())
+	lbl := run("labels", predicate.LabelsChanged[*corev1.ConfigMap]())
+	sel := run("selector", predicate.LabelSelector[*corev1.ConfigMap](labels.SelectorFromSet(labels.Set{"target": "a"})))
+
+	// step writes, waits until the witness saw the event (so every handler
+	// was handed it) and the controllers are quiet, and checks the counts of
+	// keys a and b.
+	ctx := env.Context()
+	client := env.Client().CoreV1().ConfigMaps(ns)
+	step := func(what string, write func(), witness, wantGen, wantLbl, wantSel []int) {
+		t.Helper()
+		write()
+		require.Eventually(t, func() bool { return assert.ObjectsAreEqual(witness, all.counts(ns, "a", "b")) }, waitTimeout, time.Millisecond,
+			"%s: the unfiltered controller saw %v", what, all.counts(ns, "a", "b"))
+		env.WaitForQuiet(waitTimeout)
+		assert.Equal(t, witness, all.counts(ns, "a", "b"), "%s: no predicate", what)
+		assert.Equal(t, wantGen, gen.counts(ns, "a", "b"), "%s: GenerationChanged", what)
+		assert.Equal(t, wantLbl, lbl.counts(ns, "a", "b"), "%s: LabelsChanged", what)
+		assert.Equal(t, wantSel, sel.counts(ns, "a", "b"), "%s: LabelSelector target=a", what)
+	}
+	get := func() *corev1.ConfigMap {
+		cm, err := client.Get(ctx, "x", metav1.GetOptions{})
+		require.NoError(t, err)
+		return cm
+	}
+	update := func(mod func(*corev1.ConfigMap)) func() {
+		return func() {
+			cm := get()
+			mod(cm)
+			_, err := client.Update(ctx, cm, metav1.UpdateOptions{})
+			require.NoError(t, err)
+		}
+	}
+
+	step("create with target=a", func() {
+		_, err := client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Labels: map[string]string{"target": "a"}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}, []int{1, 0}, []int{1, 0}, []int{1, 0}, []int{1, 0})
+	require.Equal(t, int64(1), get().Generation)
+
+	step("relabel to target=b", update(func(cm *corev1.ConfigMap) { cm.Labels["target"] = "b" }),
+		[]int{2, 1},
+		[]int{1, 0}, // the update is refused whole: neither the old key nor the new one
+		[]int{2, 1}, // passed: both keys
+		[]int{2, 1}) // the old object matched: seen once more, both keys
+	require.Equal(t, int64(1), get().Generation, "labels are metadata: no new generation")
+
+	step("change data", update(func(cm *corev1.ConfigMap) { cm.Data = map[string]string{"k": "v"} }),
+		[]int{2, 2},
+		[]int{1, 1}, // a new generation
+		[]int{2, 1}, // same labels
+		[]int{2, 1}) // neither old nor new matches target=a any more
+	require.Equal(t, int64(2), get().Generation)
+
+	step("delete", func() { require.NoError(t, client.Delete(ctx, "x", metav1.DeleteOptions{})) },
+		[]int{2, 3}, []int{1, 2}, []int{2, 2}, []int{2, 1})
+}
+
+// statusWriter is a Reconciler that records the generation it observed in
+// the Deployment's status, as controllers do, and counts its reconciles.
+type statusWriter struct {
+	deployments informer.Lister[*appsv1.Deployment]
+	client      kubernetes.Interface
+	mu          sync.Mutex
+	reconciles  int
+	writes      int
+}
+
+func (r *statusWriter) Reconcile(ctx context.Context, k controller.Key) (controller.Result, error) {
+	r.mu.Lock()
+	r.reconciles++
+	r.mu.Unlock()
+	d, err := r.deployments.Get(k.Namespace, k.Name)
+	if err != nil {
+		return controller.Result{}, nil // deleted
+	}
+	if d.Status.ObservedGeneration == d.Generation {
+		return controller.Result{}, nil // nothing to do: an echo of our own write
+	}
+	d = d.DeepCopy()
+	d.Status.ObservedGeneration = d.Generation
+	if _, err := r.client.AppsV1().Deployments(k.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+		return controller.Result{}, err
+	}
+	r.mu.Lock()
+	r.writes++
+	r.mu.Unlock()
+	return controller.Result{}, nil
+}
+
+func (r *statusWriter) counts() (reconciles, writes int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reconciles, r.writes
+}
+
+// GenerationChanged on the primary type: the controller's own status write
+// does not reconcile it again, a spec change does. Without the predicate
+// every status write costs one more reconcile that finds nothing to do.
+func TestGenerationChangedSkipsOwnStatusWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		opts           []controller.WatchOption[*appsv1.Deployment]
+		afterCreate    int // reconciles once the create settled
+		afterSpec      int // ... and a spec change
+		afterForeignSt int // ... and someone else's status write
+	}{
+		{"GenerationChanged", []controller.WatchOption[*appsv1.Deployment]{
+			controller.WithPredicates(predicate.GenerationChanged[*appsv1.Deployment]())}, 1, 2, 2},
+		{"no predicate", nil, 2, 4, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := controllertest.NewFake(t)
+			ctx, ns := env.Context(), env.Namespace()
+			deployments, err := informer.For[*appsv1.Deployment](env.Factory())
+			require.NoError(t, err)
+			r := &statusWriter{deployments: deployments.Lister(), client: env.Client()}
+			c, err := controller.New("deployments", controller.Reconciler[controller.Key](r), controller.Options[controller.Key]{})
+			require.NoError(t, err)
+			require.NoError(t, controller.Watch(c, deployments, controller.EnqueueObject, tc.opts...))
+			env.RunController(ctx, c)
+			api := env.Client().AppsV1().Deployments(ns)
+			observed := func(gen int64) func() bool {
+				return func() bool {
+					d, err := deployments.Lister().Get(ns, "web")
+					return err == nil && d.Generation == gen && d.Status.ObservedGeneration == gen
+				}
+			}
+
+			_, err = api.Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+				Spec: appsv1.DeploymentSpec{Replicas: new(int32(1))}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			require.Eventually(t, observed(1), waitTimeout, time.Millisecond)
+			env.WaitForQuiet(waitTimeout)
+			reconciles, writes := r.counts()
+			assert.Equal(t, tc.afterCreate, reconciles, "after create")
+			assert.Equal(t, 1, writes)
+
+			d, err := api.Get(ctx, "web", metav1.GetOptions{})
+			require.NoError(t, err)
+			d.Spec.Replicas = new(int32(3))
+			_, err = api.Update(ctx, d, metav1.UpdateOptions{})
+			require.NoError(t, err)
+			require.Eventually(t, observed(2), waitTimeout, time.Millisecond, "a spec change is reconciled")
+			env.WaitForQuiet(waitTimeout)
+			reconciles, writes = r.counts()
+			assert.Equal(t, tc.afterSpec, reconciles, "after a spec change")
+			assert.Equal(t, 2, writes)
+
+			// The price: a status written by someone else is not seen either.
+			d, err = api.Get(ctx, "web", metav1.GetOptions{})
+			require.NoError(t, err)
+			d.Status.Replicas = 3
+			st, err := api.UpdateStatus(ctx, d, metav1.UpdateOptions{})
+			require.NoError(t, err)
+			require.Eventually(t, func() bool {
+				d, err := deployments.Lister().Get(ns, "web")
+				return err == nil && d.ResourceVersion == st.ResourceVersion
+			}, waitTimeout, time.Millisecond)
+			env.WaitForQuiet(waitTimeout)
+			reconciles, _ = r.counts()
+			assert.Equal(t, tc.afterForeignSt, reconciles, "after a foreign status write")
+		})
+	}
+}
+
+// Owns on the fake cluster: a Pod's status write reaches its ReplicaSet, an
+// orphan reaches nothing.
+func TestOwnsOnAnInformer(t *testing.T) {
+	env := controllertest.NewFake(t)
+	ctx, ns := env.Context(), env.Namespace()
+	pods, err := informer.For[*corev1.Pod](env.Factory())
+	require.NoError(t, err)
+	r := &counter{}
+	c, err := controller.New("replicaset", controller.Reconciler[controller.Key](r), controller.Options[controller.Key]{})
+	require.NoError(t, err)
+	require.NoError(t, controller.Owns(c, pods, appsv1.SchemeGroupVersion.WithKind("ReplicaSet")))
+	env.RunController(ctx, c)
+
+	rs, err := env.Client().AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	pod, err := env.Client().CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0",
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = env.Client().CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orphan"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return r.counts(ns, "web")[0] == 1 }, waitTimeout, time.Millisecond)
+	env.WaitForQuiet(waitTimeout)
+
+	pod.Status.Phase = corev1.PodRunning
+	_, err = env.Client().CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return r.counts(ns, "web")[0] == 2 }, waitTimeout, time.Millisecond)
+	env.WaitForQuiet(waitTimeout)
+	assert.Equal(t, []int{2, 0, 0}, r.counts(ns, "web", "orphan", ""))
+}
