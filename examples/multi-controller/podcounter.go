@@ -36,6 +36,8 @@ var features = map[featuregate.Feature]featuregate.FeatureSpec{
 // podCounter keeps AnnotationPodCount of every Namespace equal to its number of active Pods.
 // Its key is the Namespace (a cluster-scoped Key: Name only).
 type podCounter struct {
+	*controller.Controller[controller.Key] // the worker loop, as in every example
+
 	client     kubernetes.Interface
 	namespaces informer.Informer[*corev1.Namespace]
 	pods       informer.Informer[*corev1.Pod]
@@ -43,7 +45,7 @@ type podCounter struct {
 
 // newPodCounter builds the pod-counter on informers of f. The Namespace informer is the same
 // one the propagator watches: one watch, two controllers.
-func newPodCounter(f *informer.Factory, client kubernetes.Interface, workers int) (*controller.Controller[controller.Key], error) {
+func newPodCounter(f *informer.Factory, client kubernetes.Interface, workers int) (*podCounter, error) {
 	pc := &podCounter{client: client}
 	var err error
 	if pc.namespaces, err = informer.For[*corev1.Namespace](f); err != nil {
@@ -52,20 +54,23 @@ func newPodCounter(f *informer.Factory, client kubernetes.Interface, workers int
 	if pc.pods, err = informer.For[*corev1.Pod](f); err != nil {
 		return nil, err
 	}
-	c, err := controller.New(PodCounterName, pc, controller.Options[controller.Key]{
+	pc.Controller, err = controller.New(PodCounterName, pc, controller.Options[controller.Key]{
 		Workers: workers,
 		Feature: PodCounter, // the Manager starts it only while the gate is on
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := controller.Watch(c, pc.namespaces, controller.EnqueueObject); err != nil {
+	if err := controller.Watch(pc.Controller, pc.namespaces, controller.EnqueueObject); err != nil {
 		return nil, err
 	}
 	// A Pod's event concerns its Namespace's count.
-	return c, controller.Watch(c, pc.pods, func(pod *corev1.Pod) []controller.Key {
+	if err := controller.Watch(pc.Controller, pc.pods, func(pod *corev1.Pod) []controller.Key {
 		return []controller.Key{{Name: pod.GetNamespace()}}
-	})
+	}); err != nil {
+		return nil, err
+	}
+	return pc, nil
 }
 
 func (pc *podCounter) Reconcile(ctx context.Context, key controller.Key) (controller.Result, error) {

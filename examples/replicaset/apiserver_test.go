@@ -43,7 +43,7 @@ func apiEnv(t *testing.T) (*controllertest.Env, kubernetes.Interface, string) {
 	require.NoError(t, err)
 	env.Sync()
 	env.RunController(env.Context(), k)
-	env.RunController(env.Context(), rsc.Controller())
+	env.RunController(env.Context(), rsc)
 	return env, env.Client(), env.Namespace()
 }
 

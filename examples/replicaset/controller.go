@@ -86,6 +86,10 @@ type Options struct {
 //   - Status is computed from the claimed Pods and written with UpdateStatus only when it
 //     changed.
 type ReplicaSetController struct {
+	// The worker loop: a Manager runs a ReplicaSetController as it is, and tests run it with
+	// controllertest or call Reconcile directly.
+	*controller.Controller[controller.Key]
+
 	client kubernetes.Interface
 	rss    informer.Informer[*appsv1.ReplicaSet]
 	pods   informer.Informer[*corev1.Pod]
@@ -94,11 +98,10 @@ type ReplicaSetController struct {
 	burst  int
 	clock  clock.WithTicker
 	logger klog.Logger
-	ctrl   *controller.Controller[controller.Key]
 }
 
 // NewReplicaSetController builds the controller on informers of f and writes through client.
-// Add Controller() to a Manager, or Run it.
+// Add it to a Manager, or Run it.
 func NewReplicaSetController(f *informer.Factory, client kubernetes.Interface, opts Options) (*ReplicaSetController, error) {
 	if opts.Workers == 0 {
 		opts.Workers = 5
@@ -127,7 +130,7 @@ func NewReplicaSetController(f *informer.Factory, client kubernetes.Interface, o
 	if c.pods, err = informer.For[*corev1.Pod](f); err != nil {
 		return nil, err
 	}
-	c.ctrl, err = controller.New(ControllerName, c, controller.Options[controller.Key]{
+	c.Controller, err = controller.New(ControllerName, c, controller.Options[controller.Key]{
 		Workers: opts.Workers, RateLimiter: opts.RateLimiter, Clock: opts.Clock,
 	})
 	if err != nil {
@@ -138,12 +141,12 @@ func NewReplicaSetController(f *informer.Factory, client kubernetes.Interface, o
 	// more than map events to keys (expectations). WaitFor makes Run wait until each has seen
 	// its informer's initial list, as Watch would.
 	rsReg, err := c.rss.AddHandler(informer.HandlerFuncs[*appsv1.ReplicaSet]{
-		OnAdd:    func(rs *appsv1.ReplicaSet, _ bool) { c.ctrl.Enqueue(controller.KeyFromObject(rs)) },
+		OnAdd:    func(rs *appsv1.ReplicaSet, _ bool) { c.Controller.Enqueue(controller.KeyFromObject(rs)) },
 		OnUpdate: c.updateReplicaSet,
 		OnDelete: func(rs *appsv1.ReplicaSet) {
 			key := controller.KeyFromObject(rs)
 			c.exp.DeleteExpectations(key) // a re-created ReplicaSet starts afresh
-			c.ctrl.Enqueue(key)
+			c.Controller.Enqueue(key)
 		},
 	})
 	if err != nil {
@@ -158,13 +161,10 @@ func NewReplicaSetController(f *informer.Factory, client kubernetes.Interface, o
 	if err != nil {
 		return nil, err
 	}
-	c.ctrl.WaitFor(c.rss.Name(), rsReg.HasSynced)
-	c.ctrl.WaitFor(c.pods.Name(), podReg.HasSynced)
+	c.Controller.WaitFor(c.rss.Name(), rsReg.HasSynced)
+	c.Controller.WaitFor(c.pods.Name(), podReg.HasSynced)
 	return c, nil
 }
-
-// Controller is the controller to add to a Manager.
-func (c *ReplicaSetController) Controller() *controller.Controller[controller.Key] { return c.ctrl }
 
 // Expectations exposes the pending creates and deletes, for tests and debugging.
 func (c *ReplicaSetController) Expectations() *expectations.UIDTracking[controller.Key] {
@@ -179,7 +179,7 @@ func (c *ReplicaSetController) updateReplicaSet(old, cur *appsv1.ReplicaSet) {
 	if from, to := ptrOr(old.Spec.Replicas, 1), ptrOr(cur.Spec.Replicas, 1); from != to {
 		c.logger.V(4).Info("ReplicaSet scaled", "replicaSet", klog.KObj(cur), "from", from, "to", to)
 	}
-	c.ctrl.Enqueue(controller.KeyFromObject(cur))
+	c.Controller.Enqueue(controller.KeyFromObject(cur))
 }
 
 // resolveControllerRef returns the ReplicaSet a controller reference points at, or nil when
@@ -234,12 +234,12 @@ func (c *ReplicaSetController) addPod(pod *corev1.Pod) {
 		if rs := c.resolveControllerRef(pod.Namespace, ref); rs != nil {
 			key := controller.KeyFromObject(rs)
 			c.exp.CreationObserved(key)
-			c.ctrl.Enqueue(key)
+			c.Controller.Enqueue(key)
 		}
 		return
 	}
 	for _, rs := range c.matchingReplicaSets(pod) {
-		c.ctrl.Enqueue(controller.KeyFromObject(rs))
+		c.Controller.Enqueue(controller.KeyFromObject(rs))
 	}
 }
 
@@ -259,7 +259,7 @@ func (c *ReplicaSetController) updatePod(old, cur *corev1.Pod) {
 	refChanged := !reflect.DeepEqual(curRef, oldRef)
 	if refChanged && oldRef != nil {
 		if rs := c.resolveControllerRef(old.Namespace, oldRef); rs != nil {
-			c.ctrl.Enqueue(controller.KeyFromObject(rs)) // it lost a Pod
+			c.Controller.Enqueue(controller.KeyFromObject(rs)) // it lost a Pod
 		}
 	}
 	if curRef != nil {
@@ -268,16 +268,16 @@ func (c *ReplicaSetController) updatePod(old, cur *corev1.Pod) {
 			return
 		}
 		key := controller.KeyFromObject(rs)
-		c.ctrl.Enqueue(key)
+		c.Controller.Enqueue(key)
 		if rs.Spec.MinReadySeconds > 0 && !podReady(old) && podReady(cur) {
 			// No event marks the moment the Pod becomes available: look again then.
-			c.ctrl.EnqueueAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second)
+			c.Controller.EnqueueAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second)
 		}
 		return
 	}
 	if labelsChanged || refChanged {
 		for _, rs := range c.matchingReplicaSets(cur) {
-			c.ctrl.Enqueue(controller.KeyFromObject(rs))
+			c.Controller.Enqueue(controller.KeyFromObject(rs))
 		}
 	}
 }
@@ -289,7 +289,7 @@ func (c *ReplicaSetController) deletePod(pod *corev1.Pod) {
 	}
 	key := controller.KeyFromObject(rs)
 	c.exp.DeletionObserved(key, pod.UID)
-	c.ctrl.Enqueue(key)
+	c.Controller.Enqueue(key)
 }
 
 // Reconcile syncs one ReplicaSet: claim its Pods, create or delete the difference to

@@ -88,7 +88,7 @@ func TestAdoptionAndRelease(t *testing.T) {
 	e.waitPodsCached()
 	e.ClearActions()
 
-	e.RunController(e.ctx, e.rsc.Controller())
+	e.RunController(e.ctx, e.rsc)
 	e.WaitForQuiet(quiet)
 
 	assert.Equal(t, rs.UID, metav1.GetControllerOf(e.getPod("orphan")).UID, "a matching orphan is adopted")

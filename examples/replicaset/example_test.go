@@ -20,7 +20,7 @@ func ExampleNewReplicaSetController() {
 	client := cluster.Clientset()
 	mgr, _ := manager.New(manager.Options{Client: client})
 	rsc, _ := NewReplicaSetController(mgr.Factory(), client, Options{})
-	_ = mgr.Add(rsc.Controller())
+	_ = mgr.Add(rsc)
 
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logr.Discard()))
 	done := make(chan error, 1)

@@ -79,7 +79,7 @@ func newTestEnv(t *testing.T, eo envOptions) *testEnv {
 		env.RunController(e.ctx, k)
 	}
 	if !eo.noStart {
-		env.RunController(e.ctx, rsc.Controller())
+		env.RunController(e.ctx, rsc)
 	}
 	return e
 }

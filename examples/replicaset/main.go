@@ -37,7 +37,7 @@ func program() demo.Program {
 				return err
 			}
 			klog.FromContext(ctx).Info("Feature gates", "enabled", env.Gate.Enabled(ReplicaSetSlowStartBatching), "feature", ReplicaSetSlowStartBatching)
-			return env.Manager.Add(rsc.Controller())
+			return env.Manager.Add(rsc)
 		},
 		Demo:    runDemo,
 		Kubelet: &kubelet.Options{StartupDelay: podStartupDelay},

@@ -46,7 +46,11 @@ type Options struct {
 	RetryTakenAfter time.Duration
 }
 
-type propagator struct {
+// Propagator is the controller: it embeds the ctrlkit worker loop, so a Manager runs it as it
+// is, and tests can also call its Reconcile directly.
+type Propagator struct {
+	*controller.Controller[controller.Key]
+
 	client     kubernetes.Interface
 	configMaps informer.Informer[*corev1.ConfigMap]
 	namespaces informer.Informer[*corev1.Namespace]
@@ -55,31 +59,33 @@ type propagator struct {
 
 // New returns the propagator as a controller of source ConfigMap keys, on informers from f
 // (shared with every other controller of f). Add it to a Manager, or Run it.
-func New(f *informer.Factory, client kubernetes.Interface, opts Options) (*controller.Controller[controller.Key], error) {
+func New(f *informer.Factory, client kubernetes.Interface, opts Options) (*Propagator, error) {
 	p, err := newPropagator(f, client, opts)
 	if err != nil {
 		return nil, err
 	}
-	c, err := controller.New(Name, p, controller.Options[controller.Key]{Workers: p.opts.Workers})
-	if err != nil {
+	if p.Controller, err = controller.New(Name, p, controller.Options[controller.Key]{Workers: p.opts.Workers}); err != nil {
 		return nil, err
 	}
 	// A source maps to itself and a copy to its source; a namespace change (labels, a new
 	// namespace) can change the targets of every source.
-	if err := controller.Watch(c, p.configMaps, p.sourceOf); err != nil {
+	if err := controller.Watch(p.Controller, p.configMaps, p.sourceOf); err != nil {
 		return nil, err
 	}
-	return c, controller.Watch(c, p.namespaces, func(*corev1.Namespace) []controller.Key { return p.allSources() })
+	if err := controller.Watch(p.Controller, p.namespaces, func(*corev1.Namespace) []controller.Key { return p.allSources() }); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
-func newPropagator(f *informer.Factory, client kubernetes.Interface, opts Options) (*propagator, error) {
+func newPropagator(f *informer.Factory, client kubernetes.Interface, opts Options) (*Propagator, error) {
 	if opts.SourceNamespace == "" {
 		opts.SourceNamespace = "ctrlkit-system"
 	}
 	if opts.RetryTakenAfter <= 0 {
 		opts.RetryTakenAfter = time.Minute
 	}
-	p := &propagator{client: client, opts: opts}
+	p := &Propagator{client: client, opts: opts}
 	var err error
 	if p.configMaps, err = informer.For[*corev1.ConfigMap](f); err != nil {
 		return nil, err
@@ -98,7 +104,7 @@ func newPropagator(f *informer.Factory, client kubernetes.Interface, opts Option
 	return p, nil
 }
 
-func (p *propagator) sourceOf(cm *corev1.ConfigMap) []controller.Key {
+func (p *Propagator) sourceOf(cm *corev1.ConfigMap) []controller.Key {
 	if cm.Namespace == p.opts.SourceNamespace {
 		return []controller.Key{controller.KeyFromObject(cm)}
 	}
@@ -111,7 +117,7 @@ func (p *propagator) sourceOf(cm *corev1.ConfigMap) []controller.Key {
 // allSources are the sources a namespace change may concern. A source whose selector does not
 // parse is left out: no namespace can change what it selects, and reconciling it again would
 // only log the same bad input once per namespace event; its own edits still reach it.
-func (p *propagator) allSources() []controller.Key {
+func (p *Propagator) allSources() []controller.Key {
 	srcs, _ := p.configMaps.Lister().Namespace(p.opts.SourceNamespace).List(labels.SelectorFromSet(labels.Set{LabelPropagate: "true"}))
 	keys := make([]controller.Key, 0, len(srcs))
 	for _, src := range srcs {
@@ -134,7 +140,7 @@ func targetSelector(src *corev1.ConfigMap) (labels.Selector, error) {
 
 // Reconcile makes the copies of one source ConfigMap match it: present and equal in every
 // target namespace, absent everywhere else.
-func (p *propagator) Reconcile(ctx context.Context, key controller.Key) (controller.Result, error) {
+func (p *Propagator) Reconcile(ctx context.Context, key controller.Key) (controller.Result, error) {
 	logger := klog.FromContext(ctx)
 	want := map[string]bool{} // target namespaces; none when the source is gone or unlabelled
 	src, err := p.configMaps.Lister().Get(key.Namespace, key.Name)
