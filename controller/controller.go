@@ -20,8 +20,18 @@ import (
 
 // DefaultMaxRetries is how many times a failing key is retried (with
 // exponential backoff) before the loop gives up on it, as in
-// kube-controller-manager's controllers.
+// kube-controller-manager's controllers: with the default limiter the 15th
+// retry comes after about 160 s of backoff, and a key that fails that long is
+// usually waiting for a change that will bring its own event (a fixed spec, a
+// created dependency), so dropping it bounds the work spent on hopeless keys.
 const DefaultMaxRetries = 15
+
+// RetryForever, as Options.MaxRetries, retries a failing key until it
+// succeeds (backing off up to the limiter's cap, 1000 s by default), as
+// controller-runtime does by default: right for controllers whose failures
+// are usually transient (an API server or a cloud API briefly unavailable)
+// and that must not depend on another event to try again.
+const RetryForever = -1
 
 // Options configure a Controller. The zero value is valid: one worker, 15
 // retries, client-go's default controller rate limiter, a ctrlkit queue,
@@ -34,9 +44,11 @@ type Options[K comparable] struct {
 
 	// MaxRetries is how many times a key whose Reconcile failed is added back
 	// with backoff before the loop logs the error and forgets it. 0 means
-	// DefaultMaxRetries (15): the first call plus 15 retries is 16 calls.
-	// Negative is an error. To never retry, set NoRetries (or return
-	// Terminal errors, which are never retried whatever MaxRetries says).
+	// DefaultMaxRetries (15, kube-controller-manager's): the first call plus
+	// 15 retries is 16 calls. RetryForever (controller-runtime's default)
+	// never gives up; any other negative value is an error. To never retry,
+	// set NoRetries (or return Terminal errors, which are never retried
+	// whatever MaxRetries says).
 	// The count is the queue's NumRequeues, that is the rate limiter's
 	// per-item count: a limiter without per-item state (a bare bucket)
 	// reports 0 and retries forever.
@@ -173,8 +185,8 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		return bad("Reconciler", "nil")
 	case opts.Workers < 0:
 		return bad("Workers", fmt.Sprintf("%d is negative", opts.Workers))
-	case opts.MaxRetries < 0:
-		return bad("MaxRetries", fmt.Sprintf("%d is negative (set NoRetries to never retry)", opts.MaxRetries))
+	case opts.MaxRetries < 0 && opts.MaxRetries != RetryForever:
+		return bad("MaxRetries", fmt.Sprintf("%d is negative (RetryForever is %d; set NoRetries to never retry)", opts.MaxRetries, RetryForever))
 	case opts.NoRetries && opts.MaxRetries != 0:
 		return bad("MaxRetries", fmt.Sprintf("%d conflicts with NoRetries", opts.MaxRetries))
 	case opts.ReconcileTimeout < 0:
@@ -561,7 +573,7 @@ func (c *Controller[K]) handle(logger klog.Logger, q *runQueue[K], key K, res Re
 		if errors.As(err, &pe) {
 			logger.Error(err, "Observed a panic in Reconcile", "stack", string(pe.Stack))
 		}
-		if n := q.NumRequeues(key); n < c.maxRetries {
+		if n := q.NumRequeues(key); c.maxRetries == RetryForever || n < c.maxRetries {
 			logger.Error(err, "Reconcile failed; retrying with backoff", "retries", n, "maxRetries", c.maxRetries)
 			c.markRetrying(key, true)
 			q.add(key, res.Priority, 0, true)

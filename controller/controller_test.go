@@ -169,6 +169,40 @@ func TestMaxRetriesAndNoRetries(t *testing.T) {
 	}
 }
 
+// RetryForever keeps retrying past DefaultMaxRetries; the key is forgotten
+// (its backoff reset) only when it finally succeeds.
+func TestRetryForever(t *testing.T) {
+	const failures = DefaultMaxRetries + 5
+	clk := testingclock.NewFakeClock(t0)
+	s := newScript(clk, func(n int, _ string) (Result, error) {
+		if n <= failures { // n counts calls from 1
+			return Result{}, errBoom
+		}
+		return Result{}, nil
+	})
+	q := newSpyQueue("forever", clk, workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), nil)
+	c, err := New("forever", Reconciler[string](s), Options[string]{Queue: q, MaxRetries: RetryForever})
+	require.NoError(t, err)
+	ctx, _ := testLogger(t)
+	stop := startController(t, ctx, c)
+	c.Enqueue("k")
+	s.next(t)
+	for range failures {
+		q.waitDelayed(t)
+		clk.Step(time.Minute)
+		s.next(t)
+	}
+	waitIdle(t, c)
+	stop()
+	assert.Len(t, s.Calls(), failures+1)
+	assert.Equal(t, 0, q.NumRequeues("k"), "the success forgot the failures")
+	assert.Zero(t, c.Stats().Retrying)
+
+	_, err = New("bad", Reconciler[string](s), Options[string]{MaxRetries: -2})
+	assert.ErrorIs(t, err, ErrInvalidOptions)
+	assert.ErrorContains(t, err, "RetryForever is -1")
+}
+
 func TestTerminalErrorIsNotRetried(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	s := newScript(clk, func(int, string) (Result, error) {
