@@ -21,7 +21,9 @@
 //     status; generation is bumped when anything outside metadata (and status) changed; every
 //     write gets a new resourceVersion, unique and increasing across all resources, like etcd's
 //     revision;
-//   - delete: UID and resourceVersion preconditions; DeleteCollection with label selectors;
+//   - delete: UID and resourceVersion preconditions; DeleteCollection with label selectors; an
+//     object with finalizers is only marked (deletionTimestamp, once) and goes when an update
+//     removes its last finalizer; no finalizer can be added to an object being deleted;
 //   - pods/binding: assigns a Pending Pod to a node once (spec.nodeName and the PodScheduled
 //     condition), as the scheduler does through the API;
 //   - list and watch: label selectors, and field selectors on any field path (an API server
@@ -32,7 +34,7 @@
 //     informers list again; watch events carry copies that share no memory with the store.
 //
 // What it does not do: validation, defaulting, admission, namespace existence checks, graceful
-// deletion and finalizers (deletes are immediate), garbage collection (deleting an owner leaves
+// deletion periods (a delete without finalizers is immediate), garbage collection (deleting an owner leaves
 // its dependents), server-side apply (refused with BadRequest), watch-list streaming or the scale
 // subresource. Tests that depend on any of that belong on a real API server
 // (controllertest.NewAPIServer).

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -305,10 +307,33 @@ func (c *Cluster) updateLocked(gvr schema.GroupVersionResource, ki kindInfo, ns 
 	}
 	rm, _ := meta.Accessor(result)
 	rm.SetGeneration(gen)
+	if sm.GetDeletionTimestamp() != nil {
+		if added := newFinalizers(sm.GetFinalizers(), rm.GetFinalizers()); len(added) > 0 {
+			return nil, apierrors.NewForbidden(gvr.GroupResource(), m.GetName(),
+				fmt.Errorf("no new finalizers can be added if the object is being deleted, found new finalizers %q", added))
+		}
+	}
 	if err := c.store.putLocked(gvr, result, false); err != nil {
 		return nil, err
 	}
+	if rm.GetDeletionTimestamp() != nil && len(rm.GetFinalizers()) == 0 {
+		// The last finalizer is gone: the deletion completes, as on an API server.
+		if _, err := c.store.deleteLocked(gvr, rm.GetNamespace(), rm.GetName()); err != nil {
+			return nil, err
+		}
+	}
 	return result.DeepCopyObject(), nil
+}
+
+// newFinalizers are the finalizers of next that prev lacks.
+func newFinalizers(prev, next []string) []string {
+	var added []string
+	for _, f := range next {
+		if !slices.Contains(prev, f) {
+			added = append(added, f)
+		}
+	}
+	return added
 }
 
 // copyField sets dst[key] to src[key], or removes it when src has none.
@@ -365,7 +390,8 @@ func generationFields(u map[string]any, ki kindInfo) map[string]any {
 	return c
 }
 
-// delete removes an object at once, after checking the UID and resourceVersion preconditions.
+// delete removes an object (or, when it has finalizers, marks it deleted), after checking the
+// UID and resourceVersion preconditions.
 func (c *Cluster) delete(gvr schema.GroupVersionResource, ns, name string, pre *metav1.Preconditions) error {
 	c.store.mu.Lock()
 	defer c.store.mu.Unlock()
@@ -384,8 +410,27 @@ func (c *Cluster) delete(gvr schema.GroupVersionResource, ns, name string, pre *
 				fmt.Errorf("Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", *pre.ResourceVersion, sm.GetResourceVersion()))
 		}
 	}
-	_, err := c.store.deleteLocked(gvr, ns, name)
-	return err
+	return c.deleteOrMarkLocked(gvr, stored)
+}
+
+// deleteOrMarkLocked deletes stored at once unless it has finalizers: then, as an API server
+// does, it only sets deletionTimestamp (once) and the object goes when an update removes its
+// last finalizer.
+func (c *Cluster) deleteOrMarkLocked(gvr schema.GroupVersionResource, stored runtime.Object) error {
+	sm, _ := meta.Accessor(stored)
+	if len(sm.GetFinalizers()) == 0 {
+		_, err := c.store.deleteLocked(gvr, sm.GetNamespace(), sm.GetName())
+		return err
+	}
+	if sm.GetDeletionTimestamp() != nil {
+		return nil // already being deleted: waiting for its finalizers
+	}
+	marked := stored.DeepCopyObject()
+	mm, _ := meta.Accessor(marked)
+	now := metav1.NewTime(c.clock.Now().Truncate(time.Second))
+	mm.SetDeletionTimestamp(&now)
+	mm.SetDeletionGracePeriodSeconds(new(int64))
+	return c.store.putLocked(gvr, marked, false)
 }
 
 func (c *Cluster) deleteCollection(gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions) error {
@@ -403,8 +448,7 @@ func (c *Cluster) deleteCollection(gvr schema.GroupVersionResource, ns string, o
 	}
 	sortObjects(doomed)
 	for _, obj := range doomed {
-		m, _ := meta.Accessor(obj)
-		if _, err := c.store.deleteLocked(gvr, m.GetNamespace(), m.GetName()); err != nil {
+		if err := c.deleteOrMarkLocked(gvr, obj); err != nil {
 			return err
 		}
 	}
