@@ -303,4 +303,3 @@ func patchBodies(t *testing.T, env *controllertest.FakeEnv) []string {
 	}
 	return out
 }
-
