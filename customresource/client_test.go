@@ -430,3 +430,35 @@ func TestErrorsFromTheServerPassThrough(t *testing.T) {
 	require.True(t, apierrors.IsForbidden(err))
 	require.True(t, apierrors.IsForbidden(podsets.Delete(ctx, "default", "web", metav1.DeleteOptions{})))
 }
+
+// Namespace mistakes on a namespaced resource are refused before any request, naming the
+// object and the resource.
+func TestNamespaceRulesAreCheckedBeforeAnyRequest(t *testing.T) {
+	ctx := context.Background()
+	dyn := newFake(t)
+	podsets := newClient(t, dyn)
+	require.True(t, podsets.Namespaced())
+
+	_, err := podsets.Get(ctx, "", "web", metav1.GetOptions{})
+	require.ErrorIs(t, err, customresource.ErrInvalidInput)
+	require.EqualError(t, err, `customresource: get podsets.v1alpha1.examples.ctrlkit.dev "web": the resource is namespaced and no namespace was given (use ClusterScoped for a cluster-scoped resource): invalid input`)
+	_, err = podsets.Create(ctx, podSet("", "web", 1), metav1.CreateOptions{})
+	require.ErrorIs(t, err, customresource.ErrInvalidInput)
+	_, err = podsets.Update(ctx, podSet("", "web", 1), metav1.UpdateOptions{})
+	require.ErrorIs(t, err, customresource.ErrInvalidInput)
+	_, err = podsets.UpdateStatus(ctx, podSet("", "web", 1), metav1.UpdateOptions{})
+	require.ErrorIs(t, err, customresource.ErrInvalidInput)
+	_, err = podsets.Apply(ctx, podSet("", "web", 1), metav1.ApplyOptions{FieldManager: "m"})
+	require.ErrorIs(t, err, customresource.ErrInvalidInput)
+	_, err = podsets.Patch(ctx, "", "web", types.MergePatchType, []byte(`{}`), metav1.PatchOptions{})
+	require.ErrorIs(t, err, customresource.ErrInvalidInput)
+	require.ErrorIs(t, podsets.Delete(ctx, "", "web", metav1.DeleteOptions{}), customresource.ErrInvalidInput)
+	_, err = podsets.Get(ctx, "default", "", metav1.GetOptions{})
+	require.ErrorContains(t, err, "no name given")
+	require.Empty(t, dyn.Actions())
+
+	// List, Watch and DeleteCollection take "" for all namespaces.
+	_, err = podsets.List(ctx, "", metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Empty(t, lastAction(t, dyn).GetNamespace())
+}

@@ -208,3 +208,15 @@ func ExampleEnsureCRDFromYAML() {
 	// create customresourcedefinitions
 	// get customresourcedefinitions
 }
+
+// A cluster-scoped custom resource is declared with ClusterScoped; its calls take no
+// namespace.
+func ExampleClusterScoped() {
+	podsets, _ := customresource.NewClient[*v1alpha1.PodSet](exampleFake(), v1alpha1.GVR, customresource.ClusterScoped())
+	fmt.Println(podsets.Namespaced())
+	_, err := podsets.Get(context.Background(), "default", "web", metav1.GetOptions{})
+	fmt.Println(err)
+	// Output:
+	// false
+	// customresource: get podsets.v1alpha1.examples.ctrlkit.dev "default/web": the resource is cluster-scoped and takes no namespace: invalid input
+}
