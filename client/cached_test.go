@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/ctrlkit/ctrlkit/client"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
@@ -105,3 +106,15 @@ func TestCachedWithAPlainLister(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"default/a"}, names(list.Items))
 }
+
+// podLister serves one Pod.
+type podLister struct{ pod *corev1.Pod }
+
+func (l podLister) Get(namespace, name string) (*corev1.Pod, error) {
+	if l.pod.Namespace != namespace || l.pod.Name != name {
+		return nil, apierrors.NewNotFound(corev1.Resource("pods"), name)
+	}
+	return l.pod, nil
+}
+
+func (l podLister) List(labels.Selector) ([]*corev1.Pod, error) { return []*corev1.Pod{l.pod}, nil }
