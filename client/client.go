@@ -36,6 +36,9 @@ type List[T Object] = typedlist.List[T]
 // cluster-scoped resource takes none. A call that breaks these rules fails before any request
 // with an error naming the object and the resource.
 //
+// Objects a Client returns are the caller's to change (For's and customresource's decode
+// fresh ones, NewCached's are copies); the helpers rely on that.
+//
 // Errors from the API server come back unwrapped, as client-go returns them: test them with
 // k8s.io/apimachinery/pkg/api/errors (apierrors.IsNotFound, IsConflict, ...).
 type Client[T Object] interface {

@@ -42,7 +42,11 @@ func For[T Object](cs kubernetes.Interface) (Client[T], error) {
 	if isNilValue(gc) {
 		return nil, fmt.Errorf("client: for %s: clientset %T returned a nil %s client: %w", t, cs, b.groupMethod, ErrInvalidInput)
 	}
-	c := &typed[T]{b: b, getter: gc.MethodByName(b.resourceMethod)}
+	getter := gc.MethodByName(b.resourceMethod)
+	if !getter.IsValid() {
+		return nil, fmt.Errorf("client: for %s: %s client %T has no %s method: %w", t, b.groupMethod, gc.Interface(), b.resourceMethod, ErrUnsupportedType)
+	}
+	c := &typed[T]{b: b, getter: getter}
 	if !b.namespaced {
 		rc, list, err := c.resource("")
 		if err != nil {
