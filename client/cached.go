@@ -28,7 +28,9 @@ type namespaceLister[T Object] interface {
 // NewCached returns a Client whose Get and List read lister (no API request) and whose writes
 // (Create, Update, UpdateStatus, Patch, Apply, Delete) go to c. Hand CreateOrUpdate a cached
 // client and its Get costs nothing; the write it makes still carries the cached
-// resourceVersion, so a stale cache yields a Conflict, never a lost update.
+// resourceVersion, so a stale cache yields a Conflict, never a lost update. A cache that has
+// not yet seen an object answers NotFound: CreateOrUpdate then tries a create, which fails
+// with AlreadyExists; requeue and the next read finds it.
 //
 // Get and List return deep copies of the cached objects: what a Client returns is the
 // caller's to change, so code written against an uncached Client (mutate, then Update) is
