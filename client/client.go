@@ -58,7 +58,9 @@ type Client[T Object] interface {
 	Patch(ctx context.Context, namespace, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
 	// Apply sends obj as a server-side apply configuration owned by opts.FieldManager
 	// (required): every field obj sets is claimed by that manager. opts.Force takes fields
-	// owned by other managers instead of failing with a Conflict.
+	// owned by other managers instead of failing with a Conflict. Fields nil in obj are
+	// left out, but a Go field without omitempty claims its zero value; a resourceVersion
+	// in obj makes the apply conditional on it (clear it for an unconditional apply).
 	Apply(ctx context.Context, obj T, opts metav1.ApplyOptions, subresources ...string) (T, error)
 	// Delete deletes the object namespace/name. opts.Preconditions (see Preconditions) make
 	// the delete conditional on the object's UID and resourceVersion.

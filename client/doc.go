@@ -54,6 +54,20 @@
 // conditional too. MergeFrom and PatchObject compute and send such a patch by hand; Apply
 // hands field ownership to the API server instead.
 //
+// A reconciler that owns a Deployment per custom resource reads like this; it writes only
+// when the Deployment differs from what mutate describes:
+//
+//	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ps.Namespace, Name: ps.Name}}
+//	res, err := client.CreateOrUpdate(ctx, deployments, dep, func(dep *appsv1.Deployment) error {
+//		dep.Spec.Replicas = ps.Spec.Replicas
+//		// ... selector and template ...
+//		return ownerref.SetControllerReference(ps, dep, podsets.GroupVersionKind())
+//	})
+//	if err != nil {
+//		return err // a Conflict means someone wrote in between: requeue
+//	}
+//	logger.V(2).Info("Deployment reconciled", "deployment", klog.KObj(dep), "operation", res)
+//
 // The helpers keep controller-runtime's names and behaviour (controllerutil.CreateOrUpdate,
 // CreateOrPatch, OperationResult, client.MergeFrom, client.IgnoreNotFound) since users know
 // them; they take a Client[T] and T instead of a client.Object.
