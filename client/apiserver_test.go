@@ -12,6 +12,8 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/client"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/customresource"
+	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
 )
 
 // managers returns the field managers of obj and the operation each used.
@@ -146,4 +148,42 @@ func TestCreateOrUpdateAndClusterScopedOnAPIServer(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, client.OperationResultNone, res)
+}
+
+// The helpers drive a custom resource through customresource.Client on a real server: the
+// status change goes through the CRD's status subresource.
+func TestHelpersOnACustomResourceOnAPIServer(t *testing.T) {
+	env := controllertest.SharedAPIServer(t)
+	ctx, ns := env.Context(), env.Namespace()
+	require.NoError(t, customresource.EnsureCRDFromYAML(ctx, env.Dynamic(), v1alpha1.CRDManifest))
+	podsets, err := customresource.NewClient[*v1alpha1.PodSet](env.Dynamic(), v1alpha1.GVR)
+	require.NoError(t, err)
+
+	spec := func(ps *v1alpha1.PodSet) error {
+		labels := map[string]string{"app": "web"}
+		ps.Spec.Replicas = new(int32(2))
+		ps.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels}
+		ps.Spec.Template = corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}}}
+		return nil
+	}
+	ps := &v1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
+	res, err := client.CreateOrUpdate(ctx, podsets, ps, spec)
+	require.NoError(t, err)
+	require.Equal(t, client.OperationResultCreated, res)
+	res, err = client.CreateOrUpdate(ctx, podsets, &v1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}, spec)
+	require.NoError(t, err)
+	require.Equal(t, client.OperationResultNone, res)
+
+	res, err = client.CreateOrPatch(ctx, podsets, &v1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}, func(ps *v1alpha1.PodSet) error {
+		ps.Spec.Replicas = new(int32(3))
+		ps.Status.Replicas = 2
+		return nil
+	}, client.WithOptimisticLock())
+	require.NoError(t, err)
+	require.Equal(t, client.OperationResultUpdatedStatus, res)
+	got, err := podsets.Get(ctx, ns, "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, int32(3), *got.Spec.Replicas)
+	require.Equal(t, int32(2), got.Status.Replicas)
 }
