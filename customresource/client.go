@@ -31,9 +31,10 @@ type Object interface {
 // conversions.
 //
 // The namespace is an argument (Get, List, Patch, Delete, DeleteCollection, Watch) or the
-// object's own (Create, Update, UpdateStatus, Apply). The resource is namespaced unless
-// NewClient was given ClusterScoped: then every call but List, Watch and DeleteCollection
-// (where "" means all namespaces) needs a namespace; a cluster-scoped resource takes none.
+// object's own (Create, Update, UpdateStatus, Apply). A namespaced resource (the default;
+// WithClusterScope declares a cluster-scoped one) needs a namespace in every call but List,
+// Watch and DeleteCollection, where "" means all namespaces; a cluster-scoped resource
+// takes none.
 // A call that breaks these rules fails before any request with an error naming the
 // object and wrapping ErrInvalidInput.
 //
@@ -53,9 +54,9 @@ type clientOptions struct {
 	clusterScoped bool
 }
 
-// ClusterScoped declares the resource cluster-scoped (its CRD's spec.scope is Cluster).
+// WithClusterScope declares the resource cluster-scoped (its CRD's spec.scope is Cluster).
 // Without it the resource is taken to be namespaced, as most are.
-func ClusterScoped() Option {
+func WithClusterScope() Option {
 	return func(o *clientOptions) { o.clusterScoped = true }
 }
 
@@ -96,7 +97,7 @@ func NewClient[T Object](dyn dynamic.Interface, gvr schema.GroupVersionResource,
 	return &Client[T]{codec: c, dyn: dyn.Resource(gvr), clusterScoped: o.clusterScoped}, nil
 }
 
-// Namespaced reports whether the resource is namespaced (NewClient without ClusterScoped).
+// Namespaced reports whether the resource is namespaced (NewClient without WithClusterScope).
 func (c *Client[T]) Namespaced() bool { return !c.clusterScoped }
 
 // ri returns the dynamic client of namespace ns after checking the namespace rules (see
@@ -108,7 +109,7 @@ func (c *Client[T]) ri(verb, ns, name string, all bool) (dynamic.ResourceInterfa
 	}
 	switch {
 	case !c.clusterScoped && ns == "" && !all:
-		return nil, fmt.Errorf("customresource: %s %s %q: the resource is namespaced and no namespace was given (use ClusterScoped for a cluster-scoped resource): %w", verb, resourceString(c.codec.gvr), key, ErrInvalidInput)
+		return nil, fmt.Errorf("customresource: %s %s %q: the resource is namespaced and no namespace was given (use WithClusterScope for a cluster-scoped resource): %w", verb, resourceString(c.codec.gvr), key, ErrInvalidInput)
 	case c.clusterScoped && ns != "":
 		return nil, fmt.Errorf("customresource: %s %s %q: the resource is cluster-scoped and takes no namespace: %w", verb, resourceString(c.codec.gvr), key, ErrInvalidInput)
 	case name == "" && !all && verb != "create":

@@ -397,7 +397,7 @@ func TestClusterScopedClient(t *testing.T) {
 	ctx := context.Background()
 	dyn := newFake(t)
 	// The same PodSet type served as if it were cluster-scoped: no namespace on the wire.
-	c := newClient(t, dyn, customresource.ClusterScoped())
+	c := newClient(t, dyn, customresource.WithClusterScope())
 	require.False(t, c.Namespaced())
 	created, err := c.Create(ctx, podSet("", "global", 1), metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -441,7 +441,7 @@ func TestNamespaceRulesAreCheckedBeforeAnyRequest(t *testing.T) {
 
 	_, err := podsets.Get(ctx, "", "web", metav1.GetOptions{})
 	require.ErrorIs(t, err, customresource.ErrInvalidInput)
-	require.EqualError(t, err, `customresource: get podsets.v1alpha1.examples.ctrlkit.dev "web": the resource is namespaced and no namespace was given (use ClusterScoped for a cluster-scoped resource): invalid input`)
+	require.EqualError(t, err, `customresource: get podsets.v1alpha1.examples.ctrlkit.dev "web": the resource is namespaced and no namespace was given (use WithClusterScope for a cluster-scoped resource): invalid input`)
 	_, err = podsets.Create(ctx, podSet("", "web", 1), metav1.CreateOptions{})
 	require.ErrorIs(t, err, customresource.ErrInvalidInput)
 	_, err = podsets.Update(ctx, podSet("", "web", 1), metav1.UpdateOptions{})

@@ -209,10 +209,10 @@ func ExampleEnsureCRDFromYAML() {
 	// get customresourcedefinitions
 }
 
-// A cluster-scoped custom resource is declared with ClusterScoped; its calls take no
+// A cluster-scoped custom resource is declared with WithClusterScope; its calls take no
 // namespace.
-func ExampleClusterScoped() {
-	podsets, _ := customresource.NewClient[*v1alpha1.PodSet](exampleFake(), v1alpha1.GVR, customresource.ClusterScoped())
+func ExampleWithClusterScope() {
+	podsets, _ := customresource.NewClient[*v1alpha1.PodSet](exampleFake(), v1alpha1.GVR, customresource.WithClusterScope())
 	fmt.Println(podsets.Namespaced())
 	_, err := podsets.Get(context.Background(), "default", "web", metav1.GetOptions{})
 	fmt.Println(err)
