@@ -49,6 +49,12 @@ func TestApplyOnAPIServer(t *testing.T) {
 	// alice lost her only field, so she is gone from managedFields.
 	require.Equal(t, map[string]metav1.ManagedFieldsOperationType{"bob": metav1.ManagedFieldsOperationApply}, managers(applied))
 
+	list, err := cms.List(ctx, ns, metav1.ListOptions{FieldSelector: "metadata.name=cfg"})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1)
+	require.Equal(t, applied.ResourceVersion, list.Items[0].ResourceVersion)
+	require.NotEmpty(t, list.ResourceVersion)
+
 	// A resourceVersion in the configuration makes the apply conditional.
 	stale := configMap(ns, "cfg", map[string]string{"a": "3", "b": "1"})
 	stale.ResourceVersion = "1"
