@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/ctrlkit/ctrlkit/internal/typedlist"
 )
 
 // Object is what a custom resource Go type satisfies: a pointer to a struct that embeds
@@ -21,24 +23,39 @@ import (
 // ctrlkit), so one T serves both packages.
 type Object = object.Object
 
-// Client is a typed client for one custom resource, built on the dynamic client. A
-// Client from NewClient addresses the resource across all namespaces (for List, Watch
-// and DeleteCollection) or, for a cluster-scoped resource, the cluster; Namespace
-// returns a Client for one namespace.
+// Client is a typed client for one custom resource, built on the dynamic client. It has
+// the method set of client.Client[T], so every helper of package client (CreateOrUpdate,
+// CreateOrPatch, NewCached, ...) works with it, plus Watch, DeleteCollection and the
+// conversions.
+//
+// The namespace is an argument (Get, List, Patch, Delete, DeleteCollection, Watch) or the
+// object's own (Create, Update, UpdateStatus, Apply). A namespaced resource (the default;
+// WithClusterScope declares a cluster-scoped one) needs a namespace in every call but List,
+// Watch and DeleteCollection, where "" means all namespaces; a cluster-scoped resource
+// takes none.
+// A call that breaks these rules fails before any request with an error naming the
+// object and wrapping ErrInvalidInput.
 //
 // A Client is safe for concurrent use; it holds no state besides its configuration.
 type Client[T Object] struct {
-	codec *codec[T]
-	dyn   dynamic.NamespaceableResourceInterface
-	ri    dynamic.ResourceInterface // dyn itself or dyn.Namespace(ns)
+	codec         *codec[T]
+	dyn           dynamic.NamespaceableResourceInterface
+	clusterScoped bool
 }
 
 // Option configures NewClient.
 type Option func(*clientOptions)
 
 type clientOptions struct {
-	kind   string
-	scheme *runtime.Scheme
+	kind          string
+	scheme        *runtime.Scheme
+	clusterScoped bool
+}
+
+// WithClusterScope declares the resource cluster-scoped (its CRD's spec.scope is Cluster).
+// Without it the resource is taken to be namespaced, as most are.
+func WithClusterScope() Option {
+	return func(o *clientOptions) { o.clusterScoped = true }
 }
 
 // WithKind sets the kind written into outgoing objects whose TypeMeta is empty and
@@ -75,20 +92,36 @@ func NewClient[T Object](dyn dynamic.Interface, gvr schema.GroupVersionResource,
 	if dyn == nil {
 		return nil, fmt.Errorf("customresource: client for %s: nil dynamic.Interface: %w", resourceString(gvr), ErrInvalidInput)
 	}
-	nri := dyn.Resource(gvr)
-	return &Client[T]{codec: c, dyn: nri, ri: nri}, nil
+	return &Client[T]{codec: c, dyn: dyn.Resource(gvr), clusterScoped: o.clusterScoped}, nil
 }
 
-// Namespace returns a client for the objects in namespace ns. An empty ns gives the
-// all-namespaces (or cluster-scoped) client back.
-func (c *Client[T]) Namespace(ns string) *Client[T] {
-	n := *c
-	if ns == "" {
-		n.ri = c.dyn
-	} else {
-		n.ri = c.dyn.Namespace(ns)
+// Namespaced reports whether the resource is namespaced (NewClient without WithClusterScope).
+func (c *Client[T]) Namespaced() bool { return !c.clusterScoped }
+
+// ri returns the dynamic client of namespace ns after checking the namespace rules (see
+// Client); all allows "" for a namespaced resource (all namespaces).
+func (c *Client[T]) ri(verb, ns, name string, all bool) (dynamic.ResourceInterface, error) {
+	key := name
+	if ns != "" {
+		key = ns + "/" + name
 	}
-	return &n
+	switch {
+	case !c.clusterScoped && ns == "" && !all:
+		return nil, fmt.Errorf("customresource: %s %s %q: the resource is namespaced and no namespace was given (use WithClusterScope for a cluster-scoped resource): %w", verb, resourceString(c.codec.gvr), key, ErrInvalidInput)
+	case c.clusterScoped && ns != "":
+		return nil, fmt.Errorf("customresource: %s %s %q: the resource is cluster-scoped and takes no namespace: %w", verb, resourceString(c.codec.gvr), key, ErrInvalidInput)
+	case name == "" && !all && verb != "create":
+		return nil, fmt.Errorf("customresource: %s %s: no name given: %w", verb, resourceString(c.codec.gvr), ErrInvalidInput)
+	case ns == "":
+		return c.dyn, nil
+	}
+	return c.dyn.Namespace(ns), nil
+}
+
+// riFor is ri for an object's own namespace and name; obj has passed the codec, so it is
+// not nil.
+func (c *Client[T]) riFor(verb string, obj T) (dynamic.ResourceInterface, error) {
+	return c.ri(verb, obj.GetNamespace(), obj.GetName(), false)
 }
 
 // Resource returns the resource this client serves.
@@ -116,22 +149,29 @@ func (c *Client[T]) ToUnstructured(obj T) (*unstructured.Unstructured, error) {
 }
 
 // List is one page of a LIST answer: the list metadata (resourceVersion to start a
-// watch from, the continue token of the next page) and the items, converted to T.
-type List[T Object] struct {
-	metav1.ListMeta
-	Items []T
+// watch from, the continue token of the next page) and the items, converted to T. It is
+// the same type as client.List.
+type List[T Object] = typedlist.List[T]
+
+// Get returns the object namespace/name.
+func (c *Client[T]) Get(ctx context.Context, namespace, name string, opts metav1.GetOptions) (T, error) {
+	ri, err := c.ri("get", namespace, name, false)
+	if err != nil {
+		return c.codec.zero, err
+	}
+	return c.result(ri.Get(ctx, name, opts))
 }
 
-// Get returns the object called name.
-func (c *Client[T]) Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error) {
-	return c.result(c.ri.Get(ctx, name, opts))
-}
-
-// List returns the objects that match opts. If any item cannot be converted to T the
-// whole call fails with a *ConversionError naming that item: a partial list would look
-// like a complete one to a caller that reconciles against it.
-func (c *Client[T]) List(ctx context.Context, opts metav1.ListOptions) (*List[T], error) {
-	ul, err := c.ri.List(ctx, opts)
+// List returns the objects of namespace (all namespaces for "") that match opts. If any
+// item cannot be converted to T the whole call fails with a *ConversionError naming that
+// item: a partial list would look like a complete one to a caller that reconciles
+// against it.
+func (c *Client[T]) List(ctx context.Context, namespace string, opts metav1.ListOptions) (*List[T], error) {
+	ri, err := c.ri("list", namespace, "", true)
+	if err != nil {
+		return nil, err
+	}
+	ul, err := ri.List(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -149,13 +189,17 @@ func (c *Client[T]) List(ctx context.Context, opts metav1.ListOptions) (*List[T]
 	return out, nil
 }
 
-// Create creates obj and returns the object as stored.
+// Create creates obj in obj's namespace and returns the object as stored.
 func (c *Client[T]) Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error) {
 	u, err := c.codec.toUnstructured(obj)
 	if err != nil {
 		return c.codec.zero, err
 	}
-	return c.result(c.ri.Create(ctx, u, opts))
+	ri, err := c.riFor("create", obj)
+	if err != nil {
+		return c.codec.zero, err
+	}
+	return c.result(ri.Create(ctx, u, opts))
 }
 
 // Update replaces obj (status is ignored by an API server when the CRD has a status
@@ -165,7 +209,11 @@ func (c *Client[T]) Update(ctx context.Context, obj T, opts metav1.UpdateOptions
 	if err != nil {
 		return c.codec.zero, err
 	}
-	return c.result(c.ri.Update(ctx, u, opts))
+	ri, err := c.riFor("update", obj)
+	if err != nil {
+		return c.codec.zero, err
+	}
+	return c.result(ri.Update(ctx, u, opts))
 }
 
 // UpdateStatus writes obj's status through the status subresource.
@@ -174,14 +222,22 @@ func (c *Client[T]) UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateO
 	if err != nil {
 		return c.codec.zero, err
 	}
-	return c.result(c.ri.UpdateStatus(ctx, u, opts))
+	ri, err := c.riFor("update status of", obj)
+	if err != nil {
+		return c.codec.zero, err
+	}
+	return c.result(ri.UpdateStatus(ctx, u, opts))
 }
 
-// Patch patches the object called name, or one of its subresources (such as
+// Patch patches the object namespace/name, or one of its subresources (such as
 // "status"). Custom resources accept types.MergePatchType, types.JSONPatchType and
 // types.ApplyPatchType; they reject strategic merge patches.
-func (c *Client[T]) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error) {
-	return c.result(c.ri.Patch(ctx, name, pt, data, opts, subresources...))
+func (c *Client[T]) Patch(ctx context.Context, namespace, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error) {
+	ri, err := c.ri("patch", namespace, name, false)
+	if err != nil {
+		return c.codec.zero, err
+	}
+	return c.result(ri.Patch(ctx, name, pt, data, opts, subresources...))
 }
 
 // Apply sends obj as a server-side apply configuration owned by opts.FieldManager
@@ -230,23 +286,41 @@ func (c *Client[T]) apply(ctx context.Context, u *unstructured.Unstructured, opt
 	if opts.FieldManager == "" {
 		return c.codec.zero, fmt.Errorf("customresource: apply of %s %q: ApplyOptions.FieldManager is required: %w", resourceString(c.codec.gvr), name, ErrInvalidInput)
 	}
-	return c.result(c.ri.Apply(ctx, name, u, opts, subresources...))
+	ri, err := c.ri("apply", u.GetNamespace(), name, false)
+	if err != nil {
+		return c.codec.zero, err
+	}
+	return c.result(ri.Apply(ctx, name, u, opts, subresources...))
 }
 
-// Delete deletes the object called name.
-func (c *Client[T]) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
-	return c.ri.Delete(ctx, name, opts)
+// Delete deletes the object namespace/name. opts.Preconditions (client.Preconditions)
+// make the delete conditional on the object's UID and resourceVersion.
+func (c *Client[T]) Delete(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
+	ri, err := c.ri("delete", namespace, name, false)
+	if err != nil {
+		return err
+	}
+	return ri.Delete(ctx, name, opts)
 }
 
-// DeleteCollection deletes the objects that match listOpts.
-func (c *Client[T]) DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, listOpts metav1.ListOptions) error {
-	return c.ri.DeleteCollection(ctx, opts, listOpts)
+// DeleteCollection deletes the objects of namespace (all namespaces for "") that match
+// listOpts.
+func (c *Client[T]) DeleteCollection(ctx context.Context, namespace string, opts metav1.DeleteOptions, listOpts metav1.ListOptions) error {
+	ri, err := c.ri("delete collection of", namespace, "", true)
+	if err != nil {
+		return err
+	}
+	return ri.DeleteCollection(ctx, opts, listOpts)
 }
 
-// Watch starts a watch of the objects that match opts. The Watcher converts every event
-// to T; see Watcher for how failures arrive.
-func (c *Client[T]) Watch(ctx context.Context, opts metav1.ListOptions) (*Watcher[T], error) {
-	w, err := c.ri.Watch(ctx, opts)
+// Watch starts a watch of the objects of namespace (all namespaces for "") that match
+// opts. The Watcher converts every event to T; see Watcher for how failures arrive.
+func (c *Client[T]) Watch(ctx context.Context, namespace string, opts metav1.ListOptions) (*Watcher[T], error) {
+	ri, err := c.ri("watch", namespace, "", true)
+	if err != nil {
+		return nil, err
+	}
+	w, err := ri.Watch(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

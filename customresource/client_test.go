@@ -86,8 +86,7 @@ func lastAction(t *testing.T, f interface{ Actions() []clienttesting.Action }) c
 func TestEveryVerbRoundTripsT(t *testing.T) {
 	ctx := context.Background()
 	dyn := newFake(t)
-	all := newClient(t, dyn)
-	podsets := all.Namespace("default")
+	podsets := newClient(t, dyn)
 
 	// Create: TypeMeta left empty by the caller is filled in on the wire; the caller's
 	// object is not touched.
@@ -103,7 +102,7 @@ func TestEveryVerbRoundTripsT(t *testing.T) {
 	require.Equal(t, v1alpha1.GVK, create.GetObject().GetObjectKind().GroupVersionKind())
 
 	// Get.
-	got, err := podsets.Get(ctx, "web", metav1.GetOptions{})
+	got, err := podsets.Get(ctx, "default", "web", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, created, got)
 
@@ -125,22 +124,22 @@ func TestEveryVerbRoundTripsT(t *testing.T) {
 	require.Equal(t, "status", statusAction.GetSubresource())
 
 	// List, namespaced and across namespaces.
-	_, err = all.Namespace("other").Create(ctx, podSet("other", "db", 1), metav1.CreateOptions{})
+	_, err = podsets.Create(ctx, podSet("other", "db", 1), metav1.CreateOptions{})
 	require.NoError(t, err)
-	list, err := podsets.List(ctx, metav1.ListOptions{})
+	list, err := podsets.List(ctx, "default", metav1.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, list.Items, 1)
 	require.Equal(t, status, list.Items[0])
 	require.NotEmpty(t, list.ResourceVersion)
-	everything, err := all.List(ctx, metav1.ListOptions{})
+	everything, err := podsets.List(ctx, metav1.NamespaceAll, metav1.ListOptions{})
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{"default/web", "other/db"}, keys(everything.Items))
-	selected, err := all.List(ctx, metav1.ListOptions{LabelSelector: "app=db"})
+	selected, err := podsets.List(ctx, "", metav1.ListOptions{LabelSelector: "app=db"})
 	require.NoError(t, err)
 	require.Equal(t, []string{"other/db"}, keys(selected.Items))
 
 	// Patch with a JSON merge patch (custom resources do not take strategic merge).
-	patched, err := podsets.Patch(ctx, "web", types.MergePatchType, []byte(`{"spec":{"replicas":7}}`), metav1.PatchOptions{})
+	patched, err := podsets.Patch(ctx, "default", "web", types.MergePatchType, []byte(`{"spec":{"replicas":7}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
 	require.Equal(t, int32(7), *patched.Spec.Replicas)
 	require.Equal(t, status.Status, patched.Status)
@@ -149,14 +148,14 @@ func TestEveryVerbRoundTripsT(t *testing.T) {
 	require.Equal(t, "web", patch.GetName())
 
 	// Patch of a subresource.
-	patched, err = podsets.Patch(ctx, "web", types.MergePatchType, []byte(`{"status":{"readyReplicas":5}}`), metav1.PatchOptions{}, "status")
+	patched, err = podsets.Patch(ctx, "default", "web", types.MergePatchType, []byte(`{"status":{"readyReplicas":5}}`), metav1.PatchOptions{}, "status")
 	require.NoError(t, err)
 	require.Equal(t, int32(5), patched.Status.ReadyReplicas)
 	require.Equal(t, "status", lastAction(t, dyn).GetSubresource())
 
 	// Delete.
-	require.NoError(t, podsets.Delete(ctx, "web", metav1.DeleteOptions{}))
-	_, err = podsets.Get(ctx, "web", metav1.GetOptions{})
+	require.NoError(t, podsets.Delete(ctx, "default", "web", metav1.DeleteOptions{}))
+	_, err = podsets.Get(ctx, "default", "web", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "got %v", err)
 }
 
@@ -208,10 +207,10 @@ func TestApply(t *testing.T) {
 	ctx := context.Background()
 	dyn := newFake(t, toUnstructured(t, podSet("default", "web", 1)))
 	serveApplyAsMergePatch(dyn)
-	podsets := newClient(t, dyn).Namespace("default")
+	podsets := newClient(t, dyn)
 
 	// Apply a T read back from the server: managedFields must not go out with it.
-	current, err := podsets.Get(ctx, "web", metav1.GetOptions{})
+	current, err := podsets.Get(ctx, "default", "web", metav1.GetOptions{})
 	require.NoError(t, err)
 	current.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "someone", Operation: metav1.ManagedFieldsOperationApply}}
 	current.Spec.Replicas = new(int32(3))
@@ -233,7 +232,7 @@ func TestApply(t *testing.T) {
 	// An unstructured apply configuration holds only the fields the manager owns; it
 	// gets apiVersion and kind, and the caller's map is left alone.
 	config := &unstructured.Unstructured{Object: map[string]any{
-		"metadata": map[string]any{"name": "web"},
+		"metadata": map[string]any{"namespace": "default", "name": "web"},
 		"spec":     map[string]any{"replicas": int64(4)},
 	}}
 	applied, err = podsets.ApplyUnstructured(ctx, config, metav1.ApplyOptions{FieldManager: "scaler"})
@@ -242,7 +241,7 @@ func TestApply(t *testing.T) {
 	require.Equal(t, "web", applied.Spec.Selector.MatchLabels["app"], "fields not in the configuration stay")
 	require.NotContains(t, config.Object, "kind")
 	action = lastAction(t, dyn).(clienttesting.PatchActionImpl)
-	require.JSONEq(t, `{"apiVersion":"examples.ctrlkit.dev/v1alpha1","kind":"PodSet","metadata":{"name":"web"},"spec":{"replicas":4}}`, string(action.GetPatch()))
+	require.JSONEq(t, `{"apiVersion":"examples.ctrlkit.dev/v1alpha1","kind":"PodSet","metadata":{"namespace":"default","name":"web"},"spec":{"replicas":4}}`, string(action.GetPatch()))
 	require.False(t, *action.PatchOptions.Force)
 
 	// ApplyStatus goes to the status subresource.
@@ -256,7 +255,7 @@ func TestApply(t *testing.T) {
 func TestApplyRefusesBadInputBeforeCallingTheServer(t *testing.T) {
 	ctx := context.Background()
 	dyn := newFake(t)
-	podsets := newClient(t, dyn).Namespace("default")
+	podsets := newClient(t, dyn)
 
 	_, err := podsets.Apply(ctx, podSet("default", "web", 1), metav1.ApplyOptions{})
 	require.ErrorIs(t, err, customresource.ErrInvalidInput)
@@ -277,7 +276,7 @@ func TestApplyRefusesBadInputBeforeCallingTheServer(t *testing.T) {
 func TestNilObjectIsAnErrorNotAPanic(t *testing.T) {
 	ctx := context.Background()
 	dyn := newFake(t)
-	podsets := newClient(t, dyn).Namespace("default")
+	podsets := newClient(t, dyn)
 	_, err := podsets.Create(ctx, nil, metav1.CreateOptions{})
 	require.ErrorIs(t, err, customresource.ErrInvalidInput)
 	require.ErrorContains(t, err, "nil *v1alpha1.PodSet")
@@ -301,7 +300,7 @@ func TestDeleteCollection(t *testing.T) {
 		got = a.(clienttesting.DeleteCollectionAction)
 		return true, nil, nil
 	})
-	require.NoError(t, newClient(t, dyn).Namespace("default").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "app=web"}))
+	require.NoError(t, newClient(t, dyn).DeleteCollection(ctx, "default", metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "app=web"}))
 	require.NotNil(t, got)
 	require.Equal(t, "default", got.GetNamespace())
 	require.Equal(t, "app=web", got.GetListRestrictions().Labels.String())
@@ -320,7 +319,7 @@ func TestListKeepsListMetadata(t *testing.T) {
 		l.Items = []unstructured.Unstructured{*toUnstructured(t, podSet("default", "a", 1))}
 		return true, l, nil
 	})
-	list, err := newClient(t, dyn).List(ctx, metav1.ListOptions{Limit: 1})
+	list, err := newClient(t, dyn).List(ctx, "", metav1.ListOptions{Limit: 1})
 	require.NoError(t, err)
 	require.Equal(t, "42", list.ResourceVersion)
 	require.Equal(t, "next-page", list.Continue)
@@ -331,9 +330,9 @@ func TestListKeepsListMetadata(t *testing.T) {
 func TestConversionFailureNamesTheObject(t *testing.T) {
 	ctx := context.Background()
 	dyn := newFake(t, toUnstructured(t, podSet("default", "good", 1)), malformed("default", "bad"))
-	podsets := newClient(t, dyn).Namespace("default")
+	podsets := newClient(t, dyn)
 
-	_, err := podsets.Get(ctx, "bad", metav1.GetOptions{})
+	_, err := podsets.Get(ctx, "default", "bad", metav1.GetOptions{})
 	var convErr *customresource.ConversionError
 	require.ErrorAs(t, err, &convErr)
 	assert.Equal(t, v1alpha1.GVR, convErr.Resource)
@@ -345,7 +344,7 @@ func TestConversionFailureNamesTheObject(t *testing.T) {
 	assert.Contains(t, err.Error(), `customresource: cannot convert podsets.v1alpha1.examples.ctrlkit.dev "default/bad" to *v1alpha1.PodSet: `)
 
 	// One bad item fails the List, naming that item.
-	_, err = podsets.List(ctx, metav1.ListOptions{})
+	_, err = podsets.List(ctx, "default", metav1.ListOptions{})
 	require.ErrorAs(t, err, &convErr)
 	assert.Equal(t, "bad", convErr.Name)
 
@@ -384,7 +383,7 @@ func TestEncodingFailureNamesTheObject(t *testing.T) {
 	dyn := newFake(t)
 	c, err := customresource.NewClient[*unencodable](dyn, v1alpha1.GVR, customresource.WithKind("PodSet"))
 	require.NoError(t, err)
-	_, err = c.Namespace("default").Create(context.Background(), &unencodable{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x"}}, metav1.CreateOptions{})
+	_, err = c.Create(context.Background(), &unencodable{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x"}}, metav1.CreateOptions{})
 	var convErr *customresource.ConversionError
 	require.ErrorAs(t, err, &convErr)
 	assert.True(t, convErr.ToUnstructured)
@@ -398,14 +397,22 @@ func TestClusterScopedClient(t *testing.T) {
 	ctx := context.Background()
 	dyn := newFake(t)
 	// The same PodSet type served as if it were cluster-scoped: no namespace on the wire.
-	c := newClient(t, dyn)
+	c := newClient(t, dyn, customresource.WithClusterScope())
+	require.False(t, c.Namespaced())
 	created, err := c.Create(ctx, podSet("", "global", 1), metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.Empty(t, created.Namespace)
 	require.Empty(t, lastAction(t, dyn).GetNamespace())
-	got, err := c.Namespace("ignored").Namespace("").Get(ctx, "global", metav1.GetOptions{})
+	got, err := c.Get(ctx, "", "global", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, created, got)
+
+	// A namespace given to a cluster-scoped resource is refused before any request.
+	before := len(dyn.Actions())
+	_, err = c.Get(ctx, "default", "global", metav1.GetOptions{})
+	require.ErrorIs(t, err, customresource.ErrInvalidInput)
+	require.ErrorContains(t, err, `get podsets.v1alpha1.examples.ctrlkit.dev "default/global": the resource is cluster-scoped`)
+	require.Len(t, dyn.Actions(), before)
 }
 
 func TestErrorsFromTheServerPassThrough(t *testing.T) {
@@ -414,12 +421,44 @@ func TestErrorsFromTheServerPassThrough(t *testing.T) {
 	dyn.PrependReactor("*", "podsets", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(v1alpha1.Resource("podsets"), "web", errors.New("rbac says no"))
 	})
-	podsets := newClient(t, dyn).Namespace("default")
-	_, err := podsets.Get(ctx, "web", metav1.GetOptions{})
+	podsets := newClient(t, dyn)
+	_, err := podsets.Get(ctx, "default", "web", metav1.GetOptions{})
 	require.True(t, apierrors.IsForbidden(err))
 	_, err = podsets.Create(ctx, podSet("default", "web", 1), metav1.CreateOptions{})
 	require.True(t, apierrors.IsForbidden(err))
-	_, err = podsets.List(ctx, metav1.ListOptions{})
+	_, err = podsets.List(ctx, "default", metav1.ListOptions{})
 	require.True(t, apierrors.IsForbidden(err))
-	require.True(t, apierrors.IsForbidden(podsets.Delete(ctx, "web", metav1.DeleteOptions{})))
+	require.True(t, apierrors.IsForbidden(podsets.Delete(ctx, "default", "web", metav1.DeleteOptions{})))
+}
+
+// Namespace mistakes on a namespaced resource are refused before any request, naming the
+// object and the resource.
+func TestNamespaceRulesAreCheckedBeforeAnyRequest(t *testing.T) {
+	ctx := context.Background()
+	dyn := newFake(t)
+	podsets := newClient(t, dyn)
+	require.True(t, podsets.Namespaced())
+
+	_, err := podsets.Get(ctx, "", "web", metav1.GetOptions{})
+	require.ErrorIs(t, err, customresource.ErrInvalidInput)
+	require.EqualError(t, err, `customresource: get podsets.v1alpha1.examples.ctrlkit.dev "web": the resource is namespaced and no namespace was given (use WithClusterScope for a cluster-scoped resource): invalid input`)
+	_, err = podsets.Create(ctx, podSet("", "web", 1), metav1.CreateOptions{})
+	require.ErrorIs(t, err, customresource.ErrInvalidInput)
+	_, err = podsets.Update(ctx, podSet("", "web", 1), metav1.UpdateOptions{})
+	require.ErrorIs(t, err, customresource.ErrInvalidInput)
+	_, err = podsets.UpdateStatus(ctx, podSet("", "web", 1), metav1.UpdateOptions{})
+	require.ErrorIs(t, err, customresource.ErrInvalidInput)
+	_, err = podsets.Apply(ctx, podSet("", "web", 1), metav1.ApplyOptions{FieldManager: "m"})
+	require.ErrorIs(t, err, customresource.ErrInvalidInput)
+	_, err = podsets.Patch(ctx, "", "web", types.MergePatchType, []byte(`{}`), metav1.PatchOptions{})
+	require.ErrorIs(t, err, customresource.ErrInvalidInput)
+	require.ErrorIs(t, podsets.Delete(ctx, "", "web", metav1.DeleteOptions{}), customresource.ErrInvalidInput)
+	_, err = podsets.Get(ctx, "default", "", metav1.GetOptions{})
+	require.ErrorContains(t, err, "no name given")
+	require.Empty(t, dyn.Actions())
+
+	// List, Watch and DeleteCollection take "" for all namespaces.
+	_, err = podsets.List(ctx, "", metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Empty(t, lastAction(t, dyn).GetNamespace())
 }

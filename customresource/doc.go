@@ -5,9 +5,9 @@
 //
 //	podsets, err := customresource.NewClient[*v1alpha1.PodSet](dyn, v1alpha1.GVR)
 //	if err != nil { ... }
-//	ps, err := podsets.Namespace("default").Get(ctx, "web", metav1.GetOptions{})
+//	ps, err := podsets.Get(ctx, "default", "web", metav1.GetOptions{})
 //	ps.Status.ReadyReplicas = ready
-//	_, err = podsets.Namespace("default").UpdateStatus(ctx, ps, metav1.UpdateOptions{})
+//	_, err = podsets.UpdateStatus(ctx, ps, metav1.UpdateOptions{})
 //
 // Use it where a generated clientset would be used: in a controller's writes, in tests,
 // in tools. Reads of many objects in a controller belong in an informer cache

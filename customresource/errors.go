@@ -4,14 +4,17 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/ctrlkit/ctrlkit/internal/errs"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 var (
 	// ErrInvalidInput is wrapped by every error about an argument the caller passed: a
 	// nil client or object, a GroupVersionResource without version or resource, a type
-	// parameter that is not a pointer to a struct, an apply without a field manager.
-	ErrInvalidInput = errors.New("invalid input")
+	// parameter that is not a pointer to a struct, an apply without a field manager. It is
+	// the same value as client.ErrInvalidInput.
+	ErrInvalidInput = errs.ErrInvalidInput
 
 	// ErrInvalidManifest is wrapped by EnsureCRDFromYAML's error for a manifest that is not
 	// exactly one apiextensions.k8s.io/v1 CustomResourceDefinition with a name.

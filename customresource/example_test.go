@@ -28,7 +28,7 @@ func exampleFake() *dynamicfake.FakeDynamicClient {
 
 func examplePodSet(name string, replicas int32) *v1alpha1.PodSet {
 	return &v1alpha1.PodSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": name}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{"app": name}},
 		Spec: v1alpha1.PodSetSpec{
 			Replicas: &replicas,
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
@@ -50,13 +50,13 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	podsets := client.Namespace("default")
+	podsets := client
 
 	if _, err := podsets.Create(ctx, examplePodSet("web", 3), metav1.CreateOptions{}); err != nil {
 		fmt.Println(err)
 		return
 	}
-	ps, err := podsets.Get(ctx, "web", metav1.GetOptions{})
+	ps, err := podsets.Get(ctx, "default", "web", metav1.GetOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -68,7 +68,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	list, err := client.List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	list, err := client.List(ctx, metav1.NamespaceAll, metav1.ListOptions{LabelSelector: "app=web"})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -85,10 +85,9 @@ func Example() {
 func ExampleClient_Patch() {
 	ctx := context.Background()
 	podsets, _ := customresource.NewClient[*v1alpha1.PodSet](exampleFake(), v1alpha1.GVR)
-	podsets = podsets.Namespace("default")
 	_, _ = podsets.Create(ctx, examplePodSet("web", 1), metav1.CreateOptions{})
 
-	ps, err := podsets.Patch(ctx, "web", types.MergePatchType, []byte(`{"spec":{"replicas":5}}`), metav1.PatchOptions{})
+	ps, err := podsets.Patch(ctx, "default", "web", types.MergePatchType, []byte(`{"spec":{"replicas":5}}`), metav1.PatchOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -103,14 +102,14 @@ func ExampleClient_Watch() {
 	ctx := context.Background()
 	dyn := exampleFake()
 	podsets, _ := customresource.NewClient[*v1alpha1.PodSet](dyn, v1alpha1.GVR)
-	w, err := podsets.Watch(ctx, metav1.ListOptions{})
+	w, err := podsets.Watch(ctx, "", metav1.ListOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer w.Stop()
 
-	_, _ = podsets.Namespace("default").Create(ctx, examplePodSet("web", 2), metav1.CreateOptions{})
+	_, _ = podsets.Create(ctx, examplePodSet("web", 2), metav1.CreateOptions{})
 	bad := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "examples.ctrlkit.dev/v1alpha1", "kind": "PodSet",
 		"metadata": map[string]any{"namespace": "default", "name": "bad"},
@@ -150,13 +149,13 @@ func ExampleClient_ApplyUnstructured() {
 	podsets, _ := customresource.NewClient[*v1alpha1.PodSet](dyn, v1alpha1.GVR)
 
 	config := &unstructured.Unstructured{Object: map[string]any{
-		"metadata": map[string]any{"name": "web"},
+		"metadata": map[string]any{"namespace": "default", "name": "web"},
 		"spec":     map[string]any{"replicas": int64(4)},
 	}}
-	_, err := podsets.Namespace("default").ApplyUnstructured(ctx, config, metav1.ApplyOptions{FieldManager: "scaler"})
+	_, err := podsets.ApplyUnstructured(ctx, config, metav1.ApplyOptions{FieldManager: "scaler"})
 	fmt.Println(err)
 	// Output:
-	// application/apply-patch+yaml web fieldManager=scaler: {"apiVersion":"examples.ctrlkit.dev/v1alpha1","kind":"PodSet","metadata":{"name":"web"},"spec":{"replicas":4}}
+	// application/apply-patch+yaml web fieldManager=scaler: {"apiVersion":"examples.ctrlkit.dev/v1alpha1","kind":"PodSet","metadata":{"name":"web","namespace":"default"},"spec":{"replicas":4}}
 	// <nil>
 }
 
@@ -171,7 +170,7 @@ func ExampleConversionError() {
 	}}, metav1.CreateOptions{})
 
 	podsets, _ := customresource.NewClient[*v1alpha1.PodSet](dyn, v1alpha1.GVR)
-	_, err := podsets.Namespace("default").Get(ctx, "bad", metav1.GetOptions{})
+	_, err := podsets.Get(ctx, "default", "bad", metav1.GetOptions{})
 	var convErr *customresource.ConversionError
 	if errors.As(err, &convErr) {
 		fmt.Println(convErr.Resource.Resource, convErr.Namespace, convErr.Name, convErr.GoType)
@@ -208,4 +207,16 @@ func ExampleEnsureCRDFromYAML() {
 	// get customresourcedefinitions
 	// create customresourcedefinitions
 	// get customresourcedefinitions
+}
+
+// A cluster-scoped custom resource is declared with WithClusterScope; its calls take no
+// namespace.
+func ExampleWithClusterScope() {
+	podsets, _ := customresource.NewClient[*v1alpha1.PodSet](exampleFake(), v1alpha1.GVR, customresource.WithClusterScope())
+	fmt.Println(podsets.Namespaced())
+	_, err := podsets.Get(context.Background(), "default", "web", metav1.GetOptions{})
+	fmt.Println(err)
+	// Output:
+	// false
+	// customresource: get podsets.v1alpha1.examples.ctrlkit.dev "default/web": the resource is cluster-scoped and takes no namespace: invalid input
 }

@@ -45,8 +45,8 @@ func requireClosed[T customresource.Object](t *testing.T, w *customresource.Watc
 func TestWatchDeliversTypedEvents(t *testing.T) {
 	ctx := context.Background()
 	dyn := newFake(t)
-	podsets := newClient(t, dyn).Namespace("default")
-	w, err := podsets.Watch(ctx, metav1.ListOptions{})
+	podsets := newClient(t, dyn)
+	w, err := podsets.Watch(ctx, "default", metav1.ListOptions{})
 	require.NoError(t, err)
 	defer w.Stop()
 
@@ -76,7 +76,7 @@ func TestWatchDeliversTypedEvents(t *testing.T) {
 	require.Equal(t, "default", convErr.Namespace)
 	require.Equal(t, "bad", convErr.Name)
 
-	require.NoError(t, podsets.Delete(ctx, "web", metav1.DeleteOptions{}))
+	require.NoError(t, podsets.Delete(ctx, "default", "web", metav1.DeleteOptions{}))
 	ev = next(t, w)
 	require.Equal(t, watch.Deleted, ev.Type)
 	require.Equal(t, "web", ev.Object.Name)
@@ -93,7 +93,7 @@ func fakeWatch(t *testing.T) (*customresource.Watcher[*v1alpha1.PodSet], *watch.
 	dyn.PrependWatchReactor("podsets", func(clienttesting.Action) (bool, watch.Interface, error) {
 		return true, fw, nil
 	})
-	w, err := newClient(t, dyn).Watch(context.Background(), metav1.ListOptions{})
+	w, err := newClient(t, dyn).Watch(context.Background(), "", metav1.ListOptions{})
 	require.NoError(t, err)
 	return w, fw
 }
@@ -188,7 +188,7 @@ func TestWatchEndsWithItsContext(t *testing.T) {
 		}()
 		return true, fw, nil
 	})
-	w, err := newClient(t, dyn).Watch(ctx, metav1.ListOptions{})
+	w, err := newClient(t, dyn).Watch(ctx, "", metav1.ListOptions{})
 	require.NoError(t, err)
 	cancel()
 	requireClosed(t, w)
@@ -200,6 +200,6 @@ func TestWatchFailsToStart(t *testing.T) {
 	dyn.PrependWatchReactor("podsets", func(clienttesting.Action) (bool, watch.Interface, error) {
 		return true, nil, apierrors.NewForbidden(v1alpha1.Resource("podsets"), "", nil)
 	})
-	_, err := newClient(t, dyn).Watch(context.Background(), metav1.ListOptions{})
+	_, err := newClient(t, dyn).Watch(context.Background(), "", metav1.ListOptions{})
 	require.True(t, apierrors.IsForbidden(err))
 }

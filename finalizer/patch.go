@@ -23,10 +23,10 @@ type Object = object.Object
 
 // Patcher sends a patch to one object of kind T by name. It is the Patch method client-go's
 // typed clients already have, so they are Patchers without an adapter:
-// client.CoreV1().ConfigMaps(ns) is a Patcher[*corev1.ConfigMap], a customresource.Client[T]
-// (for the namespace its Namespace method chose) a Patcher[T], and
+// clientset.CoreV1().ConfigMaps(ns) is a Patcher[*corev1.ConfigMap] and
 // dynamicClient.Resource(gvr).Namespace(ns) a Patcher[*unstructured.Unstructured]. For a
-// cluster-scoped kind use the client without a namespace.
+// cluster-scoped kind use the client without a namespace. ctrlkit's client.Client[T] and
+// customresource.Client[T] take the namespace as an argument: InNamespace adapts them.
 type Patcher[T Object] interface {
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
 }
@@ -37,6 +37,19 @@ type PatcherFunc[T Object] func(ctx context.Context, name string, pt types.Patch
 // Patch calls f.
 func (f PatcherFunc[T]) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error) {
 	return f(ctx, name, pt, data, opts, subresources...)
+}
+
+// NamespacedPatcher is the Patch method of ctrlkit's clients (client.Client[T],
+// customresource.Client[T]), which take the namespace as an argument.
+type NamespacedPatcher[T Object] interface {
+	Patch(ctx context.Context, namespace, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+}
+
+// InNamespace is the Patcher of namespace ("" for a cluster-scoped kind) through p.
+func InNamespace[T Object](p NamespacedPatcher[T], namespace string) Patcher[T] {
+	return PatcherFunc[T](func(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error) {
+		return p.Patch(ctx, namespace, name, pt, data, opts, subresources...)
+	})
 }
 
 // standard are the finalizer names Kubernetes itself defines, the only names without a domain

@@ -278,12 +278,12 @@ func TestPatchCustomResource(t *testing.T) {
 	assert.JSONEq(t, fmt.Sprintf(`{"metadata":{"finalizers":null,"resourceVersion":%q}}`, added.GetResourceVersion()), string(sent))
 	assert.Empty(t, removed.GetFinalizers())
 
-	// customresource.Client for the namespace is a Patcher of the Go type, without an adapter.
+	// customresource.Client takes the namespace as an argument: InNamespace adapts it.
 	client, err := customresource.NewClient[*widget](env.Dynamic(), gvr, customresource.WithKind("Widget"))
 	require.NoError(t, err)
-	typed, err := client.Namespace(metav1.NamespaceDefault).Get(ctx, "w", metav1.GetOptions{})
+	typed, err := client.Get(ctx, metav1.NamespaceDefault, "w", metav1.GetOptions{})
 	require.NoError(t, err)
-	typedAdded, err := finalizer.Add(ctx, client.Namespace(metav1.NamespaceDefault), typed, cleanup)
+	typedAdded, err := finalizer.Add(ctx, finalizer.InNamespace(client, metav1.NamespaceDefault), typed, cleanup)
 	require.NoError(t, err)
 	assert.Equal(t, []string{cleanup}, typedAdded.Finalizers)
 	assert.Equal(t, 3, typedAdded.Spec.Size, "the rest of the object is untouched")

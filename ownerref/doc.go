@@ -40,6 +40,11 @@
 // child without one is neither adopted nor released, since its patch would have no
 // precondition. Objects read from an API server always have a UID.
 //
+// A controller that creates its children sets the reference itself before the create:
+// SetControllerReference (controller-runtime's name and rules) adds it, and refuses an object
+// that another owner already controls (ErrAlreadyOwned), an owner without UID, and an owner
+// in another namespace or a namespaced owner of a cluster-scoped object (ErrInvalidOwner).
+//
 // Any client works through Patcher: PodsPatcher for Pods, ClientPatcher for any client-go
 // typed client or the dynamic client, PatcherFunc for anything else.
 //

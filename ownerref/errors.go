@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -57,3 +58,31 @@ func (e *ClaimError) Error() string {
 }
 
 func (e *ClaimError) Unwrap() error { return e.Err }
+
+var (
+	// ErrAlreadyOwned is matched (errors.Is) by the *AlreadyOwnedError SetControllerReference
+	// returns when the object already has another controller.
+	ErrAlreadyOwned = errors.New("object is already controlled by another owner")
+	// ErrInvalidOwner: SetControllerReference was asked for a reference the API server would
+	// refuse or the garbage collector would misread: a namespaced owner of a cluster-scoped
+	// object, an owner in another namespace, or an owner without kind or name.
+	ErrInvalidOwner = errors.New("invalid owner")
+)
+
+// AlreadyOwnedError is SetControllerReference's refusal to give an object a second
+// controller. It names both owners; errors.Is(err, ErrAlreadyOwned) matches it.
+type AlreadyOwnedError struct {
+	// Object is the child.
+	Object types.NamespacedName
+	// Controller is the controller reference the child already has.
+	Controller metav1.OwnerReference
+	// Owner is the reference that was refused.
+	Owner metav1.OwnerReference
+}
+
+func (e *AlreadyOwnedError) Error() string {
+	return fmt.Sprintf("%s is already controlled by %s %s (uid %s); refusing %s %s (uid %s)",
+		e.Object, e.Controller.Kind, e.Controller.Name, e.Controller.UID, e.Owner.Kind, e.Owner.Name, e.Owner.UID)
+}
+
+func (e *AlreadyOwnedError) Is(target error) bool { return target == ErrAlreadyOwned }

@@ -40,7 +40,7 @@ func TestRunAgainstARealAPIServer(t *testing.T) {
 	ctx := env.Context()
 	podsets, err := customresource.NewClient[*v1alpha1.PodSet](env.Dynamic(), v1alpha1.GVR)
 	require.NoError(t, err)
-	crs := podsets.Namespace(ns)
+	crs := podsets
 	pods := env.Client().CoreV1().Pods(ns)
 
 	// Before the controller runs: an orphan that the sample's selector matches.
@@ -94,7 +94,7 @@ func TestRunAgainstARealAPIServer(t *testing.T) {
 
 	converged := func(n int32) func(context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {
-			ps, err := crs.Get(ctx, "web", metav1.GetOptions{})
+			ps, err := crs.Get(ctx, ns, "web", metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
@@ -105,7 +105,7 @@ func TestRunAgainstARealAPIServer(t *testing.T) {
 	}
 	poll("3 ready Pods in status", converged(3))
 
-	ps, err := crs.Get(ctx, "web", metav1.GetOptions{})
+	ps, err := crs.Get(ctx, ns, "web", metav1.GetOptions{})
 	require.NoError(t, err)
 	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
 	require.NoError(t, err)
@@ -124,7 +124,7 @@ func TestRunAgainstARealAPIServer(t *testing.T) {
 	// Scale down through the main resource; the server bumps generation, the controller
 	// deletes two Pods (they stay Terminating: no real kubelet confirms) and reports it.
 	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		ps, err := crs.Get(ctx, "web", metav1.GetOptions{})
+		ps, err := crs.Get(ctx, ns, "web", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

@@ -79,7 +79,7 @@ func runDemo(ctx context.Context, env *demo.Env, c idler) error {
 	if err != nil {
 		return err
 	}
-	podsets := crs.Namespace(demoNamespace)
+	podsets := crs
 	pods := cs.typed.CoreV1().Pods(demoNamespace)
 	step := func(what string, cond func(context.Context) (bool, error)) error { return env.Step(ctx, what, cond) }
 	// owned lists the active Pods web controls.
@@ -99,7 +99,7 @@ func runDemo(ctx context.Context, env *demo.Env, c idler) error {
 	// converged: web has n Pods, all ready, and its status says so for its current generation.
 	converged := func(n int32) func(context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {
-			ps, err := podsets.Get(ctx, "web", metav1.GetOptions{})
+			ps, err := podsets.Get(ctx, demoNamespace, "web", metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
@@ -116,7 +116,7 @@ func runDemo(ctx context.Context, env *demo.Env, c idler) error {
 	scale := func(n int32) error {
 		logger.Info("Scaling web", "replicas", n)
 		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			ps, err := podsets.Get(ctx, "web", metav1.GetOptions{})
+			ps, err := podsets.Get(ctx, demoNamespace, "web", metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
@@ -198,7 +198,7 @@ func runDemo(ctx context.Context, env *demo.Env, c idler) error {
 	// collector, so the Pods stay — and the controller, whose job ended with the PodSet, leaves
 	// them alone: deleting one more is not undone.
 	logger.Info("Deleting PodSet web (finalizer-free: its Pods are the garbage collector's)")
-	if err := podsets.Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+	if err := podsets.Delete(ctx, demoNamespace, "web", metav1.DeleteOptions{}); err != nil {
 		return err
 	}
 	if err := settled("the controller saw web go"); err != nil {

@@ -214,7 +214,9 @@ func (c *Controller) Reconcile(ctx context.Context, key controller.Key) (control
 	if err != nil {
 		return controller.Result{}, err
 	}
-	canAdopt := ownerref.RecheckOwner(ps, ownerref.GetFresh(c.crs.Namespace(ps.Namespace).Get, ps.Name))
+	canAdopt := ownerref.RecheckOwner(ps, ownerref.GetFresh(func(ctx context.Context, name string, opts metav1.GetOptions) (*v1alpha1.PodSet, error) {
+		return c.crs.Get(ctx, ps.Namespace, name, opts)
+	}, ps.Name))
 	claimer := ownerref.NewClaimerWithOptions[*corev1.Pod](ps, v1alpha1.GVK, selector, canAdopt,
 		ownerref.PodsPatcher(c.client), ownerref.ClaimerOptions{PatchType: ClaimPatchType})
 	pods, err := claimer.ClaimObjects(ctx, replicas.FilterActivePods(all))

@@ -31,7 +31,7 @@ func Example() {
 	}
 	client, dyn := cluster.Clientset(), cluster.Dynamic()
 	podsets, _ := customresource.NewClient[*v1alpha1.PodSet](dyn, v1alpha1.GVR)
-	if _, err := podsets.Namespace("default").Create(ctx, newPodSet("web", 3), metav1.CreateOptions{}); err != nil {
+	if _, err := podsets.Create(ctx, newPodSet("web", 3), metav1.CreateOptions{}); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -74,7 +74,7 @@ func ExampleController_Reconcile() {
 	cluster, _ := fakecluster.NewWithOptions(fakecluster.Options{Resources: []fakecluster.Resource{podSetResource}})
 	client, dyn := cluster.Clientset(), cluster.Dynamic()
 	podsets, _ := customresource.NewClient[*v1alpha1.PodSet](dyn, v1alpha1.GVR)
-	if _, err := podsets.Namespace("default").Create(ctx, newPodSet("web", 3), metav1.CreateOptions{}); err != nil {
+	if _, err := podsets.Create(ctx, newPodSet("web", 3), metav1.CreateOptions{}); err != nil {
 		fmt.Println(err)
 		return
 	}

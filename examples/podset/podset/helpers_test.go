@@ -55,7 +55,7 @@ func newCluster(t *testing.T) *cluster {
 	env := controllertest.NewFakeWithOptions(t, controllertest.FakeOptions{Resources: []fakecluster.Resource{podSetResource}})
 	podsets, err := customresource.NewClient[*v1alpha1.PodSet](env.Dynamic(), v1alpha1.GVR)
 	require.NoError(t, err)
-	c := &cluster{t: t, env: env, podsets: podsets.Namespace(env.Namespace()), recorder: record.NewFakeRecorder(1000)}
+	c := &cluster{t: t, env: env, podsets: podsets, recorder: record.NewFakeRecorder(1000)}
 	c.factory = informer.NewFactory(env.Client(), informer.WithDynamicClient(env.Dynamic()),
 		informer.WithLogger(klog.FromContext(env.Context())),
 		informer.WithErrorHandler(func(_ context.Context, err error) {
@@ -120,7 +120,7 @@ func (c *cluster) create(ps *v1alpha1.PodSet) *v1alpha1.PodSet {
 
 func (c *cluster) get(name string) *v1alpha1.PodSet {
 	c.t.Helper()
-	got, err := c.podsets.Get(c.ctx(), name, metav1.GetOptions{})
+	got, err := c.podsets.Get(c.ctx(), c.env.Namespace(), name, metav1.GetOptions{})
 	require.NoError(c.t, err)
 	return got
 }
@@ -129,7 +129,7 @@ func (c *cluster) get(name string) *v1alpha1.PodSet {
 func (c *cluster) scale(name string, replicas int32) {
 	c.t.Helper()
 	require.NoError(c.t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		ps, err := c.podsets.Get(c.ctx(), name, metav1.GetOptions{})
+		ps, err := c.podsets.Get(c.ctx(), c.env.Namespace(), name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

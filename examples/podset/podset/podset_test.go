@@ -56,7 +56,7 @@ func TestTypedListerAndHandlerForTheCRD(t *testing.T) {
 	})
 	require.NoError(t, err)
 	c.scale("web", 3)
-	require.NoError(t, c.podsets.Delete(c.ctx(), "web", metav1.DeleteOptions{}))
+	require.NoError(t, c.podsets.Delete(c.ctx(), c.env.Namespace(), "web", metav1.DeleteOptions{}))
 	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 3 }, quiet, 5*time.Millisecond)
 	assert.Equal(t, []string{"add web", "update web +++", "delete web"}, seen)
 
@@ -431,7 +431,7 @@ func TestDeletedPodSetStopsWork(t *testing.T) {
 	require.Len(t, pods, 2)
 
 	c.env.ClearActions()
-	require.NoError(t, c.podsets.Delete(c.ctx(), "web", metav1.DeleteOptions{}))
+	require.NoError(t, c.podsets.Delete(c.ctx(), c.env.Namespace(), "web", metav1.DeleteOptions{}))
 	c.env.WaitForQuiet(quiet)
 	require.NoError(t, c.env.Client().CoreV1().Pods(metav1.NamespaceDefault).Delete(c.ctx(), pods[0].Name, metav1.DeleteOptions{}))
 	c.env.WaitForQuiet(quiet)

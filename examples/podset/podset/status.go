@@ -77,7 +77,7 @@ func (c *Controller) writeStatus(ctx context.Context, ps *v1alpha1.PodSet, st v1
 	}
 	next := ps.DeepCopy() // never modify the cache's object
 	next.Status = st
-	_, err := c.crs.Namespace(ps.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	_, err := c.crs.UpdateStatus(ctx, next, metav1.UpdateOptions{})
 	switch {
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 		klog.FromContext(ctx).V(2).Info("Status not written; a newer version will be reconciled", "err", err)

@@ -13,8 +13,8 @@
 //
 // Minimal use with ctrlkit's typed custom resource client:
 //
-//	podsets := customresource.NewClient[v1alpha1.PodSet](dyn, v1alpha1.GVR).Namespace("default")
-//	ps, err := podsets.Get(ctx, "web", metav1.GetOptions{})
+//	podsets, err := customresource.NewClient[*v1alpha1.PodSet](dyn, v1alpha1.GVR)
+//	ps, err := podsets.Get(ctx, "default", "web", metav1.GetOptions{})
 //
 // and to install the CRD on a real cluster:
 //

@@ -1,0 +1,74 @@
+// Package client is a typed client for every built-in Kubernetes type, and the helpers a
+// controller writes with: CreateOrUpdate, CreateOrPatch, MergeFrom, IgnoreNotFound,
+// Preconditions, and a cached reader.
+//
+// # One interface for every type
+//
+// Client[T] has the verbs a controller needs (Get, List, Create, Update, UpdateStatus,
+// Patch, server-side Apply, Delete) with T in and T out. For returns one for any built-in
+// type over a kubernetes.Interface, real or fake:
+//
+//	pods, err := client.For[*corev1.Pod](clientset)
+//	pod, err := pods.Get(ctx, "default", "web-0", metav1.GetOptions{})
+//
+// *customresource.Client[T] has the same method set, so the helpers below work for custom
+// resources too; NewCached wraps either so that reads come from an informer's cache.
+//
+// # Namespaces are arguments
+//
+// Get, List, Patch and Delete take the namespace; Create, Update, UpdateStatus and Apply use
+// the object's. Unlike client-go there is no Namespace(ns) step: a client-go style
+// Namespace method would have to return client.Client[T], which customresource cannot name
+// without importing this package. For a namespaced resource every call but List needs a
+// namespace (List with "" lists all namespaces); a cluster-scoped one (Nodes, Namespaces)
+// takes none. A mistake is an error wrapping ErrInvalidInput that names the object and the
+// resource, returned before any request.
+//
+// # How For finds the typed client
+//
+// T's group, version and kind come from client-go's scheme. The typed client is found by
+// reflection over kubernetes.Interface's getters, once per type: the getter whose Get
+// returns T (CoreV1().ConfigMaps for *corev1.ConfigMap); whether it takes a namespace gives
+// the scope and its name the resource. Requests then go through the clientset's own typed
+// client, so a fake clientset records them and its reactors see them (a fake's RESTClient()
+// is nil, so a REST-client based approach would not work in tests). Get, Create, Update,
+// UpdateStatus, Patch and Delete are called through a generic interface assertion, List
+// through reflection (its list type differs per T). Apply sends an apply patch
+// (application/apply-patch+yaml, what the generated Apply methods send too) built from T,
+// so no generated apply-configuration type is needed.
+//
+// # Objects returned are the caller's
+//
+// Every Client hands out objects the caller may change: For's and customresource's decode
+// fresh ones, and NewCached returns deep copies of its cached objects. Code written against
+// an uncached client (read, change, Update) is therefore safe on a cached one. Read the
+// informer's lister directly where copies cost too much; its objects must not be changed.
+//
+// # Writing objects
+//
+// CreateOrUpdate and CreateOrPatch bring one object to the state a mutate function
+// describes and say what they did (OperationResult): both write nothing when mutate changed
+// nothing. CreateOrUpdate sends the whole object (its resourceVersion makes a stale read fail
+// with a Conflict); CreateOrPatch sends a merge patch of only what mutate changed and patches
+// status through the status subresource, with WithOptimisticLock to make the patch
+// conditional too. MergeFrom and PatchObject compute and send such a patch by hand; Apply
+// hands field ownership to the API server instead.
+//
+// A reconciler that owns a Deployment per custom resource reads like this; it writes only
+// when the Deployment differs from what mutate describes:
+//
+//	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ps.Namespace, Name: ps.Name}}
+//	res, err := client.CreateOrUpdate(ctx, deployments, dep, func(dep *appsv1.Deployment) error {
+//		dep.Spec.Replicas = ps.Spec.Replicas
+//		// ... selector and template ...
+//		return ownerref.SetControllerReference(ps, dep, podsets.GroupVersionKind())
+//	})
+//	if err != nil {
+//		return err // a Conflict means someone wrote in between: requeue
+//	}
+//	logger.V(2).Info("Deployment reconciled", "deployment", klog.KObj(dep), "operation", res)
+//
+// The helpers keep controller-runtime's names and behaviour (controllerutil.CreateOrUpdate,
+// CreateOrPatch, OperationResult, client.MergeFrom, client.IgnoreNotFound) since users know
+// them; they take a Client[T] and T instead of a client.Object.
+package client

@@ -1,0 +1,196 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// For returns a Client for the built-in API type T (for example *corev1.Pod or
+// *appsv1.Deployment) that sends its requests through cs, a real clientset or client-go's fake
+// (so reactors and recorded actions see them).
+//
+// There is no per-type code: T's group, version and kind come from client-go's scheme, and the
+// typed client serving T is found once per type by reflection over kubernetes.Interface's
+// getters (the getter whose Get returns T; whether it takes a namespace tells the scope, and
+// its name the resource). A T the clientset does not serve (a custom resource, a list type, a
+// subresource type such as *autoscalingv1.Scale) is an error wrapping ErrUnsupportedType; use
+// customresource.NewClient for custom resources.
+func For[T Object](cs kubernetes.Interface) (Client[T], error) {
+	t := reflect.TypeFor[T]()
+	if isNil(cs) {
+		return nil, fmt.Errorf("client: for %s: nil clientset: %w", t, ErrInvalidInput)
+	}
+	b, err := bindingFor(t)
+	if err != nil {
+		return nil, err
+	}
+	group := reflect.ValueOf(cs).MethodByName(b.groupMethod)
+	if !group.IsValid() {
+		return nil, fmt.Errorf("client: for %s: clientset %T has no %s method: %w", t, cs, b.groupMethod, ErrUnsupportedType)
+	}
+	gc := group.Call(nil)[0]
+	if isNilValue(gc) {
+		return nil, fmt.Errorf("client: for %s: clientset %T returned a nil %s client: %w", t, cs, b.groupMethod, ErrInvalidInput)
+	}
+	getter := gc.MethodByName(b.resourceMethod)
+	if !getter.IsValid() {
+		return nil, fmt.Errorf("client: for %s: %s client %T has no %s method: %w", t, b.groupMethod, gc.Interface(), b.resourceMethod, ErrUnsupportedType)
+	}
+	c := &typed[T]{b: b, getter: getter}
+	if !b.namespaced {
+		rc, list, err := c.resource("")
+		if err != nil {
+			return nil, err
+		}
+		c.cluster, c.clusterList = rc, list
+	}
+	return c, nil
+}
+
+// binding is how T is served by kubernetes.Interface, found once per type.
+type binding struct {
+	t              reflect.Type
+	gvk            schema.GroupVersionKind
+	gvr            schema.GroupVersionResource
+	groupMethod    string // CoreV1
+	resourceMethod string // ConfigMaps
+	namespaced     bool   // the resource getter takes a namespace
+	hasStatus      bool   // the typed interface has UpdateStatus
+	listMethod     int    // index of List in the typed interface's method set
+	itemsField     []int  // index of Items in the list struct
+}
+
+// getter is one resource getter of kubernetes.Interface, keyed by the type its Get returns.
+type getter struct {
+	groupMethod, resourceMethod string
+	namespaced                  bool
+	iface                       reflect.Type // the typed interface, e.g. ConfigMapInterface
+}
+
+// getters maps every type a typed client of kubernetes.Interface gets to that client's
+// getter. It depends only on the interface's static type, so it is built once per process.
+var getters = sync.OnceValue(func() map[reflect.Type]getter {
+	out := map[reflect.Type]getter{}
+	ci := reflect.TypeFor[kubernetes.Interface]()
+	str := reflect.TypeFor[string]()
+	for i := range ci.NumMethod() {
+		gm := ci.Method(i)
+		if gm.Type.NumIn() != 0 || gm.Type.NumOut() != 1 || gm.Type.Out(0).Kind() != reflect.Interface {
+			continue
+		}
+		gi := gm.Type.Out(0)
+		for j := range gi.NumMethod() {
+			rm := gi.Method(j)
+			ft := rm.Type
+			namespaced := ft.NumIn() == 1 && ft.In(0) == str
+			if (ft.NumIn() != 0 && !namespaced) || ft.NumOut() != 1 || ft.Out(0).Kind() != reflect.Interface {
+				continue
+			}
+			ri := ft.Out(0)
+			get, ok := ri.MethodByName("Get")
+			if !ok || get.Type.NumIn() != 3 || get.Type.NumOut() != 2 {
+				continue
+			}
+			out[get.Type.Out(0)] = getter{groupMethod: gm.Name, resourceMethod: rm.Name, namespaced: namespaced, iface: ri}
+		}
+	}
+	return out
+})
+
+var bindings sync.Map // reflect.Type → *binding or error
+
+func bindingFor(t reflect.Type) (*binding, error) {
+	if v, ok := bindings.Load(t); ok {
+		if err, isErr := v.(error); isErr {
+			return nil, err
+		}
+		return v.(*binding), nil
+	}
+	b, err := resolve(t)
+	if err != nil {
+		bindings.Store(t, err)
+		return nil, err
+	}
+	bindings.Store(t, b)
+	return b, nil
+}
+
+func resolve(t reflect.Type) (*binding, error) {
+	unsupported := func(reason string) error {
+		return fmt.Errorf("client: for %s: %w: %s", t, ErrUnsupportedType, reason)
+	}
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil, unsupported("not a pointer to an API struct")
+	}
+	obj, ok := reflect.New(t.Elem()).Interface().(runtime.Object)
+	if !ok {
+		return nil, unsupported("not a runtime.Object")
+	}
+	gvks, unversioned, err := scheme.Scheme.ObjectKinds(obj)
+	if err != nil || unversioned || len(gvks) == 0 {
+		return nil, unsupported("not registered in client-go's scheme (for a custom resource use customresource.NewClient)")
+	}
+	g, ok := getters()[t]
+	if !ok {
+		return nil, unsupported(fmt.Sprintf("kubernetes.Interface has no typed client for %v", gvks))
+	}
+	gvk := gvks[0]
+	b := &binding{
+		t:              t,
+		gvk:            gvk,
+		gvr:            gvk.GroupVersion().WithResource(strings.ToLower(g.resourceMethod)),
+		groupMethod:    g.groupMethod,
+		resourceMethod: g.resourceMethod,
+		namespaced:     g.namespaced,
+	}
+	_, b.hasStatus = g.iface.MethodByName("UpdateStatus")
+	list, ok := g.iface.MethodByName("List")
+	if !ok || list.Type.NumOut() != 2 || list.Type.Out(0).Kind() != reflect.Pointer || list.Type.Out(0).Elem().Kind() != reflect.Struct {
+		return nil, unsupported("its typed client has no List returning a list struct")
+	}
+	items, ok := list.Type.Out(0).Elem().FieldByName("Items")
+	if !ok || items.Type.Kind() != reflect.Slice || items.Type.Elem() != t.Elem() {
+		return nil, unsupported(fmt.Sprintf("its list type %s has no Items of %s", list.Type.Out(0), t.Elem()))
+	}
+	b.listMethod, b.itemsField = list.Index, items.Index
+	return b, nil
+}
+
+// typedOps is the part of every generated typed client whose signatures name only T.
+type typedOps[T Object] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+}
+
+type statusOps[T Object] interface {
+	UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+}
+
+// isNil reports whether v is nil or a typed nil pointer in an interface.
+func isNil(v any) bool {
+	return v == nil || isNilValue(reflect.ValueOf(v))
+}
+
+func isNilValue(rv reflect.Value) bool {
+	if !rv.IsValid() {
+		return true
+	}
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
+}

@@ -1,0 +1,216 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// typed is the Client For returns: the clientset's own typed client for T, reached through
+// its getter.
+type typed[T Object] struct {
+	b      *binding
+	getter reflect.Value // e.g. cs.CoreV1().ConfigMaps, a method value
+
+	// The typed client of a cluster-scoped resource, built once.
+	cluster     typedOps[T]
+	clusterList reflect.Value
+}
+
+var _ Client[*metav1.PartialObjectMetadata] = (*typed[*metav1.PartialObjectMetadata])(nil)
+
+func (c *typed[T]) Resource() schema.GroupVersionResource     { return c.b.gvr }
+func (c *typed[T]) GroupVersionKind() schema.GroupVersionKind { return c.b.gvk }
+func (c *typed[T]) Namespaced() bool                          { return c.b.namespaced }
+
+// resource returns the typed client of namespace ns (the getter's answer) and its List
+// method.
+func (c *typed[T]) resource(ns string) (typedOps[T], reflect.Value, error) {
+	if !c.b.namespaced && c.cluster != nil {
+		return c.cluster, c.clusterList, nil
+	}
+	var in []reflect.Value
+	if c.b.namespaced {
+		in = []reflect.Value{reflect.ValueOf(ns)}
+	}
+	out := c.getter.Call(in)[0]
+	if isNilValue(out) {
+		return nil, reflect.Value{}, fmt.Errorf("client: %s: the clientset returned a nil typed client: %w", resourceName(c.b.gvr), ErrInvalidInput)
+	}
+	ops, ok := out.Interface().(typedOps[T])
+	if !ok {
+		return nil, reflect.Value{}, fmt.Errorf("client: %s: the typed client %T does not serve %s: %w", resourceName(c.b.gvr), out.Interface(), c.b.t, ErrUnsupportedType)
+	}
+	return ops, out.Method(c.b.listMethod), nil
+}
+
+// forObject validates obj and returns the typed client of its namespace.
+func (c *typed[T]) forObject(verb string, obj T) (typedOps[T], error) {
+	var zero T
+	if obj == zero || isNil(obj) {
+		return nil, fmt.Errorf("client: %s %s: nil object: %w", verb, resourceName(c.b.gvr), ErrInvalidInput)
+	}
+	if err := checkNamespace(verb, c.b.gvr, c.b.namespaced, obj.GetNamespace(), obj.GetName(), false); err != nil {
+		return nil, err
+	}
+	ops, _, err := c.resource(obj.GetNamespace())
+	return ops, err
+}
+
+func (c *typed[T]) Get(ctx context.Context, namespace, name string, opts metav1.GetOptions) (T, error) {
+	var zero T
+	if err := checkNamespace("get", c.b.gvr, c.b.namespaced, namespace, name, false); err != nil {
+		return zero, err
+	}
+	ops, _, err := c.resource(namespace)
+	if err != nil {
+		return zero, err
+	}
+	return ops.Get(ctx, name, opts)
+}
+
+func (c *typed[T]) List(ctx context.Context, namespace string, opts metav1.ListOptions) (*List[T], error) {
+	if err := checkNamespace("list", c.b.gvr, c.b.namespaced, namespace, "", true); err != nil {
+		return nil, err
+	}
+	_, list, err := c.resource(namespace)
+	if err != nil {
+		return nil, err
+	}
+	res := list.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(opts)})
+	if e := res[1].Interface(); e != nil {
+		return nil, e.(error)
+	}
+	if isNilValue(res[0]) {
+		return nil, fmt.Errorf("client: list %s: the typed client returned no list and no error", resourceName(c.b.gvr))
+	}
+	lv := res[0]
+	out := &List[T]{}
+	if lm, ok := lv.Interface().(metav1.ListInterface); ok {
+		out.ResourceVersion = lm.GetResourceVersion()
+		out.Continue = lm.GetContinue()
+		out.RemainingItemCount = lm.GetRemainingItemCount()
+	}
+	items := lv.Elem().FieldByIndex(c.b.itemsField)
+	out.Items = make([]T, items.Len())
+	for i := range out.Items {
+		// Pointers into the decoded list's own array: no copy.
+		out.Items[i] = items.Index(i).Addr().Interface().(T)
+	}
+	return out, nil
+}
+
+func (c *typed[T]) Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error) {
+	ops, err := c.forObject("create", obj)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return ops.Create(ctx, obj, opts)
+}
+
+func (c *typed[T]) Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
+	ops, err := c.forObject("update", obj)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return ops.Update(ctx, obj, opts)
+}
+
+func (c *typed[T]) UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
+	var zero T
+	if !c.b.hasStatus {
+		return zero, fmt.Errorf("client: update status of %s: %w", resourceName(c.b.gvr), ErrNoStatus)
+	}
+	ops, err := c.forObject("update status of", obj)
+	if err != nil {
+		return zero, err
+	}
+	st, ok := ops.(statusOps[T])
+	if !ok {
+		return zero, fmt.Errorf("client: update status of %s: typed client %T: %w", resourceName(c.b.gvr), ops, ErrNoStatus)
+	}
+	return st.UpdateStatus(ctx, obj, opts)
+}
+
+func (c *typed[T]) Patch(ctx context.Context, namespace, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error) {
+	var zero T
+	if err := checkNamespace("patch", c.b.gvr, c.b.namespaced, namespace, name, false); err != nil {
+		return zero, err
+	}
+	ops, _, err := c.resource(namespace)
+	if err != nil {
+		return zero, err
+	}
+	return ops.Patch(ctx, name, pt, data, opts, subresources...)
+}
+
+// Apply sends obj as an apply patch (what the generated Apply methods send too), which needs
+// no generated apply-configuration type.
+func (c *typed[T]) Apply(ctx context.Context, obj T, opts metav1.ApplyOptions, subresources ...string) (T, error) {
+	var zero T
+	ops, err := c.forObject("apply", obj)
+	if err != nil {
+		return zero, err
+	}
+	data, err := applyConfiguration(c.b.gvk, obj, opts)
+	if err != nil {
+		return zero, fmt.Errorf("client: apply %s %s: %w", resourceName(c.b.gvr), objectKey(obj.GetNamespace(), obj.GetName()), err)
+	}
+	return ops.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, opts.ToPatchOptions(), subresources...)
+}
+
+func (c *typed[T]) Delete(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
+	if err := checkNamespace("delete", c.b.gvr, c.b.namespaced, namespace, name, false); err != nil {
+		return err
+	}
+	ops, _, err := c.resource(namespace)
+	if err != nil {
+		return err
+	}
+	return ops.Delete(ctx, name, opts)
+}
+
+// applyConfiguration encodes obj as the body of a server-side apply: apiVersion and kind set
+// (typed objects carry none), managedFields dropped (the API server refuses them in an apply)
+// and null fields left out, so that a nil pointer, slice or map in obj claims nothing (a Go
+// struct encodes those as null where its field has no omitempty, e.g. creationTimestamp).
+func applyConfiguration(gvk schema.GroupVersionKind, obj runtime.Object, opts metav1.ApplyOptions) ([]byte, error) {
+	if opts.FieldManager == "" {
+		return nil, fmt.Errorf("ApplyOptions.FieldManager is required: %w", ErrInvalidInput)
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	dropNulls(m)
+	unstructured.RemoveNestedField(m, "metadata", "managedFields")
+	m["apiVersion"], m["kind"] = gvk.GroupVersion().String(), gvk.Kind
+	return json.Marshal(m)
+}
+
+// dropNulls removes null values from maps, recursively (lists included).
+func dropNulls(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if e == nil {
+				delete(x, k)
+				continue
+			}
+			dropNulls(e)
+		}
+	case []any:
+		for _, e := range x {
+			dropNulls(e)
+		}
+	}
+}

@@ -1,0 +1,36 @@
+package ownerref_test
+
+import (
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctrlkit/ctrlkit/ownerref"
+)
+
+// A controller sets itself as the controller of the child it is about to create; a second
+// controller is refused.
+func ExampleSetControllerReference() {
+	gvk := appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "rs-1"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-0"}}
+
+	if err := ownerref.SetControllerReference(rs, pod, gvk); err != nil {
+		fmt.Println(err)
+		return
+	}
+	ref := pod.OwnerReferences[0]
+	fmt.Println(ref.APIVersion, ref.Kind, ref.Name, *ref.Controller, *ref.BlockOwnerDeletion)
+
+	other := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db", UID: "rs-2"}}
+	err := ownerref.SetControllerReference(other, pod, gvk)
+	fmt.Println(errors.Is(err, ownerref.ErrAlreadyOwned))
+	fmt.Println(err)
+	// Output:
+	// apps/v1 ReplicaSet web true true
+	// true
+	// default/web-0 is already controlled by ReplicaSet web (uid rs-1); refusing ReplicaSet db (uid rs-2)
+}
