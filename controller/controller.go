@@ -515,6 +515,9 @@ func (c *Controller[K]) processNext(ctx context.Context, q *runQueue[K], logger 
 	}
 
 	res, err := c.reconcile(rctx, key)
+	if c.timeout > 0 && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+		c.cm.timedOut()
+	}
 	c.handle(klogger, q, key, res, err)
 	return true
 }
@@ -559,12 +562,12 @@ func (c *Controller[K]) handle(logger klog.Logger, q *runQueue[K], key K, res Re
 			c.cm.result(ResultSuccess)
 		}
 	case IsTerminal(err):
-		c.cm.result(ResultTerminal)
+		c.cm.failed(true)
 		q.Forget(key)
 		c.markRetrying(key, false)
 		logger.Error(err, "Reconcile failed with a terminal error; not retrying")
 	default:
-		c.cm.result(ResultError)
+		c.cm.failed(false)
 		if res.RequeueAfter > 0 {
 			logger.Info("Reconcile returned an error and a RequeueAfter; the RequeueAfter was ignored and the error backoff applies",
 				"requeueAfter", res.RequeueAfter)
@@ -579,6 +582,7 @@ func (c *Controller[K]) handle(logger klog.Logger, q *runQueue[K], key K, res Re
 			q.add(key, res.Priority, 0, true)
 			return
 		}
+		c.cm.gaveUp()
 		logger.Error(err, "Reconcile failed too many times; dropping the key until its next event", "maxRetries", c.maxRetries)
 		q.Forget(key)
 		c.markRetrying(key, false)

@@ -233,8 +233,9 @@ func TestTerminalErrorIsNotRetried(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, terminalLogs, "a terminal error is logged once")
-	assert.Equal(t, 1.0, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("terminal", ResultTerminal)))
-	assert.Equal(t, 0.0, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("terminal", ResultError)))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("terminal", ResultError)), "controller-runtime counts a terminal error as an error")
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.terminalErrors.WithLabelValues("terminal")))
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.retriesExhausted.WithLabelValues("terminal")), "not retried, so not given up either")
 }
 
 func TestRequeueAfterIsHonoured(t *testing.T) {

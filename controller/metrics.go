@@ -10,45 +10,55 @@ import (
 )
 
 // Reconcile results, the values of the "result" label of
-// ctrlkit_controller_reconcile_total.
+// controller_runtime_reconcile_total (controller-runtime's values: a terminal
+// error counts as "error", and in controller_runtime_terminal_reconcile_errors_total).
 const (
 	ResultSuccess      = "success"
 	ResultError        = "error"
 	ResultRequeue      = "requeue"
 	ResultRequeueAfter = "requeue_after"
-	ResultTerminal     = "terminal"
 )
 
-var allResults = []string{ResultSuccess, ResultError, ResultRequeue, ResultRequeueAfter, ResultTerminal}
+var allResults = []string{ResultSuccess, ResultError, ResultRequeue, ResultRequeueAfter}
 
 // Metrics holds the Prometheus collectors of every controller and queue that
 // report into one registry. Build one per registry with NewMetrics; a
 // manager.Manager builds its own and runs each controller built without one
 // with it (WithMetrics).
 //
-// Controller series (label "controller"):
+// The series are controller-runtime's, names, labels and buckets, so its
+// dashboards and alerts work unchanged (docs/metrics.md has the table):
 //
-//	ctrlkit_controller_reconcile_total{result}        counter, result is success|error|requeue|requeue_after|terminal
-//	ctrlkit_controller_reconcile_duration_seconds     histogram
-//	ctrlkit_controller_active_workers                 gauge, workers inside Reconcile now
-//	ctrlkit_controller_workers                        gauge, workers configured
-//	ctrlkit_controller_panics_total                   counter
+//	controller_runtime_reconcile_total{controller,result}       counter, result is success|error|requeue|requeue_after
+//	controller_runtime_reconcile_errors_total{controller}       counter, every error (terminal ones included)
+//	controller_runtime_terminal_reconcile_errors_total{controller}
+//	controller_runtime_reconcile_panics_total{controller}
+//	controller_runtime_reconcile_time_seconds{controller}       histogram
+//	controller_runtime_reconcile_timeouts_total{controller}     Options.ReconcileTimeout fired
+//	controller_runtime_max_concurrent_reconciles{controller}    gauge, workers configured
+//	controller_runtime_active_workers{controller}               gauge, workers inside Reconcile now
+//	workqueue_depth{name,controller,priority}, workqueue_adds_total, workqueue_queue_duration_seconds,
+//	workqueue_work_duration_seconds, workqueue_unfinished_work_seconds,
+//	workqueue_longest_running_processor_seconds, workqueue_retries_total{name,controller}
 //
-// Queue series (label "name", the controller's name), the same seven
-// client-go's workqueue.MetricsProvider asks for and kube-controller-manager
-// exports: workqueue_depth, workqueue_adds_total,
-// workqueue_queue_duration_seconds, workqueue_work_duration_seconds,
-// workqueue_unfinished_work_seconds,
-// workqueue_longest_running_processor_seconds, workqueue_retries_total.
+// and one series controller-runtime has no counterpart for, so it carries
+// ctrlkit's prefix:
+//
+//	ctrlkit_controller_retries_exhausted_total{controller}      keys dropped after MaxRetries
 //
 // Metrics implements workqueue.MetricsProvider, so it can be given to any
-// client-go or ctrlkit queue.
+// client-go or ctrlkit queue; the queue's name is both its "name" and its
+// "controller" label, as in controller-runtime.
 type Metrics struct {
-	reconcileTotal    *prometheus.CounterVec
-	reconcileDuration *prometheus.HistogramVec
-	activeWorkers     *prometheus.GaugeVec
-	workers           *prometheus.GaugeVec
-	panics            *prometheus.CounterVec
+	reconcileTotal   *prometheus.CounterVec
+	reconcileErrors  *prometheus.CounterVec
+	terminalErrors   *prometheus.CounterVec
+	panics           *prometheus.CounterVec
+	reconcileTime    *prometheus.HistogramVec
+	timeouts         *prometheus.CounterVec
+	workers          *prometheus.GaugeVec
+	activeWorkers    *prometheus.GaugeVec
+	retriesExhausted *prometheus.CounterVec
 
 	depth          *prometheus.GaugeVec
 	adds           *prometheus.CounterVec
@@ -69,64 +79,48 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	if reg == nil {
 		return nil, &OptionsError{Field: "Registerer", Reason: "nil; pass a prometheus.Registerer (for example prometheus.NewRegistry())"}
 	}
-	const ns = "ctrlkit"
 	ctl := []string{"controller"}
-	q := []string{"name"}
+	q := []string{"name", "controller"}
+	counter := func(name, help string, labels []string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	gauge := func(name, help string, labels []string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	}
+	queueHistogram := func(name, help string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: name, Help: help, Buckets: prometheus.ExponentialBuckets(10e-9, 10, 12),
+		}, q)
+	}
 	m := &Metrics{
-		reconcileTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: "controller", Name: "reconcile_total",
-			Help: "Reconciles per controller by result (success, error, requeue, requeue_after, terminal).",
-		}, []string{"controller", "result"}),
-		reconcileDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: ns, Subsystem: "controller", Name: "reconcile_duration_seconds",
-			Help:    "Time spent in Reconcile per controller.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 18),
+		reconcileTotal:  counter("controller_runtime_reconcile_total", "Total number of reconciliations per controller", []string{"controller", "result"}),
+		reconcileErrors: counter("controller_runtime_reconcile_errors_total", "Total number of reconciliation errors per controller", ctl),
+		terminalErrors:  counter("controller_runtime_terminal_reconcile_errors_total", "Total number of terminal reconciliation errors per controller", ctl),
+		panics:          counter("controller_runtime_reconcile_panics_total", "Total number of reconciliation panics per controller", ctl),
+		reconcileTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "controller_runtime_reconcile_time_seconds", Help: "Length of time per reconciliation per controller",
+			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
+				1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60},
 		}, ctl),
-		activeWorkers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: ns, Subsystem: "controller", Name: "active_workers",
-			Help: "Workers currently inside Reconcile per controller.",
-		}, ctl),
-		workers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: ns, Subsystem: "controller", Name: "workers",
-			Help: "Workers configured per controller.",
-		}, ctl),
-		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: "controller", Name: "panics_total",
-			Help: "Panics recovered in Reconcile per controller.",
-		}, ctl),
+		timeouts:         counter("controller_runtime_reconcile_timeouts_total", "Total number of reconciliation timeouts per controller", ctl),
+		workers:          gauge("controller_runtime_max_concurrent_reconciles", "Maximum number of concurrent reconciles per controller", ctl),
+		activeWorkers:    gauge("controller_runtime_active_workers", "Number of currently used workers per controller", ctl),
+		retriesExhausted: counter("ctrlkit_controller_retries_exhausted_total", "Keys dropped after their last allowed retry failed, per controller", ctl),
+
 		depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Subsystem: "workqueue", Name: "depth",
-			Help: "Current depth of the workqueue.",
-		}, q),
-		adds: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: "workqueue", Name: "adds_total",
-			Help: "Adds handled by the workqueue.",
-		}, q),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Subsystem: "workqueue", Name: "queue_duration_seconds",
-			Help:    "Seconds an item stays in the workqueue before it is handed out.",
-			Buckets: prometheus.ExponentialBuckets(1e-8, 10, 11),
-		}, q),
-		workDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Subsystem: "workqueue", Name: "work_duration_seconds",
-			Help:    "Seconds processing an item from the workqueue takes.",
-			Buckets: prometheus.ExponentialBuckets(1e-8, 10, 11),
-		}, q),
-		unfinished: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Subsystem: "workqueue", Name: "unfinished_work_seconds",
-			Help: "Seconds of work in progress not yet observed by work_duration; large values mean stuck workers.",
-		}, q),
-		longestRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Subsystem: "workqueue", Name: "longest_running_processor_seconds",
-			Help: "Seconds the longest running processor of the workqueue has been running.",
-		}, q),
-		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: "workqueue", Name: "retries_total",
-			Help: "Retries (rate-limited adds) handled by the workqueue.",
-		}, q),
+			Name: "workqueue_depth", Help: "Current depth of workqueue by workqueue and priority",
+		}, []string{"name", "controller", "priority"}),
+		adds:         counter("workqueue_adds_total", "Total number of adds handled by workqueue", q),
+		latency:      queueHistogram("workqueue_queue_duration_seconds", "How long in seconds an item stays in workqueue before being requested"),
+		workDuration: queueHistogram("workqueue_work_duration_seconds", "How long in seconds processing an item from workqueue takes."),
+		unfinished: gauge("workqueue_unfinished_work_seconds", "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. "+
+			"Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.", q),
+		longestRunning: gauge("workqueue_longest_running_processor_seconds", "How many seconds has the longest running processor for workqueue been running.", q),
+		retries:        counter("workqueue_retries_total", "Total number of retries handled by workqueue", q),
 	}
 	for _, c := range []prometheus.Collector{
-		m.reconcileTotal, m.reconcileDuration, m.activeWorkers, m.workers, m.panics,
+		m.reconcileTotal, m.reconcileErrors, m.terminalErrors, m.panics, m.reconcileTime, m.timeouts,
+		m.workers, m.activeWorkers, m.retriesExhausted,
 		m.depth, m.adds, m.latency, m.workDuration, m.unfinished, m.longestRunning, m.retries,
 	} {
 		if err := reg.Register(c); err != nil {
@@ -144,10 +138,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // once so the hot path does no label hashing. The zero value (nil Metrics)
 // records nothing.
 type controllerMetrics struct {
-	results  map[string]prometheus.Counter
-	duration prometheus.Observer
-	active   prometheus.Gauge
-	panics   prometheus.Counter
+	results   map[string]prometheus.Counter
+	errors    prometheus.Counter
+	terminal  prometheus.Counter
+	duration  prometheus.Observer
+	active    prometheus.Gauge
+	panics    prometheus.Counter
+	timeouts  prometheus.Counter
+	exhausted prometheus.Counter
 }
 
 func (m *Metrics) forController(name string, workers int) *controllerMetrics {
@@ -155,13 +153,17 @@ func (m *Metrics) forController(name string, workers int) *controllerMetrics {
 		return nil
 	}
 	cm := &controllerMetrics{
-		results:  make(map[string]prometheus.Counter, len(allResults)),
-		duration: m.reconcileDuration.WithLabelValues(name),
-		active:   m.activeWorkers.WithLabelValues(name),
-		panics:   m.panics.WithLabelValues(name),
+		results:   make(map[string]prometheus.Counter, len(allResults)),
+		errors:    m.reconcileErrors.WithLabelValues(name),
+		terminal:  m.terminalErrors.WithLabelValues(name),
+		duration:  m.reconcileTime.WithLabelValues(name),
+		active:    m.activeWorkers.WithLabelValues(name),
+		panics:    m.panics.WithLabelValues(name),
+		timeouts:  m.timeouts.WithLabelValues(name),
+		exhausted: m.retriesExhausted.WithLabelValues(name),
 	}
-	// Creating every result child now makes the series visible (at 0) from
-	// the first scrape, so rate() and alerts work before the first error.
+	// Creating every child now makes the series visible (at 0) from the first
+	// scrape, so rate() and alerts work before the first error.
 	for _, r := range allResults {
 		cm.results[r] = m.reconcileTotal.WithLabelValues(name, r)
 	}
@@ -172,6 +174,18 @@ func (m *Metrics) forController(name string, workers int) *controllerMetrics {
 func (cm *controllerMetrics) result(r string) {
 	if cm != nil {
 		cm.results[r].Inc()
+	}
+}
+
+// failed counts an error: result "error", and the error counters.
+func (cm *controllerMetrics) failed(terminal bool) {
+	if cm == nil {
+		return
+	}
+	cm.results[ResultError].Inc()
+	cm.errors.Inc()
+	if terminal {
+		cm.terminal.Inc()
 	}
 }
 
@@ -193,39 +207,51 @@ func (cm *controllerMetrics) panicked() {
 	}
 }
 
+func (cm *controllerMetrics) timedOut() {
+	if cm != nil {
+		cm.timeouts.Inc()
+	}
+}
+
+func (cm *controllerMetrics) gaveUp() {
+	if cm != nil {
+		cm.exhausted.Inc()
+	}
+}
+
 // NewDepthMetric implements workqueue.MetricsProvider.
 func (m *Metrics) NewDepthMetric(name string) workqueue.GaugeMetric {
-	return m.depth.WithLabelValues(name)
+	return m.depth.WithLabelValues(name, name, "") // no priority label, as controller-runtime for a plain queue
 }
 
 // NewAddsMetric implements workqueue.MetricsProvider.
 func (m *Metrics) NewAddsMetric(name string) workqueue.CounterMetric {
-	return m.adds.WithLabelValues(name)
+	return m.adds.WithLabelValues(name, name)
 }
 
 // NewLatencyMetric implements workqueue.MetricsProvider.
 func (m *Metrics) NewLatencyMetric(name string) workqueue.HistogramMetric {
-	return m.latency.WithLabelValues(name)
+	return m.latency.WithLabelValues(name, name)
 }
 
 // NewWorkDurationMetric implements workqueue.MetricsProvider.
 func (m *Metrics) NewWorkDurationMetric(name string) workqueue.HistogramMetric {
-	return m.workDuration.WithLabelValues(name)
+	return m.workDuration.WithLabelValues(name, name)
 }
 
 // NewUnfinishedWorkSecondsMetric implements workqueue.MetricsProvider.
 func (m *Metrics) NewUnfinishedWorkSecondsMetric(name string) workqueue.SettableGaugeMetric {
-	return m.unfinished.WithLabelValues(name)
+	return m.unfinished.WithLabelValues(name, name)
 }
 
 // NewLongestRunningProcessorSecondsMetric implements workqueue.MetricsProvider.
 func (m *Metrics) NewLongestRunningProcessorSecondsMetric(name string) workqueue.SettableGaugeMetric {
-	return m.longestRunning.WithLabelValues(name)
+	return m.longestRunning.WithLabelValues(name, name)
 }
 
 // NewRetriesMetric implements workqueue.MetricsProvider.
 func (m *Metrics) NewRetriesMetric(name string) workqueue.CounterMetric {
-	return m.retries.WithLabelValues(name)
+	return m.retries.WithLabelValues(name, name)
 }
 
 type metricsKey struct{}

@@ -46,26 +46,59 @@ func TestControllerReportsMetrics(t *testing.T) {
 	}
 	require.Eventually(t, func() bool {
 		return testutil.ToFloat64(m.reconcileTotal.WithLabelValues("metered", ResultSuccess)) == 2 &&
-			testutil.ToFloat64(m.reconcileTotal.WithLabelValues("metered", ResultError)) == 1 &&
-			testutil.ToFloat64(m.reconcileTotal.WithLabelValues("metered", ResultTerminal)) == 1
+			testutil.ToFloat64(m.reconcileTotal.WithLabelValues("metered", ResultError)) == 2
 	}, 10*time.Second, time.Millisecond)
 	waitIdle(t, c)
 	stop()
 
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.workers.WithLabelValues("metered")))
 	assert.Equal(t, 0.0, testutil.ToFloat64(m.activeWorkers.WithLabelValues("metered")))
-	assert.Equal(t, 4.0, testutil.ToFloat64(m.adds.WithLabelValues("metered")), "queue metrics carry the controller's name")
-	n, err := testutil.GatherAndCount(reg, "ctrlkit_controller_reconcile_duration_seconds")
+	assert.Equal(t, 4.0, testutil.ToFloat64(m.adds.WithLabelValues("metered", "metered")), "queue metrics carry the controller's name")
+	n, err := testutil.GatherAndCount(reg, "controller_runtime_reconcile_time_seconds")
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
+	// controller-runtime's names and labels, so its dashboards and alerts work unchanged.
 	expected := `
-# HELP ctrlkit_controller_reconcile_total Reconciles per controller by result (success, error, requeue, requeue_after, terminal).
-# TYPE ctrlkit_controller_reconcile_total counter
-ctrlkit_controller_reconcile_total{controller="metered",result="error"} 1
-ctrlkit_controller_reconcile_total{controller="metered",result="requeue"} 0
-ctrlkit_controller_reconcile_total{controller="metered",result="requeue_after"} 0
-ctrlkit_controller_reconcile_total{controller="metered",result="success"} 2
-ctrlkit_controller_reconcile_total{controller="metered",result="terminal"} 1
+# HELP controller_runtime_reconcile_total Total number of reconciliations per controller
+# TYPE controller_runtime_reconcile_total counter
+controller_runtime_reconcile_total{controller="metered",result="error"} 2
+controller_runtime_reconcile_total{controller="metered",result="requeue"} 0
+controller_runtime_reconcile_total{controller="metered",result="requeue_after"} 0
+controller_runtime_reconcile_total{controller="metered",result="success"} 2
+# HELP controller_runtime_reconcile_errors_total Total number of reconciliation errors per controller
+# TYPE controller_runtime_reconcile_errors_total counter
+controller_runtime_reconcile_errors_total{controller="metered"} 2
+# HELP controller_runtime_terminal_reconcile_errors_total Total number of terminal reconciliation errors per controller
+# TYPE controller_runtime_terminal_reconcile_errors_total counter
+controller_runtime_terminal_reconcile_errors_total{controller="metered"} 1
+# HELP controller_runtime_max_concurrent_reconciles Maximum number of concurrent reconciles per controller
+# TYPE controller_runtime_max_concurrent_reconciles gauge
+controller_runtime_max_concurrent_reconciles{controller="metered"} 2
+# HELP ctrlkit_controller_retries_exhausted_total Keys dropped after their last allowed retry failed, per controller
+# TYPE ctrlkit_controller_retries_exhausted_total counter
+ctrlkit_controller_retries_exhausted_total{controller="metered"} 1
+# HELP workqueue_adds_total Total number of adds handled by workqueue
+# TYPE workqueue_adds_total counter
+workqueue_adds_total{controller="metered",name="metered"} 4
 `
-	assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(expected), "ctrlkit_controller_reconcile_total"))
+	assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(expected),
+		"controller_runtime_reconcile_total", "controller_runtime_reconcile_errors_total", "controller_runtime_terminal_reconcile_errors_total",
+		"controller_runtime_max_concurrent_reconciles", "ctrlkit_controller_retries_exhausted_total", "workqueue_adds_total"))
+}
+
+// A Reconcile that runs past Options.ReconcileTimeout is counted as a timeout.
+func TestReconcileTimeoutIsCounted(t *testing.T) {
+	m, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	r := ReconcilerFunc[string](func(ctx context.Context, _ string) (Result, error) {
+		<-ctx.Done()
+		return Result{}, nil
+	})
+	c, err := New("slow", Reconciler[string](r), Options[string]{Metrics: m, ReconcileTimeout: time.Millisecond})
+	require.NoError(t, err)
+	ctx, _ := testLogger(t)
+	stop := startController(t, ctx, c)
+	c.Enqueue("k")
+	require.Eventually(t, func() bool { return testutil.ToFloat64(m.timeouts.WithLabelValues("slow")) == 1 }, 10*time.Second, time.Millisecond)
+	stop()
 }

@@ -206,13 +206,14 @@ func TestProbesAndMetrics(t *testing.T) {
 	code, body = get(t, h, "/metrics")
 	require.Equal(t, http.StatusOK, code)
 	for _, series := range []string{
-		`ctrlkit_controller_reconcile_total{controller="configmaps",result="success"} 1`,
-		`ctrlkit_controller_reconcile_total{controller="configmaps",result="error"} 0`,
-		`ctrlkit_controller_reconcile_duration_seconds_count{controller="configmaps"} 1`,
-		`ctrlkit_controller_active_workers{controller="configmaps"} 0`,
-		`ctrlkit_controller_panics_total{controller="configmaps"} 0`,
-		`workqueue_adds_total{name="configmaps"} 1`,
-		`workqueue_depth{name="configmaps"} 0`,
+		`controller_runtime_reconcile_total{controller="configmaps",result="success"} 1`,
+		`controller_runtime_reconcile_total{controller="configmaps",result="error"} 0`,
+		`controller_runtime_reconcile_time_seconds_count{controller="configmaps"} 1`,
+		`controller_runtime_active_workers{controller="configmaps"} 0`,
+		`controller_runtime_max_concurrent_reconciles{controller="configmaps"} 1`,
+		`controller_runtime_reconcile_panics_total{controller="configmaps"} 0`,
+		`workqueue_adds_total{controller="configmaps",name="configmaps"} 1`,
+		`workqueue_depth{controller="configmaps",name="configmaps",priority=""} 0`,
 	} {
 		assert.Contains(t, body, series)
 	}
@@ -225,6 +226,7 @@ func TestProbesAndMetrics(t *testing.T) {
 	require.NoError(t, err)
 	for _, mf := range mfs {
 		assert.NotContains(t, mf.GetName(), "ctrlkit_")
+		assert.NotContains(t, mf.GetName(), "controller_runtime_")
 	}
 }
 

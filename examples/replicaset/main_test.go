@@ -91,8 +91,8 @@ func TestRunWatchServesProbesAndMetrics(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code)
 	code, body = get("http://" + m[1] + "/metrics")
 	assert.Equal(t, http.StatusOK, code)
-	assert.Contains(t, body, `ctrlkit_controller_reconcile_total{controller="replicaset",result="success"}`)
-	assert.Contains(t, body, `workqueue_adds_total{name="replicaset"}`)
+	assert.Contains(t, body, `controller_runtime_reconcile_total{controller="replicaset",result="success"}`)
+	assert.Contains(t, body, `workqueue_adds_total{controller="replicaset",name="replicaset"}`)
 
 	cancel()
 	select {
