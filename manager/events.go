@@ -362,7 +362,7 @@ func (r *legacyRecorder) Event(object runtime.Object, eventtype, reason, message
 	if !r.m.withLegacy(r.name, func(rec record.EventRecorderLogger) {
 		rec.Event(object, eventtype, reason, message)
 	}) {
-		r.m.dropped("v1", r.name, reason)
+		r.m.dropped("core/v1", r.name, reason)
 	}
 }
 
@@ -370,7 +370,7 @@ func (r *legacyRecorder) Eventf(object runtime.Object, eventtype, reason, messag
 	if !r.m.withLegacy(r.name, func(rec record.EventRecorderLogger) {
 		rec.Eventf(object, eventtype, reason, messageFmt, args...)
 	}) {
-		r.m.dropped("v1", r.name, reason)
+		r.m.dropped("core/v1", r.name, reason)
 	}
 }
 
@@ -378,6 +378,6 @@ func (r *legacyRecorder) AnnotatedEventf(object runtime.Object, annotations map[
 	if !r.m.withLegacy(r.name, func(rec record.EventRecorderLogger) {
 		rec.AnnotatedEventf(object, annotations, eventtype, reason, messageFmt, args...)
 	}) {
-		r.m.dropped("v1", r.name, reason)
+		r.m.dropped("core/v1", r.name, reason)
 	}
 }

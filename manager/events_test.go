@@ -214,3 +214,38 @@ func TestStartWaitsForEventWritesInFlight(t *testing.T) {
 	assert.True(t, writeReturned.Load(), "Start returned while an event write was in flight")
 	goleak.VerifyNone(t)
 }
+
+// Recording through both APIs from many goroutines while Start returns
+// neither races nor panics, and leaves no goroutine behind.
+func TestEventsRecordedWhileStopping(t *testing.T) {
+	client := fake.NewClientset()
+	m, err := New(Options{Client: client})
+	require.NoError(t, err)
+	ctx, _ := testLogger(t)
+	stop := startManager(t, ctx, m)
+	require.Eventually(t, func() bool { return m.running.Load() }, 10*time.Second, time.Millisecond)
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
+	var quit atomic.Bool
+	var recorded atomic.Int64
+	done := make(chan struct{})
+	const workers = 4
+	for i := range workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			v1, legacy := m.EventRecorder(fmt.Sprint("c", i)), m.EventRecorderFor(fmt.Sprint("c", i))
+			for n := 0; !quit.Load(); n++ {
+				v1.Eventf(pod, nil, corev1.EventTypeNormal, "R", "A", "event %d", n)
+				legacy.Eventf(pod, corev1.EventTypeNormal, "R", "event %d", n)
+				recorded.Add(1)
+			}
+		}()
+	}
+	require.Eventually(t, func() bool { return recorded.Load() > 100 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, stop())
+	quit.Store(true)
+	for range workers {
+		<-done
+	}
+	goleak.VerifyNone(t)
+}
