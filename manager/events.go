@@ -41,13 +41,13 @@ const eventLogVerbosity = 4
 // use; kubectl describe and kubectl events show its events, since the API
 // server serves every Event through both events.k8s.io/v1 and core/v1.
 // The API server rejects (and the Manager logs) an event without an action
-// or a reason.
+// or a reason; regarding and related are resolved through Options.Scheme.
 //
 // Events flow while the Manager runs, from Start until Start returns; events
-// recorded before or after are dropped and logged at V(2). The broadcaster
-// behind it starts with the first event recorded through any EventRecorder
-// of the Manager, so a Manager that records none runs no event goroutine;
-// Start's return stops it and waits for the writes in flight.
+// recorded before or after are dropped and logged at V(2). The Manager's
+// events.k8s.io broadcaster starts on the first such event, so a Manager
+// that records none runs no event goroutine; Start's return stops it and
+// waits for the writes in flight.
 //
 // It is controller-runtime's Manager.GetEventRecorder; EventRecorderFor is
 // its GetEventRecorderFor.
