@@ -15,7 +15,7 @@
 //	rs, _ := informer.For[*appsv1.ReplicaSet](mgr.Factory())
 //	c, _ := controller.New("replicaset", r, controller.Options[controller.Key]{Workers: 5})
 //	controller.Watch(c, rs, controller.EnqueueObject)
-//	mgr.Add(c)
+//	mgr.Add(c) // r records events through mgr.EventRecorder("replicaset")
 //	if err := mgr.Start(ctx); err != nil { // returns when ctx ends, or with leaderelection.ErrLeaseLost
 //		os.Exit(1) // the binary decides; this package never exits the process
 //	}
@@ -48,10 +48,22 @@
 //
 // # Events
 //
-// EventRecorderFor gives each controller a record.EventRecorder with its
-// name as the event source; events flow while the Manager runs. The factory
-// the Manager builds records a Warning event (informer.ReasonUndecodable) on
-// each custom resource it cannot decode.
+// EventRecorder(name) is a controller's recorder of events.k8s.io/v1 Events
+// (client-go's tools/events): name is their reportingController, the
+// Manager's identity their reportingInstance (the leader election identity,
+// else "<hostname>_<pid>"), and each carries an action besides its reason.
+// EventRecorderFor(name) is the legacy core/v1 recorder (tools/record), kept
+// for APIs that take a record.EventRecorder and for readers of core/v1-only
+// fields; kubectl describe shows the events of both, because the API server
+// serves every Event through both APIs. The names are controller-runtime's
+// GetEventRecorder and GetEventRecorderFor.
+//
+// Events flow from Start until Start returns; events recorded before or
+// after are dropped and logged at V(2). Each API's broadcaster starts on its
+// first event, so a Manager that records none runs no event goroutine, and
+// Start's return stops them. The factory the Manager builds records a
+// Warning event (informer.ReasonUndecodable) on each custom resource it
+// cannot decode, through EventRecorderFor("ctrlkit-informer").
 //
 // # Shutdown
 //

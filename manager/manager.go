@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/controller"
@@ -176,8 +175,7 @@ type Manager struct {
 	live       map[*Runnable]struct{} // Run called and not returned: the /readyz set
 	fatal      chan error
 	runWG      sync.WaitGroup // every Runnable.Run
-	events     record.EventBroadcaster
-	recorders  map[string]record.EventRecorder
+	events     eventPipes
 	boundAddrs map[string]string // "health"/"metrics" → address listened on
 
 	running      atomic.Bool
@@ -211,7 +209,6 @@ func New(opts Options) (*Manager, error) {
 		metricsAddr: opts.MetricsAddr,
 		syncTimeout: opts.CacheSyncTimeout,
 		names:       map[string]struct{}{},
-		recorders:   map[string]record.EventRecorder{},
 		boundAddrs:  map[string]string{},
 		live:        map[*Runnable]struct{}{},
 	}
