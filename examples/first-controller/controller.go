@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/ctrlkit/ctrlkit/client"
+	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/ownerref"
+	"github.com/ctrlkit/ctrlkit/predicate"
+)
+
+// InfoController keeps a ConfigMap <name>-info for every Deployment labelled team.
+type InfoController struct {
+	*controller.Controller[controller.Key]
+	deployments informer.Lister[*appsv1.Deployment]
+	configMaps  client.Client[*corev1.ConfigMap]
+}
+
+func NewInfoController(f *informer.Factory, cs kubernetes.Interface) (*InfoController, error) {
+	deps, err1 := informer.For[*appsv1.Deployment](f)
+	cms, err2 := informer.For[*corev1.ConfigMap](f)
+	cmClient, err3 := client.For[*corev1.ConfigMap](cs)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, err
+	}
+	c := &InfoController{deployments: deps.Lister(), configMaps: cmClient}
+	var err error
+	if c.Controller, err = controller.New("deployment-info", c, controller.Options[controller.Key]{}); err != nil {
+		return nil, err
+	}
+	changed := predicate.Or(predicate.GenerationChanged[*appsv1.Deployment](), predicate.LabelsChanged[*appsv1.Deployment]())
+	return c, errors.Join(controller.Watch(c.Controller, deps, controller.EnqueueObject, controller.WithPredicates(changed)),
+		controller.Owns(c.Controller, cms, deploymentKind))
+}
+
+func (c *InfoController) Reconcile(ctx context.Context, key controller.Key) (controller.Result, error) {
+	d, err := c.deployments.Get(key.Namespace, key.Name)
+	if err != nil || d.Labels["team"] == "" { // gone (a lister only answers NotFound) or not labelled
+		return controller.Result{}, client.IgnoreNotFound(c.configMaps.Delete(ctx, key.Namespace, key.Name+"-info", metav1.DeleteOptions{}))
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name + "-info"}}
+	_, err = client.CreateOrUpdate(ctx, c.configMaps, cm, func(cm *corev1.ConfigMap) error {
+		cm.Data = map[string]string{"replicas": fmt.Sprint(ptr.Deref(d.Spec.Replicas, 1)), "image": d.Spec.Template.Spec.Containers[0].Image}
+		return ownerref.SetControllerReference(d, cm, deploymentKind)
+	})
+	return controller.Result{}, err
+}
+
+var deploymentKind = appsv1.SchemeGroupVersion.WithKind("Deployment")
