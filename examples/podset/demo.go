@@ -21,6 +21,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
+	"github.com/ctrlkit/ctrlkit/examples/podset/podset"
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
@@ -72,7 +73,7 @@ func seed() (podsets []*unstructured.Unstructured, pods []runtime.Object, err er
 type idler interface{ Stats() controller.Stats }
 
 // runDemo walks through what the controller does, waiting for each step to converge.
-func runDemo(ctx context.Context, env *demo.Env, c idler) error {
+func runDemo(ctx context.Context, env *demo.Env, c idler, records *podset.MemoryRecords) error {
 	logger := klog.FromContext(ctx).WithName("demo")
 	cs := clients{typed: env.Client, dynamic: env.Dynamic}
 	crs, err := customresource.NewClient[*v1alpha1.PodSet](cs.dynamic, v1alpha1.GVR)
@@ -193,14 +194,30 @@ func runDemo(ctx context.Context, env *demo.Env, c idler) error {
 		return err
 	}
 
-	// Deleting the PodSet. On a cluster the garbage collector now deletes its Pods, which carry
-	// its controller reference; no finalizer is involved. The in-memory cluster has no garbage
-	// collector, so the Pods stay — and the controller, whose job ended with the PodSet, leaves
-	// them alone: deleting one more is not undone.
-	logger.Info("Deleting PodSet web (finalizer-free: its Pods are the garbage collector's)")
+	// Deleting the PodSet. Its finalizer holds the deletion back until the controller removed
+	// web's record outside the cluster (the demo's in-memory "external system"); then the
+	// PodSet goes. On a cluster the garbage collector then deletes its Pods, which carry its
+	// controller reference. The in-memory cluster has no garbage collector, so the Pods stay —
+	// and the controller, whose job ended with the PodSet, leaves them alone: deleting one more
+	// is not undone.
+	web, err := podsets.Get(ctx, demoNamespace, "web", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	logger.Info("Deleting PodSet web: its finalizer first removes its external record", "records", records.Len())
 	if err := podsets.Delete(ctx, demoNamespace, "web", metav1.DeleteOptions{}); err != nil {
 		return err
 	}
+	if err := step("web's external record is removed, then web is gone", func(ctx context.Context) (bool, error) {
+		_, err := podsets.Get(ctx, demoNamespace, "web", metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return false, err
+		}
+		return apierrors.IsNotFound(err) && !records.Has(web.UID), nil
+	}); err != nil {
+		return err
+	}
+	logger.Info("Record cleanup ran", "times", records.Removals(web.UID))
 	if err := settled("the controller saw web go"); err != nil {
 		return err
 	}

@@ -50,6 +50,9 @@ func program(o *options) demo.Program {
 	scheme := runtime.NewScheme()
 	schemeErr := errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme))
 	var c *podset.Controller // built by Setup, watched by Demo
+	// The demo's system outside the cluster: each PodSet's record there is removed by the
+	// controller's finalizer before the PodSet may go.
+	records := podset.NewMemoryRecords()
 	return demo.Program{
 		Name:      "podset",
 		Workers:   podset.DefaultWorkers,
@@ -97,13 +100,14 @@ func program(o *options) demo.Program {
 				Workers:  env.Workers,
 				Recorder: env.Manager.EventRecorderFor(podset.Name),
 				Logger:   logger,
+				Records:  records,
 			})
 			if err != nil {
 				return err
 			}
 			return env.Manager.Add(c)
 		},
-		Demo:            func(ctx context.Context, env *demo.Env) error { return runDemo(ctx, env, c) },
+		Demo:            func(ctx context.Context, env *demo.Env) error { return runDemo(ctx, env, c, records) },
 		Kubelet:         &kubelet.Options{StartupDelay: 300 * time.Millisecond, Namespace: demoNamespace},
 		RealClusterHint: "Running; create a PodSet with: kubectl apply -f examples/podset/podset.yaml",
 	}

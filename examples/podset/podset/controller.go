@@ -23,6 +23,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/expectations"
+	"github.com/ctrlkit/ctrlkit/finalizer"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/ownerref"
 	"github.com/ctrlkit/ctrlkit/replicas"
@@ -72,6 +73,11 @@ type Options struct {
 	Logger klog.Logger
 	// Clock tells the time when a scale-down ranks Pods by age. nil means the real clock.
 	Clock clock.PassiveClock
+	// Records, when set, is the system outside the cluster where every PodSet gets a record.
+	// The controller then puts FinalizerRecord on each PodSet, and on deletion removes the
+	// record before it lets the PodSet go (a failing removal keeps the PodSet, is retried with
+	// backoff and recorded as a FinalizeFailed event). nil means no records and no finalizer.
+	Records Records
 }
 
 // Controller keeps every PodSet's Pods at spec.replicas. It is a ctrlkit controller (it embeds
@@ -97,6 +103,9 @@ type Controller struct {
 
 	mu  sync.Mutex
 	uid map[controller.Key]types.UID // the UID last reconciled under each key, to drop exp records
+
+	records    Records                                 // nil without Options.Records
+	finalizers *finalizer.Finalizers[*v1alpha1.PodSet] // FinalizerRecord's cleanup; nil without records
 }
 
 // New builds the controller on informers from f, which must have the dynamic client
@@ -132,6 +141,13 @@ func New(f *informer.Factory, client kubernetes.Interface, dyn dynamic.Interface
 		c.logger = klog.Background()
 	}
 	c.logger = c.logger.WithValues("controller", Name)
+	if opts.Records != nil {
+		c.records = opts.Records
+		c.finalizers = finalizer.New[*v1alpha1.PodSet](finalizer.WithEventRecorder(c.recorder))
+		if err := c.finalizers.Register(FinalizerRecord, c.records.Remove); err != nil {
+			return nil, fmt.Errorf("podset: %w", err)
+		}
+	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
 	}
@@ -173,6 +189,8 @@ func New(f *informer.Factory, client kubernetes.Interface, dyn dynamic.Interface
 // kube-controller-manager's syncReplicaSet for a custom resource:
 //
 //  1. read the PodSet from the cache (gone: forget it; its Pods are the garbage collector's);
+//     with Options.Records, keep its record outside the cluster, and on deletion remove the
+//     record and then the finalizer (package finalizer);
 //  2. check its selector (an invalid one is reported and not retried);
 //  3. note whether the Pod cache has caught up with our last writes (expectations);
 //  4. list the namespace's active Pods and claim those the selector matches (adopting
@@ -198,6 +216,19 @@ func (c *Controller) Reconcile(ctx context.Context, key controller.Key) (control
 		return controller.Result{}, err
 	}
 	c.remember(key, ps.UID)
+
+	if c.finalizers != nil {
+		// Outside the cluster first: on deletion the record goes, then the finalizer, then
+		// (the API server's doing) the PodSet; its Pods are the garbage collector's.
+		updated, res, err := c.finalizers.Finalize(ctx, finalizer.InNamespace(c.crs, ps.Namespace), ps)
+		if err != nil || res.Deleting {
+			return controller.Result{}, err
+		}
+		ps = updated
+		if err := c.records.Put(ctx, ps); err != nil {
+			return controller.Result{}, err
+		}
+	}
 
 	selector, err := podSelector(ps)
 	if err != nil {

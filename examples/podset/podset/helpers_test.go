@@ -29,7 +29,8 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The shared API server (TestFinalizerAgainstARealAPIServer) is stopped before goleak looks.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(controllertest.WithSharedAPIServer(m)) }
 
 const quiet = 10 * time.Second // WaitForQuiet's deadline: generous, it returns as soon as quiet
 
