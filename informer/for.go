@@ -3,6 +3,11 @@ package informer
 import (
 	"fmt"
 	"reflect"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,7 +39,22 @@ type Object = object.Object
 // custom resources.
 //
 // Informers obtained after Start are started at once.
-func For[T Object](f *Factory) (Informer[T], error) {
+//
+// Scope options (InNamespaces, WithLabelSelector, WithFieldSelector) narrow
+// what this informer lists and watches, and so what it caches: the usual
+// cure for a controller running out of memory on a large cluster. The
+// factory serves each T with one scope: a later For with the same T and an
+// equal scope returns the same informer; with another scope (no options
+// included) it returns an error matching ErrScopeConflict naming both, since
+// two controllers silently reading different caches of one type is a bug.
+// A bad option (an invalid selector or namespace) is an error naming T and
+// the option. Informers taken from SharedInformerFactory are never scoped.
+//
+// A scoped informer runs its own client-go informers (one per namespace),
+// started, waited for (WaitForCacheSync) and shut down by the factory like
+// every other; handlers, indexes, managedFields stripping, sharing, the
+// WithTransform functions and the mutation detector apply as to any informer.
+func For[T Object](f *Factory, opts ...ScopeOption[T]) (Informer[T], error) {
 	t := reflect.TypeFor[T]()
 	if f == nil {
 		return nil, fmt.Errorf("informer for %s: %w", typeName(t), ErrNilFactory)
@@ -42,12 +62,19 @@ func For[T Object](f *Factory) (Informer[T], error) {
 	if !f.hasClient {
 		return nil, fmt.Errorf("informer for %s: %w", typeName(t), ErrNoClient)
 	}
-	inf, err := lookupOrCreate(f, registryKey{source: sourceTyped, typ: t}, func() (*sharedInformer[T], error) {
-		gvk, gvr, shared, err := f.resolveTyped(t)
-		if err != nil {
-			return nil, err
+	sc, err := buildScope(opts)
+	if err != nil {
+		return nil, err
+	}
+	inf, err := lookupOrCreate(f, registryKey{source: sourceTyped, typ: t}, sc, func() (*sharedInformer[T], error) {
+		if !sc.narrowed() {
+			gvk, gvr, shared, err := f.resolveTyped(t, f.shared)
+			if err != nil {
+				return nil, err
+			}
+			return newSharedInformer[T](f, gvr.GroupResource().String(), gvr, gvk, shared)
 		}
-		return newSharedInformer[T](f, gvr.GroupResource().String(), gvr, gvk, shared)
+		return newScopedTyped[T](f, t, sc)
 	})
 	if err != nil {
 		return nil, err
@@ -55,8 +82,85 @@ func For[T Object](f *Factory) (Informer[T], error) {
 	return inf, nil
 }
 
+// newScopedTyped builds the informers of a scoped For: one client-go
+// factory per namespace, its list options narrowed by the scope. Called with
+// f.mu held.
+func newScopedTyped[T Object](f *Factory, t reflect.Type, sc scope) (*sharedInformer[T], error) {
+	namespaces, err := f.scopeNamespaces(t, sc)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		gvk       schema.GroupVersionKind
+		gvr       schema.GroupVersionResource
+		factories []startable
+		byNS      = map[string]cache.SharedIndexInformer{}
+	)
+	for _, ns := range namespaces {
+		factory := informers.NewSharedInformerFactoryWithOptions(f.client, f.cfg.resync,
+			informers.WithNamespace(ns),
+			informers.WithTweakListOptions(sc.tweak(f.cfg.tweak)),
+			informers.WithTransform(f.scopedTransform(t, ns)))
+		var inf cache.SharedIndexInformer
+		gvk, gvr, inf, err = f.resolveTyped(t, factory)
+		if err != nil {
+			return nil, err
+		}
+		factories = append(factories, factory)
+		byNS[ns] = inf
+	}
+	name := gvr.GroupResource().String()
+	var combined cache.SharedIndexInformer
+	if len(namespaces) == 1 {
+		combined = byNS[namespaces[0]]
+	} else {
+		combined = newMultiNamespace(f, name, byNS)
+	}
+	inf, err := newSharedInformer[T](f, name, gvr, gvk, combined)
+	if err != nil {
+		return nil, err
+	}
+	f.scoped = append(f.scoped, factories...)
+	return inf, nil
+}
+
+// scopeNamespaces returns the namespaces a scope watches: its own, or the
+// factory's. A factory limited to one namespace (WithNamespace) cannot
+// serve another.
+func (f *Factory) scopeNamespaces(t reflect.Type, sc scope) ([]string, error) {
+	if len(sc.namespaces) == 0 {
+		return []string{f.cfg.namespace}, nil
+	}
+	if f.cfg.namespace != "" {
+		for _, ns := range sc.namespaces {
+			if ns != f.cfg.namespace {
+				return nil, fmt.Errorf("informer for %s: InNamespaces(%s): the factory watches only namespace %q (WithNamespace)", typeName(t), strings.Join(sc.namespaces, ","), f.cfg.namespace)
+			}
+		}
+	}
+	return sc.namespaces, nil
+}
+
+// scopedTransform is the factory transform for the informer of namespace
+// ns. A cluster-scoped type has no namespaces, and client-go ignores the
+// namespace of its informers: its objects (namespace "") are reported once,
+// since InNamespaces cannot narrow them.
+func (f *Factory) scopedTransform(t reflect.Type, ns string) cache.TransformFunc {
+	var once sync.Once
+	return func(obj any) (any, error) {
+		if ns != "" {
+			if m, ok := obj.(metav1.Object); ok && m.GetNamespace() != ns {
+				once.Do(func() {
+					f.report(fmt.Errorf("informer for %s: InNamespaces: object %q is not in namespace %q; is the type cluster-scoped?", typeName(t), objectKey(m), ns))
+				})
+			}
+		}
+		return f.transform(obj)
+	}
+}
+
 // resolveTyped finds the client-go informer serving Go type t.
-func (f *Factory) resolveTyped(t reflect.Type) (schema.GroupVersionKind, schema.GroupVersionResource, cache.SharedIndexInformer, error) {
+func (f *Factory) resolveTyped(t reflect.Type, shared informers.SharedInformerFactory) (schema.GroupVersionKind, schema.GroupVersionResource, cache.SharedIndexInformer, error) {
 	unsupported := func(reason string) error {
 		return fmt.Errorf("informer for %s: %w: %s", typeName(t), ErrUnsupportedType, reason)
 	}
@@ -73,7 +177,7 @@ func (f *Factory) resolveTyped(t reflect.Type) (schema.GroupVersionKind, schema.
 	}
 	for _, gvk := range gvks {
 		gvr, _ := meta.UnsafeGuessKindToResource(gvk)
-		generic, err := f.shared.ForResource(gvr)
+		generic, err := shared.ForResource(gvr)
 		if err != nil {
 			continue
 		}

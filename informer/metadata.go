@@ -32,7 +32,7 @@ func ForMetadata(f *Factory, gvr schema.GroupVersionResource) (Informer[*metav1.
 	}
 	name := gvr.GroupResource().String() + " (metadata)"
 	key := registryKey{source: sourceMetadata, gvr: gvr}
-	inf, err := lookupOrCreate(f, key, func() (*sharedInformer[*metav1.PartialObjectMetadata], error) {
+	inf, err := lookupOrCreate(f, key, scope{}, func() (*sharedInformer[*metav1.PartialObjectMetadata], error) {
 		shared := f.metadata.ForResource(gvr).Informer()
 		setTransform(f, name, shared, func(obj any) (any, error) { return f.transformFor(key, obj) })
 		return newSharedInformer[*metav1.PartialObjectMetadata](f, name, gvr, kindFor(gvr), shared)

@@ -49,7 +49,7 @@ func ForResource[T Object](f *Factory, gvr schema.GroupVersionResource) (Informe
 	}
 	name := gvr.GroupResource().String()
 	key := registryKey{source: sourceDynamic, gvr: gvr}
-	inf, err := lookupOrCreate(f, key, func() (*sharedInformer[T], error) {
+	inf, err := lookupOrCreate(f, key, scope{}, func() (*sharedInformer[T], error) {
 		shared := f.dynamic.ForResource(gvr).Informer()
 		setTransform(f, name, shared, convertTransform[T](f, key, name))
 		return newSharedInformer[T](f, name, gvr, kindFor(gvr), shared)
