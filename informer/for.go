@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -82,80 +81,91 @@ func For[T Object](f *Factory, opts ...ScopeOption[T]) (Informer[T], error) {
 	return inf, nil
 }
 
-// newScopedTyped builds the informers of a scoped For: one client-go
-// factory per namespace, its list options narrowed by the scope. Called with
-// f.mu held.
+// newScopedTyped builds the informer of a scoped For. Called with f.mu held.
 func newScopedTyped[T Object](f *Factory, t reflect.Type, sc scope) (*sharedInformer[T], error) {
-	namespaces, err := f.scopeNamespaces(t, sc)
-	if err != nil {
-		return nil, err
-	}
 	var (
-		gvk       schema.GroupVersionKind
-		gvr       schema.GroupVersionResource
-		factories []startable
-		byNS      = map[string]cache.SharedIndexInformer{}
+		gvk schema.GroupVersionKind
+		gvr schema.GroupVersionResource
 	)
-	for _, ns := range namespaces {
+	combined, err := f.newScoped(typeName(t), sc, func(ns string) (startable, cache.SharedIndexInformer, error) {
 		factory := informers.NewSharedInformerFactoryWithOptions(f.client, f.cfg.resync,
 			informers.WithNamespace(ns),
 			informers.WithTweakListOptions(sc.tweak(f.cfg.tweak)),
-			informers.WithTransform(f.scopedTransform(t, ns)))
-		var inf cache.SharedIndexInformer
+			informers.WithTransform(f.checkNamespace(typeName(t), ns, f.transform)))
+		var (
+			inf cache.SharedIndexInformer
+			err error
+		)
 		gvk, gvr, inf, err = f.resolveTyped(t, factory)
+		return factory, inf, err
+	}, func() string { return gvr.GroupResource().String() })
+	if err != nil {
+		return nil, err
+	}
+	return newSharedInformer[T](f, gvr.GroupResource().String(), gvr, gvk, combined)
+}
+
+// newScoped builds the client-go informers of a scope, one per namespace
+// (build makes the informer of one namespace in a client-go factory of its
+// own), and returns them as one: the informer itself for one namespace, a
+// multiNamespace for several. what names the type or resource in errors;
+// name, called once build has run, names the informer. The factories are
+// started and shut down with f's. Called with f.mu held.
+func (f *Factory) newScoped(what string, sc scope, build func(ns string) (startable, cache.SharedIndexInformer, error), name func() string) (cache.SharedIndexInformer, error) {
+	namespaces, err := f.scopeNamespaces(what, sc)
+	if err != nil {
+		return nil, err
+	}
+	var factories []startable
+	byNS := map[string]cache.SharedIndexInformer{}
+	for _, ns := range namespaces {
+		factory, inf, err := build(ns)
 		if err != nil {
 			return nil, err
 		}
 		factories = append(factories, factory)
 		byNS[ns] = inf
 	}
-	name := gvr.GroupResource().String()
-	var combined cache.SharedIndexInformer
-	if len(namespaces) == 1 {
-		combined = byNS[namespaces[0]]
-	} else {
-		combined = newMultiNamespace(f, name, byNS)
-	}
-	inf, err := newSharedInformer[T](f, name, gvr, gvk, combined)
-	if err != nil {
-		return nil, err
-	}
 	f.scoped = append(f.scoped, factories...)
-	return inf, nil
+	if len(namespaces) == 1 {
+		return byNS[namespaces[0]], nil
+	}
+	return newMultiNamespace(f, name(), byNS), nil
 }
 
 // scopeNamespaces returns the namespaces a scope watches: its own, or the
 // factory's. A factory limited to one namespace (WithNamespace) cannot
 // serve another.
-func (f *Factory) scopeNamespaces(t reflect.Type, sc scope) ([]string, error) {
+func (f *Factory) scopeNamespaces(what string, sc scope) ([]string, error) {
 	if len(sc.namespaces) == 0 {
 		return []string{f.cfg.namespace}, nil
 	}
 	if f.cfg.namespace != "" {
 		for _, ns := range sc.namespaces {
 			if ns != f.cfg.namespace {
-				return nil, fmt.Errorf("informer for %s: InNamespaces(%s): the factory watches only namespace %q (WithNamespace)", typeName(t), strings.Join(sc.namespaces, ","), f.cfg.namespace)
+				return nil, fmt.Errorf("informer for %s: InNamespaces(%s): the factory watches only namespace %q (WithNamespace)", what, strings.Join(sc.namespaces, ","), f.cfg.namespace)
 			}
 		}
 	}
 	return sc.namespaces, nil
 }
 
-// scopedTransform is the factory transform for the informer of namespace
-// ns. A cluster-scoped type has no namespaces, and client-go ignores the
+// checkNamespace wraps the transform of the informer of namespace ns. A
+// cluster-scoped resource has no namespaces, and client-go ignores the
 // namespace of its informers: its objects (namespace "") are reported once,
 // since InNamespaces cannot narrow them.
-func (f *Factory) scopedTransform(t reflect.Type, ns string) cache.TransformFunc {
+func (f *Factory) checkNamespace(what, ns string, next cache.TransformFunc) cache.TransformFunc {
+	if ns == "" {
+		return next
+	}
 	var once sync.Once
 	return func(obj any) (any, error) {
-		if ns != "" {
-			if m, ok := obj.(metav1.Object); ok && m.GetNamespace() != ns {
-				once.Do(func() {
-					f.report(fmt.Errorf("informer for %s: InNamespaces: object %q is not in namespace %q; is the type cluster-scoped?", typeName(t), objectKey(m), ns))
-				})
-			}
+		if m, err := meta.Accessor(obj); err == nil && m.GetNamespace() != ns {
+			once.Do(func() {
+				f.report(fmt.Errorf("informer for %s: InNamespaces: object %q is not in namespace %q; is the resource cluster-scoped?", what, objectKey(m), ns))
+			})
 		}
-		return f.transform(obj)
+		return next(obj)
 	}
 }
 

@@ -10,9 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	metadatafake "k8s.io/client-go/metadata/fake"
 
 	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 )
@@ -305,5 +307,58 @@ func TestScopeNamespacesOfClusterScopedType(t *testing.T) {
 	require.NoError(t, err)
 	startFactory(t, f)
 	require.Eventually(t, func() bool { return len(sink.all()) > 0 }, 10*time.Second, time.Millisecond)
-	assert.ErrorContains(t, sink.all()[0], "is the type cluster-scoped?")
+	assert.ErrorContains(t, sink.all()[0], "is the resource cluster-scoped?")
+}
+
+func TestScopedForResource(t *testing.T) {
+	labelled := func(ns, name, app string) *unstructured.Unstructured {
+		u := unstructuredWidget(ns, name, int64(1))
+		unstructured.RemoveNestedField(u.Object, "metadata", "resourceVersion")
+		u.SetLabels(map[string]string{"app": app})
+		return u
+	}
+	c, err := fakecluster.NewWithOptions(fakecluster.Options{
+		Resources: []fakecluster.Resource{{GVR: widgetsGVR, Kind: "Widget", Namespaced: true}},
+		Objects:   []runtime.Object{labelled("a", "w1", "x"), labelled("b", "w2", "x"), labelled("b", "w3", "y"), labelled("c", "w4", "x")},
+	})
+	require.NoError(t, err)
+	f := NewFactory(nil, WithDynamicClient(c.Dynamic()), WithMutationDetector(func(err error) { t.Errorf("%v", err) }))
+	widgets, err := ForResource(f, widgetsGVR, InNamespaces[*widget]("a", "b"), WithLabelSelector[*widget]("app=x"))
+	require.NoError(t, err)
+	again, err := ForResource(f, widgetsGVR, WithLabelSelector[*widget]("app=x"), InNamespaces[*widget]("b", "a"))
+	require.NoError(t, err)
+	assert.Same(t, widgets, again)
+	_, err = ForResource[*widget](f, widgetsGVR)
+	require.ErrorIs(t, err, ErrScopeConflict)
+	_, err = ForResource(f, widgetsGVR, WithFieldSelector[*widget]("spec.size"))
+	require.ErrorContains(t, err, "WithFieldSelector")
+	startFactory(t, f)
+
+	all, err := widgets.Lister().List(nil)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"a/w1", "b/w2"}, keysOf(all))
+	assert.Equal(t, 1, all[0].Spec.Size, "converted to the Go type")
+	_, err = widgets.Lister().Get("c", "w4")
+	assert.True(t, apierrors.IsNotFound(err))
+}
+
+func TestScopedForMetadata(t *testing.T) {
+	scheme := metadatafake.NewTestScheme()
+	require.NoError(t, metav1.AddMetaToScheme(scheme))
+	meta := metadatafake.NewSimpleMetadataClient(scheme,
+		partialSecret("a", "s1", true), partialSecret("b", "s2", false), partialSecret("c", "s3", false))
+	f := NewFactory(newClient(), WithMetadataClient(meta))
+	secrets, err := ForMetadata(f, secretsGVR, InNamespaces[*metav1.PartialObjectMetadata]("a", "b"))
+	require.NoError(t, err)
+	_, err = ForMetadata(f, secretsGVR)
+	require.ErrorIs(t, err, ErrScopeConflict)
+	startFactory(t, f)
+	all, err := secrets.Lister().List(nil)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"a/s1", "b/s2"}, keysOf(all))
+	s1, err := secrets.Lister().Get("a", "s1")
+	require.NoError(t, err)
+	assert.Nil(t, s1.ManagedFields, "the factory transform runs on scoped metadata informers")
+	_, err = secrets.Lister().Get("c", "s3")
+	assert.True(t, apierrors.IsNotFound(err))
 }
