@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -13,8 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	metadatafake "k8s.io/client-go/metadata/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 )
@@ -361,4 +364,43 @@ func TestScopedForMetadata(t *testing.T) {
 	assert.Nil(t, s1.ManagedFields, "the factory transform runs on scoped metadata informers")
 	_, err = secrets.Lister().Get("c", "s3")
 	assert.True(t, apierrors.IsNotFound(err))
+}
+
+// A delete missed while a namespace's watch was down reaches the handler of
+// a multi-namespace informer as a tombstone, from that namespace's relist.
+func TestScopeNamespacesTombstone(t *testing.T) {
+	client := newClient(pod("a", "p1", nil), pod("b", "p2", nil))
+	watchers := make(chan *watch.FakeWatcher, 10)
+	client.PrependWatchReactor("pods", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		w := watch.NewFakeWithChanSize(10, false)
+		if action.GetNamespace() == "a" {
+			watchers <- w
+		}
+		return true, w, nil
+	})
+	f := NewFactory(client)
+	pods, err := For(f, InNamespaces[*corev1.Pod]("a", "b"))
+	require.NoError(t, err)
+	log := newEventLog[*corev1.Pod]()
+	_, err = pods.AddHandler(log)
+	require.NoError(t, err)
+	startFactory(t, f)
+	log.take(t, 2)
+	var first *watch.FakeWatcher
+	select {
+	case first = <-watchers:
+	case <-time.After(10 * time.Second):
+		t.Fatal("namespace a was not watched")
+	}
+
+	// Deleted behind the watch's back, then the watch expires: the relist
+	// finds the Pod gone.
+	require.NoError(t, client.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "a", "p1"))
+	first.Error(&metav1.Status{Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonExpired, Message: "too old"})
+	assert.Equal(t, event{op: "delete", key: "a/p1", tombstone: true}, log.next(t))
+	_, err = pods.Lister().Get("a", "p1")
+	assert.True(t, apierrors.IsNotFound(err))
+	still, err := pods.Lister().Get("b", "p2")
+	require.NoError(t, err)
+	assert.Equal(t, "p2", still.Name)
 }
