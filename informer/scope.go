@@ -36,6 +36,9 @@ type ScopeOption[T Object] func(*scope) error
 // Get of an object in another namespace answers NotFound. Without
 // InNamespaces the informer watches the factory's namespace (WithNamespace),
 // all namespaces by default. Names are validated; duplicates are ignored.
+// A cluster-scoped type has no namespaces to narrow to: client-go ignores
+// the namespace of its informers, and the factory reports that once to its
+// error handler.
 func InNamespaces[T Object](namespaces ...string) ScopeOption[T] {
 	return func(s *scope) error {
 		if len(namespaces) == 0 {
