@@ -21,6 +21,10 @@
 //   - lean caches: metadata.managedFields is stripped on entry and equal
 //     sub-objects of cached objects are shared by default, plus per-type
 //     transforms (WithTransform);
+//   - per-informer scoping: For[T](f, InNamespaces[T](...),
+//     WithLabelSelector[T](...), WithFieldSelector[T](...)) caches only the
+//     objects a controller reads (one client-go informer per namespace
+//     behind one Informer[T]); a factory serves each type with one scope;
 //   - EnqueueMapped, which connects events to a work queue of your own
 //     (controllers use controller.Watch, built on it), and ControllerOf;
 //   - WaitForCacheSync whose error names each informer that did not sync.
@@ -42,6 +46,13 @@
 //
 // For returns an error (matching ErrUnsupportedType), not a panic, for a T
 // the factory cannot serve.
+//
+// A factory serves each type with one scope: asking For[T] again with
+// another scope (or none) is an error matching ErrScopeConflict rather than
+// a second, different cache of T that two controllers would silently read
+// apart. Use one scope, or a second Factory for a deliberately separate
+// cache. Transforms stay factory options (WithTransform[T]): one cache per
+// type per factory makes them per informer already.
 //
 // Handler methods are HandleAdd, HandleUpdate and HandleDelete, so that
 // HandlerFuncs can have the fields OnAdd, OnUpdate and OnDelete. OnDelete

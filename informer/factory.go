@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 
@@ -33,6 +34,7 @@ type Factory struct {
 	cfg       factoryConfig
 	ctx       context.Context // carries the logger for the error handler
 	logger    klog.Logger
+	client    kubernetes.Interface
 	hasClient bool
 	table     *hashcons.Table   // nil with WithoutSharing
 	detector  *mutationDetector // nil without WithMutationDetector
@@ -46,6 +48,19 @@ type Factory struct {
 	runCtx    context.Context // set by the first Start; informers created later start with it
 	cancel    context.CancelFunc
 	shutdown  bool
+	// scoped holds the client-go factories of scoped informers (one per
+	// namespace of a scope), started and shut down with the others.
+	scoped []startable
+	// stop is closed by Shutdown; waiters are the goroutines that wait for
+	// it (see goUntilShutdown).
+	stop    chan struct{}
+	waiters sync.WaitGroup
+}
+
+// startable is what the factory needs from a client-go informer factory.
+type startable interface {
+	Start(stopCh <-chan struct{})
+	Shutdown()
 }
 
 // registryKey identifies one shared informer of the factory.
@@ -69,6 +84,7 @@ type registered interface {
 	HasSynced() bool
 	HasSyncedChecker() cache.DoneChecker
 	servedType() reflect.Type
+	servedScope() scope
 }
 
 // NewFactory returns a Factory over client. See the FactoryOption functions
@@ -79,7 +95,7 @@ type registered interface {
 // client may be nil for a factory that serves only ForMetadata and
 // ForResource; For then returns an error matching ErrNoClient.
 func NewFactory(client kubernetes.Interface, opts ...FactoryOption) *Factory {
-	f := &Factory{informers: map[registryKey]registered{}, hasClient: client != nil}
+	f := &Factory{informers: map[registryKey]registered{}, client: client, hasClient: client != nil, stop: make(chan struct{})}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&f.cfg)
@@ -161,6 +177,9 @@ func (f *Factory) startLocked() {
 	if f.metadata != nil {
 		f.metadata.Start(ctx.Done())
 	}
+	for _, s := range f.scoped {
+		s.Start(ctx.Done())
+	}
 }
 
 // Shutdown stops every informer and blocks until all their goroutines have
@@ -168,10 +187,14 @@ func (f *Factory) startLocked() {
 // Start does nothing.
 func (f *Factory) Shutdown() {
 	f.mu.Lock()
+	if !f.shutdown {
+		close(f.stop)
+	}
 	f.shutdown = true
 	if f.cancel != nil {
 		f.cancel()
 	}
+	scoped := slices.Clone(f.scoped)
 	f.mu.Unlock()
 
 	f.shared.Shutdown()
@@ -181,9 +204,25 @@ func (f *Factory) Shutdown() {
 	if f.metadata != nil {
 		f.metadata.Shutdown()
 	}
+	for _, s := range scoped {
+		s.Shutdown()
+	}
+	f.waiters.Wait()
 	if f.detector != nil {
 		f.detector.wait()
 	}
+}
+
+// goUntilShutdown runs fn in a goroutine owned by the factory: stop is
+// closed by Shutdown, which waits for fn to return. After Shutdown fn is not
+// run.
+func (f *Factory) goUntilShutdown(fn func(stop <-chan struct{})) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.shutdown {
+		return
+	}
+	f.waiters.Go(func() { fn(f.stop) })
 }
 
 // WaitForCacheSync waits until every informer handed out by the factory has
@@ -205,9 +244,10 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) error {
 }
 
 // lookupOrCreate returns the informer registered under key, or creates one
-// with create and registers it. The informer is started at once if the
-// factory already runs.
-func lookupOrCreate[T Object](f *Factory, key registryKey, create func() (*sharedInformer[T], error)) (*sharedInformer[T], error) {
+// with create (called with f.mu held) and registers it. The informer is
+// started at once if the factory already runs. An informer registered under
+// key with another scope is an error matching ErrScopeConflict.
+func lookupOrCreate[T Object](f *Factory, key registryKey, sc scope, create func() (*sharedInformer[T], error)) (*sharedInformer[T], error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if existing, ok := f.informers[key]; ok {
@@ -215,12 +255,16 @@ func lookupOrCreate[T Object](f *Factory, key registryKey, create func() (*share
 		if !ok {
 			return nil, &conflictError{name: existing.Name(), have: existing.servedType(), want: reflect.TypeFor[T]()}
 		}
+		if have := existing.servedScope(); !have.equal(sc) {
+			return nil, &ScopeConflictError{Informer: existing.Name(), Have: have.String(), Want: sc.String()}
+		}
 		return inf, nil
 	}
 	inf, err := create()
 	if err != nil {
 		return nil, err
 	}
+	inf.scope = sc
 	if f.detector != nil {
 		if err := f.detector.watch(key, inf.name, inf.gvk.Kind, inf.inf); err != nil {
 			return nil, fmt.Errorf("informer %s: mutation detector: %w", inf.name, err)

@@ -156,7 +156,7 @@ func TestForEveryServedType(t *testing.T) {
 		if served[ptr] || gvk.Version == runtime.APIVersionInternal {
 			continue
 		}
-		_, gvr, inf, err := f.resolveTyped(ptr)
+		_, gvr, inf, err := f.resolveTyped(ptr, f.shared)
 		if err != nil {
 			require.ErrorIs(t, err, ErrUnsupportedType)
 			continue

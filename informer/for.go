@@ -3,6 +3,10 @@ package informer
 import (
 	"fmt"
 	"reflect"
+	"strings"
+	"sync"
+
+	"k8s.io/client-go/informers"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,7 +38,22 @@ type Object = object.Object
 // custom resources.
 //
 // Informers obtained after Start are started at once.
-func For[T Object](f *Factory) (Informer[T], error) {
+//
+// Scope options (InNamespaces, WithLabelSelector, WithFieldSelector) narrow
+// what this informer lists and watches, and so what it caches: the usual
+// cure for a controller running out of memory on a large cluster. The
+// factory serves each T with one scope: a later For with the same T and an
+// equal scope returns the same informer; with another scope (no options
+// included) it returns an error matching ErrScopeConflict naming both, since
+// two controllers silently reading different caches of one type is a bug.
+// A bad option (an invalid selector or namespace) is an error naming T and
+// the option. Informers taken from SharedInformerFactory are never scoped.
+//
+// A scoped informer runs its own client-go informers (one per namespace),
+// started, waited for (WaitForCacheSync) and shut down by the factory like
+// every other; handlers, indexes, managedFields stripping, sharing, the
+// WithTransform functions and the mutation detector apply as to any informer.
+func For[T Object](f *Factory, opts ...ScopeOption[T]) (Informer[T], error) {
 	t := reflect.TypeFor[T]()
 	if f == nil {
 		return nil, fmt.Errorf("informer for %s: %w", typeName(t), ErrNilFactory)
@@ -42,12 +61,19 @@ func For[T Object](f *Factory) (Informer[T], error) {
 	if !f.hasClient {
 		return nil, fmt.Errorf("informer for %s: %w", typeName(t), ErrNoClient)
 	}
-	inf, err := lookupOrCreate(f, registryKey{source: sourceTyped, typ: t}, func() (*sharedInformer[T], error) {
-		gvk, gvr, shared, err := f.resolveTyped(t)
-		if err != nil {
-			return nil, err
+	sc, err := buildScope(opts)
+	if err != nil {
+		return nil, err
+	}
+	inf, err := lookupOrCreate(f, registryKey{source: sourceTyped, typ: t}, sc, func() (*sharedInformer[T], error) {
+		if !sc.narrowed() {
+			gvk, gvr, shared, err := f.resolveTyped(t, f.shared)
+			if err != nil {
+				return nil, err
+			}
+			return newSharedInformer[T](f, gvr.GroupResource().String(), gvr, gvk, shared)
 		}
-		return newSharedInformer[T](f, gvr.GroupResource().String(), gvr, gvk, shared)
+		return newScopedTyped[T](f, t, sc)
 	})
 	if err != nil {
 		return nil, err
@@ -55,8 +81,96 @@ func For[T Object](f *Factory) (Informer[T], error) {
 	return inf, nil
 }
 
+// newScopedTyped builds the informer of a scoped For. Called with f.mu held.
+func newScopedTyped[T Object](f *Factory, t reflect.Type, sc scope) (*sharedInformer[T], error) {
+	var (
+		gvk schema.GroupVersionKind
+		gvr schema.GroupVersionResource
+	)
+	combined, err := f.newScoped(typeName(t), sc, func(ns string) (startable, cache.SharedIndexInformer, error) {
+		factory := informers.NewSharedInformerFactoryWithOptions(f.client, f.cfg.resync,
+			informers.WithNamespace(ns),
+			informers.WithTweakListOptions(sc.tweak(f.cfg.tweak)),
+			informers.WithTransform(f.checkNamespace(typeName(t), ns, f.transform)))
+		var (
+			inf cache.SharedIndexInformer
+			err error
+		)
+		gvk, gvr, inf, err = f.resolveTyped(t, factory)
+		return factory, inf, err
+	}, func() string { return gvr.GroupResource().String() })
+	if err != nil {
+		return nil, err
+	}
+	return newSharedInformer[T](f, gvr.GroupResource().String(), gvr, gvk, combined)
+}
+
+// newScoped builds the client-go informers of a scope, one per namespace
+// (build makes the informer of one namespace in a client-go factory of its
+// own), and returns them as one: the informer itself for one namespace, a
+// multiNamespace for several. what names the type or resource in errors;
+// name, called once build has run, names the informer. The factories are
+// started and shut down with f's. Called with f.mu held.
+func (f *Factory) newScoped(what string, sc scope, build func(ns string) (startable, cache.SharedIndexInformer, error), name func() string) (cache.SharedIndexInformer, error) {
+	namespaces, err := f.scopeNamespaces(what, sc)
+	if err != nil {
+		return nil, err
+	}
+	var factories []startable
+	byNS := map[string]cache.SharedIndexInformer{}
+	for _, ns := range namespaces {
+		factory, inf, err := build(ns)
+		if err != nil {
+			return nil, err
+		}
+		factories = append(factories, factory)
+		byNS[ns] = inf
+	}
+	f.scoped = append(f.scoped, factories...)
+	if len(namespaces) == 1 {
+		return byNS[namespaces[0]], nil
+	}
+	return newMultiNamespace(f, name(), byNS), nil
+}
+
+// scopeNamespaces returns the namespaces a scope watches: its own, or the
+// factory's. A factory limited to one namespace (WithNamespace) cannot
+// serve another.
+func (f *Factory) scopeNamespaces(what string, sc scope) ([]string, error) {
+	if len(sc.namespaces) == 0 {
+		return []string{f.cfg.namespace}, nil
+	}
+	if f.cfg.namespace != "" {
+		for _, ns := range sc.namespaces {
+			if ns != f.cfg.namespace {
+				return nil, fmt.Errorf("informer for %s: InNamespaces(%s): the factory watches only namespace %q (WithNamespace)", what, strings.Join(sc.namespaces, ","), f.cfg.namespace)
+			}
+		}
+	}
+	return sc.namespaces, nil
+}
+
+// checkNamespace wraps the transform of the informer of namespace ns. A
+// cluster-scoped resource has no namespaces, and client-go ignores the
+// namespace of its informers: its objects (namespace "") are reported once,
+// since InNamespaces cannot narrow them.
+func (f *Factory) checkNamespace(what, ns string, next cache.TransformFunc) cache.TransformFunc {
+	if ns == "" {
+		return next
+	}
+	var once sync.Once
+	return func(obj any) (any, error) {
+		if m, err := meta.Accessor(obj); err == nil && m.GetNamespace() != ns {
+			once.Do(func() {
+				f.report(fmt.Errorf("informer for %s: InNamespaces: object %q is not in namespace %q; is the resource cluster-scoped?", what, objectKey(m), ns))
+			})
+		}
+		return next(obj)
+	}
+}
+
 // resolveTyped finds the client-go informer serving Go type t.
-func (f *Factory) resolveTyped(t reflect.Type) (schema.GroupVersionKind, schema.GroupVersionResource, cache.SharedIndexInformer, error) {
+func (f *Factory) resolveTyped(t reflect.Type, shared informers.SharedInformerFactory) (schema.GroupVersionKind, schema.GroupVersionResource, cache.SharedIndexInformer, error) {
 	unsupported := func(reason string) error {
 		return fmt.Errorf("informer for %s: %w: %s", typeName(t), ErrUnsupportedType, reason)
 	}
@@ -73,7 +187,7 @@ func (f *Factory) resolveTyped(t reflect.Type) (schema.GroupVersionKind, schema.
 	}
 	for _, gvk := range gvks {
 		gvr, _ := meta.UnsafeGuessKindToResource(gvk)
-		generic, err := f.shared.ForResource(gvr)
+		generic, err := shared.ForResource(gvr)
 		if err != nil {
 			continue
 		}

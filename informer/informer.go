@@ -66,6 +66,11 @@ type Informer[T Object] interface {
 	ByControllerUID(uid types.UID) ([]T, error)
 
 	// Informer is the escape hatch to the underlying client-go informer.
+	// For a scope of several namespaces (InNamespaces) it is a composite
+	// of the per-namespace informers that behaves as one: reads span them
+	// (a key, or the namespace index, is answered by its namespace's
+	// cache), handlers and indexers are added to each, and it has synced
+	// when each has.
 	Informer() cache.SharedIndexInformer
 }
 
@@ -76,6 +81,8 @@ type sharedInformer[T Object] struct {
 	gvr  schema.GroupVersionResource
 	gvk  schema.GroupVersionKind
 	inf  cache.SharedIndexInformer
+	// scope is what For was asked to narrow the informer to (zero when not).
+	scope scope
 
 	// idxMu makes AddIndex's check-then-add atomic, since client-go refuses
 	// a name that already exists.
@@ -110,6 +117,7 @@ func (s *sharedInformer[T]) HasSynced() bool                     { return s.inf.
 func (s *sharedInformer[T]) HasSyncedChecker() cache.DoneChecker { return s.inf.HasSyncedChecker() }
 func (s *sharedInformer[T]) Informer() cache.SharedIndexInformer { return s.inf }
 func (s *sharedInformer[T]) servedType() reflect.Type            { return reflect.TypeFor[T]() }
+func (s *sharedInformer[T]) servedScope() scope                  { return s.scope }
 
 func (s *sharedInformer[T]) Lister() Lister[T] { return &lister[T]{s: s} }
 

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -20,7 +21,9 @@ import (
 // The factory needs WithMetadataClient; without one the error matches
 // ErrNoMetadataClient. The informer is distinct from For's typed informer of
 // the same resource (another watch); its Name has a " (metadata)" suffix.
-func ForMetadata(f *Factory, gvr schema.GroupVersionResource) (Informer[*metav1.PartialObjectMetadata], error) {
+// Scope options narrow it as for For (one scope per resource per factory,
+// ErrScopeConflict otherwise).
+func ForMetadata(f *Factory, gvr schema.GroupVersionResource, opts ...ScopeOption[*metav1.PartialObjectMetadata]) (Informer[*metav1.PartialObjectMetadata], error) {
 	if err := validGVR(gvr); err != nil {
 		return nil, err
 	}
@@ -30,12 +33,29 @@ func ForMetadata(f *Factory, gvr schema.GroupVersionResource) (Informer[*metav1.
 	if f.metadata == nil {
 		return nil, fmt.Errorf("metadata informer for %s: %w", gvr.GroupResource(), ErrNoMetadataClient)
 	}
+	sc, err := buildScope(opts)
+	if err != nil {
+		return nil, err
+	}
 	name := gvr.GroupResource().String() + " (metadata)"
 	key := registryKey{source: sourceMetadata, gvr: gvr}
-	inf, err := lookupOrCreate(f, key, func() (*sharedInformer[*metav1.PartialObjectMetadata], error) {
-		shared := f.metadata.ForResource(gvr).Informer()
-		setTransform(f, name, shared, func(obj any) (any, error) { return f.transformFor(key, obj) })
-		return newSharedInformer[*metav1.PartialObjectMetadata](f, name, gvr, kindFor(gvr), shared)
+	transform := func(obj any) (any, error) { return f.transformFor(key, obj) }
+	inf, err := lookupOrCreate(f, key, sc, func() (*sharedInformer[*metav1.PartialObjectMetadata], error) {
+		if !sc.narrowed() {
+			shared := f.metadata.ForResource(gvr).Informer()
+			setTransform(f, name, shared, transform)
+			return newSharedInformer[*metav1.PartialObjectMetadata](f, name, gvr, kindFor(gvr), shared)
+		}
+		combined, err := f.newScoped(name, sc, func(ns string) (startable, cache.SharedIndexInformer, error) {
+			factory := metadatainformer.NewFilteredSharedInformerFactory(f.cfg.metadataClient, f.cfg.resync, ns, sc.tweak(f.cfg.tweak))
+			shared := factory.ForResource(gvr).Informer()
+			setTransform(f, name, shared, f.checkNamespace(name, ns, transform))
+			return factory, shared, nil
+		}, func() string { return name })
+		if err != nil {
+			return nil, err
+		}
+		return newSharedInformer[*metav1.PartialObjectMetadata](f, name, gvr, kindFor(gvr), combined)
 	})
 	if err != nil {
 		return nil, err

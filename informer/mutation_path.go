@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -27,6 +28,8 @@ var (
 )
 
 // fingerprint hashes the value obj holds.
+var locationType = reflect.TypeFor[*time.Location]()
+
 func fingerprint(seed maphash.Seed, obj any) uint64 {
 	var h maphash.Hash
 	h.SetSeed(seed)
@@ -71,6 +74,13 @@ func hashValue(seed maphash.Seed, h *maphash.Hash, v reflect.Value, depth int) {
 			return
 		}
 		_ = h.WriteByte(1)
+		if v.Type() == locationType {
+			// A *time.Location caches zone lookups in its own fields, and
+			// time.Local loads itself on first use: hash it by identity, or
+			// an untouched timestamp would look changed.
+			writeUint(h, uint64(v.Pointer()))
+			return
+		}
 		if v.Kind() == reflect.Interface {
 			_, _ = h.WriteString(v.Elem().Type().String())
 		}

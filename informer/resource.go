@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/internal/unstructuredconv"
@@ -31,9 +32,11 @@ import (
 // reaches OnDelete with a skeleton of its key (DeleteInfo.ObjectMissing).
 //
 // Every call for gvr returns the same informer; asking for the same gvr with
-// another T is an error matching ErrUnsupportedType. The factory needs
-// WithDynamicClient; without one the error matches ErrNoDynamicClient.
-func ForResource[T Object](f *Factory, gvr schema.GroupVersionResource) (Informer[T], error) {
+// another T is an error matching ErrUnsupportedType. Scope options narrow
+// the informer as for For (same rules: one scope per resource per factory,
+// ErrScopeConflict otherwise). The factory needs WithDynamicClient; without
+// one the error matches ErrNoDynamicClient.
+func ForResource[T Object](f *Factory, gvr schema.GroupVersionResource, opts ...ScopeOption[T]) (Informer[T], error) {
 	if err := validGVR(gvr); err != nil {
 		return nil, err
 	}
@@ -47,12 +50,28 @@ func ForResource[T Object](f *Factory, gvr schema.GroupVersionResource) (Informe
 	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
 		return nil, fmt.Errorf("informer for %s: %w: %s is not a pointer to a struct", gvr.GroupResource(), ErrUnsupportedType, typeName(t))
 	}
+	sc, err := buildScope(opts)
+	if err != nil {
+		return nil, err
+	}
 	name := gvr.GroupResource().String()
 	key := registryKey{source: sourceDynamic, gvr: gvr}
-	inf, err := lookupOrCreate(f, key, func() (*sharedInformer[T], error) {
-		shared := f.dynamic.ForResource(gvr).Informer()
-		setTransform(f, name, shared, convertTransform[T](f, key, name))
-		return newSharedInformer[T](f, name, gvr, kindFor(gvr), shared)
+	inf, err := lookupOrCreate(f, key, sc, func() (*sharedInformer[T], error) {
+		if !sc.narrowed() {
+			shared := f.dynamic.ForResource(gvr).Informer()
+			setTransform(f, name, shared, convertTransform[T](f, key, name))
+			return newSharedInformer[T](f, name, gvr, kindFor(gvr), shared)
+		}
+		combined, err := f.newScoped(name, sc, func(ns string) (startable, cache.SharedIndexInformer, error) {
+			factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(f.cfg.dynamicClient, f.cfg.resync, ns, sc.tweak(f.cfg.tweak))
+			shared := factory.ForResource(gvr).Informer()
+			setTransform(f, name, shared, f.checkNamespace(name, ns, convertTransform[T](f, key, name)))
+			return factory, shared, nil
+		}, func() string { return name })
+		if err != nil {
+			return nil, err
+		}
+		return newSharedInformer[T](f, name, gvr, kindFor(gvr), combined)
 	})
 	if err != nil {
 		return nil, err

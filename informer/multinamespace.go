@@ -1,0 +1,440 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+)
+
+// multiNamespace is the cache.SharedIndexInformer of a scope with several
+// namespaces: one client-go informer per namespace, seen as one. Reads span
+// or route (a key or the namespace index goes to its namespace's indexer
+// only), handlers and indexes are added to every namespace, and it has
+// synced when every namespace has. It is what Informer.Informer returns for
+// such a scope, so code using the escape hatch sees the same cache as the
+// lister.
+type multiNamespace struct {
+	f          *Factory
+	name       string
+	namespaces []string // sorted
+	byNS       map[string]cache.SharedIndexInformer
+	synced     *allDone
+}
+
+var (
+	_ cache.SharedIndexInformer = (*multiNamespace)(nil)
+	_ cache.Controller          = (*multiNamespace)(nil)
+	_ cache.Indexer             = (*multiIndexer)(nil)
+)
+
+func newMultiNamespace(f *Factory, name string, byNS map[string]cache.SharedIndexInformer) *multiNamespace {
+	m := &multiNamespace{f: f, name: name, byNS: byNS}
+	for ns := range byNS {
+		m.namespaces = append(m.namespaces, ns)
+	}
+	slices.Sort(m.namespaces)
+	checkers := make([]cache.DoneChecker, 0, len(byNS))
+	for _, inf := range m.each() {
+		checkers = append(checkers, inf.HasSyncedChecker())
+	}
+	m.synced = &allDone{f: f, name: "informer " + name + " in namespaces " + strings.Join(m.namespaces, ","), children: checkers}
+	return m
+}
+
+// each returns the per-namespace informers in namespace order.
+func (m *multiNamespace) each() []cache.SharedIndexInformer {
+	out := make([]cache.SharedIndexInformer, 0, len(m.namespaces))
+	for _, ns := range m.namespaces {
+		out = append(out, m.byNS[ns])
+	}
+	return out
+}
+
+func (m *multiNamespace) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	return m.add(func(inf cache.SharedIndexInformer) (cache.ResourceEventHandlerRegistration, error) {
+		return inf.AddEventHandler(h)
+	})
+}
+
+func (m *multiNamespace) AddEventHandlerWithResyncPeriod(h cache.ResourceEventHandler, resync time.Duration) (cache.ResourceEventHandlerRegistration, error) {
+	return m.add(func(inf cache.SharedIndexInformer) (cache.ResourceEventHandlerRegistration, error) {
+		return inf.AddEventHandlerWithResyncPeriod(h, resync)
+	})
+}
+
+func (m *multiNamespace) AddEventHandlerWithOptions(h cache.ResourceEventHandler, opts cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	return m.add(func(inf cache.SharedIndexInformer) (cache.ResourceEventHandlerRegistration, error) {
+		return inf.AddEventHandlerWithOptions(h, opts)
+	})
+}
+
+// add registers a handler on every namespace, or on none.
+func (m *multiNamespace) add(fn func(cache.SharedIndexInformer) (cache.ResourceEventHandlerRegistration, error)) (cache.ResourceEventHandlerRegistration, error) {
+	reg := &multiRegistration{owner: m, regs: map[string]cache.ResourceEventHandlerRegistration{}}
+	checkers := make([]cache.DoneChecker, 0, len(m.namespaces))
+	for _, ns := range m.namespaces {
+		r, err := fn(m.byNS[ns])
+		if err != nil {
+			_ = m.RemoveEventHandler(reg) // undo the namespaces done so far
+			return nil, fmt.Errorf("namespace %s: %w", ns, err)
+		}
+		reg.regs[ns] = r
+		checkers = append(checkers, r.HasSyncedChecker())
+	}
+	reg.synced = &allDone{f: m.f, name: "handler of informer " + m.name, children: checkers}
+	return reg, nil
+}
+
+func (m *multiNamespace) RemoveEventHandler(handle cache.ResourceEventHandlerRegistration) error {
+	reg, ok := handle.(*multiRegistration)
+	if !ok || reg.owner != m {
+		return fmt.Errorf("registration %T was not returned by this informer", handle)
+	}
+	var errs []error
+	for ns, r := range reg.regs {
+		if err := m.byNS[ns].RemoveEventHandler(r); err != nil {
+			errs = append(errs, fmt.Errorf("namespace %s: %w", ns, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m *multiNamespace) GetStore() cache.Store           { return &multiIndexer{m: m} }
+func (m *multiNamespace) GetIndexer() cache.Indexer       { return &multiIndexer{m: m} }
+func (m *multiNamespace) GetController() cache.Controller { return m }
+
+// Run runs every namespace's informer until stopCh closes. Informers of a
+// Factory are already run by it; client-go then only logs a warning.
+func (m *multiNamespace) Run(stopCh <-chan struct{}) {
+	m.RunWithContext(wait.ContextForChannel(stopCh))
+}
+
+// RunWithContext is Run with a context.
+func (m *multiNamespace) RunWithContext(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, inf := range m.each() {
+		wg.Go(func() { inf.RunWithContext(ctx) })
+	}
+	wg.Wait()
+}
+
+func (m *multiNamespace) HasSynced() bool {
+	for _, inf := range m.each() {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *multiNamespace) HasSyncedChecker() cache.DoneChecker { return m.synced }
+
+// LastSyncResourceVersion is the namespaces' common resourceVersion, or ""
+// (unknown) when they differ: resourceVersions are opaque and cannot be
+// ordered by a client.
+func (m *multiNamespace) LastSyncResourceVersion() string {
+	return common(m.each(), func(inf cache.SharedIndexInformer) string { return inf.LastSyncResourceVersion() })
+}
+
+func (m *multiNamespace) SetWatchErrorHandler(h cache.WatchErrorHandler) error {
+	return m.forEach(func(inf cache.SharedIndexInformer) error { return inf.SetWatchErrorHandler(h) })
+}
+
+func (m *multiNamespace) SetWatchErrorHandlerWithContext(h cache.WatchErrorHandlerWithContext) error {
+	return m.forEach(func(inf cache.SharedIndexInformer) error { return inf.SetWatchErrorHandlerWithContext(h) })
+}
+
+func (m *multiNamespace) SetTransform(fn cache.TransformFunc) error {
+	return m.forEach(func(inf cache.SharedIndexInformer) error { return inf.SetTransform(fn) })
+}
+
+func (m *multiNamespace) IsStopped() bool {
+	for _, inf := range m.each() {
+		if !inf.IsStopped() {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *multiNamespace) AddIndexers(indexers cache.Indexers) error {
+	return m.forEach(func(inf cache.SharedIndexInformer) error { return inf.AddIndexers(indexers) })
+}
+
+func (m *multiNamespace) forEach(fn func(cache.SharedIndexInformer) error) error {
+	var errs []error
+	for _, ns := range m.namespaces {
+		if err := fn(m.byNS[ns]); err != nil {
+			errs = append(errs, fmt.Errorf("namespace %s: %w", ns, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func common[E any](items []E, fn func(E) string) string {
+	out := ""
+	for i, it := range items {
+		v := fn(it)
+		if i > 0 && v != out {
+			return ""
+		}
+		out = v
+	}
+	return out
+}
+
+// multiRegistration is a handler's registrations on every namespace.
+type multiRegistration struct {
+	owner  *multiNamespace
+	regs   map[string]cache.ResourceEventHandlerRegistration
+	synced *allDone
+}
+
+func (r *multiRegistration) HasSynced() bool {
+	for _, reg := range r.regs {
+		if !reg.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *multiRegistration) HasSyncedChecker() cache.DoneChecker { return r.synced }
+
+// allDone is done when all its children are. Its channel is closed by a
+// goroutine, started on the first Done and owned by the factory: it ends when
+// the children are done or the factory shuts down.
+type allDone struct {
+	f        *Factory
+	name     string
+	children []cache.DoneChecker
+	once     sync.Once
+	ch       chan struct{}
+}
+
+func (a *allDone) Name() string { return a.name }
+
+func (a *allDone) Done() <-chan struct{} {
+	a.once.Do(func() {
+		a.ch = make(chan struct{})
+		a.f.goUntilShutdown(func(stop <-chan struct{}) {
+			for _, c := range a.children {
+				select {
+				case <-c.Done():
+				case <-stop:
+					return
+				}
+			}
+			close(a.ch)
+		})
+	})
+	return a.ch
+}
+
+// multiIndexer is the cache.Indexer of a multiNamespace.
+type multiIndexer struct{ m *multiNamespace }
+
+// route returns the indexer of namespace ns, or nil outside the scope.
+func (x *multiIndexer) route(ns string) cache.Indexer {
+	inf, ok := x.m.byNS[ns]
+	if !ok {
+		return nil
+	}
+	return inf.GetIndexer()
+}
+
+func (x *multiIndexer) indexers() []cache.Indexer {
+	out := make([]cache.Indexer, 0, len(x.m.namespaces))
+	for _, inf := range x.m.each() {
+		out = append(out, inf.GetIndexer())
+	}
+	return out
+}
+
+// routeObject returns the indexer for obj's namespace, or an error naming it.
+func (x *multiIndexer) routeObject(obj any) (cache.Indexer, error) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return nil, err
+	}
+	ns, _, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if idx := x.route(ns); idx != nil {
+		return idx, nil
+	}
+	return nil, fmt.Errorf("informer %s: object %q is outside the namespaces %s", x.m.name, key, strings.Join(x.m.namespaces, ","))
+}
+
+func (x *multiIndexer) write(obj any, fn func(cache.Indexer) error) error {
+	idx, err := x.routeObject(obj)
+	if err != nil {
+		return err
+	}
+	return fn(idx)
+}
+
+func (x *multiIndexer) Add(obj any) error {
+	return x.write(obj, func(i cache.Indexer) error { return i.Add(obj) })
+}
+
+func (x *multiIndexer) Update(obj any) error {
+	return x.write(obj, func(i cache.Indexer) error { return i.Update(obj) })
+}
+
+func (x *multiIndexer) Delete(obj any) error {
+	return x.write(obj, func(i cache.Indexer) error { return i.Delete(obj) })
+}
+
+func (x *multiIndexer) List() []any {
+	var out []any
+	for _, i := range x.indexers() {
+		out = append(out, i.List()...)
+	}
+	return out
+}
+
+func (x *multiIndexer) ListKeys() []string {
+	var out []string
+	for _, i := range x.indexers() {
+		out = append(out, i.ListKeys()...)
+	}
+	return out
+}
+
+// LastStoreSyncResourceVersion is the namespaces' common resourceVersion,
+// or "" when they differ.
+func (x *multiIndexer) LastStoreSyncResourceVersion() string {
+	return common(x.indexers(), func(i cache.Indexer) string { return i.LastStoreSyncResourceVersion() })
+}
+
+func (x *multiIndexer) Bookmark(rv string) {
+	for _, i := range x.indexers() {
+		i.Bookmark(rv)
+	}
+}
+
+func (x *multiIndexer) Get(obj any) (any, bool, error) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return nil, false, err
+	}
+	return x.GetByKey(key)
+}
+
+// GetByKey looks in the key's namespace only; a key outside the scope is
+// absent.
+func (x *multiIndexer) GetByKey(key string) (any, bool, error) {
+	ns, _, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil, false, err
+	}
+	idx := x.route(ns)
+	if idx == nil {
+		return nil, false, nil
+	}
+	return idx.GetByKey(key)
+}
+
+// Replace splits list by namespace and replaces each namespace's contents.
+func (x *multiIndexer) Replace(list []any, rv string) error {
+	parts := map[string][]any{}
+	for _, obj := range list {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return err
+		}
+		if x.route(m.GetNamespace()) == nil {
+			return fmt.Errorf("informer %s: object %s/%s is outside the namespaces %s", x.m.name, m.GetNamespace(), m.GetName(), strings.Join(x.m.namespaces, ","))
+		}
+		parts[m.GetNamespace()] = append(parts[m.GetNamespace()], obj)
+	}
+	var errs []error
+	for _, ns := range x.m.namespaces {
+		if err := x.route(ns).Replace(parts[ns], rv); err != nil {
+			errs = append(errs, fmt.Errorf("namespace %s: %w", ns, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (x *multiIndexer) Resync() error {
+	var errs []error
+	for _, i := range x.indexers() {
+		errs = append(errs, i.Resync())
+	}
+	return errors.Join(errs...)
+}
+
+func (x *multiIndexer) Index(name string, obj any) ([]any, error) {
+	return x.gather(func(i cache.Indexer) ([]any, error) { return i.Index(name, obj) })
+}
+
+func (x *multiIndexer) IndexKeys(name, value string) ([]string, error) {
+	if name == cache.NamespaceIndex {
+		if idx := x.route(value); idx != nil {
+			return idx.IndexKeys(name, value)
+		}
+		return nil, nil
+	}
+	var out []string
+	for _, i := range x.indexers() {
+		keys, err := i.IndexKeys(name, value)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, keys...)
+	}
+	return out, nil
+}
+
+func (x *multiIndexer) ListIndexFuncValues(name string) []string {
+	var out []string
+	for _, i := range x.indexers() {
+		out = append(out, i.ListIndexFuncValues(name)...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// ByIndex answers the namespace index from that namespace's indexer alone
+// and every other index from all of them.
+func (x *multiIndexer) ByIndex(name, value string) ([]any, error) {
+	if name == cache.NamespaceIndex {
+		if idx := x.route(value); idx != nil {
+			return idx.ByIndex(name, value)
+		}
+		return nil, nil
+	}
+	return x.gather(func(i cache.Indexer) ([]any, error) { return i.ByIndex(name, value) })
+}
+
+func (x *multiIndexer) gather(fn func(cache.Indexer) ([]any, error)) ([]any, error) {
+	var out []any
+	for _, i := range x.indexers() {
+		objs, err := fn(i)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
+// GetIndexers returns the indexers, the same on every namespace.
+func (x *multiIndexer) GetIndexers() cache.Indexers {
+	return x.m.byNS[x.m.namespaces[0]].GetIndexer().GetIndexers()
+}
+
+func (x *multiIndexer) AddIndexers(indexers cache.Indexers) error {
+	return x.m.AddIndexers(indexers)
+}
