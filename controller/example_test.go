@@ -16,6 +16,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/predicate"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func ExampleParseKey() {
@@ -211,4 +212,51 @@ func ExampleOwns() {
 	f.Shutdown()
 	// Output:
 	// reconcile default/web
+}
+
+// A controller built without Options.Metrics reports into the Metrics of the context it runs
+// with: how a manager.Manager gives every controller its registry. Stats tells a test (or a
+// probe) how much is queued, running and retrying.
+func ExampleWithMetrics() {
+	reg := prometheus.NewRegistry()
+	m, _ := controller.NewMetrics(reg)
+	done := make(chan struct{})
+	c, _ := controller.New("audit", controller.ReconcilerFunc[controller.Key](
+		func(context.Context, controller.Key) (controller.Result, error) {
+			close(done)
+			return controller.Result{}, nil
+		}), controller.Options[controller.Key]{})
+	c.Enqueue(controller.Key{Namespace: "default", Name: "web"})
+	fmt.Printf("before Run: %+v\n", c.Stats())
+
+	ctx, cancel := context.WithCancel(controller.WithMetrics(context.Background(), m))
+	stopped := make(chan error)
+	go func() { stopped <- c.Run(ctx) }()
+	<-done
+	cancel()
+	<-stopped
+	fmt.Println("reconciles counted:", counterValue(reg, "controller_runtime_reconcile_total", "audit", "success"))
+	// Output:
+	// before Run: {Queued:1 InFlight:0 Retrying:0}
+	// reconciles counted: 1
+}
+
+// counterValue reads one series of a counter vector labelled controller and result.
+func counterValue(g prometheus.Gatherer, name, ctrl, result string) float64 {
+	mfs, _ := g.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["controller"] == ctrl && labels["result"] == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return -1
 }
