@@ -312,7 +312,7 @@ func (m *Manager) log() klog.Logger {
 // it (informer.For[T](mgr.Factory())) before Start.
 func (m *Manager) Factory() *informer.Factory { return m.factory }
 
-// Client returns ManagerOptions.Client.
+// Client returns Options.Client.
 func (m *Manager) Client() kubernetes.Interface { return m.client }
 
 // Metrics returns the Manager's metrics, for controllers built to report
