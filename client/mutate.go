@@ -45,19 +45,9 @@ const (
 // in retry.RetryOnConflict. The name and behaviour are controller-runtime's
 // controllerutil.CreateOrUpdate.
 func CreateOrUpdate[T Object](ctx context.Context, c Client[T], obj T, mutate func(T) error) (OperationResult, error) {
-	cur, created, err := getOrCreate(ctx, c, obj, mutate)
+	existing, created, err := readAndMutate(ctx, c, obj, mutate)
 	if err != nil || created {
 		return resultOf(created), err
-	}
-	existing, err := deepCopy(cur)
-	if err != nil {
-		return OperationResultNone, err
-	}
-	if err := setObject(obj, cur); err != nil {
-		return OperationResultNone, err
-	}
-	if err := runMutate(mutate, obj, existing); err != nil {
-		return OperationResultNone, err
 	}
 	if equality.Semantic.DeepEqual(existing, obj) {
 		return OperationResultNone, nil
@@ -95,19 +85,9 @@ func CreateOrPatch[T Object](ctx context.Context, c Client[T], obj T, mutate fun
 			opt(&o)
 		}
 	}
-	cur, created, err := getOrCreate(ctx, c, obj, mutate)
+	existing, created, err := readAndMutate(ctx, c, obj, mutate)
 	if err != nil || created {
 		return resultOf(created), err
-	}
-	existing, err := deepCopy(cur)
-	if err != nil {
-		return OperationResultNone, err
-	}
-	if err := setObject(obj, cur); err != nil {
-		return OperationResultNone, err
-	}
-	if err := runMutate(mutate, obj, existing); err != nil {
-		return OperationResultNone, err
 	}
 	ns, name := obj.GetNamespace(), obj.GetName()
 	before, err := runtime.DefaultUnstructuredConverter.ToUnstructured(existing)
@@ -192,6 +172,23 @@ func getOrCreate[T Object](ctx context.Context, c Client[T], obj T, mutate func(
 		return zero, false, err
 	}
 	return stored, true, setObject(obj, stored)
+}
+
+// readAndMutate is the first half of CreateOrUpdate and CreateOrPatch: it creates obj's
+// object when it does not exist (created true), else fills obj with the stored object, runs
+// mutate on it and returns a copy of the stored object to compare with.
+func readAndMutate[T Object](ctx context.Context, c Client[T], obj T, mutate func(T) error) (existing T, created bool, err error) {
+	cur, created, err := getOrCreate(ctx, c, obj, mutate)
+	if err != nil || created {
+		return existing, created, err
+	}
+	if existing, err = deepCopy(cur); err != nil {
+		return existing, false, err
+	}
+	if err := setObject(obj, cur); err != nil {
+		return existing, false, err
+	}
+	return existing, false, runMutate(mutate, obj, existing)
 }
 
 func resultOf(created bool) OperationResult {
