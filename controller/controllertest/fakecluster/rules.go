@@ -24,12 +24,8 @@ import (
 // is the last reactor of the chain and runs under the clientset's lock, so each read-check-write
 // below is atomic with respect to every other request.
 func (c *Cluster) react(action clienttesting.Action) (bool, runtime.Object, error) {
-	gvr, ns := action.GetResource(), action.GetNamespace()
-	ki, err := c.info(gvr)
+	gvr, ns, ki, err := c.resolve(action)
 	if err != nil {
-		return true, nil, err
-	}
-	if err := checkScope(gvr, ki, ns); err != nil {
 		return true, nil, err
 	}
 	switch a := action.(type) {
@@ -76,12 +72,8 @@ func (c *Cluster) reactWatch(action clienttesting.Action) (bool, watch.Interface
 	if w, ok := action.(clienttesting.WatchActionImpl); ok {
 		opts = w.ListOptions
 	}
-	gvr, ns := action.GetResource(), action.GetNamespace()
-	ki, err := c.info(gvr)
+	gvr, ns, _, err := c.resolve(action)
 	if err != nil {
-		return true, nil, err
-	}
-	if err := checkScope(gvr, ki, ns); err != nil {
 		return true, nil, err
 	}
 	w, err := c.store.watch(gvr, ns, opts)
@@ -90,6 +82,16 @@ func (c *Cluster) reactWatch(action clienttesting.Action) (bool, watch.Interface
 
 // checkScope refuses a namespace on a cluster-scoped custom resource, for which an API server
 // has no such path.
+// resolve finds the resource an action addresses and checks its namespace against its scope.
+func (c *Cluster) resolve(action clienttesting.Action) (schema.GroupVersionResource, string, kindInfo, error) {
+	gvr, ns := action.GetResource(), action.GetNamespace()
+	ki, err := c.info(gvr)
+	if err != nil {
+		return gvr, ns, ki, err
+	}
+	return gvr, ns, ki, checkScope(gvr, ki, ns)
+}
+
 func checkScope(gvr schema.GroupVersionResource, ki kindInfo, ns string) error {
 	if !ki.typed && !ki.namespaced && ns != "" {
 		return apierrors.NewNotFound(gvr.GroupResource(), fmt.Sprintf("(namespace %q: the resource is cluster-scoped)", ns))
