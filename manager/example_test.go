@@ -2,6 +2,7 @@ package manager_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -71,4 +72,15 @@ func Example() {
 	// audited default/settings
 	// readyz: ok
 	// start returned: <nil>
+}
+
+// A check of your own on /healthz (AddReadyzCheck is the same for /readyz): a failing one is
+// named in the answer.
+func ExampleManager_AddHealthzCheck() {
+	mgr, _ := manager.New(manager.Options{Client: fake.NewClientset()})
+	_ = mgr.AddHealthzCheck("license", func(*http.Request) error { return errors.New("expired") })
+	rec := httptest.NewRecorder()
+	mgr.HealthzHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	fmt.Print(rec.Code, " ", rec.Body.String())
+	// Output: 500 license: expired
 }

@@ -16,7 +16,8 @@ import (
 
 // HealthzHandler serves /healthz: 200 "ok", or 500 naming the failure when
 // the leader elector's watchdog (leaderelection.Elector.Check) fails — the
-// lease was lost or not renewed and not released, and a restart is due.
+// lease was lost or not renewed and not released, and a restart is due — or a
+// check added with AddHealthzCheck fails.
 func (m *Manager) HealthzHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if m.elector != nil {
@@ -25,23 +26,39 @@ func (m *Manager) HealthzHandler() http.Handler {
 				return
 			}
 		}
-		writeOK(w)
-	})
-}
-
-// ReadyzHandler serves /readyz: 200 "ok" once the Manager has started and
-// every cache synced (the factory's, and the watches of each running
-// Runnable that has HasSynced), else 503 naming what is not ready. Standbys
-// are ready: their caches are warm, and the controllers they do not run yet
-// are not waited for.
-func (m *Manager) ReadyzHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		if err := m.ready(); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		if failed := runChecks(m.checks(&m.healthz), r); len(failed) > 0 {
+			http.Error(w, strings.Join(failed, "\n"), http.StatusInternalServerError)
 			return
 		}
 		writeOK(w)
 	})
+}
+
+// ReadyzHandler serves /readyz: 200 "ok" once the Manager has started, every
+// cache synced (the factory's, and the watches of each running Runnable that
+// has HasSynced) and every AddReadyzCheck check passes, else 503 naming what
+// is not ready. Standbys are ready: their caches are warm, and the controllers
+// they do not run yet are not waited for.
+func (m *Manager) ReadyzHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := m.ready(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if failed := runChecks(m.checks(&m.readyz), r); len(failed) > 0 {
+			http.Error(w, strings.Join(failed, "\n"), http.StatusServiceUnavailable)
+			return
+		}
+		writeOK(w)
+	})
+}
+
+// checks copies a check list under the lock (they are only added before Start, but a probe
+// handler may be served by a test before that).
+func (m *Manager) checks(list *[]namedCheck) []namedCheck {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(*list)
 }
 
 func (m *Manager) ready() error {

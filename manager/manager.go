@@ -178,6 +178,9 @@ type Manager struct {
 	events     eventPipes
 	boundAddrs map[string]string // "health"/"metrics" → address listened on
 
+	healthz []namedCheck // AddHealthzCheck's, fixed once started
+	readyz  []namedCheck // AddReadyzCheck's, fixed once started
+
 	running      atomic.Bool
 	cachesSynced atomic.Bool
 }
