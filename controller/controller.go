@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/uuid"
+
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -506,8 +508,9 @@ func (c *Controller[K]) processNext(ctx context.Context, q *runQueue[K], logger 
 		// run relists and enqueues them again.
 		return true
 	}
-	klogger := logger.WithValues("key", key)
-	rctx := klog.NewContext(ctx, klogger)
+	id := uuid.NewUUID()
+	klogger := logger.WithValues("key", key, "reconcileID", id)
+	rctx := withReconcileID(klog.NewContext(ctx, klogger), id)
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
 		rctx, cancel = context.WithTimeout(rctx, c.timeout)

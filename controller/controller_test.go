@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	testingclock "k8s.io/utils/clock/testing"
@@ -437,12 +438,13 @@ func TestReconcileContextCarriesLoggerAndDeadline(t *testing.T) {
 	type seen struct {
 		deadline time.Time
 		ok       bool
+		id       types.UID
 	}
-	got := make(chan seen, 1)
+	got := make(chan seen, 2)
 	r := ReconcilerFunc[Key](func(ctx context.Context, k Key) (Result, error) {
 		klog.FromContext(ctx).Info("reconciling")
 		d, ok := ctx.Deadline()
-		got <- seen{d, ok}
+		got <- seen{d, ok, ReconcileIDFrom(ctx)}
 		return Result{}, nil
 	})
 	c, err := New("ctx", Reconciler[Key](r), Options[Key]{ReconcileTimeout: time.Minute})
@@ -453,17 +455,24 @@ func TestReconcileContextCarriesLoggerAndDeadline(t *testing.T) {
 	c.Enqueue(Key{Namespace: "ns", Name: "a"})
 	s := <-got
 	waitIdle(t, c)
+	c.Enqueue(Key{Namespace: "ns", Name: "a"})
+	second := <-got
+	waitIdle(t, c)
 	stop()
 	require.True(t, s.ok, "the Reconcile context has a deadline")
+	assert.NotEmpty(t, s.id, "every Reconcile has an ID")
+	assert.NotEqual(t, s.id, second.id, "a new one each call")
+	assert.Empty(t, ReconcileIDFrom(context.Background()))
 	assert.WithinRange(t, s.deadline, before.Add(time.Minute), time.Now().Add(time.Minute))
 	var entry *struct{ kv []any }
 	for _, e := range logged(logs) {
-		if e.Message == "reconciling" {
+		if e.Message == "reconciling" && entry == nil {
 			entry = &struct{ kv []any }{e.WithKVList}
 		}
 	}
 	require.NotNil(t, entry)
-	assert.Equal(t, []any{"controller", "ctx", "key", Key{Namespace: "ns", Name: "a"}}, entry.kv)
+	assert.Equal(t, []any{"controller", "ctx", "key", Key{Namespace: "ns", Name: "a"}, "reconcileID", s.id}, entry.kv,
+		"the log line carries the reconcile's ID")
 }
 
 func TestRunWaitsForInFlightReconcile(t *testing.T) {

@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Reconciler drives the world towards the state a key describes. Reconcile
@@ -52,4 +54,19 @@ type Result struct {
 // priority.
 func (r Result) IsZero() bool {
 	return !r.Requeue && r.RequeueAfter <= 0 && r.Priority == nil
+}
+
+type reconcileIDKey struct{}
+
+// ReconcileIDFrom returns the ID of the Reconcile call ctx belongs to: a UUID new for every
+// call, also on the call's log lines as reconcileID (controller-runtime's name), so the lines
+// and API requests of one reconcile can be told from the next one's. It is "" outside a
+// Reconcile.
+func ReconcileIDFrom(ctx context.Context) types.UID {
+	id, _ := ctx.Value(reconcileIDKey{}).(types.UID)
+	return id
+}
+
+func withReconcileID(ctx context.Context, id types.UID) context.Context {
+	return context.WithValue(ctx, reconcileIDKey{}, id)
 }
