@@ -22,29 +22,16 @@ import (
 
 const waitTimeout = 10 * time.Second
 
-// counter is a Reconciler that counts reconciles per key.
+// counter counts reconciles per key.
 type counter struct {
-	mu   sync.Mutex
-	seen map[controller.Key]int
-}
-
-func (c *counter) Reconcile(_ context.Context, k controller.Key) (controller.Result, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.seen == nil {
-		c.seen = map[controller.Key]int{}
-	}
-	c.seen[k]++
-	return controller.Result{}, nil
+	controllertest.Recorder[controller.Key]
 }
 
 // counts returns the counts of the named keys, in order.
 func (c *counter) counts(ns string, names ...string) []int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	out := make([]int, len(names))
 	for i, n := range names {
-		out[i] = c.seen[controller.Key{Namespace: ns, Name: n}]
+		out[i] = c.Count(controller.Key{Namespace: ns, Name: n})
 	}
 	return out
 }

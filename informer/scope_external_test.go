@@ -3,7 +3,6 @@ package informer_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -62,32 +61,6 @@ func ExampleInNamespaces() {
 	// informer configmaps: already served with scope {namespaces team-a,team-b, labels "app=web"}, cannot serve scope {the factory's namespaces} (use one scope, or another factory)
 }
 
-// keyLog is a reconciler that records the keys it was called with.
-type keyLog struct {
-	mu   sync.Mutex
-	seen map[controller.Key]int
-}
-
-func (l *keyLog) Reconcile(_ context.Context, k controller.Key) (controller.Result, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.seen == nil {
-		l.seen = map[controller.Key]int{}
-	}
-	l.seen[k]++
-	return controller.Result{}, nil
-}
-
-func (l *keyLog) keys() map[controller.Key]int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := map[controller.Key]int{}
-	for k, v := range l.seen {
-		out[k] = v
-	}
-	return out
-}
-
 // A controller over a scoped informer reconciles only the objects in scope.
 func TestControllerOverScopedInformer(t *testing.T) {
 	env := controllertest.NewFake(t,
@@ -99,7 +72,7 @@ func TestControllerOverScopedInformer(t *testing.T) {
 	cms, err := informer.For(env.Factory(),
 		informer.InNamespaces[*corev1.ConfigMap]("a", "b"), informer.WithLabelSelector[*corev1.ConfigMap]("owned=yes"))
 	require.NoError(t, err)
-	var rec keyLog
+	var rec controllertest.Recorder[controller.Key]
 	c, err := controller.New("scoped", &rec, controller.Options[controller.Key]{})
 	require.NoError(t, err)
 	require.NoError(t, controller.Watch(c, cms, controller.EnqueueObject))
@@ -112,10 +85,10 @@ func TestControllerOverScopedInformer(t *testing.T) {
 	require.NoError(t, err)
 	_, err = env.Client().CoreV1().ConfigMaps("b").Create(ctx, exampleConfigMap("b", "new", map[string]string{"owned": "yes"}), metav1.CreateOptions{})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return rec.keys()[controller.Key{Namespace: "b", Name: "new"}] > 0 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return rec.Keys()[controller.Key{Namespace: "b", Name: "new"}] > 0 }, 10*time.Second, time.Millisecond)
 	env.WaitForQuiet(10 * time.Second)
 
-	got := rec.keys()
+	got := rec.Keys()
 	var keys []controller.Key
 	for k := range got {
 		keys = append(keys, k)

@@ -2,8 +2,6 @@ package manager
 
 import (
 	"context"
-	"maps"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,35 +10,11 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 )
 
-// keyRecorder is a Reconciler that records every key it sees.
-type keyRecorder struct {
-	mu   sync.Mutex
-	seen map[controller.Key]int
-}
-
-func (r *keyRecorder) Reconcile(_ context.Context, k controller.Key) (controller.Result, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.seen == nil {
-		r.seen = map[controller.Key]int{}
-	}
-	r.seen[k]++
-	return controller.Result{}, nil
-}
-
-func (r *keyRecorder) count(k controller.Key) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.seen[k]
-}
-
-func (r *keyRecorder) keys() map[controller.Key]int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return maps.Clone(r.seen)
-}
+// keyRecorder records the keys reconciled.
+type keyRecorder = controllertest.Recorder[controller.Key]
 
 // waitIdle waits until c has nothing queued and nothing running.
 func waitIdle[K comparable](t *testing.T, c *controller.Controller[K]) {

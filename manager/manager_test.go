@@ -156,11 +156,11 @@ func TestGatedOffControllerNeverRuns(t *testing.T) {
 	ctx, logs := testLogger(t)
 	stop := startManager(t, ctx, m)
 	require.Eventually(t, func() bool {
-		return on.count(controller.Key{Namespace: "ns", Name: "a"}) == 1 && on.count(controller.Key{Namespace: "ns", Name: "b"}) == 1 &&
-			ungated.count(controller.Key{Namespace: "ns", Name: "a"}) == 1 && ungated.count(controller.Key{Namespace: "ns", Name: "b"}) == 1
+		return on.Count(controller.Key{Namespace: "ns", Name: "a"}) == 1 && on.Count(controller.Key{Namespace: "ns", Name: "b"}) == 1 &&
+			ungated.Count(controller.Key{Namespace: "ns", Name: "a"}) == 1 && ungated.Count(controller.Key{Namespace: "ns", Name: "b"}) == 1
 	}, 10*time.Second, time.Millisecond)
 	require.NoError(t, stop())
-	assert.Empty(t, off.keys(), "the gated-off controller reconciled")
+	assert.Empty(t, off.Keys(), "the gated-off controller reconciled")
 	_, body := get(t, m.Handler(), "/metrics")
 	assert.Contains(t, body, `kubernetes_feature_enabled{name="Fancy",stage="ALPHA"} 0`)
 	assert.Contains(t, body, `kubernetes_feature_enabled{name="Stable",stage="BETA"} 1`)
@@ -197,7 +197,7 @@ func TestProbesAndMetrics(t *testing.T) {
 		code, _ := get(t, h, "/readyz")
 		return code == http.StatusOK
 	}, 10*time.Second, time.Millisecond)
-	require.Eventually(t, func() bool { return rec.count(controller.Key{Namespace: "ns", Name: "a"}) == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return rec.Count(controller.Key{Namespace: "ns", Name: "a"}) == 1 }, 10*time.Second, time.Millisecond)
 	waitIdle(t, c)
 	code, body = get(t, h, "/healthz")
 	assert.Equal(t, http.StatusOK, code)
@@ -363,7 +363,7 @@ func TestLeaderElectionIntegration(t *testing.T) {
 
 	both := func(r *keyRecorder) func() bool {
 		return func() bool {
-			return r.count(controller.Key{Namespace: "ns", Name: "a"}) >= 1 && r.count(controller.Key{Namespace: "ns", Name: "b"}) >= 1
+			return r.Count(controller.Key{Namespace: "ns", Name: "a"}) >= 1 && r.Count(controller.Key{Namespace: "ns", Name: "b"}) >= 1
 		}
 	}
 	require.Eventually(t, both(&a.leader), 10*time.Second, time.Millisecond)
@@ -374,7 +374,7 @@ func TestLeaderElectionIntegration(t *testing.T) {
 		return code == http.StatusOK
 	}, 10*time.Second, time.Millisecond, "the standby is ready: its caches synced")
 	assert.False(t, b.m.Elector().IsLeader())
-	assert.Empty(t, b.leader.keys(), "the standby ran a controller that needs leader election")
+	assert.Empty(t, b.leader.Keys(), "the standby ran a controller that needs leader election")
 	assert.Equal(t, "a", leaseHolder(t, client))
 
 	// The leader stops (releasing the lease); the standby takes over and
@@ -448,7 +448,7 @@ func TestManagerCacheSyncTimeoutIsFatal(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, informer.ErrCacheSyncTimeout)
 	assert.ErrorContains(t, err, "configmaps")
-	assert.Empty(t, rec.keys())
+	assert.Empty(t, rec.Keys())
 }
 
 // failingRunnable fails at once.
@@ -553,5 +553,5 @@ func TestManagerFactoryRecordsUndecodableObjects(t *testing.T) {
 	assert.Equal(t, "broken", ev.InvolvedObject.Name)
 	assert.Equal(t, "Widget", ev.InvolvedObject.Kind)
 	assert.Equal(t, informerEventSource, ev.Source.Component)
-	assert.Empty(t, rec.keys(), "an undecodable object never reaches a queue")
+	assert.Empty(t, rec.Keys(), "an undecodable object never reaches a queue")
 }

@@ -200,3 +200,13 @@ func (t *exampleT) Fatalf(format string, args ...any) {
 	runtime.Goexit()
 }
 func (t *exampleT) Fatal(args ...any) { t.Fatalf("%s", fmt.Sprint(args...)) }
+
+// A Recorder stands in for a Reconciler where a test checks what reaches the controller, not
+// what it does.
+func ExampleRecorder() {
+	var rec controllertest.Recorder[controller.Key]
+	_, _ = rec.Reconcile(context.Background(), controller.Key{Namespace: "default", Name: "web"})
+	_, _ = rec.Reconcile(context.Background(), controller.Key{Namespace: "default", Name: "web"})
+	fmt.Println(rec.Count(controller.Key{Namespace: "default", Name: "web"}), len(rec.Keys()))
+	// Output: 2 1
+}
