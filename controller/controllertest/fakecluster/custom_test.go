@@ -236,3 +236,24 @@ func TestCreatingACRDServesItsResource(t *testing.T) {
 	_, err = c.Dynamic().Resource(fakecluster.CRDResource).Create(ctx, bad, metav1.CreateOptions{})
 	assert.True(t, apierrors.IsBadRequest(err), "%v", err)
 }
+
+// An unstructured object holding a value JSON cannot (a Go int) is refused with an error
+// naming the field, for a seed and for a write: never a panic.
+func TestNonJSONValuesAreAnError(t *testing.T) {
+	bad := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"namespace": "default", "name": "w"},
+		"spec":     map[string]any{"sizes": []any{int64(1), 2}},
+	}}
+	_, err := fakecluster.NewWithOptions(fakecluster.Options{Objects: []runtime.Object{bad}})
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "field spec.sizes[1]: int is not a JSON value")
+
+	c, err := fakecluster.NewWithOptions(fakecluster.Options{Resources: []fakecluster.Resource{
+		{GVR: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, Kind: "Widget", Namespaced: true},
+	}})
+	require.NoError(t, err)
+	_, err = c.Dynamic().Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}).
+		Namespace("default").Create(t.Context(), bad, metav1.CreateOptions{})
+	assert.True(t, apierrors.IsBadRequest(err), "%v", err)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -56,6 +57,16 @@ func (r *dynamicResource) invoke(action clienttesting.Action) (*unstructured.Uns
 	return toUnstructured(obj)
 }
 
+// checkBody refuses an object holding a value JSON cannot (client-go's fake deep-copies the
+// action first, and that copy panics on one): a BadRequest naming the field, as an API server
+// answers a body it cannot decode.
+func (r *dynamicResource) checkBody(obj *unstructured.Unstructured) error {
+	if err := checkJSON(obj.Object, ""); err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s %s: %v", gvrString(r.gvr), obj.GetName(), err))
+	}
+	return nil
+}
+
 func subresource(subresources []string) string {
 	if len(subresources) == 0 {
 		return ""
@@ -67,6 +78,9 @@ func (r *dynamicResource) Create(_ context.Context, obj *unstructured.Unstructur
 	if obj == nil {
 		return nil, errors.New("fakecluster: Create of a nil object")
 	}
+	if err := r.checkBody(obj); err != nil {
+		return nil, err
+	}
 	if sub := subresource(subresources); sub != "" {
 		return r.invoke(clienttesting.NewCreateSubresourceActionWithOptions(r.gvr, obj.GetName(), sub, r.ns, obj, opts))
 	}
@@ -76,6 +90,9 @@ func (r *dynamicResource) Create(_ context.Context, obj *unstructured.Unstructur
 func (r *dynamicResource) Update(_ context.Context, obj *unstructured.Unstructured, opts metav1.UpdateOptions, subresources ...string) (*unstructured.Unstructured, error) {
 	if obj == nil {
 		return nil, errors.New("fakecluster: Update of a nil object")
+	}
+	if err := r.checkBody(obj); err != nil {
+		return nil, err
 	}
 	if sub := subresource(subresources); sub != "" {
 		return r.invoke(clienttesting.NewUpdateSubresourceActionWithOptions(r.gvr, sub, r.ns, obj, opts))

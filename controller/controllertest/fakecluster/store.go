@@ -1,6 +1,7 @@
 package fakecluster
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -83,6 +84,11 @@ func normalize(obj runtime.Object, ki kindInfo) (runtime.Object, error) {
 	}
 	var u *unstructured.Unstructured
 	if in, ok := obj.(*unstructured.Unstructured); ok {
+		// DeepCopy panics on a value JSON cannot hold (a Go int, a struct): an error instead,
+		// naming the field, as an API server would refuse to decode such a body.
+		if err := checkJSON(in.Object, ""); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("%s %s: %v", ki.gvk.Kind, in.GetName(), err))
+		}
 		u = in.DeepCopy()
 	} else {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
@@ -93,6 +99,31 @@ func normalize(obj runtime.Object, ki kindInfo) (runtime.Object, error) {
 	}
 	u.SetGroupVersionKind(ki.gvk)
 	return u, nil
+}
+
+// checkJSON reports the first value under v that is not one of the types decoded JSON has
+// (string, int64, float64, bool, nil, json.Number, map[string]any, []any).
+func checkJSON(v any, path string) error {
+	switch x := v.(type) {
+	case string, int64, float64, bool, nil, json.Number:
+		return nil
+	case map[string]any:
+		for k, e := range x {
+			if err := checkJSON(e, path+"."+k); err != nil {
+				return err
+			}
+		}
+		return nil
+	case []any:
+		for i, e := range x {
+			if err := checkJSON(e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	default:
+		return fmt.Errorf("field %s: %T is not a JSON value (use int64, float64, string, bool, map[string]any or []any)", strings.TrimPrefix(path, "."), v)
+	}
 }
 
 // toUnstructured returns obj (typed or unstructured, not modified) as an unstructured object
