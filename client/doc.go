@@ -61,7 +61,7 @@
 //	res, err := client.CreateOrUpdate(ctx, deployments, dep, func(dep *appsv1.Deployment) error {
 //		dep.Spec.Replicas = ps.Spec.Replicas
 //		// ... selector and template ...
-//		return ownerref.SetControllerReference(ps, dep, podsets.GroupVersionKind())
+//		return ownerref.SetControllerReference(ps, dep, ownerref.WithKind(podsets.GroupVersionKind()))
 //	})
 //	if err != nil {
 //		return err // a Conflict means someone wrote in between: requeue

@@ -2,18 +2,24 @@ package ownerref
 
 import (
 	"fmt"
+	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
 // SetControllerReference makes owner the controller of obj: it adds (or, for the same owner,
 // refreshes) the owner reference with controller and blockOwnerDeletion true, as
-// NewControllerRef builds it from gvk, the owner's kind (typed objects read from a clientset
-// carry no TypeMeta, so it is not read from owner; client.Client's GroupVersionKind gives it).
-// It changes obj in memory only; write obj afterwards (Create, Update, CreateOrUpdate's
-// mutate).
+// NewControllerRef builds it. It changes obj in memory only; write obj afterwards (Create,
+// Update, CreateOrUpdate's mutate).
+//
+// The owner's kind is, in this order: WithKind's; the owner's own apiVersion and kind (custom
+// resources decoded by ctrlkit keep them); the kind client-go's scheme registers for the
+// owner's Go type (built-in objects read from a clientset or a lister carry no TypeMeta).
+// An owner of none of these is an error matching ErrUnknownKind that names its Go type.
 //
 // It refuses, leaving obj unchanged:
 //   - an obj controlled by another owner (a different UID, or, for a reference without UID,
@@ -23,19 +29,27 @@ import (
 //   - a namespaced owner of a cluster-scoped obj, or an owner in another namespace than
 //     obj's: ErrInvalidOwner, since the garbage collector would treat the owner as absent
 //     and delete obj;
-//   - a nil owner or obj: ErrNilObject; an empty gvk kind or owner name: ErrInvalidOwner.
+//   - a nil owner or obj: ErrNilObject; an owner without a name: ErrInvalidOwner.
 //
 // Calling it again with the same owner changes nothing. The name and rules are
 // controller-runtime's controllerutil.SetControllerReference.
-func SetControllerReference(owner, obj metav1.Object, gvk schema.GroupVersionKind) error {
+func SetControllerReference(owner, obj metav1.Object, opts ...Option) error {
 	if isNil(owner) || isNil(obj) {
 		return fmt.Errorf("set controller reference: %w", ErrNilObject)
 	}
 	child := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	ownerKey := types.NamespacedName{Namespace: owner.GetNamespace(), Name: owner.GetName()}
+	var cfg options
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	gvk, err := ownerKind(owner, cfg.kind)
+	if err != nil {
+		return fmt.Errorf("set controller reference of %s to %s: %w", child, ownerKey, err)
+	}
 	switch {
-	case gvk.Kind == "" || owner.GetName() == "":
-		return fmt.Errorf("set controller reference of %s: owner %s has no kind or name: %w", child, ownerKey, ErrInvalidOwner)
+	case owner.GetName() == "":
+		return fmt.Errorf("set controller reference of %s: %s owner has no name: %w", child, gvk.Kind, ErrInvalidOwner)
 	case owner.GetUID() == "":
 		return fmt.Errorf("set controller reference of %s to %s %s: owner has no uid: %w", child, gvk.Kind, ownerKey, ErrMissingUID)
 	case owner.GetNamespace() != "" && obj.GetNamespace() == "":
@@ -79,4 +93,41 @@ func sameOwner(a, b metav1.OwnerReference) bool {
 		return false
 	}
 	return ga.Group == gb.Group && a.Kind == b.Kind && a.Name == b.Name
+}
+
+// Option configures SetControllerReference.
+type Option interface {
+	apply(*options)
+}
+
+type options struct {
+	kind schema.GroupVersionKind
+}
+
+type kindOption schema.GroupVersionKind
+
+func (k kindOption) apply(o *options) { o.kind = schema.GroupVersionKind(k) }
+
+// WithKind gives the owner's group, version and kind, for an owner whose Go type neither
+// carries them nor is in client-go's scheme (client.Client's and informer.Informer's
+// GroupVersionKind give it).
+func WithKind(gvk schema.GroupVersionKind) Option { return kindOption(gvk) }
+
+// ownerKind resolves the owner's kind as SetControllerReference documents.
+func ownerKind(owner metav1.Object, given schema.GroupVersionKind) (schema.GroupVersionKind, error) {
+	if given.Kind != "" {
+		return given, nil
+	}
+	ro, ok := owner.(runtime.Object)
+	if !ok {
+		return schema.GroupVersionKind{}, fmt.Errorf("owner %T is not a runtime.Object, pass ownerref.WithKind: %w", owner, ErrUnknownKind)
+	}
+	if gvk := ro.GetObjectKind().GroupVersionKind(); gvk.Kind != "" && gvk.Version != "" {
+		return gvk, nil
+	}
+	gvks, _, err := scheme.Scheme.ObjectKinds(ro)
+	if err != nil || len(gvks) == 0 {
+		return schema.GroupVersionKind{}, fmt.Errorf("kind of owner type %v is not in client-go's scheme and the owner has no apiVersion and kind, pass ownerref.WithKind: %w", reflect.TypeOf(owner), ErrUnknownKind)
+	}
+	return gvks[0], nil
 }

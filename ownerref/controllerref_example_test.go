@@ -12,13 +12,12 @@ import (
 )
 
 // A controller sets itself as the controller of the child it is about to create; a second
-// controller is refused.
+// controller is refused. The ReplicaSet's kind comes from client-go's scheme.
 func ExampleSetControllerReference() {
-	gvk := appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "rs-1"}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-0"}}
 
-	if err := ownerref.SetControllerReference(rs, pod, gvk); err != nil {
+	if err := ownerref.SetControllerReference(rs, pod); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -26,7 +25,7 @@ func ExampleSetControllerReference() {
 	fmt.Println(ref.APIVersion, ref.Kind, ref.Name, *ref.Controller, *ref.BlockOwnerDeletion)
 
 	other := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db", UID: "rs-2"}}
-	err := ownerref.SetControllerReference(other, pod, gvk)
+	err := ownerref.SetControllerReference(other, pod)
 	fmt.Println(errors.Is(err, ownerref.ErrAlreadyOwned))
 	fmt.Println(err)
 	// Output:

@@ -26,6 +26,8 @@ var (
 	// carries no UID precondition and could change another object under the same name. It
 	// comes wrapped with ErrInvalidClaimer for the owner and in a *ClaimError for a child.
 	ErrMissingUID = errors.New("missing uid")
+	// ErrUnknownKind: SetControllerReference cannot tell the owner's kind (see WithKind).
+	ErrUnknownKind = errors.New("unknown owner kind")
 )
 
 // Op names what a claim tried to do to a child.
