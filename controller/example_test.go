@@ -190,6 +190,7 @@ func ExampleOwns() {
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}}}
 	f := informer.NewFactory(fake.NewClientset(pod))
 	pods, _ := informer.For[*corev1.Pod](f)
+	replicaSets, _ := informer.For[*appsv1.ReplicaSet](f)
 
 	seen := make(chan controller.Key, 1)
 	r := controller.ReconcilerFunc[controller.Key](func(ctx context.Context, key controller.Key) (controller.Result, error) {
@@ -197,7 +198,7 @@ func ExampleOwns() {
 		return controller.Result{}, nil
 	})
 	c, _ := controller.New("replicaset", r, controller.Options[controller.Key]{})
-	if err := controller.Owns(c, pods, appsv1.SchemeGroupVersion.WithKind("ReplicaSet")); err != nil {
+	if err := controller.Owns(c, pods, replicaSets); err != nil {
 		fmt.Println(err)
 		return
 	}

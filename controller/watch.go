@@ -97,25 +97,32 @@ func EnqueueControllerOf[T informer.Object](owner schema.GroupVersionKind) func(
 }
 
 // Owns watches the objects a controller creates and owns: events of inf's
-// objects enqueue the Key of their controlling owner when it is of ownerGVK's
-// group and kind, and resync updates are dropped (the owner's own watch
-// resyncs the owner; kube-controller-manager's controllers likewise ignore
+// objects enqueue the Key of their controlling owner when it is of the kind
+// owners serves (the controller's primary informer, whose GVK says the group
+// and kind), and resync updates are dropped (the owner's own watch resyncs the
+// owner; kube-controller-manager's controllers likewise ignore
 // same-resourceVersion updates of their Pods). It is Watch with the mapping
-// EnqueueControllerOf[T](ownerGVK) and the option
+// EnqueueControllerOf[T](owners.GVK()) and the option
 // WithPredicates(predicate.ResourceVersionChanged[T]()) ahead of opts, which
-// add predicates of their own. The name is controller-runtime's builder.Owns. An ownerGVK without a kind is an error matching ErrInvalidOptions.
+// add predicates of their own. The name is controller-runtime's builder.Owns.
+// An owners informer of no known kind (a metadata informer of a resource
+// missing from client-go's scheme) is an error matching ErrInvalidOptions.
 // Objects whose resourceVersion never changes (client-go's plain fake
 // clientset keeps the one a test gave) have every update dropped; ctrlkit's
 // fake cluster stamps a new one on each write.
 //
-//	controller.Owns(c, pods, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
-func Owns[T informer.Object](c *Controller[Key], inf informer.Informer[T], ownerGVK schema.GroupVersionKind, opts ...WatchOption[T]) error {
+//	controller.Owns(c, pods, replicaSets)
+func Owns[T, O informer.Object](c *Controller[Key], inf informer.Informer[T], owners informer.Informer[O], opts ...WatchOption[T]) error {
+	name := ""
+	if c != nil {
+		name = c.name
+	}
+	if owners == nil {
+		return &OptionsError{Controller: name, Field: "Owns", Reason: "nil owners informer"}
+	}
+	ownerGVK := owners.GVK()
 	if ownerGVK.Kind == "" {
-		name := ""
-		if c != nil {
-			name = c.name
-		}
-		return &OptionsError{Controller: name, Field: "Owns", Reason: fmt.Sprintf("owner %q has no kind", ownerGVK.String())}
+		return &OptionsError{Controller: name, Field: "Owns", Reason: fmt.Sprintf("owners informer %s has no kind", owners.Name())}
 	}
 	all := make([]WatchOption[T], 0, len(opts)+1)
 	all = append(all, WithPredicates(predicate.ResourceVersionChanged[T]()))

@@ -27,14 +27,16 @@ func (a *addRecorder[K]) Add(k K) { a.added = append(a.added, k) }
 // override are not called by Watch.
 type capturingInformer[T informer.Object] struct {
 	anInformer[T]
-	h informer.Handler[T]
+	h   informer.Handler[T]
+	gvk schema.GroupVersionKind
 }
 
 // anInformer lets capturingInformer embed the interface under a name that
 // does not clash with its Informer method.
 type anInformer[T informer.Object] = informer.Informer[T]
 
-func (c *capturingInformer[T]) Name() string { return "capturing" }
+func (c *capturingInformer[T]) Name() string                 { return "capturing" }
+func (c *capturingInformer[T]) GVK() schema.GroupVersionKind { return c.gvk }
 func (c *capturingInformer[T]) AddHandler(h informer.Handler[T]) (cache.ResourceEventHandlerRegistration, error) {
 	c.h = h
 	return nil, nil
@@ -133,7 +135,8 @@ func TestWatchRefusesInvalidPredicates(t *testing.T) {
 func TestOwns(t *testing.T) {
 	c := newTestController(t)
 	inf := &capturingInformer[*corev1.Pod]{}
-	require.NoError(t, Owns(c, inf, rsKind))
+	replicaSets := &capturingInformer[*appsv1.ReplicaSet]{gvk: rsKind}
+	require.NoError(t, Owns(c, inf, replicaSets))
 	h, keys := registered(t, c, inf)
 	web, api := replicaSet("ns", "web"), replicaSet("ns", "api")
 	webKey, apiKey := Key{Namespace: "ns", Name: "web"}, Key{Namespace: "ns", Name: "api"}
@@ -154,7 +157,7 @@ func TestOwns(t *testing.T) {
 	// Options add predicates of their own.
 	c2 := newTestController(t)
 	inf2 := &capturingInformer[*corev1.Pod]{}
-	require.NoError(t, Owns(c2, inf2, rsKind, WithPredicates(predicate.Funcs[*corev1.Pod]{
+	require.NoError(t, Owns(c2, inf2, replicaSets, WithPredicates(predicate.Funcs[*corev1.Pod]{
 		DeleteFunc: func(predicate.DeleteEvent[*corev1.Pod]) bool { return false },
 	})))
 	h2, keys2 := registered(t, c2, inf2)
@@ -166,11 +169,14 @@ func TestOwns(t *testing.T) {
 
 func TestOwnsRefusesAnOwnerWithoutKind(t *testing.T) {
 	c := newTestController(t)
-	err := Owns(c, &capturingInformer[*corev1.Pod]{}, schema.GroupVersionKind{Group: "apps", Version: "v1"})
+	kindless := &capturingInformer[*appsv1.ReplicaSet]{gvk: schema.GroupVersionKind{Group: "apps", Version: "v1"}}
+	err := Owns(c, &capturingInformer[*corev1.Pod]{}, kindless)
 	assert.ErrorIs(t, err, ErrInvalidOptions)
-	assert.ErrorContains(t, err, `invalid Owns: owner "apps/v1, Kind=" has no kind`)
-	assert.ErrorIs(t, Owns[*corev1.Pod](nil, &capturingInformer[*corev1.Pod]{}, rsKind), ErrInvalidOptions)
-	assert.ErrorIs(t, Owns[*corev1.Pod](c, nil, rsKind), ErrInvalidOptions)
+	assert.ErrorContains(t, err, `invalid Owns: owners informer capturing has no kind`)
+	owners := &capturingInformer[*appsv1.ReplicaSet]{gvk: rsKind}
+	assert.ErrorIs(t, Owns(nil, &capturingInformer[*corev1.Pod]{}, owners), ErrInvalidOptions)
+	assert.ErrorIs(t, Owns[*corev1.Pod](c, nil, owners), ErrInvalidOptions)
+	assert.ErrorIs(t, Owns[*corev1.Pod, *appsv1.ReplicaSet](c, &capturingInformer[*corev1.Pod]{}, nil), ErrInvalidOptions)
 }
 
 // Without predicates Watch registers the bare mapping: the event path has no

@@ -237,7 +237,9 @@ func TestOwnsOnAnInformer(t *testing.T) {
 	r := &counter{}
 	c, err := controller.New("replicaset", controller.Reconciler[controller.Key](r), controller.Options[controller.Key]{})
 	require.NoError(t, err)
-	require.NoError(t, controller.Owns(c, pods, appsv1.SchemeGroupVersion.WithKind("ReplicaSet")))
+	replicaSets, err := informer.For[*appsv1.ReplicaSet](env.Factory())
+	require.NoError(t, err)
+	require.NoError(t, controller.Owns(c, pods, replicaSets))
 	env.RunController(ctx, c)
 
 	rs, err := env.Client().AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web"}}, metav1.CreateOptions{})
