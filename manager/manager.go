@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/controller"
@@ -84,8 +85,13 @@ func featureOf(r Runnable) featuregate.Feature {
 // Options configure a Manager. Only Client is required.
 type Options struct {
 	// Client is the clientset of the informer factory (unless Factory is
-	// set), the Lease and the events. Required.
+	// set), the Lease and the events. nil means one built from Config.
 	Client kubernetes.Interface
+	// Config is the API server to talk to when Client is nil. nil means
+	// GetConfig's: $KUBECONFIG, ~/.kube/config, then in-cluster, as kubectl
+	// finds it. Tests pass Client (controllertest's), so they never reach a
+	// cluster by accident.
+	Config *rest.Config
 
 	// Factory is the informer factory the Manager owns: it starts it, waits
 	// for its caches for /readyz, and shuts it down after the controllers
@@ -193,8 +199,22 @@ func New(opts Options) (*Manager, error) {
 	bad := func(field, reason string) (*Manager, error) {
 		return nil, &controller.OptionsError{Field: "manager.Options." + field, Reason: reason}
 	}
+	if opts.Client != nil && opts.Config != nil {
+		return bad("Config", "set together with Client; Config is only for building the Client")
+	}
 	if opts.Client == nil {
-		return bad("Client", "nil")
+		cfg := opts.Config
+		if cfg == nil {
+			var err error
+			if cfg, err = GetConfig(); err != nil {
+				return nil, fmt.Errorf("manager: no Client or Config: %w", err)
+			}
+		}
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("manager: client for %s: %w", cfg.Host, err)
+		}
+		opts.Client = cs
 	}
 	if opts.Factory != nil && len(opts.FactoryOptions) > 0 {
 		return bad("FactoryOptions", "set together with Factory; they configure the factory the Manager builds when Factory is nil")

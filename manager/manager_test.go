@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/rest"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
@@ -83,11 +86,43 @@ func configMapController(t *testing.T, f *informer.Factory, name string, rec con
 	return c
 }
 
+// Without Client or Config the Manager loads the kubeconfig as kubectl does;
+// with none to find, New says where it looked. With a Config it builds its
+// own clientset.
+func TestNewManagerLoadsTheKubeconfig(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "missing"))
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	_, err := New(Options{})
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "manager: no Client or Config: load kubeconfig (KUBECONFIG, ~/.kube/config or in-cluster)")
+
+	kubeconfig := filepath.Join(t.TempDir(), "config")
+	require.NoError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://example.invalid:6443"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600))
+	t.Setenv("KUBECONFIG", kubeconfig)
+	cfg, err := GetConfig()
+	require.NoError(t, err)
+	assert.Equal(t, "https://example.invalid:6443", cfg.Host)
+	m, err := New(Options{})
+	require.NoError(t, err)
+	assert.NotNil(t, m.Client())
+
+	m, err = New(Options{Config: &rest.Config{Host: "https://example.invalid:6443"}})
+	require.NoError(t, err)
+	assert.NotNil(t, m.Client())
+}
+
 func TestNewManagerRejectsBadOptions(t *testing.T) {
 	client := fake.NewClientset()
-	_, err := New(Options{})
+	_, err := New(Options{Client: client, Config: &rest.Config{Host: "https://127.0.0.1:1"}})
 	assert.ErrorIs(t, err, controller.ErrInvalidOptions)
-	assert.ErrorContains(t, err, "manager.Options.Client")
+	assert.ErrorContains(t, err, "manager.Options.Config")
 
 	_, err = New(Options{Client: client, CacheSyncTimeout: -1})
 	assert.ErrorIs(t, err, controller.ErrInvalidOptions)
