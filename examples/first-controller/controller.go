@@ -8,12 +8,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/client"
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/manager"
 	"github.com/ctrlkit/ctrlkit/ownerref"
 	"github.com/ctrlkit/ctrlkit/predicate"
 )
@@ -25,21 +25,20 @@ type InfoController struct {
 	configMaps  client.Client[*corev1.ConfigMap]
 }
 
-func NewInfoController(f *informer.Factory, cs kubernetes.Interface) (*InfoController, error) {
-	deps, err1 := informer.For[*appsv1.Deployment](f)
-	cms, err2 := informer.For[*corev1.ConfigMap](f)
-	cmClient, err3 := client.For[*corev1.ConfigMap](cs)
-	if err := errors.Join(err1, err2, err3); err != nil {
+// NewInfoController builds the controller and adds it to mgr.
+func NewInfoController(mgr *manager.Manager) (*InfoController, error) {
+	c := &InfoController{}
+	deps, err1 := informer.For[*appsv1.Deployment](mgr.Factory())
+	cms, err2 := informer.For[*corev1.ConfigMap](mgr.Factory())
+	cmClient, err3 := client.For[*corev1.ConfigMap](mgr.Client())
+	ctrl, err4 := controller.New("deployment-info", c, controller.Options[controller.Key]{})
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return nil, err
 	}
-	c := &InfoController{deployments: deps.Lister(), configMaps: cmClient}
-	var err error
-	if c.Controller, err = controller.New("deployment-info", c, controller.Options[controller.Key]{}); err != nil {
-		return nil, err
-	}
+	*c = InfoController{Controller: ctrl, deployments: deps.Lister(), configMaps: cmClient}
 	changed := predicate.Or(predicate.GenerationChanged[*appsv1.Deployment](), predicate.LabelsChanged[*appsv1.Deployment]())
-	return c, errors.Join(controller.Watch(c.Controller, deps, controller.EnqueueObject, controller.WithPredicates(changed)),
-		controller.Owns(c.Controller, cms, deploymentKind))
+	return c, errors.Join(controller.Watch(ctrl, deps, controller.EnqueueObject, controller.WithPredicates(changed)),
+		controller.Owns(ctrl, cms, deps), mgr.Add(c))
 }
 
 func (c *InfoController) Reconcile(ctx context.Context, key controller.Key) (controller.Result, error) {
@@ -50,9 +49,7 @@ func (c *InfoController) Reconcile(ctx context.Context, key controller.Key) (con
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name + "-info"}}
 	_, err = client.CreateOrUpdate(ctx, c.configMaps, cm, func(cm *corev1.ConfigMap) error {
 		cm.Data = map[string]string{"replicas": fmt.Sprint(ptr.Deref(d.Spec.Replicas, 1)), "image": d.Spec.Template.Spec.Containers[0].Image}
-		return ownerref.SetControllerReference(d, cm, deploymentKind)
+		return ownerref.SetControllerReference(d, cm)
 	})
 	return controller.Result{}, err
 }
-
-var deploymentKind = appsv1.SchemeGroupVersion.WithKind("Deployment")

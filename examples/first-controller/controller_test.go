@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/manager"
 )
 
 func deployment(name string, labels map[string]string, replicas int32) *appsv1.Deployment {
@@ -30,9 +31,11 @@ func TestInfoController(t *testing.T) {
 	env := controllertest.NewFake(t,
 		deployment("web", map[string]string{"team": "shop"}, 3),
 		deployment("batch", nil, 1))
-	c, err := NewInfoController(env.Factory(), env.Client())
+	mgr, err := manager.New(manager.Options{Client: env.Client(), Factory: env.Factory()})
 	require.NoError(t, err)
-	env.RunController(env.Context(), c)
+	c, err := NewInfoController(mgr)
+	require.NoError(t, err)
+	env.RunController(env.Context(), c) // the env runs it: mgr is only where it was added
 	env.WaitForQuiet(30 * time.Second)
 	cms := env.Client().CoreV1().ConfigMaps("default")
 
