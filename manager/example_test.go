@@ -85,16 +85,3 @@ func ExampleManager_AddHealthzCheck() {
 	// Output: 500 license: expired
 }
 
-// A main function's Manager: the kubeconfig as kubectl finds it, stopped by
-// SIGTERM or Ctrl-C.
-func ExampleSetupSignalHandler() {
-	run := func() error {
-		mgr, err := manager.New(manager.Options{}) // GetConfig's kubeconfig
-		if err != nil {
-			return err
-		}
-		// Add controllers here.
-		return mgr.Start(manager.SetupSignalHandler())
-	}
-	_ = run // main calls run and exits 1 on its error
-}

@@ -122,6 +122,11 @@ func ownerKind(owner metav1.Object, given schema.GroupVersionKind) (schema.Group
 	if !ok {
 		return schema.GroupVersionKind{}, fmt.Errorf("owner %T is not a runtime.Object, pass ownerref.WithKind: %w", owner, ErrUnknownKind)
 	}
+	if _, ok := owner.(*metav1.PartialObjectMetadata); ok {
+		// A metadata informer's object says PartialObjectMetadata, or nothing, not
+		// the kind of the resource it came from.
+		return schema.GroupVersionKind{}, fmt.Errorf("owner is a PartialObjectMetadata, whose kind is not the resource's, pass ownerref.WithKind: %w", ErrUnknownKind)
+	}
 	if gvk := ro.GetObjectKind().GroupVersionKind(); gvk.Kind != "" && gvk.Version != "" {
 		return gvk, nil
 	}
