@@ -136,7 +136,9 @@ func TestRotationWhileClientsConnect(t *testing.T) {
 	require.Eventually(t, sees(second), 10*time.Second, time.Millisecond, "the rotated pair is served")
 
 	// Half a rotation: the third certificate next to the second key does not load.
-	require.NoError(t, os.WriteFile(filepath.Join(dir, certwatcher.CertFileName), third.CertPEM, 0o644))
+	// Each file is replaced whole (write, then rename), as a Secret volume update or
+	// WriteFiles does: an in-place write could be read half-done, a third bad pair.
+	replace(t, filepath.Join(dir, certwatcher.CertFileName), third.CertPEM)
 	require.Eventually(t, func() bool {
 		clk.Step(time.Minute)
 		return countLogs(logs, "Certificate not reloaded") > 0
@@ -149,7 +151,7 @@ func TestRotationWhileClientsConnect(t *testing.T) {
 	assert.Equal(t, serialOf(&second.Certificate), serialOf(got), "the previous pair is kept")
 	assert.Error(t, w.ReadCertificate(), "ReadCertificate reports the bad pair")
 
-	require.NoError(t, os.WriteFile(filepath.Join(dir, certwatcher.KeyFileName), third.KeyPEM, 0o600))
+	replace(t, filepath.Join(dir, certwatcher.KeyFileName), third.KeyPEM)
 	require.Eventually(t, sees(third), 10*time.Second, time.Millisecond, "the completed rotation is served")
 	assert.Equal(t, 1, countLogs(logs, "Certificate not reloaded"), "one bad pair, logged once")
 
@@ -228,4 +230,12 @@ func TestSelfSigned(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Len(t, entries, 3, "no temporary files left")
+}
+
+// replace swaps path's content for data in one rename.
+func replace(t *testing.T, path string, data []byte) {
+	t.Helper()
+	tmp := path + ".tmp"
+	require.NoError(t, os.WriteFile(tmp, data, 0o600))
+	require.NoError(t, os.Rename(tmp, path))
 }
