@@ -73,4 +73,13 @@
 // stopped), stop events and HTTP. It returns the first fatal error
 // (leaderelection.ErrLeaseLost, a Runnable's Run error, a cache sync
 // timeout) instead of exiting the process.
+//
+// Runnables get Options.GracefulShutdownTimeout (30 s by default, as in
+// controller-runtime) to return. A Reconcile that ignores its context past
+// it is abandoned: Start logs one line per Runnable still running, stops the
+// informers, events and HTTP servers all the same, and returns an error
+// matching ErrShutdownTimeout that names them (*ShutdownTimeoutError). The
+// Lease is not released while abandoned leader-only work may still write —
+// a standby taking over would act alongside it — so it expires after its
+// LeaseDuration instead; the binary should exit.
 package manager
