@@ -125,7 +125,8 @@ type Options struct {
 	// HealthProbeAddr: then one server serves all three paths.
 	MetricsAddr string
 
-	// Registerer receives the controller and queue metrics. nil means a
+	// Registerer receives the controller and queue metrics, and client-go's
+	// REST client and leader election series (see the package doc). nil means a
 	// private registry of the Manager (with Go and process collectors);
 	// Prometheus' global default registry is never used implicitly.
 	Registerer prometheus.Registerer
@@ -262,6 +263,9 @@ func New(opts Options) (*Manager, error) {
 	}
 	metrics, err := controller.NewMetrics(reg)
 	if err != nil {
+		return nil, err
+	}
+	if err := registerClientGoMetrics(reg); err != nil {
 		return nil, err
 	}
 	if g, ok := opts.FeatureGate.(*featuregate.Gate); ok && g != nil {
@@ -458,7 +462,11 @@ func (m *Manager) Start(ctx context.Context) error {
 		logger.Info("Contending for leadership", "identity", m.elector.Identity(),
 			"controllers", len(leaders), "controllersOnEveryReplica", len(always))
 		electorDone = make(chan error, 1)
-		go func() { electorDone <- m.elector.Run(electionCtx) }()
+		go func() {
+			err := m.elector.Run(electionCtx)
+			leaderElectionEnded(m.leaseName())
+			electorDone <- err
+		}()
 	}
 	m.running.Store(true)
 	logger.Info("Manager started", "controllers", len(active))
@@ -496,7 +504,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	if electorDone != nil {
 		if m.leaderWorkAbandoned(stuck) {
 			logger.Info("Not releasing the lease while abandoned controllers that need leader election run; it expires after its lease duration",
-				"lease", m.elector.Config().Namespace+"/"+m.elector.Config().Name, "leaseDuration", m.elector.Config().LeaseDuration)
+				"lease", m.leaseName(), "leaseDuration", m.elector.Config().LeaseDuration)
 		} else if err := <-electorDone; err != nil && first == nil {
 			first = err
 		}
