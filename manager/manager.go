@@ -497,9 +497,11 @@ func (m *Manager) Start(ctx context.Context) error {
 	// 4: stop informers.
 	m.factory.Shutdown()
 	m.cachesSynced.Store(false)
-	// 5: release the lease. The elector stops renewing it either way; with
-	// leader work abandoned it neither releases it (see guardedLock) nor
-	// returns, so it is not waited for.
+	// 5: release the lease. The elector stops renewing it either way. With
+	// leader work abandoned, its OnStartedLeading (onStartedLeading) has not
+	// returned: leaderelection's release waits for it up to RenewDeadline,
+	// then leaves the Lease to expire, and Run returns only after it — so
+	// it is not waited for here.
 	endElection()
 	if electorDone != nil {
 		if m.leaderWorkAbandoned(stuck) {

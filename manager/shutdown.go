@@ -31,6 +31,7 @@ type ShutdownTimeoutError struct {
 	Timeout time.Duration
 }
 
+// Error names the abandoned Runnables and the timeout.
 func (e *ShutdownTimeoutError) Error() string {
 	quoted := make([]string, len(e.Runnables))
 	for i, n := range e.Runnables {
