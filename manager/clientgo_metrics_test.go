@@ -3,9 +3,11 @@ package manager
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,14 +108,17 @@ func TestManagerExportsRESTClientMetrics(t *testing.T) {
 	assert.False(t, found, "no POST was made")
 }
 
+var leaseSeq atomic.Int64
+
 // leader_election_master_status{name} is 1 while the Manager leads and 0
 // once it stopped.
 func TestManagerExportsLeaderElectionStatus(t *testing.T) {
 	le := fastElection("one")
-	le.Name = "metrics-status"
+	// The series is process-wide: a Lease name of its own per run (-count).
+	le.Name = fmt.Sprintf("metrics-status-%d", leaseSeq.Add(1))
 	m, err := New(Options{Client: fake.NewClientset(), LeaderElection: le})
 	require.NoError(t, err)
-	lease := map[string]string{"name": "kube-system/metrics-status"}
+	lease := map[string]string{"name": "kube-system/" + le.Name}
 	_, found := sample(t, m.Gatherer(), "leader_election_master_status", lease)
 	assert.False(t, found, "no series before the election ran")
 
