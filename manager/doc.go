@@ -46,6 +46,19 @@
 // registry by default, never Prometheus' global one; see controller.Metrics
 // for the series. Handler serves all three on one mux for tests.
 //
+// client-go's own series are there too, under kube's and
+// controller-runtime's names: rest_client_requests_total{code,method,host},
+// rest_client_request_duration_seconds{verb,host},
+// rest_client_rate_limiter_duration_seconds{verb,host},
+// rest_client_request_retries_total{code,verb,host},
+// leader_election_master_status{name} and leader_election_slowpath_total{name}
+// (name is the Lease's "<namespace>/<name>"). client-go reports them through
+// process-global hooks that take effect once, so this package hooks one set
+// of collectors in at init and every Manager's registry serves that same
+// set: the counts are the process's, not one Manager's. A package that took
+// the hooks first (component-base's restclient metrics, controller-runtime)
+// keeps them, and the rest_client series stay empty here.
+//
 // # Events
 //
 // EventRecorder(name) is a controller's recorder of events.k8s.io/v1 Events
@@ -73,4 +86,13 @@
 // stopped), stop events and HTTP. It returns the first fatal error
 // (leaderelection.ErrLeaseLost, a Runnable's Run error, a cache sync
 // timeout) instead of exiting the process.
+//
+// Runnables get Options.GracefulShutdownTimeout (30 s by default, as in
+// controller-runtime) to return. A Reconcile that ignores its context past
+// it is abandoned: Start logs one line per Runnable still running, stops the
+// informers, events and HTTP servers all the same, and returns an error
+// matching ErrShutdownTimeout that names them (*ShutdownTimeoutError). The
+// Lease is not released while abandoned leader-only work may still write —
+// a standby taking over would act alongside it — so it expires after its
+// LeaseDuration instead; the binary should exit.
 package manager

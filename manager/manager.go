@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/featuregate"
@@ -130,7 +131,8 @@ type Options struct {
 	// HealthProbeAddr: then one server serves all three paths.
 	MetricsAddr string
 
-	// Registerer receives the controller and queue metrics. nil means a
+	// Registerer receives the controller and queue metrics, and client-go's
+	// REST client and leader election series (see the package doc). nil means a
 	// private registry of the Manager (with Go and process collectors);
 	// Prometheus' global default registry is never used implicitly.
 	Registerer prometheus.Registerer
@@ -151,6 +153,19 @@ type Options struct {
 	// when the factory's caches have not synced this long after Start. 0
 	// means wait as long as it takes (/readyz fails meanwhile).
 	CacheSyncTimeout time.Duration
+
+	// GracefulShutdownTimeout bounds how long Start waits, once ctx ended or
+	// a fatal error occurred, for the Runnables to return from Run (a
+	// controller waits for its in-flight Reconciles). After it, Start logs
+	// each Runnable still running as abandoned and returns an error
+	// matching ErrShutdownTimeout (a *ShutdownTimeoutError naming them). The
+	// Lease is then not released while a Runnable that needs leader
+	// election may still act: it expires by itself after LeaseDuration.
+	// The informers, events and HTTP servers are stopped all the same.
+	// 0 means DefaultGracefulShutdownTimeout (30 s, as in
+	// controller-runtime); a negative value means no deadline. Unlike
+	// controller-runtime's *time.Duration, 0 does not mean "do not wait".
+	GracefulShutdownTimeout time.Duration
 }
 
 // Manager runs a set of controllers over one shared informer factory, behind
@@ -170,6 +185,10 @@ type Manager struct {
 	healthAddr  string
 	metricsAddr string
 	syncTimeout time.Duration
+	// shutdownTimeout is Options.GracefulShutdownTimeout, defaulted; < 0
+	// means none.
+	shutdownTimeout time.Duration
+	clock           clock.Clock
 
 	mu         sync.Mutex
 	runnables  []Runnable
@@ -234,6 +253,9 @@ func New(opts Options) (*Manager, error) {
 		names:       map[string]struct{}{},
 		boundAddrs:  map[string]string{},
 		live:        map[*Runnable]struct{}{},
+
+		shutdownTimeout: gracefulShutdownTimeout(opts.GracefulShutdownTimeout),
+		clock:           clock.RealClock{},
 	}
 	if m.factory == nil {
 		fopts := append([]informer.FactoryOption{informer.WithEventRecorder(m.EventRecorderFor(informerEventSource))}, opts.FactoryOptions...)
@@ -261,6 +283,9 @@ func New(opts Options) (*Manager, error) {
 	}
 	metrics, err := controller.NewMetrics(reg)
 	if err != nil {
+		return nil, err
+	}
+	if err := registerClientGoMetrics(reg); err != nil {
 		return nil, err
 	}
 	if g, ok := opts.FeatureGate.(*featuregate.Gate); ok && g != nil {
@@ -375,16 +400,22 @@ func (m *Manager) MetricsAddr() string {
 //     without an election), and contend for the Lease; on winning, start the
 //     others;
 //  3. on ctx's end or the first fatal error: stop the controllers (each
-//     stops taking keys and waits for its in-flight Reconciles), stop the
-//     informers, end the election (releasing the Lease with
-//     ReleaseOnCancel), stop events and the HTTP servers.
+//     stops taking keys and waits for its in-flight Reconciles) and wait
+//     for them up to Options.GracefulShutdownTimeout, stop the informers,
+//     end the election (releasing the Lease with ReleaseOnCancel, unless
+//     a controller that needs leader election is still running), stop
+//     events and the HTTP servers.
 //
 // It returns nil after a cancelled ctx, or the first fatal error: a
 // Runnable's Run error, a cache sync timeout (matching
 // informer.ErrCacheSyncTimeout), or leaderelection.ErrLeaseLost
 // (wrapped) when the lease was lost — the caller exits, as
 // kube-controller-manager does, instead of this package calling os.Exit.
-// A Manager starts once.
+// Runnables still running after the graceful shutdown timeout are
+// abandoned, each logged, and the error (joined to a fatal one, if any)
+// matches ErrShutdownTimeout; a *ShutdownTimeoutError names them. The
+// process should exit then: they may still be acting. A Manager starts
+// once.
 func (m *Manager) Start(ctx context.Context) error {
 	m.mu.Lock()
 	if m.started {
@@ -451,7 +482,11 @@ func (m *Manager) Start(ctx context.Context) error {
 		logger.Info("Contending for leadership", "identity", m.elector.Identity(),
 			"controllers", len(leaders), "controllersOnEveryReplica", len(always))
 		electorDone = make(chan error, 1)
-		go func() { electorDone <- m.elector.Run(electionCtx) }()
+		go func() {
+			err := m.elector.Run(electionCtx)
+			leaderElectionEnded(m.leaseName())
+			electorDone <- err
+		}()
 	}
 	m.running.Store(true)
 	logger.Info("Manager started", "controllers", len(active))
@@ -477,15 +512,22 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.stopping = true
 	m.mu.Unlock()
 	stopControllers()
-	m.runWG.Wait()
+	stuck := m.waitForRunnables(logger)
 	<-syncDone
 	// 4: stop informers.
 	m.factory.Shutdown()
 	m.cachesSynced.Store(false)
-	// 5: release the lease.
+	// 5: release the lease. The elector stops renewing it either way. With
+	// leader work abandoned, its OnStartedLeading (onStartedLeading) has not
+	// returned: leaderelection's release waits for it up to RenewDeadline,
+	// then leaves the Lease to expire, and Run returns only after it — so
+	// it is not waited for here.
 	endElection()
 	if electorDone != nil {
-		if err := <-electorDone; err != nil && first == nil {
+		if m.leaderWorkAbandoned(stuck) {
+			logger.Info("Not releasing the lease while abandoned controllers that need leader election run; it expires after its lease duration",
+				"lease", m.leaseName(), "leaseDuration", m.elector.Config().LeaseDuration)
+		} else if err := <-electorDone; err != nil && first == nil {
 			first = err
 		}
 	}
@@ -498,6 +540,12 @@ func (m *Manager) Start(ctx context.Context) error {
 		}
 	}
 	logger.Info("Manager stopped")
+	if err := m.shutdownTimeoutError(stuck); err != nil {
+		if first == nil {
+			return err
+		}
+		return errors.Join(first, err)
+	}
 	return first
 }
 

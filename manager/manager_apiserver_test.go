@@ -53,6 +53,7 @@ func TestManagerLeaderElectionAPIServer(t *testing.T) {
 	env := controllertest.NewAPIServer(t)
 	t.Run("ReleaseOnCancel", func(t *testing.T) { testHandoverWithRelease(t, env) })
 	t.Run("LeaseExpiry", func(t *testing.T) { testHandoverByExpiry(t, env) })
+	t.Run("ClientGoMetrics", func(t *testing.T) { testClientGoMetrics(t, env) })
 }
 
 // With ReleaseOnCancel the leader empties the Lease on its way out, so the standby takes over
