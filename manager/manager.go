@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/featuregate"
@@ -121,8 +122,13 @@ type Options struct {
 	HealthProbeAddr string
 	// MetricsAddr is where /metrics is served, e.g. ":8080". Empty means
 	// not served (MetricsHandler still works). It may equal
-	// HealthProbeAddr: then one server serves all three paths.
+	// HealthProbeAddr: then one server serves all three paths (not with
+	// MetricsServing.SecureServing).
 	MetricsAddr string
+	// MetricsServing configures the server of MetricsAddr: HTTPS with
+	// authentication and authorization through the API server, the
+	// certificate, pprof. The zero value serves plain HTTP to anyone.
+	MetricsServing MetricsServingOptions
 
 	// Registerer receives the controller and queue metrics. nil means a
 	// private registry of the Manager (with Go and process collectors);
@@ -163,6 +169,9 @@ type Manager struct {
 	logger      atomic.Pointer[klog.Logger] // set by Start; nil before
 	healthAddr  string
 	metricsAddr string
+	serving     MetricsServingOptions // defaults filled
+	auth        *apiAuth              // nil unless serving.SecureServing
+	timeouts    serverTimeouts        // of every server; tests shorten them
 	syncTimeout time.Duration
 
 	mu         sync.Mutex
@@ -202,7 +211,13 @@ func New(opts Options) (*Manager, error) {
 	if opts.CacheSyncTimeout < 0 {
 		return bad("CacheSyncTimeout", fmt.Sprintf("%v is negative", opts.CacheSyncTimeout))
 	}
+	serving := opts.MetricsServing
+	if field, reason := serving.validate(opts.MetricsAddr, opts.HealthProbeAddr); field != "" {
+		return bad("MetricsServing."+field, reason)
+	}
 	m := &Manager{
+		serving:     serving,
+		timeouts:    defaultServerTimeouts,
 		client:      opts.Client,
 		factory:     opts.Factory,
 		gate:        opts.FeatureGate,
@@ -221,6 +236,9 @@ func New(opts Options) (*Manager, error) {
 	}
 	if m.scheme == nil {
 		m.scheme = scheme.Scheme
+	}
+	if serving.SecureServing {
+		m.auth = newAPIAuth(opts.Client, clock.RealClock{}, serving.AllowCacheTTL, serving.DenyCacheTTL, m.log)
 	}
 
 	reg, gath := opts.Registerer, opts.Gatherer
