@@ -172,6 +172,7 @@ type Manager struct {
 	serving     MetricsServingOptions // defaults filled
 	auth        *apiAuth              // nil unless serving.SecureServing
 	timeouts    serverTimeouts        // of every server; tests shorten them
+	certClock   clock.WithTicker      // of the metrics certificate's watcher; nil: real, tests step it
 	syncTimeout time.Duration
 
 	mu         sync.Mutex

@@ -149,6 +149,7 @@ func (m *Manager) metricsTLS(logger klog.Logger) (*tls.Config, *certwatcher.Cert
 		w, err := certwatcher.New(certwatcher.Options{
 			CertFile: filepath.Join(dir, m.serving.CertName),
 			KeyFile:  filepath.Join(dir, m.serving.KeyName),
+			Clock:    m.certClock,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("manager: metrics serving certificate: %w", err)

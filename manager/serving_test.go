@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ctrlkit/ctrlkit/certwatcher"
 	"github.com/ctrlkit/ctrlkit/controller"
@@ -123,6 +124,45 @@ func TestSecureMetricsCertDir(t *testing.T) {
 	err = m.Start(ctx)
 	assert.ErrorContains(t, err, "manager: metrics serving certificate")
 	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// The certificate in CertDir is replaced while the server runs: the next tick of the
+// watcher's clock serves the new one, and every request meanwhile succeeds.
+func TestSecureMetricsCertRotation(t *testing.T) {
+	dir := t.TempDir()
+	first, err := certwatcher.SelfSigned(certwatcher.SelfSignedOptions{})
+	require.NoError(t, err)
+	second, err := certwatcher.SelfSigned(certwatcher.SelfSignedOptions{})
+	require.NoError(t, err)
+	require.NoError(t, first.WriteFiles(dir))
+	client, _ := newFakeReviewer()
+	m, err := New(Options{Client: client, MetricsAddr: "127.0.0.1:0",
+		MetricsServing: MetricsServingOptions{SecureServing: true, CertDir: dir}})
+	require.NoError(t, err)
+	clk := clocktesting.NewFakeClock(time.Now())
+	m.certClock = clk
+	ctx, _ := testLogger(t)
+	stop := startManager(t, ctx, m)
+	defer func() { require.NoError(t, stop()) }()
+	require.Eventually(t, func() bool { return m.MetricsAddr() != "" }, 10*time.Second, time.Millisecond)
+
+	pool := first.CertPool()
+	pool.AppendCertsFromPEM(second.CAPEM)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "localhost", MinVersion: tls.VersionTLS12},
+		DisableKeepAlives: true} // a handshake per request
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	served := func() string {
+		resp, body := httpsGet(t, c, "https://"+m.MetricsAddr()+"/metrics", "scraper-token")
+		require.Equal(t, http.StatusOK, resp.StatusCode, body)
+		return resp.TLS.PeerCertificates[0].SerialNumber.String()
+	}
+	assert.Equal(t, first.Certificate.Leaf.SerialNumber.String(), served())
+	require.NoError(t, second.WriteFiles(dir))
+	require.Eventually(t, func() bool {
+		clk.Step(certwatcher.DefaultInterval)
+		return served() == second.Certificate.Leaf.SerialNumber.String()
+	}, 10*time.Second, time.Millisecond)
 }
 
 func TestMetricsServingOptionsValidation(t *testing.T) {
