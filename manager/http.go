@@ -194,6 +194,9 @@ func (m *Manager) listen(logger klog.Logger) ([]server, error) {
 		}
 		m.mu.Unlock()
 		logger.Info("Serving", "addr", ln.Addr().String(), "what", w.kind, "https", https)
+		if w.metrics && m.serving.EnableProfiling && !https {
+			logger.Info("Serving /debug/pprof/ to anyone: MetricsServing.SecureServing is false", "addr", ln.Addr().String())
+		}
 		servers = append(servers, s)
 	}
 	return servers, nil
