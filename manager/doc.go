@@ -10,7 +10,8 @@
 //		LeaderElection:  &leCfg, // --leader-elect and friends (leaderelection.Config.AddFlags)
 //		FeatureGate:     gate,   // --feature-gates (featuregate.Gate.AddFlag)
 //		HealthProbeAddr: ":8081", // /healthz, /readyz
-//		MetricsAddr:     ":8080", // /metrics
+//		MetricsAddr:     ":8443", // /metrics
+//		MetricsServing:  manager.MetricsServingOptions{SecureServing: true}, // HTTPS, TokenReview + SubjectAccessReview
 //	})
 //	rs, _ := informer.For[*appsv1.ReplicaSet](mgr.Factory())
 //	c, _ := controller.New("replicaset", r, controller.Options[controller.Key]{Workers: 5})
@@ -58,6 +59,26 @@
 // set: the counts are the process's, not one Manager's. A package that took
 // the hooks first (component-base's restclient metrics, controller-runtime)
 // keeps them, and the rest_client series stay empty here.
+//
+// # Secure metrics
+//
+// Options.MetricsServing.SecureServing serves MetricsAddr over HTTPS and asks the API server
+// about every request, as kube-apiserver's own components do: a TokenReview authenticates the
+// bearer token, a SubjectAccessReview checks that its user may get the path (the non-resource
+// URL /metrics). No or a bad token is 401, no permission 403, an API server that cannot answer
+// 500; decisions are cached briefly (AllowCacheTTL, DenyCacheTTL), errors never. The
+// Manager's client needs the ClusterRole system:auth-delegator; a scraper needs
+//
+//	rules:
+//	- nonResourceURLs: ["/metrics"]
+//	  verbs: ["get"]
+//
+// The certificate comes from CertDir (tls.crt and tls.key, reloaded when they change on disk,
+// see package certwatcher) or is self-signed at Start. The probes stay open on
+// HealthProbeAddr, which must then be an address of its own. EnableProfiling adds
+// net/http/pprof's /debug/pprof/ to the metrics server, behind the same checks. Every server
+// has header, read, write and idle timeouts and a 64 KiB header limit, so slow or oversized
+// requests are cut off.
 //
 // # Events
 //

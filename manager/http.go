@@ -109,16 +109,18 @@ func writeOK(w http.ResponseWriter) {
 
 // server is one listening HTTP server.
 type server struct {
-	srv  *http.Server
-	done chan struct{}
+	srv       *http.Server
+	done      chan struct{}
+	stopWatch func() // stops the certificate watcher of a TLS server; nil without one
 }
 
 // listen starts the HTTP servers the options ask for.
 func (m *Manager) listen(logger klog.Logger) ([]server, error) {
 	type want struct {
-		addr string
-		mux  *http.ServeMux
-		kind []string
+		addr    string
+		mux     *http.ServeMux
+		kind    []string
+		metrics bool
 	}
 	var wants []*want
 	add := func(addr, kind string, paths map[string]http.Handler) {
@@ -138,24 +140,51 @@ func (m *Manager) listen(logger klog.Logger) ([]server, error) {
 			wants = append(wants, w)
 		}
 		w.kind = append(w.kind, kind)
+		w.metrics = w.metrics || kind == "metrics"
 		for p, h := range paths {
 			w.mux.Handle(p, h)
 		}
 	}
 	add(m.healthAddr, "health", map[string]http.Handler{"/healthz": m.HealthzHandler(), "/readyz": m.ReadyzHandler()})
-	add(m.metricsAddr, "metrics", map[string]http.Handler{"/metrics": m.MetricsHandler()})
+	add(m.metricsAddr, "metrics", m.metricsPaths())
 
 	var servers []server
 	for _, w := range wants {
+		s := server{srv: &http.Server{Handler: w.mux, ErrorLog: httpErrorLog(logger)}, done: make(chan struct{})}
+		t := m.timeouts
+		if w.metrics && m.serving.EnableProfiling {
+			t.write = max(t.write, profilingWriteTimeout)
+		}
+		t.apply(s.srv)
+		if w.metrics && m.serving.SecureServing { // validate kept the probes apart
+			cfg, watcher, err := m.metricsTLS(logger)
+			if err != nil {
+				m.shutdownServers(servers, logger)
+				return nil, err
+			}
+			s.srv.TLSConfig, s.srv.Protocols = cfg, http1Only()
+			if watcher != nil {
+				s.stopWatch = runWatcher(klog.NewContext(context.Background(), logger), watcher)
+			}
+		}
 		ln, err := net.Listen("tcp", w.addr)
 		if err != nil {
+			if s.stopWatch != nil {
+				s.stopWatch()
+			}
 			m.shutdownServers(servers, logger)
 			return nil, fmt.Errorf("manager: serving %s on %q: %w", strings.Join(w.kind, " and "), w.addr, err)
 		}
-		s := server{srv: &http.Server{Handler: w.mux, ReadHeaderTimeout: 10 * time.Second}, done: make(chan struct{})}
+		https := s.srv.TLSConfig != nil // read before Serve, which writes the server's fields
 		go func() {
 			defer close(s.done)
-			if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			var err error
+			if https {
+				err = s.srv.ServeTLS(ln, "", "")
+			} else {
+				err = s.srv.Serve(ln)
+			}
+			if err != nil && !errors.Is(err, http.ErrServerClosed) {
 				logger.Error(err, "HTTP server failed", "addr", ln.Addr().String())
 			}
 		}()
@@ -164,7 +193,10 @@ func (m *Manager) listen(logger klog.Logger) ([]server, error) {
 			m.boundAddrs[k] = ln.Addr().String()
 		}
 		m.mu.Unlock()
-		logger.Info("Serving", "addr", ln.Addr().String(), "what", w.kind)
+		logger.Info("Serving", "addr", ln.Addr().String(), "what", w.kind, "https", https)
+		if w.metrics && m.serving.EnableProfiling && !https {
+			logger.Info("Serving /debug/pprof/ to anyone: MetricsServing.SecureServing is false", "addr", ln.Addr().String())
+		}
 		servers = append(servers, s)
 	}
 	return servers, nil
@@ -179,6 +211,9 @@ func (m *Manager) shutdownServers(servers []server, logger klog.Logger) {
 		}
 		cancel()
 		<-s.done
+		if s.stopWatch != nil {
+			s.stopWatch()
+		}
 	}
 	m.mu.Lock()
 	clear(m.boundAddrs)

@@ -128,8 +128,13 @@ type Options struct {
 	HealthProbeAddr string
 	// MetricsAddr is where /metrics is served, e.g. ":8080". Empty means
 	// not served (MetricsHandler still works). It may equal
-	// HealthProbeAddr: then one server serves all three paths.
+	// HealthProbeAddr: then one server serves all three paths (not with
+	// MetricsServing.SecureServing).
 	MetricsAddr string
+	// MetricsServing configures the server of MetricsAddr: HTTPS with
+	// authentication and authorization through the API server, the
+	// certificate, pprof. The zero value serves plain HTTP to anyone.
+	MetricsServing MetricsServingOptions
 
 	// Registerer receives the controller and queue metrics, and client-go's
 	// REST client and leader election series (see the package doc). nil means a
@@ -184,6 +189,10 @@ type Manager struct {
 	logger      atomic.Pointer[klog.Logger] // set by Start; nil before
 	healthAddr  string
 	metricsAddr string
+	serving     MetricsServingOptions // defaults filled
+	auth        *apiAuth              // nil unless serving.SecureServing
+	timeouts    serverTimeouts        // of every server; tests shorten them
+	certClock   clock.WithTicker      // of the metrics certificate's watcher; nil: real, tests step it
 	syncTimeout time.Duration
 	// shutdownTimeout is Options.GracefulShutdownTimeout, defaulted; < 0
 	// means none.
@@ -241,7 +250,13 @@ func New(opts Options) (*Manager, error) {
 	if opts.CacheSyncTimeout < 0 {
 		return bad("CacheSyncTimeout", fmt.Sprintf("%v is negative", opts.CacheSyncTimeout))
 	}
+	serving := opts.MetricsServing
+	if field, reason := serving.validate(opts.MetricsAddr, opts.HealthProbeAddr); field != "" {
+		return bad("MetricsServing."+field, reason)
+	}
 	m := &Manager{
+		serving:     serving,
+		timeouts:    defaultServerTimeouts,
 		client:      opts.Client,
 		factory:     opts.Factory,
 		gate:        opts.FeatureGate,
@@ -263,6 +278,9 @@ func New(opts Options) (*Manager, error) {
 	}
 	if m.scheme == nil {
 		m.scheme = scheme.Scheme
+	}
+	if serving.SecureServing {
+		m.auth = newAPIAuth(opts.Client, clock.RealClock{}, serving.AllowCacheTTL, serving.DenyCacheTTL, m.log)
 	}
 
 	reg, gath := opts.Registerer, opts.Gatherer

@@ -23,7 +23,10 @@ func Example_help() {
 	//       --leader-elect-resource-namespace string   The namespace of resource object that is used for locking during leader election. (default "kube-system")
 	//       --leader-elect-retry-period duration       The duration the clients should wait between attempting acquisition and renewal of a leadership. This is only applicable if leader election is enabled. (default 2s)
 	//       --metrics-addr string                      address of /metrics, host:port ("" disables); the demo picks a free loopback port unless set (default ":8080")
+	//       --metrics-cert-dir string                  directory holding tls.crt and tls.key for --metrics-secure, reloaded when they change; empty: a self-signed certificate
+	//       --metrics-secure                           serve /metrics over HTTPS, only to bearer tokens the API server authenticates and authorizes for get on /metrics (TokenReview, SubjectAccessReview; the binary's identity needs system:auth-delegator); the in-memory demo serves plain HTTP, as it cannot review tokens (default true)
 	//       --namespace string                         watch only this namespace (default all; the in-memory demo uses default)
+	//       --profiling                                serve /debug/pprof/ on the metrics server (with --metrics-secure, to tokens allowed to get those paths)
 	//       --timeout duration                         in-memory cluster: how long each demo step may take to converge (default 30s)
 	//   -v, --v int                                    log verbosity (default 1)
 	//       --watch                                    in-memory cluster: keep running after the demo until interrupted

@@ -4,8 +4,15 @@
 // calls Main; Run does the rest the same way for every example:
 //
 //   - the shared flags (--kubeconfig, --workers, --kube-api-qps/--kube-api-burst,
-//     --metrics-addr, --health-addr, the --leader-elect* flags, --feature-gates, --watch,
-//     --timeout, -v), every value checked before anything starts (exit 2 naming the flag);
+//     --metrics-addr, --metrics-secure, --metrics-cert-dir, --profiling, --health-addr, the
+//     --leader-elect* flags, --feature-gates, --watch, --timeout, -v), every value checked
+//     before anything starts (exit 2 naming the flag);
+//
+//   - against a cluster, /metrics over HTTPS (self-signed unless --metrics-cert-dir) to bearer
+//     tokens the API server authenticates and authorizes for get on /metrics
+//     (manager.MetricsServingOptions.SecureServing; the binary's identity needs the ClusterRole
+//     system:auth-delegator); on the in-memory cluster, which cannot review tokens, plain HTTP
+//     to anyone (the log says so, and --metrics-secure there is a flag error);
 //
 //   - the cluster: the one of --kubeconfig or $KUBECONFIG, else an in-memory fakecluster
 //     (~/.kube/config is never read implicitly, so a demo cannot touch a real cluster by

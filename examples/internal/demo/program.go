@@ -2,13 +2,16 @@ package demo
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/ctrlkit/ctrlkit/certwatcher"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
 	"github.com/ctrlkit/ctrlkit/featuregate"
@@ -95,12 +99,18 @@ type Settings struct {
 	QPS         float32
 	Burst       int
 	MetricsAddr string
-	HealthAddr  string
-	Election    leaderelection.Config
-	Gate        *featuregate.Gate
-	Watch       bool
-	Timeout     time.Duration
-	Verbosity   int
+	// MetricsSecure serves /metrics over HTTPS to bearer tokens the API server authenticates
+	// and authorizes (manager.MetricsServingOptions.SecureServing); false on the in-memory
+	// cluster, which cannot review tokens.
+	MetricsSecure  bool
+	MetricsCertDir string // "" means a self-signed certificate
+	Profiling      bool   // /debug/pprof/ on the metrics server
+	HealthAddr     string
+	Election       leaderelection.Config
+	Gate           *featuregate.Gate
+	Watch          bool
+	Timeout        time.Duration
+	Verbosity      int
 }
 
 // Exit codes of Run.
@@ -172,6 +182,9 @@ func Parse(p Program, args []string, out io.Writer) (*Settings, error) {
 	fs.Float32Var(&s.QPS, "kube-api-qps", 20, "QPS to use while talking with the API server (kube-controller-manager's flag and default)")
 	fs.IntVar(&s.Burst, "kube-api-burst", 30, "burst to use while talking with the API server (kube-controller-manager's flag and default)")
 	fs.StringVar(&s.MetricsAddr, "metrics-addr", ":8080", `address of /metrics, host:port ("" disables); the demo picks a free loopback port unless set`)
+	fs.BoolVar(&s.MetricsSecure, "metrics-secure", true, "serve /metrics over HTTPS, only to bearer tokens the API server authenticates and authorizes for get on /metrics (TokenReview, SubjectAccessReview; the binary's identity needs system:auth-delegator); the in-memory demo serves plain HTTP, as it cannot review tokens")
+	fs.StringVar(&s.MetricsCertDir, "metrics-cert-dir", "", "directory holding "+certwatcher.CertFileName+" and "+certwatcher.KeyFileName+" for --metrics-secure, reloaded when they change; empty: a self-signed certificate")
+	fs.BoolVar(&s.Profiling, "profiling", false, "serve /debug/pprof/ on the metrics server (with --metrics-secure, to tokens allowed to get those paths)")
 	fs.StringVar(&s.HealthAddr, "health-addr", ":8081", `address of /healthz and /readyz, host:port ("" disables); the demo picks a free loopback port unless set`)
 	fs.BoolVar(&s.Watch, "watch", false, "in-memory cluster: keep running after the demo until interrupted")
 	fs.DurationVar(&s.Timeout, "timeout", 30*time.Second, "in-memory cluster: how long each demo step may take to converge")
@@ -221,6 +234,12 @@ func Parse(p Program, args []string, out io.Writer) (*Settings, error) {
 		if !fs.Changed("health-addr") {
 			s.HealthAddr = "127.0.0.1:0"
 		}
+		if !fs.Changed("metrics-secure") {
+			s.MetricsSecure = false
+		}
+	}
+	if err := checkMetricsServing(s, inMemory); err != nil {
+		return nil, err
 	}
 	if p.Complete != nil {
 		if err := p.Complete(fs, inMemory); err != nil {
@@ -228,6 +247,26 @@ func Parse(p Program, args []string, out io.Writer) (*Settings, error) {
 		}
 	}
 	return s, nil
+}
+
+// checkMetricsServing checks the --metrics-secure flags together: an asked-for secure server
+// the cluster cannot back, or a certificate that does not load, is a flag error now rather
+// than a failure once the controllers run.
+func checkMetricsServing(s *Settings, inMemory bool) error {
+	switch {
+	case s.MetricsSecure && inMemory:
+		return errors.New("--metrics-secure needs a cluster (--kubeconfig): the in-memory one cannot review tokens (TokenReview, SubjectAccessReview)")
+	case s.MetricsCertDir != "" && !s.MetricsSecure:
+		return fmt.Errorf("--metrics-cert-dir %q needs --metrics-secure", s.MetricsCertDir)
+	case s.MetricsCertDir != "":
+		if _, err := tls.LoadX509KeyPair(filepath.Join(s.MetricsCertDir, certwatcher.CertFileName),
+			filepath.Join(s.MetricsCertDir, certwatcher.KeyFileName)); err != nil {
+			return fmt.Errorf("--metrics-cert-dir %q: %w", s.MetricsCertDir, err)
+		}
+	case s.MetricsSecure && s.MetricsAddr != "" && s.MetricsAddr == s.HealthAddr && !strings.HasSuffix(s.MetricsAddr, ":0"):
+		return fmt.Errorf("--metrics-secure: --metrics-addr and --health-addr are both %q; probes carry no token, give /metrics an address of its own", s.MetricsAddr)
+	}
+	return nil
 }
 
 // checkAddr accepts "" (not served) and host:port with a numeric port, so a typo is a flag
@@ -284,12 +323,20 @@ func start(ctx context.Context, p Program, s *Settings) error {
 		fopts = append(fopts, p.FactoryOptions()...)
 	}
 	mopts := manager.Options{
-		Client:          env.Client,
-		FactoryOptions:  fopts,
-		Scheme:          p.Scheme,
-		LeaderElection:  &s.Election,
-		MetricsAddr:     s.MetricsAddr,
+		Client:         env.Client,
+		FactoryOptions: fopts,
+		Scheme:         p.Scheme,
+		LeaderElection: &s.Election,
+		MetricsAddr:    s.MetricsAddr,
+		MetricsServing: manager.MetricsServingOptions{
+			SecureServing:   s.MetricsSecure,
+			CertDir:         s.MetricsCertDir,
+			EnableProfiling: s.Profiling,
+		},
 		HealthProbeAddr: s.HealthAddr,
+	}
+	if env.InMemory && s.MetricsAddr != "" {
+		logger.Info("Serving /metrics over plain HTTP to anyone: the in-memory cluster cannot review tokens (--metrics-secure needs --kubeconfig)")
 	}
 	if len(p.Features) > 0 {
 		mopts.FeatureGate = s.Gate

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/ctrlkit/ctrlkit/certwatcher"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 )
@@ -89,4 +90,43 @@ func TestRunReportsTheManagersFailureNotTheDemos(t *testing.T) {
 	assert.Contains(t, out.String(), ln.Addr().String())
 	assert.NotContains(t, out.String(), "context canceled")
 	assert.Equal(t, 1, strings.Count(out.String(), `"Exiting"`))
+}
+
+// --metrics-secure is on against a cluster and off on the in-memory one (which cannot review
+// tokens); the flags that go with it are checked before anything starts.
+func TestParseMetricsServingFlags(t *testing.T) {
+	t.Setenv(demo.EnvKubeconfig, "")
+	p := program(new(bool))
+	parse := func(args ...string) (*demo.Settings, error) {
+		return demo.Parse(p, args, &bytes.Buffer{})
+	}
+	s, err := parse()
+	require.NoError(t, err)
+	assert.False(t, s.MetricsSecure, "in memory: plain HTTP")
+	s, err = parse("--kubeconfig=/nonexistent/kubeconfig", "--profiling")
+	require.NoError(t, err)
+	assert.True(t, s.MetricsSecure, "secure by default against a cluster")
+	assert.True(t, s.Profiling)
+	assert.Empty(t, s.MetricsCertDir, "self-signed")
+
+	dir := t.TempDir()
+	b, err := certwatcher.SelfSigned(certwatcher.SelfSignedOptions{})
+	require.NoError(t, err)
+	require.NoError(t, b.WriteFiles(dir))
+	s, err = parse("--kubeconfig=/nonexistent/kubeconfig", "--metrics-cert-dir="+dir)
+	require.NoError(t, err)
+	assert.Equal(t, dir, s.MetricsCertDir)
+
+	for want, args := range map[string][]string{
+		"--metrics-secure needs a cluster (--kubeconfig)":         {"--metrics-secure"},
+		`--metrics-cert-dir "` + dir + `" needs --metrics-secure`: {"--kubeconfig=/k", "--metrics-secure=false", "--metrics-cert-dir=" + dir},
+		"no such file or directory":                               {"--kubeconfig=/k", "--metrics-cert-dir=" + t.TempDir()},
+		`--metrics-addr and --health-addr are both ":9000"`:       {"--kubeconfig=/k", "--metrics-addr=:9000", "--health-addr=:9000"},
+	} {
+		_, err := parse(args...)
+		assert.ErrorContains(t, err, want, "%v", args)
+	}
+	var out bytes.Buffer
+	assert.Equal(t, demo.ExitBadArgs, demo.Run(context.Background(), p, []string{"--metrics-secure"}, &out))
+	assert.Contains(t, out.String(), "tiny: --metrics-secure needs a cluster")
 }

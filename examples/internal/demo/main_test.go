@@ -1,0 +1,12 @@
+package demo_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+)
+
+// The shared API server is stopped by WithSharedAPIServer before goleak looks.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(controllertest.WithSharedAPIServer(m)) }
