@@ -84,4 +84,3 @@ func ExampleManager_AddHealthzCheck() {
 	fmt.Print(rec.Code, " ", rec.Body.String())
 	// Output: 500 license: expired
 }
-
