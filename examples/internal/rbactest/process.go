@@ -1,0 +1,155 @@
+package rbactest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// RunFunc is an example's main without os.Exit: it runs until ctx ends, writes its log to out
+// and returns the exit code.
+type RunFunc func(ctx context.Context, args []string, out io.Writer) int
+
+// Process is an example binary running in the test's process on the ServiceAccount's
+// kubeconfig, as the Deployment would run it.
+type Process struct {
+	t      testing.TB
+	cancel context.CancelFunc
+	done   chan int
+	out    lockedBuffer
+
+	mu     sync.Mutex
+	code   int
+	exited bool
+}
+
+// Start runs run with the Deployment's arguments (Args) followed by extra, in its own
+// goroutine, until Stop or the end of the test. Its log is kept (Output) and shown when the
+// test fails. In the process, only the shipped kubeconfig reaches the cluster: run gets no
+// other client, and --kubeconfig wins over $KUBECONFIG.
+func (in *Install) Start(run RunFunc, extra ...string) *Process {
+	in.t.Helper()
+	ctx, cancel := context.WithCancel(in.env.Context())
+	p := &Process{t: in.t, cancel: cancel, done: make(chan int, 1)}
+	args := append(append([]string(nil), in.Args...), extra...)
+	go func() { p.done <- run(ctx, args, &p.out) }()
+	in.t.Cleanup(func() {
+		p.Stop()
+		if in.t.Failed() {
+			in.t.Logf("rbactest: output of %v:\n%s", args, p.Output())
+		}
+	})
+	return p
+}
+
+// Output is what the binary logged so far.
+func (p *Process) Output() string { return p.out.String() }
+
+// Exited reports whether the binary returned, and its exit code if it did.
+func (p *Process) Exited() (code int, exited bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.exited {
+		select {
+		case p.code = <-p.done:
+			p.exited = true
+		default:
+		}
+	}
+	return p.code, p.exited
+}
+
+// Stop ends the binary's context (SIGTERM, in a Pod) and returns its exit code once it
+// returned; a binary that does not return within a minute fails the test.
+func (p *Process) Stop() int {
+	p.cancel()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.exited {
+		select {
+		case p.code = <-p.done:
+			p.exited = true
+		case <-time.After(time.Minute):
+			p.t.Fatalf("rbactest: the binary did not return within a minute of its context ending")
+		}
+	}
+	return p.code
+}
+
+// ForbiddenMessage is the API server's answer when the ServiceAccount user asks for verb on
+// resource ("pods", "podsets/status") of group ("" for core): what the binary must log.
+func ForbiddenMessage(user, verb, resource, group string) string {
+	return fmt.Sprintf(`is forbidden: User %q cannot %s resource %q in API group %q`, user, verb, resource, group)
+}
+
+// AwaitForbidden waits until the binary has logged, as an error line, the API server's refusal
+// of a for the ServiceAccount at least times times (a controller that retries logs it again on
+// each attempt), while still running, and returns the first such line. A binary that exited
+// meanwhile, or a deadline passed, fails the test.
+func (p *Process) AwaitForbidden(in *Install, a Access, times int) string {
+	p.t.Helper()
+	resource := a.Resource
+	if a.Subresource != "" {
+		resource += "/" + a.Subresource
+	}
+	want := ForbiddenMessage(in.User, a.Verb, resource, a.Group)
+	var lines []string
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, awaitTimeout, true, func(context.Context) (bool, error) {
+		if code, exited := p.Exited(); exited {
+			return false, fmt.Errorf("the binary exited with %d instead of retrying", code)
+		}
+		lines = lines[:0]
+		for _, line := range strings.Split(p.Output(), "\n") {
+			// klog's text format quotes strings inside values; the message is the unquoted text.
+			if strings.HasPrefix(line, "E") && strings.Contains(strings.ReplaceAll(line, `\"`, `"`), want) {
+				lines = append(lines, line)
+			}
+		}
+		return len(lines) >= times, nil
+	})
+	if err != nil {
+		p.t.Fatalf("rbactest: waiting for %d error lines containing %q: %d seen: %v", times, want, len(lines), err)
+	}
+	return lines[0]
+}
+
+// AwaitLog waits until the binary's log matches re, and fails the test when it exits first
+// or the deadline passes.
+func (p *Process) AwaitLog(re *regexp.Regexp) {
+	p.t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, awaitTimeout, true, func(context.Context) (bool, error) {
+		if code, exited := p.Exited(); exited {
+			return false, fmt.Errorf("the binary exited with %d", code)
+		}
+		return re.MatchString(p.Output()), nil
+	})
+	if err != nil {
+		p.t.Fatalf("rbactest: waiting for the log to match %q: %v", re, err)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while the binary writes to it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

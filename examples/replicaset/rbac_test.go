@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+
+	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
+	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
+)
+
+// The shipped manifests are least privilege, proven on a real API server: with deploy/rbac.yaml
+// and a token of its ServiceAccount as its only credentials, the binary (run with the
+// Deployment's arguments) converges; with "create pods" taken away, scaling up makes it log the
+// refusal, naming verb and resource, and retry with backoff rather than exit; given back, it
+// converges.
+func TestAPIServerLeastPrivilege(t *testing.T) {
+	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/deployment.yaml", "deploy/metrics-reader.yaml")
+	require.NoError(t, err)
+	env := controllertest.SharedAPIServer(t)
+	in := rbactest.Apply(t, env, m)
+	ns, client := env.Namespace(), env.Client()
+
+	// The test plays the kubelet (with the admin's credentials: it is not the binary).
+	k, err := kubelet.New(client, kubelet.Options{Namespace: ns, StartupDelay: -1})
+	require.NoError(t, err)
+	env.RunController(env.Context(), k)
+
+	p := in.Start(run)
+	_, err = client.AppsV1().ReplicaSets(ns).Create(env.Context(), replicaSet(ns, "web", "", 2), metav1.CreateOptions{})
+	require.NoError(t, err)
+	awaitConverged(t, client, ns, "web", 2)
+
+	createPods := rbactest.Access{Verb: "create", Resource: "pods"}
+	restore := in.Revoke("ClusterRole", "ctrlkit-replicaset", createPods)
+	scale := func(n int32) {
+		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			rs, err := client.AppsV1().ReplicaSets(ns).Get(context.Background(), "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			rs.Spec.Replicas = ptr.To(n)
+			_, err = client.AppsV1().ReplicaSets(ns).Update(context.Background(), rs, metav1.UpdateOptions{})
+			return err
+		}))
+	}
+	scale(3)
+	line := p.AwaitForbidden(in, createPods, 2)
+	assert.Contains(t, line, `"Reconcile failed; retrying with backoff"`)
+
+	restore()
+	awaitConverged(t, client, ns, "web", 3)
+	assert.Equal(t, 0, p.Stop(), "a clean exit when interrupted")
+}
