@@ -90,35 +90,57 @@ func ForbiddenMessage(user, verb, resource, group string) string {
 	return fmt.Sprintf(`is forbidden: User %q cannot %s resource %q in API group %q`, user, verb, resource, group)
 }
 
-// AwaitForbidden waits until the binary has logged, as an error line, the API server's refusal
-// of a for the ServiceAccount at least times times (a controller that retries logs it again on
-// each attempt), while still running, and returns the first such line. A binary that exited
-// meanwhile, or a deadline passed, fails the test.
-func (p *Process) AwaitForbidden(in *Install, a Access, times int) string {
-	p.t.Helper()
+// ForbiddenLines are the error lines the binary logged so far that hold the API server's
+// refusal of a to the ServiceAccount.
+func (p *Process) ForbiddenLines(in *Install, a Access) []string {
 	resource := a.Resource
 	if a.Subresource != "" {
 		resource += "/" + a.Subresource
 	}
 	want := ForbiddenMessage(in.User, a.Verb, resource, a.Group)
 	var lines []string
+	for _, line := range strings.Split(p.Output(), "\n") {
+		// klog's text format quotes strings inside values; the message is the unquoted text.
+		if strings.HasPrefix(line, "E") && strings.Contains(strings.ReplaceAll(line, `\"`, `"`), want) {
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
+// AwaitForbidden waits until the binary has logged the API server's refusal of a at least
+// times times (a controller that retries logs it again on each attempt), while still running,
+// and returns the first such line. A binary that exited meanwhile, or a deadline passed,
+// fails the test.
+func (p *Process) AwaitForbidden(in *Install, a Access, times int) string {
+	p.t.Helper()
+	var lines []string
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, awaitTimeout, true, func(context.Context) (bool, error) {
 		if code, exited := p.Exited(); exited {
 			return false, fmt.Errorf("the binary exited with %d instead of retrying", code)
 		}
-		lines = lines[:0]
-		for _, line := range strings.Split(p.Output(), "\n") {
-			// klog's text format quotes strings inside values; the message is the unquoted text.
-			if strings.HasPrefix(line, "E") && strings.Contains(strings.ReplaceAll(line, `\"`, `"`), want) {
-				lines = append(lines, line)
-			}
-		}
+		lines = p.ForbiddenLines(in, a)
 		return len(lines) >= times, nil
 	})
 	if err != nil {
-		p.t.Fatalf("rbactest: waiting for %d error lines containing %q: %d seen: %v", times, want, len(lines), err)
+		p.t.Fatalf("rbactest: waiting for %d error lines refusing %s to %s: %d seen: %v", times, a, in.User, len(lines), err)
 	}
 	return lines[0]
+}
+
+// Wait waits until the binary returns on its own and returns its exit code; one that still
+// runs after a minute fails the test.
+func (p *Process) Wait() int {
+	p.t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		_, exited := p.Exited()
+		return exited, nil
+	})
+	if err != nil {
+		p.t.Fatalf("rbactest: the binary still runs after a minute")
+	}
+	code, _ := p.Exited()
+	return code
 }
 
 // AwaitLog waits until the binary's log matches re, and fails the test when it exits first
