@@ -57,6 +57,7 @@ func TestAPIServerLeastPrivilege(t *testing.T) {
 
 	p := in.Start(run)
 	copied(src + "-a")
+	p.AwaitProbes()
 
 	create := rbactest.Access{Verb: "create", Resource: "configmaps"}
 	restore := in.Revoke("ClusterRole", "ctrlkit-configmap-propagator", create)

@@ -51,6 +51,7 @@ func TestAPIServerLeastPrivilege(t *testing.T) {
 	line := p.AwaitForbidden(in, createLease, 2)
 	assert.Contains(t, line, `"Error initially creating lease lock"`)
 	assert.Nil(t, copyData(t, env, target, "settings"), "no controller runs before the binary leads")
+	p.AwaitProbes() // a standby is healthy and ready: it waits for the Lease, and says why
 
 	restore()
 	require.Eventually(t, func() bool { return copyData(t, env, target, "settings")["k"] == "v" },

@@ -58,6 +58,7 @@ func TestAPIServerLeastPrivilege(t *testing.T) {
 		}), "%d ready replicas in status", n)
 	}
 	converged(3)
+	p.AwaitProbes()
 	assert.Contains(t, p.Output(), `"PodSet CRD is served"`)
 
 	status := rbactest.Access{Verb: "update", Group: v1alpha1.GroupName, Resource: v1alpha1.Plural, Subresource: "status"}

@@ -36,6 +36,7 @@ func TestAPIServerLeastPrivilege(t *testing.T) {
 	_, err = client.AppsV1().ReplicaSets(ns).Create(env.Context(), replicaSet(ns, "web", "", 2), metav1.CreateOptions{})
 	require.NoError(t, err)
 	awaitConverged(t, client, ns, "web", 2)
+	p.AwaitProbes()
 
 	createPods := rbactest.Access{Verb: "create", Resource: "pods"}
 	restore := in.Revoke("ClusterRole", "ctrlkit-replicaset", createPods)

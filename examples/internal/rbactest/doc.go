@@ -10,9 +10,10 @@
 // theirs (cluster-scoped names get the namespace as suffix, so tests sharing a server stay
 // apart), mints a token for the ServiceAccount (TokenRequest) and writes the kubeconfig the
 // Deployment mounts with that token and the cluster's CA as the only credentials. Start then
-// runs the binary in-process with the Deployment's own arguments, Revoke takes one verb away
-// from a role (and waits until the authorizer agrees), and Process.AwaitForbidden waits for
-// the binary's error line that names it.
+// runs the binary in-process with the Deployment's own arguments, Process.AwaitProbes asks its
+// health address what the Deployment's probes ask, Revoke takes one verb away from a role (and
+// waits until the authorizer agrees), and Process.AwaitForbidden waits for the binary's error
+// line that names it.
 //
 // The package is for the examples' tests; it is not part of the library.
 package rbactest

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,11 +44,15 @@ type Install struct {
 	client kubernetes.Interface // the admin's, for setting up and for access reviews
 	m      *Manifests
 	names  map[string]string // cluster-scoped names in the manifests -> on the server
+	probes []string          // the paths of the container's probes, on the health address
 
 	// Namespace is the test's namespace, standing in for the manifests' one.
 	Namespace string
 	// User is the ServiceAccount's user name, as RBAC and error messages know it.
 	User string
+	// Token is the ServiceAccount's token (TokenRequest), for requests the test makes as the
+	// binary would.
+	Token string
 	// Kubeconfig is the path of the shipped kubeconfig, rewritten to reach the test's server
 	// with the ServiceAccount's token: the binary's only credentials.
 	Kubeconfig string
@@ -315,7 +320,8 @@ func (in *Install) writeKubeconfig() {
 		in.t.Fatalf("rbactest: TokenRequest for %s: %v", in.m.ServiceAccount, err)
 	}
 	admin := in.env.Config()
-	files := map[string][]byte{"token": []byte(tok.Status.Token), "ca.crt": admin.CAData}
+	in.Token = tok.Status.Token
+	files := map[string][]byte{"token": []byte(in.Token), "ca.crt": admin.CAData}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			in.t.Fatal(err)
@@ -346,14 +352,19 @@ func (in *Install) writeKubeconfig() {
 		in.t.Fatal(err)
 	}
 	args[i] = "--kubeconfig=" + in.Kubeconfig
+	healthPort := ""
 	for j, a := range args {
 		for _, flag := range []string{"--metrics-addr=", "--health-addr="} {
-			if strings.HasPrefix(a, flag) {
+			if addr, ok := strings.CutPrefix(a, flag); ok {
+				if flag == "--health-addr=" {
+					_, healthPort, _ = strings.Cut(addr, ":")
+				}
 				args[j] = flag + "127.0.0.1:0"
 			}
 		}
 	}
 	in.Args = args
+	in.probes = probePaths(in.t, c, healthPort)
 }
 
 // mounted returns the content of the file at p in container c: a key of a ConfigMap of the
@@ -491,4 +502,28 @@ func withoutVerb(rules []rbacv1.PolicyRule, group, resource, verb string) (out [
 		}
 	}
 	return out, found
+}
+
+// probePaths returns the paths of c's liveness and readiness probes, which must be on the port
+// of the binary's --health-addr (healthPort).
+func probePaths(t testing.TB, c corev1.Container, healthPort string) []string {
+	t.Helper()
+	if healthPort == "" {
+		t.Fatalf("rbactest: container %q has no --health-addr=HOST:PORT argument for its probes", c.Name)
+	}
+	var paths []string
+	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
+		// CheckDeployment made sure both are HTTP probes on a port the container declares.
+		port := p.HTTPGet.Port.String()
+		for _, cp := range c.Ports {
+			if cp.Name == port {
+				port = strconv.Itoa(int(cp.ContainerPort))
+			}
+		}
+		if port != healthPort {
+			t.Fatalf("rbactest: container %q probes %s on port %s, but --health-addr serves port %s", c.Name, p.HTTPGet.Path, port, healthPort)
+		}
+		paths = append(paths, p.HTTPGet.Path)
+	}
+	return paths
 }

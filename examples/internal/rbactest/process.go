@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"regexp"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ type RunFunc func(ctx context.Context, args []string, out io.Writer) int
 // kubeconfig, as the Deployment would run it.
 type Process struct {
 	t      testing.TB
+	probes []string
 	cancel context.CancelFunc
 	done   chan int
 	out    lockedBuffer
@@ -38,7 +40,7 @@ type Process struct {
 func (in *Install) Start(run RunFunc, extra ...string) *Process {
 	in.t.Helper()
 	ctx, cancel := context.WithCancel(in.env.Context())
-	p := &Process{t: in.t, cancel: cancel, done: make(chan int, 1)}
+	p := &Process{t: in.t, probes: in.probes, cancel: cancel, done: make(chan int, 1)}
 	args := append(append([]string(nil), in.Args...), extra...)
 	go func() { p.done <- run(ctx, args, &p.out) }()
 	in.t.Cleanup(func() {
@@ -141,6 +143,40 @@ func (p *Process) Wait() int {
 	}
 	code, _ := p.Exited()
 	return code
+}
+
+// servingHealth is the Manager's log line naming the address it serves the probes on.
+var servingHealth = regexp.MustCompile(`"Serving" addr="([^"]+)" what=\[[^\]]*"health"`)
+
+// AwaitProbes waits until every probe of the Deployment's container answers 200 on the
+// binary's health address: what the kubelet would ask before it counts the Pod ready, and
+// keeps asking to leave it running.
+func (p *Process) AwaitProbes() {
+	p.t.Helper()
+	p.AwaitLog(servingHealth)
+	addr := servingHealth.FindStringSubmatch(p.Output())[1]
+	client := &http.Client{Timeout: 5 * time.Second}
+	for _, path := range p.probes {
+		var last string
+		err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, awaitTimeout, true, func(ctx context.Context) (bool, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+			if err != nil {
+				return false, err
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				last = err.Error()
+				return false, nil
+			}
+			body, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			last = fmt.Sprintf("%d %s", resp.StatusCode, body)
+			return resp.StatusCode == http.StatusOK, nil
+		})
+		if err != nil {
+			p.t.Fatalf("rbactest: probe %s on %s: %v (last answer: %s)", path, addr, err, last)
+		}
+	}
 }
 
 // AwaitLog waits until the binary's log matches re, and fails the test when it exits first
