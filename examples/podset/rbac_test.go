@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -24,7 +25,8 @@ import (
 // installed by the admin and deploy/rbac.yaml, the binary (run with the Deployment's arguments
 // and a token of its ServiceAccount as its only credentials) finds its CRD and converges the
 // sample PodSet; with "update podsets/status" taken away it logs the refusal, naming verb and
-// subresource, and retries rather than exits; given back, it converges. Without the right to
+// subresource, and retries rather than exits; given back, it converges, and its finalizer lets
+// a deleted PodSet go. Without the right to
 // read its CRD it cannot start, and exits saying why.
 func TestAPIServerLeastPrivilege(t *testing.T) {
 	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/deployment.yaml", "deploy/metrics-reader.yaml")
@@ -77,6 +79,12 @@ func TestAPIServerLeastPrivilege(t *testing.T) {
 
 	restore()
 	converged(1)
+	// Deleting the PodSet: the controller's finalizer removes its record, then itself (a patch).
+	require.NoError(t, crs.Delete(ctx, ns, "web", metav1.DeleteOptions{}))
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := crs.Get(ctx, ns, "web", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}), "the PodSet is gone once its finalizer ran")
 	assert.Equal(t, 0, p.Stop(), "a clean exit when interrupted")
 
 	// A right the binary needs before it can start (reading its CRD) is a startup failure:

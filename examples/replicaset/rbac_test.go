@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -17,7 +19,7 @@ import (
 
 // The shipped manifests are least privilege, proven on a real API server: with deploy/rbac.yaml
 // and a token of its ServiceAccount as its only credentials, the binary (run with the
-// Deployment's arguments) converges; with "create pods" taken away, scaling up makes it log the
+// Deployment's arguments) converges, releases, scales up and down; with "create pods" taken away, scaling up makes it log the
 // refusal, naming verb and resource, and retry with backoff rather than exit; given back, it
 // converges.
 func TestAPIServerLeastPrivilege(t *testing.T) {
@@ -33,10 +35,24 @@ func TestAPIServerLeastPrivilege(t *testing.T) {
 	env.RunController(env.Context(), k)
 
 	p := in.Start(run)
-	_, err = client.AppsV1().ReplicaSets(ns).Create(env.Context(), replicaSet(ns, "web", "", 2), metav1.CreateOptions{})
+	rs, err := client.AppsV1().ReplicaSets(ns).Create(env.Context(), replicaSet(ns, "web", "", 2), metav1.CreateOptions{})
 	require.NoError(t, err)
 	awaitConverged(t, client, ns, "web", 2)
 	p.AwaitProbes()
+
+	// A Pod it controls whose labels do not match is released: a patch of ownerReferences.
+	strayed := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "strayed", Labels: map[string]string{"app": "legacy"},
+			OwnerReferences: []metav1.OwnerReference{*ownerRefTo(rs)}},
+		Spec: *rs.Spec.Template.Spec.DeepCopy(),
+	}
+	_, err = client.CoreV1().Pods(ns).Create(env.Context(), strayed, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		pod, err := client.CoreV1().Pods(ns).Get(context.Background(), "strayed", metav1.GetOptions{})
+		require.NoError(t, err)
+		return len(pod.OwnerReferences) == 0
+	}, 30*time.Second, 20*time.Millisecond, "strayed released")
 
 	createPods := rbactest.Access{Verb: "create", Resource: "pods"}
 	restore := in.Revoke("ClusterRole", "ctrlkit-replicaset", createPods)
@@ -57,5 +73,7 @@ func TestAPIServerLeastPrivilege(t *testing.T) {
 
 	restore()
 	awaitConverged(t, client, ns, "web", 3)
+	scale(1) // deletes
+	awaitConverged(t, client, ns, "web", 1)
 	assert.Equal(t, 0, p.Stop(), "a clean exit when interrupted")
 }
