@@ -77,3 +77,30 @@ func TestAPIServerLeastPrivilege(t *testing.T) {
 	awaitConverged(t, client, ns, "web", 1)
 	assert.Equal(t, 0, p.Stop(), "a clean exit when interrupted")
 }
+
+// A right an informer needs is refused from the start: without "watch pods" (client-go lists
+// by streaming a watch, then falls back to a plain list, and then watches) the binary logs the
+// refusal on every attempt of the reflector rather than exiting, and converges once the right
+// is back.
+func TestAPIServerLeastPrivilegeInformer(t *testing.T) {
+	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/deployment.yaml")
+	require.NoError(t, err)
+	env := controllertest.SharedAPIServer(t)
+	in := rbactest.Apply(t, env, m)
+	ns, client := env.Namespace(), env.Client()
+	k, err := kubelet.New(client, kubelet.Options{Namespace: ns, StartupDelay: -1})
+	require.NoError(t, err)
+	env.RunController(env.Context(), k)
+
+	watchPods := rbactest.Access{Verb: "watch", Resource: "pods", ClusterScoped: true}
+	restore := in.Revoke("ClusterRole", "ctrlkit-replicaset", watchPods)
+	p := in.Start(run)
+	assert.Contains(t, p.AwaitForbidden(in, watchPods, 2), `"Failed to watch"`)
+
+	restore()
+	_, err = client.AppsV1().ReplicaSets(ns).Create(env.Context(), replicaSet(ns, "web", "", 1), metav1.CreateOptions{})
+	require.NoError(t, err)
+	awaitConverged(t, client, ns, "web", 1)
+	p.AwaitProbes()
+	assert.Equal(t, 0, p.Stop(), "a clean exit when interrupted")
+}

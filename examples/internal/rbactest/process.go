@@ -153,30 +153,36 @@ var servingHealth = regexp.MustCompile(`"Serving" addr="([^"]+)" what=\[[^\]]*"h
 // keeps asking to leave it running.
 func (p *Process) AwaitProbes() {
 	p.t.Helper()
+	for _, path := range p.probes {
+		var code int
+		var body string
+		err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, awaitTimeout, true, func(context.Context) (bool, error) {
+			code, body = p.Probe(path)
+			return code == http.StatusOK, nil
+		})
+		if err != nil {
+			p.t.Fatalf("rbactest: probe %s: %v (last answer: %d %s)", path, err, code, body)
+		}
+	}
+}
+
+// Probe asks the binary's health address for path (once it serves) and returns the status code
+// and body of the answer; 0 and the error when there was none.
+func (p *Process) Probe(path string) (int, string) {
+	p.t.Helper()
 	p.AwaitLog(servingHealth)
 	addr := servingHealth.FindStringSubmatch(p.Output())[1]
 	client := &http.Client{Timeout: 5 * time.Second}
-	for _, path := range p.probes {
-		var last string
-		err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, awaitTimeout, true, func(ctx context.Context) (bool, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
-			if err != nil {
-				return false, err
-			}
-			resp, err := client.Do(req)
-			if err != nil {
-				last = err.Error()
-				return false, nil
-			}
-			body, _ := io.ReadAll(resp.Body)
-			_ = resp.Body.Close()
-			last = fmt.Sprintf("%d %s", resp.StatusCode, body)
-			return resp.StatusCode == http.StatusOK, nil
-		})
-		if err != nil {
-			p.t.Fatalf("rbactest: probe %s on %s: %v (last answer: %s)", path, addr, err, last)
-		}
+	resp, err := client.Get("http://" + addr + path)
+	if err != nil {
+		return 0, err.Error()
 	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err.Error()
+	}
+	return resp.StatusCode, string(body)
 }
 
 // AwaitLog waits until the binary's log matches re, and fails the test when it exits first
