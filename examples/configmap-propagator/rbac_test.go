@@ -61,6 +61,7 @@ func TestAPIServerLeastPrivilege(t *testing.T) {
 	p := in.Start(run)
 	copied(src+"-a", "eu")
 	p.AwaitProbes()
+	rbactest.CheckMetricsAccess(p, in, "ctrlkit-configmap-propagator-metrics-reader")
 
 	create := rbactest.Access{Verb: "create", Resource: "configmaps"}
 	restore := in.Revoke("ClusterRole", "ctrlkit-configmap-propagator", create)

@@ -52,6 +52,7 @@ func TestAPIServerLeastPrivilege(t *testing.T) {
 	assert.Contains(t, line, `"Error initially creating lease lock"`)
 	assert.Nil(t, copyData(t, env, target, "settings"), "no controller runs before the binary leads")
 	p.AwaitProbes() // a standby is healthy and ready: it waits for the Lease, and says why
+	rbactest.CheckMetricsAccess(p, in, "ctrlkit-multi-controller-metrics-reader")
 
 	restore()
 	require.Eventually(t, func() bool { return copyData(t, env, target, "settings")["k"] == "v" },

@@ -61,6 +61,7 @@ func TestAPIServerLeastPrivilege(t *testing.T) {
 	}
 	converged(3)
 	p.AwaitProbes()
+	rbactest.CheckMetricsAccess(p, in, "ctrlkit-podset-metrics-reader")
 	assert.Contains(t, p.Output(), `"PodSet CRD is served"`)
 
 	status := rbactest.Access{Verb: "update", Group: v1alpha1.GroupName, Resource: v1alpha1.Plural, Subresource: "status"}

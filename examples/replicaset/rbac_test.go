@@ -39,6 +39,7 @@ func TestAPIServerLeastPrivilege(t *testing.T) {
 	require.NoError(t, err)
 	awaitConverged(t, client, ns, "web", 2)
 	p.AwaitProbes()
+	rbactest.CheckMetricsAccess(p, in, "ctrlkit-replicaset-metrics-reader")
 
 	// A Pod it controls whose labels do not match is released: a patch of ownerReferences.
 	strayed := &corev1.Pod{

@@ -13,7 +13,9 @@
 // runs the binary in-process with the Deployment's own arguments, Process.AwaitProbes asks its
 // health address what the Deployment's probes ask, Revoke takes one verb away from a role (and
 // waits until the authorizer agrees), and Process.AwaitForbidden waits for the binary's error
-// line that names it.
+// line that names it. CheckMetricsAccess proves /metrics is read only by those granted it: 401
+// without a token, 403 to the ServiceAccount's token, 200 once the manifests' metrics reader is
+// bound to it (GrantMetrics).
 //
 // The package is for the examples' tests; it is not part of the library.
 package rbactest

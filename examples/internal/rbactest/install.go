@@ -254,6 +254,14 @@ func (in *Install) boundRules() []Access {
 	var out []Access
 	for _, ref := range bound {
 		rules, ok := roles[ref]
+		if kind, name, _ := strings.Cut(ref, "/"); !ok && kind == "ClusterRole" {
+			// A role the cluster has already, such as system:auth-delegator.
+			r, err := in.client.RbacV1().ClusterRoles().Get(in.env.Context(), name, metav1.GetOptions{})
+			if err != nil {
+				in.t.Fatalf("rbactest: a binding of %s refers to %s, which neither the manifests nor the server hold: %v", in.m.ServiceAccount, ref, err)
+			}
+			rules, ok = r.Rules, true
+		}
 		if !ok {
 			in.t.Fatalf("rbactest: a binding of %s refers to %s, which the manifests do not hold", in.m.ServiceAccount, ref)
 		}
@@ -290,6 +298,18 @@ func (in *Install) awaitGranted() {
 	}
 }
 
+// NewToken mints another token of the ServiceAccount (TokenRequest): the same user as Token,
+// without the decisions servers cached for Token.
+func (in *Install) NewToken() string {
+	in.t.Helper()
+	tok, err := in.client.CoreV1().ServiceAccounts(in.Namespace).CreateToken(in.env.Context(), in.m.ServiceAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		in.t.Fatalf("rbactest: TokenRequest for %s: %v", in.m.ServiceAccount, err)
+	}
+	return tok.Status.Token
+}
+
 // writeKubeconfig finds the kubeconfig the Deployment mounts (a ConfigMap key behind its
 // --kubeconfig argument), checks that its only credentials are the ServiceAccount's token
 // file, and writes it for the test: the server's address, and the token and CA in files that
@@ -314,13 +334,8 @@ func (in *Install) writeKubeconfig() {
 		in.t.Fatalf("rbactest: the shipped kubeconfig: %v", err)
 	}
 	dir := in.t.TempDir()
-	tok, err := in.client.CoreV1().ServiceAccounts(in.Namespace).CreateToken(in.env.Context(), in.m.ServiceAccount,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
-	if err != nil {
-		in.t.Fatalf("rbactest: TokenRequest for %s: %v", in.m.ServiceAccount, err)
-	}
 	admin := in.env.Config()
-	in.Token = tok.Status.Token
+	in.Token = in.NewToken()
 	files := map[string][]byte{"token": []byte(in.Token), "ca.crt": admin.CAData}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
