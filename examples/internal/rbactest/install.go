@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
@@ -113,8 +114,12 @@ func Apply(t testing.TB, env *controllertest.Env, m *Manifests) *Install {
 			del()
 		}
 	})
-	in.checkPodSecurity()
 	in.awaitGranted()
+	if m.Deployment == nil {
+		in.writeTokenKubeconfig()
+		return in
+	}
+	in.checkPodSecurity()
 	in.writeKubeconfig()
 	return in
 }
@@ -308,6 +313,23 @@ func (in *Install) NewToken() string {
 		in.t.Fatalf("rbactest: TokenRequest for %s: %v", in.m.ServiceAccount, err)
 	}
 	return tok.Status.Token
+}
+
+// writeTokenKubeconfig writes a kubeconfig that reaches the test's server with a token of the
+// ServiceAccount and the cluster's CA, and nothing else: for manifests without a Deployment.
+func (in *Install) writeTokenKubeconfig() {
+	in.t.Helper()
+	admin := in.env.Config()
+	in.Token = in.NewToken()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: admin.CAData}
+	cfg.AuthInfos[in.m.ServiceAccount] = &clientcmdapi.AuthInfo{Token: in.Token}
+	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: in.m.ServiceAccount, Namespace: in.Namespace}
+	cfg.CurrentContext = "test"
+	in.Kubeconfig = filepath.Join(in.t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, in.Kubeconfig); err != nil {
+		in.t.Fatal(err)
+	}
 }
 
 // writeKubeconfig finds the kubeconfig the Deployment mounts (a ConfigMap key behind its

@@ -49,15 +49,28 @@ type Manifests struct {
 	Namespace string
 	// ServiceAccount is the one ServiceAccount's name.
 	ServiceAccount string
-	// Deployment is the one Deployment, typed.
+	// Deployment is the one Deployment, typed; nil for LoadRBAC's.
 	Deployment *appsv1.Deployment
+
+	rbacOnly bool
 }
 
 // Load reads the YAML files at paths (each a stream of documents) and checks them: only kinds
 // Apply knows, every namespaced object in one namespace, exactly one ServiceAccount and one
 // Deployment, no wildcard in any rule, and the Deployment as CheckDeployment wants it.
 func Load(paths ...string) (*Manifests, error) {
-	m := &Manifests{}
+	return load(false, paths)
+}
+
+// LoadRBAC is Load for manifests that ship no Deployment, only the ServiceAccount and its
+// rules: a binary the user runs with a kubeconfig of their own, as examples/first-controller.
+// Apply then writes a kubeconfig with the ServiceAccount's token (Kubeconfig) and no Args.
+func LoadRBAC(paths ...string) (*Manifests, error) {
+	return load(true, paths)
+}
+
+func load(rbacOnly bool, paths []string) (*Manifests, error) {
+	m := &Manifests{rbacOnly: rbacOnly}
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
@@ -144,7 +157,11 @@ func (m *Manifests) check() error {
 	if m.ServiceAccount == "" {
 		errs = append(errs, fmt.Errorf("%w: no ServiceAccount", ErrInvalidManifest))
 	}
-	if len(deployments) != 1 {
+	if m.rbacOnly {
+		if len(deployments) != 0 {
+			errs = append(errs, fmt.Errorf("%w: %d Deployments, want none", ErrInvalidManifest, len(deployments)))
+		}
+	} else if len(deployments) != 1 {
 		errs = append(errs, fmt.Errorf("%w: %d Deployments, want 1", ErrInvalidManifest, len(deployments)))
 	} else {
 		d := &appsv1.Deployment{}

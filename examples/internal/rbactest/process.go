@@ -95,13 +95,19 @@ func ForbiddenMessage(user, verb, resource, group string) string {
 // ForbiddenLines are the error lines the binary logged so far that hold the API server's
 // refusal of a to the ServiceAccount.
 func (p *Process) ForbiddenLines(in *Install, a Access) []string {
+	return in.ForbiddenLines(p.Output(), a)
+}
+
+// ForbiddenLines are the error lines of a klog text log (out) that hold the API server's
+// refusal of a to the ServiceAccount.
+func (in *Install) ForbiddenLines(out string, a Access) []string {
 	resource := a.Resource
 	if a.Subresource != "" {
 		resource += "/" + a.Subresource
 	}
 	want := ForbiddenMessage(in.User, a.Verb, resource, a.Group)
 	var lines []string
-	for _, line := range strings.Split(p.Output(), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		// klog's text format quotes strings inside values; the message is the unquoted text.
 		if strings.HasPrefix(line, "E") && strings.Contains(strings.ReplaceAll(line, `\"`, `"`), want) {
 			lines = append(lines, line)
