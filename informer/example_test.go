@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
@@ -32,7 +33,14 @@ func examplePod(ns, name string, labels map[string]string) *corev1.Pod {
 func Example() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	client := fake.NewClientset(examplePod("default", "web-0", map[string]string{"app": "web"}))
+	// ctrlkit's fake cluster: its watches resume from the list's resourceVersion, as an API
+	// server's do, so the delete below is seen even if it lands before the watch starts
+	// (client-go's plain fake clientset would lose it).
+	cluster, err := fakecluster.New(examplePod("default", "web-0", map[string]string{"app": "web"}))
+	if err != nil {
+		panic(err)
+	}
+	client := cluster.Clientset()
 
 	f := informer.NewFactory(client)
 	defer f.Shutdown()
