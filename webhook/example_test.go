@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -165,4 +166,24 @@ func ExampleServer() {
 	}
 	fmt.Println(resp.StatusCode, out.Response.Allowed, string(out.Response.Patch))
 	// Output: 200 true [{"op":"add","path":"/data","value":{"replicas":"1"}}]
+}
+
+// A conversion handler for a kind with two versions: v2 is the hub, v1 a spoke that moved
+// spec.size to spec.scale.size (the widget types are in conversion_test.go).
+func ExampleNewConversion() {
+	c, err := webhook.NewConversion[*widgetV2](schema.GroupVersionKind{Group: "example.com", Version: "v2", Kind: "Widget"})
+	if err == nil {
+		err = webhook.AddSpoke[*widgetV1](c, schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"})
+	}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	v2, err := c.Convert([]byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":3}}`), "example.com/v2")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(string(v2))
+	// Output: {"kind":"Widget","apiVersion":"example.com/v2","metadata":{"name":"w"},"spec":{"scale":{"size":3}}}
 }
