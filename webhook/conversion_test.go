@@ -165,7 +165,7 @@ func TestConversionServeHTTP(t *testing.T) {
 	for body, message := range map[string]string{
 		`{`: "decoding the ConversionReview",
 		`{"apiVersion":"apiextensions.k8s.io/v1beta1","kind":"ConversionReview","request":{}}`: "expected an apiextensions.k8s.io/v1 ConversionReview",
-		`{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview"}`:                     "the ConversionReview has no request",
+		`{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview"}`:                   "the ConversionReview has no request",
 	} {
 		rec := post(body)
 		assert.Equal(t, http.StatusBadRequest, rec.Code, body)
