@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
+	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1beta1"
 	"github.com/ctrlkit/ctrlkit/webhook"
 )
 
@@ -20,6 +21,8 @@ import (
 const (
 	MutatePath   = "/mutate-podset"
 	ValidatePath = "/validate-podset"
+	// ConvertPath is where the CRD's conversion webhook is served (v1beta1.CRDManifest's).
+	ConvertPath = v1beta1.ConversionPath
 )
 
 // Label defaults: every PodSet carries ManagedByLabel=ManagedBy.
@@ -101,8 +104,21 @@ func validateSpec(spec *v1alpha1.PodSetSpec) field.ErrorList {
 	return errs
 }
 
-// Register serves the defaulting and validating webhooks of PodSet on srv at MutatePath and
-// ValidatePath.
+// NewConversion returns the conversion handler of PodSet: v1beta1 is the hub, v1alpha1 a
+// spoke (v1alpha1.PodSet's ConvertTo and ConvertFrom).
+func NewConversion() (*webhook.Conversion[*v1beta1.PodSet], error) {
+	c, err := webhook.NewConversion[*v1beta1.PodSet](v1beta1.GVK)
+	if err != nil {
+		return nil, err
+	}
+	if err := webhook.AddSpoke[*v1alpha1.PodSet](c, v1alpha1.GVK); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Register serves the defaulting, validating and conversion webhooks of PodSet on srv at
+// MutatePath, ValidatePath and ConvertPath.
 func Register(srv *webhook.Server) error {
 	def, err := webhook.NewDefaulting[*v1alpha1.PodSet](v1alpha1.GVK, Webhook{})
 	if err != nil {
@@ -112,10 +128,17 @@ func Register(srv *webhook.Server) error {
 	if err != nil {
 		return err
 	}
+	conv, err := NewConversion()
+	if err != nil {
+		return err
+	}
 	if err := srv.Register(MutatePath, def); err != nil {
 		return err
 	}
-	return srv.Register(ValidatePath, val)
+	if err := srv.Register(ValidatePath, val); err != nil {
+		return err
+	}
+	return srv.Register(ConvertPath, conv)
 }
 
 // rules are the operations on PodSets the webhooks see.

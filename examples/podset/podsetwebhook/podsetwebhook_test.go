@@ -3,6 +3,7 @@ package podsetwebhook_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,11 +11,14 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/randfill"
 
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
+	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1beta1"
 	"github.com/ctrlkit/ctrlkit/examples/podset/podsetwebhook"
 	"github.com/ctrlkit/ctrlkit/webhook"
 )
@@ -122,4 +126,60 @@ func TestValidation(t *testing.T) {
 
 	resp = h.Handle(context.Background(), review(t, admissionv1.Delete, nil, old))
 	assert.True(t, resp.Allowed)
+}
+
+// Random v1alpha1 PodSets cross the conversion handler as JSON, to v1beta1 and back, and come
+// out equal; so do random v1beta1 PodSets the other way round.
+func TestConversionJSONRoundTrip(t *testing.T) {
+	c, err := podsetwebhook.NewConversion()
+	require.NoError(t, err)
+	for seed := range int64(200) {
+		in := &v1alpha1.PodSet{}
+		jsonFiller(seed).Fill(in)
+		in.TypeMeta = metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.Kind}
+		raw, err := json.Marshal(in)
+		require.NoError(t, err)
+		beta, err := c.Convert(raw, v1beta1.GroupVersion.String())
+		require.NoError(t, err, "seed %d", seed)
+		var hub v1beta1.PodSet
+		require.NoError(t, json.Unmarshal(beta, &hub))
+		require.Equal(t, v1beta1.GroupVersion.String(), hub.APIVersion)
+		if in.Spec.Replicas != nil {
+			require.Equal(t, *in.Spec.Replicas, hub.Spec.Scale.Replicas)
+		}
+		back, err := c.Convert(beta, v1alpha1.GroupVersion.String())
+		require.NoError(t, err)
+		var out v1alpha1.PodSet
+		require.NoError(t, json.Unmarshal(back, &out))
+		var want v1alpha1.PodSet
+		require.NoError(t, json.Unmarshal(raw, &want)) // what JSON can carry of in
+		require.Equal(t, want, out, "seed %d", seed)
+
+		h := &v1beta1.PodSet{}
+		jsonFiller(seed + 1000).Fill(h)
+		h.TypeMeta = metav1.TypeMeta{APIVersion: v1beta1.GroupVersion.String(), Kind: v1beta1.Kind}
+		raw, err = json.Marshal(h)
+		require.NoError(t, err)
+		alpha, err := c.Convert(raw, v1alpha1.GroupVersion.String())
+		require.NoError(t, err)
+		beta, err = c.Convert(alpha, v1beta1.GroupVersion.String())
+		require.NoError(t, err)
+		require.JSONEq(t, string(raw), string(beta), "seed %d", seed)
+	}
+}
+
+// jsonFiller makes random objects whose every value survives JSON: times in whole seconds,
+// quantities in canonical form, managed fields that are JSON.
+func jsonFiller(seed int64) *randfill.Filler {
+	return randfill.NewWithSeed(seed).NilChance(0.3).NumElements(1, 2).Funcs(
+		func(q *resource.Quantity, c randfill.Continue) {
+			*q = *resource.NewQuantity(c.Int63n(1000), resource.DecimalSI)
+		},
+		func(tm *metav1.Time, c randfill.Continue) {
+			*tm = metav1.Unix(c.Int63n(1<<31), 0)
+		},
+		func(f *metav1.FieldsV1, c randfill.Continue) {
+			f.Raw = fmt.Appendf(nil, `{"f:spec":{"f:n%d":{}}}`, c.Intn(10))
+		},
+	)
 }
