@@ -159,4 +159,3 @@ func collectJSONFields(typ reflect.Type, into map[string]reflect.Type) {
 		into[name] = f.Type
 	}
 }
-
