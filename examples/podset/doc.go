@@ -26,8 +26,9 @@
 //	go run ./examples/podset --kubeconfig ~/.kube/config \
 //		--webhook-addr 127.0.0.1:9443 --webhook-url https://127.0.0.1:9443
 //
-// The controller itself is package podset (./podset), the API types and the CRD manifest are
-// packages v1alpha1 and v1beta1 (./api/...), the webhooks package podsetwebhook. This command only wires them: clients, one informer
-// factory with the dynamic client, a Manager with a scheme that knows PodSet (for events), and
-// — for the demo — the in-memory cluster.
+// The controller itself is package podset (./podset), the API types and the CRD manifests are
+// packages v1alpha1 and v1beta1 (./api/...), the webhooks package podsetwebhook. This command
+// only wires them: clients, one informer factory with the dynamic client, a Manager with a
+// scheme that knows PodSet (for events), the webhook server and — for the demo — the
+// in-memory cluster.
 package main
