@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"maps"
 	"reflect"
+	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -227,11 +229,11 @@ func (a *Admission[T]) handleDefault(ctx context.Context, req *admissionv1.Admis
 }
 
 // admissionPatch is the patch from the object as received (raw) to the defaulted object
-// (after), leaving out what only the round trip through T changed (before is the decoded,
-// undefaulted object encoded again): fields T does not know are not removed, and fields T
-// encodes although they were absent (a zero status, a null creationTimestamp) are not added.
-// Only what Default changed is patched. controller-runtime diffs raw against after, and so
-// drops unknown fields and adds such noise.
+// (after), restricted to what Default changed: before is the decoded, undefaulted object
+// encoded again, and where before and after agree nothing is patched. So fields T does not
+// know are not removed, and fields T encodes although they were absent (a zero status) are
+// not added. controller-runtime diffs raw against after, and so drops unknown fields and adds
+// such noise unless told otherwise.
 func admissionPatch(raw, before, after []byte) ([]PatchOperation, error) {
 	r, err := decodeJSON(raw)
 	if err != nil {
@@ -245,25 +247,99 @@ func admissionPatch(raw, before, after []byte) ([]PatchOperation, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhook: the defaulted object: %w", err)
 	}
-	noise, err := diffValues(r, b)
-	if err != nil {
+	var ops []PatchOperation
+	if err := diff3(r, true, b, a, "", &ops); err != nil {
 		return nil, err
 	}
-	ops, err := diffValues(r, a)
-	if err != nil || len(noise) == 0 {
-		return ops, err
-	}
-	same := make(map[string]struct{}, len(noise))
-	for _, op := range noise {
-		same[op.Op+"\x00"+op.Path+"\x00"+string(op.Value)] = struct{}{}
-	}
-	kept := ops[:0]
-	for _, op := range ops {
-		if _, ok := same[op.Op+"\x00"+op.Path+"\x00"+string(op.Value)]; !ok {
-			kept = append(kept, op)
+	return ops, nil
+}
+
+// diff3 appends the operations that bring r (present in the received document when rOK)
+// where Default took b: to a. Members of b and a are walked together; where they are equal,
+// whatever r holds stays.
+func diff3(r any, rOK bool, b, a any, path string, ops *[]PatchOperation) error {
+	bm, bObj := b.(map[string]any)
+	am, aObj := a.(map[string]any)
+	rm, rObj := r.(map[string]any)
+	if bObj && aObj && rObj {
+		for _, k := range slices.Sorted(maps.Keys(am)) {
+			rv, rHas := rm[k]
+			p := path + "/" + escapePointer(k)
+			if bv, bHas := bm[k]; bHas {
+				if err := diff3(rv, rHas, bv, am[k], p, ops); err != nil {
+					return err
+				}
+				continue
+			}
+			// Added by Default.
+			op := "add"
+			if rHas {
+				op = "replace"
+			}
+			if err := appendOp(ops, op, p, am[k]); err != nil {
+				return err
+			}
 		}
+		for _, k := range slices.Sorted(maps.Keys(bm)) {
+			if _, kept := am[k]; kept {
+				continue
+			}
+			// Removed by Default: remove it where the received document has it.
+			if _, rHas := rm[k]; rHas {
+				*ops = append(*ops, PatchOperation{Op: "remove", Path: path + "/" + escapePointer(k)})
+			}
+		}
+		return nil
 	}
-	return kept, nil
+	if jsonEqual(b, a) {
+		return nil
+	}
+	if !rOK {
+		return appendOp(ops, "add", path, a)
+	}
+	return appendOp(ops, "replace", path, a)
+}
+
+// jsonEqual compares two decoded JSON values (decodeJSON's: maps, slices, json.Number,
+// strings, bools, nil).
+func jsonEqual(x, y any) bool {
+	switch x := x.(type) {
+	case map[string]any:
+		y, ok := y.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !jsonEqual(xv, yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := y.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !jsonEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case json.Number:
+		y, ok := y.(json.Number)
+		return ok && x == y
+	case string:
+		y, ok := y.(string)
+		return ok && x == y
+	case bool:
+		y, ok := y.(bool)
+		return ok && x == y
+	case nil:
+		return y == nil
+	}
+	return false
 }
 
 func (a *Admission[T]) handleValidate(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {

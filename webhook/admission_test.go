@@ -145,8 +145,8 @@ func TestDefaultingPatchesOnlyWhatDefaultChanged(t *testing.T) {
 	resp = h.Handle(context.Background(), request(t, admissionv1.Create, `{"metadata":{"name":"cfg"}}`, nil))
 	require.True(t, resp.Allowed)
 	assert.JSONEq(t, `[
-		{"op":"add","path":"/metadata/labels","value":{"app.kubernetes.io/managed-by":"ctrlkit"}},
-		{"op":"add","path":"/data","value":{"mode":"default"}}]`, string(resp.Patch))
+		{"op":"add","path":"/data","value":{"mode":"default"}},
+		{"op":"add","path":"/metadata/labels","value":{"app.kubernetes.io/managed-by":"ctrlkit"}}]`, string(resp.Patch))
 
 	// Deletes are not defaulted.
 	resp = h.Handle(context.Background(), request(t, admissionv1.Delete, nil, raw))

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 )
@@ -70,7 +69,7 @@ func diff(a, b any, path string, ops *[]PatchOperation) error {
 	am, aObj := a.(map[string]any)
 	bm, bObj := b.(map[string]any)
 	if !aObj || !bObj {
-		if reflect.DeepEqual(a, b) {
+		if jsonEqual(a, b) {
 			return nil
 		}
 		return appendOp(ops, "replace", path, b)
