@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"maps"
+	"net/http"
 	"reflect"
 	"slices"
 

@@ -240,8 +240,12 @@ func BenchmarkConversion(b *testing.B) {
 	b.Run("impl=controller-runtime", func(b *testing.B) {
 		scheme := podSetScheme(b)
 		conv, err := crconversion.NewHubSpokeConverter(&v1beta1.PodSet{}, crconversion.NewSpokeConverter(&v1alpha1.PodSet{},
-			func(_ context.Context, hub *v1beta1.PodSet, spoke *v1alpha1.PodSet) error { return spoke.ConvertFrom(hub) },
-			func(_ context.Context, spoke *v1alpha1.PodSet, hub *v1beta1.PodSet) error { return spoke.ConvertTo(hub) },
+			func(_ context.Context, hub *v1beta1.PodSet, spoke *v1alpha1.PodSet) error {
+				return spoke.ConvertFrom(hub)
+			},
+			func(_ context.Context, spoke *v1alpha1.PodSet, hub *v1beta1.PodSet) error {
+				return spoke.ConvertTo(hub)
+			},
 		))(scheme)
 		if err != nil {
 			b.Fatal(err)
