@@ -232,8 +232,9 @@ func (a *Admission[T]) handleDefault(ctx context.Context, req *admissionv1.Admis
 // (after), restricted to what Default changed: before is the decoded, undefaulted object
 // encoded again, and where before and after agree nothing is patched. So fields T does not
 // know are not removed, and fields T encodes although they were absent (a zero status) are
-// not added. controller-runtime diffs raw against after, and so drops unknown fields and adds
-// such noise unless told otherwise.
+// not added. controller-runtime diffs raw against after and then drops the removals the round
+// trip alone causes (with a second diff, when there are any); the additions it causes stay in
+// its patch.
 func admissionPatch(raw, before, after []byte) ([]PatchOperation, error) {
 	r, err := decodeJSON(raw)
 	if err != nil {
