@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -155,6 +156,14 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	return &Server{opts: opts, certs: certs, metrics: m, clock: opts.Clock, mux: http.NewServeMux()}, nil
 }
 
+// logWriter writes the http.Server's error log lines to a klog logger at V(1).
+type logWriter struct{ logger klog.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.logger.V(1).Info("HTTP server error", "msg", strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
 func orDefault(d, def time.Duration) time.Duration {
 	if d == 0 {
 		return def
@@ -243,6 +252,9 @@ func (s *Server) Run(ctx context.Context) error {
 		WriteTimeout:      s.opts.WriteTimeout,
 		IdleTimeout:       s.opts.IdleTimeout,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// TLS handshake failures (a scanner, a client that does not trust the CA) and other
+		// connection errors go to the Run context's logger, not to the standard log.
+		ErrorLog: log.New(logWriter{logger}, "", 0),
 	}
 
 	var wg sync.WaitGroup
