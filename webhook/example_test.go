@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"time"
 
@@ -17,8 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/ctrlkit/ctrlkit/certwatcher"
+	"github.com/ctrlkit/ctrlkit/manager"
 	"github.com/ctrlkit/ctrlkit/webhook"
 )
 
@@ -186,4 +189,48 @@ func ExampleNewConversion() {
 	}
 	fmt.Println(string(v2))
 	// Output: {"kind":"Widget","apiVersion":"example.com/v2","metadata":{"name":"w"},"spec":{"scale":{"size":3}}}
+}
+
+// A Server run by a Manager: on every replica, with its readiness in /readyz and its metrics
+// on the Manager's registry.
+func ExampleAddToManager() {
+	dir, err := os.MkdirTemp("", "webhook-certs")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	ca, err := certwatcher.SelfSigned(certwatcher.SelfSignedOptions{})
+	if err == nil {
+		err = ca.WriteFiles(dir)
+	}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	mgr, err := manager.New(manager.Options{Client: fake.NewClientset()})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	srv, err := webhook.NewServer(webhook.ServerOptions{Addr: "127.0.0.1:0", CertDir: dir, Registerer: mgr.Registerer()})
+	if err == nil {
+		err = webhook.AddToManager(mgr, srv)
+	}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		rec := httptest.NewRecorder()
+		mgr.ReadyzHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		return rec.Code == http.StatusOK, nil
+	})
+	fmt.Println("ready:", err == nil, "leader only:", srv.NeedLeaderElection())
+	// Output: ready: true leader only: false
 }

@@ -269,3 +269,37 @@ func TestAddToManager(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 }
+
+// ServerOptions.MaxRequestBytes caps every body (413), and a failed conversion counts as a
+// rejection.
+func TestServerLimitsBodiesAndCountsFailedConversions(t *testing.T) {
+	dir := t.TempDir()
+	ca := certs(t, dir)
+	reg := prometheus.NewRegistry()
+	s, err := webhook.NewServer(webhook.ServerOptions{Addr: "127.0.0.1:0", CertDir: dir, Registerer: reg, MaxRequestBytes: 4096})
+	require.NoError(t, err)
+	d, err := webhook.NewDefaulting[*corev1.ConfigMap](configMapGVK, cmDefaulter{})
+	require.NoError(t, err)
+	require.NoError(t, s.Register("/default", d))
+	require.NoError(t, s.Register("/convert", widgetConversion(t)))
+	url := running(t, s)
+	c := client(t, ca)
+
+	_, code, err := postReview(c, url+"/default", reviewBody(t, `{"data":{"big":"`+strings.Repeat("x", 5000)+`"}}`))
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, code)
+
+	review := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"r1","desiredAPIVersion":"example.com/v9",
+		"objects":[{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"a"},"spec":{"size":1}}]}}`
+	resp, err := c.Post(url+"/convert", "application/json", strings.NewReader(review))
+	require.NoError(t, err)
+	var out webhook.ConversionReview
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, metav1.StatusFailure, out.Response.Result.Status)
+	assert.Contains(t, out.Response.Result.Message, `desired apiVersion "example.com/v9"`)
+
+	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, reg, webhook.MetricRequests, "/default", "413")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, reg, webhook.MetricRequests, "/convert", "200")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, reg, webhook.MetricRejections, "/convert", "400")))
+}
