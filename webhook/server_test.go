@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -302,4 +304,32 @@ func TestServerLimitsBodiesAndCountsFailedConversions(t *testing.T) {
 	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, reg, webhook.MetricRequests, "/default", "413")))
 	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, reg, webhook.MetricRequests, "/convert", "200")))
 	assert.Equal(t, 1.0, testutil.ToFloat64(counter(t, reg, webhook.MetricRejections, "/convert", "400")))
+}
+
+// CertName and KeyName pick the files; TLSOpts adjust the TLS configuration (here: TLS 1.3
+// only, so a TLS 1.2 client is refused).
+func TestServerCertNamesAndTLSOpts(t *testing.T) {
+	dir := t.TempDir()
+	b, err := certwatcher.SelfSigned(certwatcher.SelfSignedOptions{Hosts: []string{"127.0.0.1"}})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "serving.pem"), b.CertPEM, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "serving-key.pem"), b.KeyPEM, 0o600))
+	s, err := webhook.NewServer(webhook.ServerOptions{Addr: "127.0.0.1:0", CertDir: dir, CertName: "serving.pem", KeyName: "serving-key.pem",
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS13 }}})
+	require.NoError(t, err)
+	d, err := webhook.NewDefaulting[*corev1.ConfigMap](configMapGVK, cmDefaulter{})
+	require.NoError(t, err)
+	require.NoError(t, s.Register("/default", d))
+	url := running(t, s)
+
+	out, code, err := postReview(client(t, b), url+"/default", reviewBody(t, `{}`))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, code)
+	assert.True(t, out.Response.Allowed)
+
+	old := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: b.CertPool(), MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS12}}
+	defer old.CloseIdleConnections()
+	_, err = (&http.Client{Transport: old, Timeout: 10 * time.Second}).Post(url+"/default", "application/json", strings.NewReader("{}"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "protocol version")
 }
