@@ -15,6 +15,8 @@ var (
 // ReadyCheck to mgr's /readyz under ServerName, so a replica gets no traffic before it serves.
 // Build s with ServerOptions.Registerer set to mgr.Registerer() to serve its metrics on mgr's
 // /metrics.
+// A Manager runs one Server (its runnable and check are named ServerName; a second one is
+// refused with manager.ErrDuplicateName): register every webhook on that one.
 func AddToManager(mgr *manager.Manager, s *Server) error {
 	if err := mgr.Add(s); err != nil {
 		return fmt.Errorf("webhook: %w", err)
