@@ -252,6 +252,9 @@ func TestAddToManager(t *testing.T) {
 	require.NoError(t, s.Register("/default", d))
 	require.NoError(t, webhook.AddToManager(mgr, s))
 	assert.False(t, s.NeedLeaderElection())
+	second, err := webhook.NewServer(webhook.ServerOptions{Addr: "127.0.0.1:0", CertDir: dir, Registerer: mgr.Registerer()})
+	require.NoError(t, err, "a second Server shares the metrics on one registry")
+	require.ErrorIs(t, webhook.AddToManager(mgr, second), manager.ErrDuplicateName)
 
 	_, tctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(tctx)
