@@ -164,6 +164,9 @@ func RequestFrom(ctx context.Context) *admissionv1.AdmissionRequest {
 // Request naming the problem. A Defaulter's or Validator's panic is answered with 500 (and
 // logged), never passed on.
 func (a *Admission[T]) Handle(ctx context.Context, req *admissionv1.AdmissionRequest) (resp *admissionv1.AdmissionResponse) {
+	if req == nil {
+		return badRequestResponse(&admissionv1.AdmissionRequest{}, errors.New("webhook: no admission request"))
+	}
 	logger := klog.FromContext(ctx).WithValues("kind", req.Kind.Kind, "namespace", req.Namespace,
 		"name", req.Name, "operation", req.Operation, "uid", req.UID)
 	ctx = klog.NewContext(context.WithValue(ctx, requestKey{}, req), logger)
@@ -175,12 +178,12 @@ func (a *Admission[T]) Handle(ctx context.Context, req *admissionv1.AdmissionReq
 				Reason: metav1.StatusReasonInternalError, Message: err.Error()}, nil)
 		}
 	}()
-	if got := (schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}); got != a.gvk {
-		return badRequestResponse(req, fmt.Errorf("webhook: this webhook admits %s, not %s", a.gvk, got))
-	}
-	if a.defaulter != nil {
+	switch got := (schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}); {
+	case got != a.gvk:
+		resp = badRequestResponse(req, fmt.Errorf("webhook: this webhook admits %s, not %s", a.gvk, got))
+	case a.defaulter != nil:
 		resp = a.handleDefault(ctx, req)
-	} else {
+	default:
 		resp = a.handleValidate(ctx, req)
 	}
 	if !resp.Allowed {

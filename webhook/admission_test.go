@@ -188,6 +188,16 @@ func TestAdmissionAnswersBadInputWith400(t *testing.T) {
 	}
 }
 
+func TestNilRequestsAreBadRequests(t *testing.T) {
+	h, err := webhook.NewValidating[*corev1.ConfigMap](configMapGVK, cmValidator{})
+	require.NoError(t, err)
+	resp := h.Handle(context.Background(), nil)
+	require.False(t, resp.Allowed)
+	assert.Equal(t, int32(http.StatusBadRequest), resp.Result.Code)
+	c := widgetConversion(t)
+	assert.Equal(t, metav1.StatusFailure, c.Handle(context.Background(), nil).Result.Status)
+}
+
 func TestDefaulterErrorsAndPanicsDeny(t *testing.T) {
 	h, err := webhook.NewDefaulting[*corev1.ConfigMap](configMapGVK, cmDefaulter{})
 	require.NoError(t, err)

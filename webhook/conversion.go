@@ -216,6 +216,10 @@ func objectName(o metav1.Object) string {
 // (the API server then fails the request that needed it), with a message naming the object.
 // A panicking conversion function fails the review, and is logged.
 func (c *Conversion[H]) Handle(ctx context.Context, req *ConversionRequest) (resp *ConversionResponse) {
+	if req == nil {
+		return &ConversionResponse{Result: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusBadRequest,
+			Reason: metav1.StatusReasonBadRequest, Message: "webhook: no conversion request"}}
+	}
 	logger := klog.FromContext(ctx).WithValues("kind", c.gk.Kind, "desiredAPIVersion", req.DesiredAPIVersion, "uid", req.UID, "objects", len(req.Objects))
 	defer func() {
 		if r := recover(); r != nil {
