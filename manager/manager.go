@@ -184,6 +184,7 @@ type Manager struct {
 	elector     *leaderelection.Elector
 	metrics     *controller.Metrics
 	gatherer    prometheus.Gatherer
+	registerer  prometheus.Registerer
 	scheme      *runtime.Scheme
 	optLogger   klog.Logger
 	logger      atomic.Pointer[klog.Logger] // set by Start; nil before
@@ -314,6 +315,7 @@ func New(opts Options) (*Manager, error) {
 		}
 	}
 	m.metrics, m.gatherer = metrics, gath
+	m.registerer = reg
 
 	if le := opts.LeaderElection; le != nil && le.Enabled {
 		e, err := leaderelection.NewElector(opts.Client, *le, leaderelection.Callbacks{
@@ -385,6 +387,11 @@ func (m *Manager) Client() kubernetes.Interface { return m.client }
 // into its registry explicitly (controller.Options.Metrics) and for queues
 // built by hand (it is a client-go workqueue.MetricsProvider).
 func (m *Manager) Metrics() *controller.Metrics { return m.metrics }
+
+// Registerer returns the registry the Manager's metrics are registered on
+// (Options.Registerer, or the Manager's private registry), for components that
+// report next to them, such as a webhook server.
+func (m *Manager) Registerer() prometheus.Registerer { return m.registerer }
 
 // Gatherer returns what /metrics serves.
 func (m *Manager) Gatherer() prometheus.Gatherer { return m.gatherer }

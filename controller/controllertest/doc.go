@@ -46,6 +46,18 @@
 // admission is disabled so Pods can be created), garbage-collects owned objects, empties deleted
 // namespaces or turns Deployments into ReplicaSets. Those are your controllers' job.
 //
+// # Webhooks
+//
+// The API server can call webhooks served by the test process on loopback. WebhookCerts writes
+// a throw-away CA and a certificate for 127.0.0.1 into a directory (the CertDir of a
+// webhook.Server); InstallMutatingWebhook and InstallValidatingWebhook create configurations
+// whose webhooks reach that server (a clientConfig url holding only a path becomes
+// https://127.0.0.1:PORT/path, the caBundle is the CA), scoped to the Env's namespace unless
+// they say otherwise, and delete them when the test ends; SetCRDConversion points a CRD's
+// conversion at the server and restores it afterwards. The API server takes a new
+// configuration up within about a second: poll for its effect. On a fake Env they return an
+// error.
+//
 // # Controllers
 //
 // RunController runs a controller (anything with Name, Run and Stats, as ctrlkit's

@@ -17,8 +17,18 @@
 //	kubectl apply -f examples/podset/podset.yaml
 //	kubectl get podsets,pods; kubectl describe podset web
 //
-// The controller itself is package podset (./podset), the API types and the CRD manifest are
-// package v1alpha1 (./api/v1alpha1). This command only wires them: clients, one informer
-// factory with the dynamic client, a Manager with a scheme that knows PodSet (for events), and
-// — for the demo — the in-memory cluster.
+// With --webhook-addr it also serves the PodSet webhooks (package podsetwebhook): defaulting,
+// validation, and conversion between v1alpha1 and v1beta1, over HTTPS with the certificate of
+// --webhook-cert-dir (reloaded when it changes) or a throw-away self-signed one. With
+// --webhook-url, the address the API server reaches it at, it installs or updates the webhook
+// configurations and the two-version CRD with that URL and the right caBundle at start:
+//
+//	go run ./examples/podset --kubeconfig ~/.kube/config \
+//		--webhook-addr 127.0.0.1:9443 --webhook-url https://127.0.0.1:9443
+//
+// The controller itself is package podset (./podset), the API types and the CRD manifests are
+// packages v1alpha1 and v1beta1 (./api/...), the webhooks package podsetwebhook. This command
+// only wires them: clients, one informer factory with the dynamic client, a Manager with a
+// scheme that knows PodSet (for events), the webhook server and — for the demo — the
+// in-memory cluster.
 package main

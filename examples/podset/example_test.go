@@ -30,5 +30,8 @@ func Example_help() {
 	//       --timeout duration                         in-memory cluster: how long each demo step may take to converge (default 30s)
 	//   -v, --v int                                    log verbosity (default 1)
 	//       --watch                                    in-memory cluster: keep running after the demo until interrupted
+	//       --webhook-addr string                      serve the PodSet webhooks (defaulting, validation, conversion) on this host:port ("" serves none)
+	//       --webhook-cert-dir string                  directory of the webhooks' tls.crt and tls.key (and ca.crt, the caBundle, with --webhook-url), reloaded when they change; default a throw-away self-signed pair
+	//       --webhook-url string                       https base URL the API server reaches --webhook-addr at; when set, the webhook configurations and the two-version CRD are installed or updated to call it
 	//       --workers int                              objects reconciled in parallel, per controller (default 2)
 }

@@ -34,6 +34,7 @@ func run(ctx context.Context, args []string, out io.Writer) int {
 // options are this binary's own flags; package demo parses the shared ones.
 type options struct {
 	namespace string
+	webhooks  webhookOptions
 }
 
 // clients are what the controller talks to: a clientset for Pods and events, a dynamic client
@@ -60,10 +61,14 @@ func program(o *options) demo.Program {
 		Scheme:    scheme,
 		AddFlags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&o.namespace, "namespace", "", "watch only this namespace (default all; the in-memory demo uses "+demoNamespace+")")
+			o.webhooks.addFlags(fs)
 		},
 		Complete: func(_ *pflag.FlagSet, inMemory bool) error {
 			if inMemory && o.namespace != "" && o.namespace != demoNamespace {
 				return fmt.Errorf("--namespace %q: the in-memory demo runs in %q", o.namespace, demoNamespace)
+			}
+			if err := o.webhooks.complete(inMemory); err != nil {
+				return err
 			}
 			return schemeErr
 		},
@@ -89,9 +94,15 @@ func program(o *options) demo.Program {
 		Setup: func(ctx context.Context, env *demo.Env) error {
 			logger := klog.FromContext(ctx)
 			if !env.InMemory {
-				// Installs, never upgrades: a CRD already there is used as it is.
-				if err := customresource.EnsureCRDFromYAML(ctx, env.Dynamic, v1alpha1.CRDManifest); err != nil {
+				if err := o.webhooks.setup(ctx, env, o.namespace); err != nil {
 					return err
+				}
+				if o.webhooks.url == "" {
+					// Installs, never upgrades: a CRD already there is used as it is. With
+					// --webhook-url, setup applied the two-version CRD instead.
+					if err := customresource.EnsureCRDFromYAML(ctx, env.Dynamic, v1alpha1.CRDManifest); err != nil {
+						return err
+					}
 				}
 				logger.Info("PodSet CRD is served", "crd", v1alpha1.CRDName)
 			}

@@ -102,6 +102,9 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		`unexpected arguments ["extra"]`:       {"extra"},
 		"--timeout must be positive, got 0s":   {"--timeout=0"},
 		`the in-memory demo runs in "default"`: {"--namespace=prod"},
+		"--webhook-addr needs a cluster":       {"--webhook-addr=127.0.0.1:9443"},
+		"need --webhook-addr":                  {"--webhook-url=https://127.0.0.1:9443"},
+		"want https://host[:port]":             {"--kubeconfig=/nonexistent", "--webhook-addr=:9443", "--webhook-url=http://127.0.0.1:9443"},
 	} {
 		var out bytes.Buffer
 		assert.Equal(t, 2, run(context.Background(), args, &out), "%v", args)

@@ -8,6 +8,8 @@
 //
 //   - queue_bench_test.go: ctrlkit's workqueue against client-go's rate-limiting queue and
 //     controller-runtime's priority queue (adapters in queues.go).
+//   - webhook_bench_test.go: one admission review (defaulting, validation) and one conversion
+//     review of a realistic PodSet through ctrlkit's webhook handlers and controller-runtime's.
 //
 // Run everything with ./run.sh (make bench-peers from the repository root). It compiles the
 // benchmarks once and runs the whole suite BENCHCOUNT times in turn, so that the
