@@ -91,7 +91,10 @@ func newScopedTyped[T Object](f *Factory, t reflect.Type, sc scope) (*sharedInfo
 		factory := informers.NewSharedInformerFactoryWithOptions(f.client, f.cfg.resync,
 			informers.WithNamespace(ns),
 			informers.WithTweakListOptions(sc.tweak(f.cfg.tweak)),
-			informers.WithTransform(f.checkNamespace(typeName(t), ns, f.transform)))
+			informers.WithTransform(f.checkNamespace(typeName(t), ns, f.transform)),
+			// nil is no name. client-go reports only the first informer
+			// of a resource built under the name (see WithInformerName).
+			informers.WithInformerName(f.name))
 		var (
 			inf cache.SharedIndexInformer
 			err error
