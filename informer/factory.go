@@ -229,8 +229,8 @@ func (f *Factory) Shutdown() {
 	// Once: each client-go factory's Shutdown releases the informer name
 	// (WithInformerName), and a Release after another factory has taken
 	// the name drops that factory's claim on it. Concurrent callers wait
-	// in Do until the first returns. The scoped factories share the name:
-	// the first Shutdown below releases it, the others release it again
+	// in Do until the first returns. Scoped factories may share the name:
+	// the first Shutdown below releases it, a scoped one releases it again
 	// right after, while a factory created meanwhile under the same name
 	// would lose its claim (not its metrics).
 	f.shutdownOnce.Do(func() {
