@@ -108,6 +108,14 @@
 // (metadata.labels["app"]). It is client-go's cache mutation detector with
 // the culprit named, and is meant for tests: controllertest turns it on.
 //
+// # Informer metrics
+//
+// WithInformerName gives the factory a process-unique name under which
+// client-go reports its typed informers' queue length, handler latency and
+// store resourceVersion to the provider of cache.SetInformerMetricsProvider
+// (package manager registers one exporting kube's informer_* series). The
+// factory holds the name until Shutdown.
+//
 // Testing with k8s.io/client-go/kubernetes/fake: the fake stores objects
 // with the resourceVersion the test gave them, so two versions of an object
 // usually both have "" and client-go's informer treats the update as a

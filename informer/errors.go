@@ -41,6 +41,11 @@ var (
 	// ErrNoDynamicClient is returned by ForResource when the factory was built
 	// without WithDynamicClient.
 	ErrNoDynamicClient = errors.New("factory has no dynamic client (use WithDynamicClient)")
+
+	// ErrInformerNameInUse is reported to the error handler by NewFactory
+	// when the name of WithInformerName is held by another factory of the
+	// process (until that factory's Shutdown).
+	ErrInformerNameInUse = errors.New("informer name already in use")
 )
 
 // UnexpectedTypeError describes an object of the wrong type seen by a typed

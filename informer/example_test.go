@@ -320,3 +320,27 @@ func ExampleWithMutationDetector() {
 	// informer pods: cached Pod "default/web" was changed in place at metadata.labels["app"] ("web" -> "db"); cached objects are read-only: DeepCopy before changing one
 	// <nil>
 }
+
+// A named factory's typed informers report client-go's informer metrics
+// (informer_queued_items, informer_store_resource_version, ...) under its
+// name, through the provider a manager.Manager registers. The name is the
+// factory's until Shutdown; a second factory asking for it meanwhile is told
+// through its error handler and runs without metrics.
+func ExampleWithInformerName() {
+	f := informer.NewFactory(fake.NewClientset(), informer.WithInformerName("example-controller"))
+	other := informer.NewFactory(fake.NewClientset(), informer.WithInformerName("example-controller"),
+		informer.WithErrorHandler(func(_ context.Context, err error) {
+			fmt.Println("second factory:", errors.Is(err, informer.ErrInformerNameInUse))
+		}))
+	defer other.Shutdown()
+	fmt.Printf("%q %q\n", f.InformerName(), other.InformerName())
+
+	f.Shutdown()
+	again := informer.NewFactory(fake.NewClientset(), informer.WithInformerName("example-controller"))
+	defer again.Shutdown()
+	fmt.Printf("%q %q\n", f.InformerName(), again.InformerName())
+	// Output:
+	// second factory: true
+	// "example-controller" ""
+	// "" "example-controller"
+}

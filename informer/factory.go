@@ -38,6 +38,10 @@ type Factory struct {
 	hasClient bool
 	table     *hashcons.Table   // nil with WithoutSharing
 	detector  *mutationDetector // nil without WithMutationDetector
+	// name is the reserved name of WithInformerName; nil without one. Set
+	// by NewFactory; the Shutdown of the client-go factories given it
+	// releases it.
+	name *cache.InformerName
 
 	shared   informers.SharedInformerFactory
 	dynamic  dynamicinformer.DynamicSharedInformerFactory // nil without WithDynamicClient
@@ -48,6 +52,8 @@ type Factory struct {
 	runCtx    context.Context // set by the first Start; informers created later start with it
 	cancel    context.CancelFunc
 	shutdown  bool
+	// shutdownOnce runs the shutdown of the client-go factories once.
+	shutdownOnce sync.Once
 	// scoped holds the client-go factories of scoped informers (one per
 	// namespace of a scope), started and shut down with the others.
 	scoped []startable
@@ -131,6 +137,17 @@ func NewFactory(client kubernetes.Interface, opts ...FactoryOption) *Factory {
 	if f.cfg.tweak != nil {
 		sharedOpts = append(sharedOpts, informers.WithTweakListOptions(f.cfg.tweak))
 	}
+	if f.cfg.informerName != "" {
+		name, err := cache.NewInformerName(f.cfg.informerName)
+		if err != nil {
+			// NewFactory returns no error: a factory without informer
+			// metrics still serves its informers.
+			f.report(fmt.Errorf("informer metrics name %q: %w: %w", f.cfg.informerName, ErrInformerNameInUse, err))
+		} else {
+			f.name = name
+			sharedOpts = append(sharedOpts, informers.WithInformerName(name))
+		}
+	}
 	f.shared = informers.NewSharedInformerFactoryWithOptions(client, f.cfg.resync, sharedOpts...)
 
 	if f.cfg.dynamicClient != nil {
@@ -142,6 +159,18 @@ func NewFactory(client kubernetes.Interface, opts ...FactoryOption) *Factory {
 		f.metadata = metadatainformer.NewFilteredSharedInformerFactory(f.cfg.metadataClient, f.cfg.resync, f.cfg.namespace, f.cfg.tweak)
 	}
 	return f
+}
+
+// InformerName returns the name the factory's informers report their
+// metrics under (WithInformerName), or "" when it has none: no name was
+// given, the name was in use, or Shutdown released it.
+func (f *Factory) InformerName() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.shutdown {
+		return ""
+	}
+	return f.name.Name() // "" for nil
 }
 
 // SharedInformerFactory returns the client-go factory underneath, for code
@@ -197,20 +226,29 @@ func (f *Factory) Shutdown() {
 	scoped := slices.Clone(f.scoped)
 	f.mu.Unlock()
 
-	f.shared.Shutdown()
-	if f.dynamic != nil {
-		f.dynamic.Shutdown()
-	}
-	if f.metadata != nil {
-		f.metadata.Shutdown()
-	}
-	for _, s := range scoped {
-		s.Shutdown()
-	}
-	f.waiters.Wait()
-	if f.detector != nil {
-		f.detector.wait()
-	}
+	// Once: each client-go factory's Shutdown releases the informer name
+	// (WithInformerName), and a Release after another factory has taken
+	// the name drops that factory's claim on it. Concurrent callers wait
+	// in Do until the first returns. Scoped factories may share the name:
+	// the first Shutdown below releases it, a scoped one releases it again
+	// right after, while a factory created meanwhile under the same name
+	// would lose its claim (not its metrics).
+	f.shutdownOnce.Do(func() {
+		f.shared.Shutdown()
+		if f.dynamic != nil {
+			f.dynamic.Shutdown()
+		}
+		if f.metadata != nil {
+			f.metadata.Shutdown()
+		}
+		for _, s := range scoped {
+			s.Shutdown()
+		}
+		f.waiters.Wait()
+		if f.detector != nil {
+			f.detector.wait()
+		}
+	})
 }
 
 // goUntilShutdown runs fn in a goroutine owned by the factory: stop is

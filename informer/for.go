@@ -87,11 +87,17 @@ func newScopedTyped[T Object](f *Factory, t reflect.Type, sc scope) (*sharedInfo
 		gvk schema.GroupVersionKind
 		gvr schema.GroupVersionResource
 	)
+	// client-go reports only the first informer of a resource built under
+	// the factory's name, and logs an error for every later one: only the
+	// first namespace's client-go factory gets the name.
+	name := f.name // nil is no name
 	combined, err := f.newScoped(typeName(t), sc, func(ns string) (startable, cache.SharedIndexInformer, error) {
 		factory := informers.NewSharedInformerFactoryWithOptions(f.client, f.cfg.resync,
 			informers.WithNamespace(ns),
 			informers.WithTweakListOptions(sc.tweak(f.cfg.tweak)),
-			informers.WithTransform(f.checkNamespace(typeName(t), ns, f.transform)))
+			informers.WithTransform(f.checkNamespace(typeName(t), ns, f.transform)),
+			informers.WithInformerName(name))
+		name = nil
 		var (
 			inf cache.SharedIndexInformer
 			err error

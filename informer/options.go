@@ -37,6 +37,7 @@ type factoryConfig struct {
 	mutationDetector  bool
 	mutationReport    func(error)
 	clock             clock.WithTicker
+	informerName      string
 }
 
 // WithResync sets the default resync period of every informer (0, the
@@ -199,4 +200,29 @@ func WithMutationDetector(report func(error)) FactoryOption {
 // clock.RealClock{}. client-go's informers keep their own clocks.
 func WithClock(clk clock.WithTicker) FactoryOption {
 	return func(c *factoryConfig) { c.clock = clk }
+}
+
+// WithInformerName makes the factory's informers report client-go's informer
+// metrics (queued items, processing latency, the store's resourceVersion)
+// under name, through the provider registered with
+// cache.SetInformerMetricsProvider (a manager.Manager registers one; see
+// docs/metrics.md). client-go reports only for informers of a factory given
+// a name, and a name may belong to one factory of the process at a time:
+// NewFactory reserves it (cache.NewInformerName) and Shutdown releases it,
+// after the informers stopped, so a later factory may take it again.
+//
+// A name already held by another factory is reported to the error handler
+// as an error matching ErrInformerNameInUse; the factory then works without
+// informer metrics, and InformerName returns "". The empty name, the
+// default, reserves nothing.
+//
+// Only the typed informers (For, and SharedInformerFactory's) report:
+// client-go v0.37's dynamic and metadata informer factories do not take a
+// name. Per resource, client-go reports for the first informer built under
+// the name only: for a scoped For (InNamespaces: one client-go informer per
+// namespace) that is one namespace's informer, the first built; an informer the
+// SharedInformerFactory escape hatch builds for a resource already served
+// by a scoped For reports nothing.
+func WithInformerName(name string) FactoryOption {
+	return func(c *factoryConfig) { c.informerName = name }
 }

@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	clientmetrics "k8s.io/client-go/tools/metrics"
 )
 
-// client-go reports REST requests and leader-election transitions through
-// process-global hooks (tools/metrics.Register, leaderelection.SetProvider)
+// client-go reports REST requests, leader-election transitions and informer
+// queues and stores through process-global hooks (tools/metrics.Register,
+// leaderelection.SetProvider, cache.SetInformerMetricsProvider)
 // that take effect once per process, while every Manager has a registry of
 // its own. The design: one set of collectors per process, hooked into
 // client-go once, at this package's init — before any goroutine can issue a
@@ -25,9 +27,9 @@ import (
 // process_* series.
 //
 // If another package took client-go's hooks first (component-base's
-// metrics/prometheus/restclient or controller-runtime's pkg/metrics, both
-// also at init), client-go keeps theirs: these collectors then stay without
-// series instead of showing misleading zeros.
+// metrics/prometheus/restclient and clientgo/fifo or controller-runtime's
+// pkg/metrics, all also at init), client-go keeps theirs: these collectors
+// then stay without series instead of showing misleading zeros.
 
 // restDurationBuckets are kube's (component-base restclient) and
 // controller-runtime's buckets for the REST client duration histograms.
@@ -65,7 +67,7 @@ var (
 	// clientGoCollectors is what New registers into each Manager's registry.
 	clientGoCollectors = []prometheus.Collector{
 		restRequests, restRequestDuration, restRateLimiterDuration, restRequestRetries,
-		leaderStatus, leaderSlowpath,
+		leaderStatus, leaderSlowpath, informerSeries,
 	}
 
 	// leaderHooked becomes true when client-go asks this package's provider
@@ -81,6 +83,7 @@ func init() {
 		RequestRetry:       restRetryHook{},
 	})
 	leaderelection.SetProvider(leaderMetricsProvider{})
+	cache.SetInformerMetricsProvider(informerSeries) // informer_metrics.go
 }
 
 // registerClientGoMetrics registers the client-go series into reg. A

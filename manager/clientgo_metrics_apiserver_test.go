@@ -33,7 +33,9 @@ func testClientGoMetrics(t *testing.T, env *controllertest.Env) {
 	client, err := kubernetes.NewForConfigAndClient(cfg, httpClient)
 	require.NoError(t, err)
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
-	factory := informer.NewFactory(client, informer.WithNamespace(cl.namespace), informer.WithLogger(logger))
+	informerName := "metrics-test-" + cl.namespace // process-unique
+	factory := informer.NewFactory(client, informer.WithNamespace(cl.namespace), informer.WithLogger(logger),
+		informer.WithInformerName(informerName))
 	_, err = informer.For[*corev1.ConfigMap](factory)
 	require.NoError(t, err)
 	const leaseName = "ctrlkit-metrics-test"
@@ -67,6 +69,7 @@ func testClientGoMetrics(t *testing.T, env *controllertest.Env) {
 	}, "the Manager is ready")
 
 	leader := fmt.Sprintf(`leader_election_master_status{name="%s/%s"}`, cl.namespace, leaseName)
+	configMaps := fmt.Sprintf(`{group="",name=%q,resource="configmaps",version="v1"}`, informerName)
 	_, body := probe(mgr.MetricsHandler())
 	// The exposition sorts labels by name. (The test server's client config
 	// has no client-side rate limiter, so no rate limiter series here.)
@@ -75,10 +78,16 @@ func testClientGoMetrics(t *testing.T, env *controllertest.Env) {
 		fmt.Sprintf(`rest_client_requests_total{code="201",host=%q,method="POST"}`, u.Host), // the Lease's creation
 		fmt.Sprintf(`rest_client_request_duration_seconds_count{host=%q,verb="GET"}`, u.Host),
 		leader + " 1",
+		// The informer's queue, drained, and its store's resourceVersion.
+		"informer_queued_items" + configMaps + " 0",
+		"informer_store_resource_version" + configMaps + " ",
+		"informer_processing_latency_seconds_count" + configMaps,
 	} {
 		assert.Contains(t, body, series)
 	}
+	assert.NotContains(t, body, "informer_store_resource_version"+configMaps+" 0\n", "a real resourceVersion")
 	require.NoError(t, stop())
 	_, body = probe(mgr.MetricsHandler())
 	assert.Contains(t, body, leader+" 0", "not the leader once stopped")
+	assert.NotContains(t, body, configMaps, "a stopped factory's informer series are gone")
 }

@@ -53,12 +53,16 @@
 // rest_client_rate_limiter_duration_seconds{verb,host},
 // rest_client_request_retries_total{code,verb,host},
 // leader_election_master_status{name} and leader_election_slowpath_total{name}
-// (name is the Lease's "<namespace>/<name>"). client-go reports them through
+// (name is the Lease's "<namespace>/<name>"), and kube's informer series
+// informer_queued_items, informer_processing_latency_seconds and
+// informer_store_resource_version{name,group,version,resource} for the typed
+// informers of a factory with a name (informer.WithInformerName; the
+// factory a Manager builds is "ctrlkit-manager-<n>"). client-go reports them through
 // process-global hooks that take effect once, so this package hooks one set
 // of collectors in at init and every Manager's registry serves that same
 // set: the counts are the process's, not one Manager's. A package that took
 // the hooks first (component-base's restclient metrics, controller-runtime)
-// keeps them, and the rest_client series stay empty here.
+// keeps them, and these series stay empty here.
 //
 // # Secure metrics
 //

@@ -98,12 +98,17 @@ type Options struct {
 	// for its caches for /readyz, and shuts it down after the controllers
 	// stopped. nil means the Manager builds one on Client with
 	// FactoryOptions, recording events about undecodable custom resources
-	// through the Manager (informer.WithEventRecorder).
+	// through the Manager (informer.WithEventRecorder) and reporting
+	// client-go's informer metrics under the name "ctrlkit-manager-<n>",
+	// n counting the Managers of the process from 1
+	// (informer.WithInformerName). A Factory of your own reports them only
+	// with a name of its own.
 	Factory *informer.Factory
 
 	// FactoryOptions configure the factory the Manager builds when Factory
 	// is nil (for example informer.WithDynamicClient for custom resources,
-	// informer.WithNamespace). Setting both is an error.
+	// informer.WithNamespace, informer.WithInformerName to replace the
+	// default name, "" for none). Setting both is an error.
 	FactoryOptions []informer.FactoryOption
 
 	// LeaderElection, when non-nil with Enabled true (the --leader-elect
@@ -224,7 +229,7 @@ type Manager struct {
 // controller.ErrInvalidOptions (a *controller.OptionsError naming the field),
 // or are the leader election configuration's own (matching
 // leaderelection.ErrInvalidConfig).
-func New(opts Options) (*Manager, error) {
+func New(opts Options) (_ *Manager, err error) {
 	bad := func(field, reason string) (*Manager, error) {
 		return nil, &controller.OptionsError{Field: "manager.Options." + field, Reason: reason}
 	}
@@ -274,8 +279,18 @@ func New(opts Options) (*Manager, error) {
 		clock:           clock.RealClock{},
 	}
 	if m.factory == nil {
-		fopts := append([]informer.FactoryOption{informer.WithEventRecorder(m.EventRecorderFor(informerEventSource))}, opts.FactoryOptions...)
+		fopts := append([]informer.FactoryOption{
+			informer.WithEventRecorder(m.EventRecorderFor(informerEventSource)),
+			informer.WithInformerName(managerInformerName()),
+		}, opts.FactoryOptions...)
 		m.factory = informer.NewFactory(opts.Client, fopts...)
+		// Nobody shuts down the factory of a Manager New does not return:
+		// release its informer name now, so a retry can take it.
+		defer func() {
+			if err != nil {
+				m.factory.Shutdown()
+			}
+		}()
 	}
 	if m.scheme == nil {
 		m.scheme = scheme.Scheme

@@ -1,0 +1,176 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+)
+
+// metricsRecorder is the informer metrics provider of this test binary: it
+// keeps what client-go hands it per informer name and resource.
+type metricsRecorder struct {
+	mu     sync.Mutex
+	stores map[string][]*recordedGauge // by informerKey
+	queues map[string][]*recordedGauge
+}
+
+type recordedGauge struct {
+	id    cache.InformerNameAndResource
+	value atomic.Value // float64; unset until client-go set it
+}
+
+func (g *recordedGauge) Set(v float64) { g.value.Store(v) }
+
+func (g *recordedGauge) get() (float64, bool) {
+	v, ok := g.value.Load().(float64)
+	return v, ok
+}
+
+type discardHistogram struct{}
+
+func (discardHistogram) Observe(float64) {}
+
+var metricsRec = &metricsRecorder{stores: map[string][]*recordedGauge{}, queues: map[string][]*recordedGauge{}}
+
+func init() { cache.SetInformerMetricsProvider(metricsRec) }
+
+func informerKey(name string, gvr schema.GroupVersionResource) string {
+	return name + "|" + gvr.String()
+}
+
+func (r *metricsRecorder) NewQueuedItemMetric(id cache.InformerNameAndResource) cache.GaugeMetric {
+	return r.add(r.queues, id)
+}
+
+func (r *metricsRecorder) NewProcessingLatencyMetric(cache.InformerNameAndResource) cache.HistogramMetric {
+	return discardHistogram{}
+}
+
+func (r *metricsRecorder) NewStoreResourceVersionMetric(id cache.InformerNameAndResource) cache.GaugeMetric {
+	return r.add(r.stores, id)
+}
+
+func (r *metricsRecorder) add(m map[string][]*recordedGauge, id cache.InformerNameAndResource) *recordedGauge {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g := &recordedGauge{id: id}
+	k := informerKey(id.Name(), id.GroupVersionResource())
+	m[k] = append(m[k], g)
+	return g
+}
+
+func (r *metricsRecorder) storeGauges(name string, gvr schema.GroupVersionResource) []*recordedGauge {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*recordedGauge(nil), r.stores[informerKey(name, gvr)]...)
+}
+
+func (r *metricsRecorder) queueGauges(name string, gvr schema.GroupVersionResource) []*recordedGauge {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*recordedGauge(nil), r.queues[informerKey(name, gvr)]...)
+}
+
+var nameSeq atomic.Int64
+
+// uniqueName is an informer name of its own per test run: names are
+// process-wide, and -count runs a test again in the same process.
+func uniqueName(prefix string) string {
+	return fmt.Sprintf("%s-%d", prefix, nameSeq.Add(1))
+}
+
+var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+
+// A named factory's typed informers report client-go's informer metrics
+// under the name and their resource; Shutdown releases the name, which a new
+// factory can then take.
+func TestInformerNameReportsTypedInformers(t *testing.T) {
+	name := uniqueName("typed")
+	f := NewFactory(newClient(pod("a", "p1", nil)), WithInformerName(name))
+	assert.Equal(t, name, f.InformerName())
+	_, err := For[*corev1.Pod](f)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f.Start(ctx)
+	require.NoError(t, f.WaitForCacheSync(ctx))
+
+	stores := metricsRec.storeGauges(name, podsGVR)
+	require.Len(t, stores, 1, "one store reports for pods")
+	require.Eventually(t, func() bool {
+		v, ok := stores[0].get()
+		return ok && v > 0
+	}, 10*time.Second, time.Millisecond, "the store's resourceVersion is reported")
+	assert.NotEmpty(t, metricsRec.queueGauges(name, podsGVR), "the informer's queue reports")
+	assert.True(t, stores[0].id.Reserved())
+
+	f.Shutdown()
+	assert.False(t, stores[0].id.Reserved(), "released by Shutdown")
+	assert.Empty(t, f.InformerName())
+
+	again := NewFactory(newClient(), WithInformerName(name))
+	defer again.Shutdown()
+	assert.Equal(t, name, again.InformerName(), "the name is free again after Shutdown")
+}
+
+// A name may belong to one factory at a time. The second factory is told
+// through its error handler and runs without metrics; a second Shutdown of
+// the first factory does not free the name a third factory took meanwhile.
+func TestInformerNameInUse(t *testing.T) {
+	name := uniqueName("in-use")
+	first := NewFactory(newClient(), WithInformerName(name))
+
+	var sink errorSink
+	second := NewFactory(newClient(), WithInformerName(name), WithErrorHandler(sink.handle))
+	defer second.Shutdown()
+	assert.Empty(t, second.InformerName())
+	errs := sink.all()
+	require.Len(t, errs, 1)
+	assert.ErrorIs(t, errs[0], ErrInformerNameInUse)
+	assert.ErrorContains(t, errs[0], name)
+
+	first.Shutdown()
+	third := NewFactory(newClient(), WithInformerName(name))
+	defer third.Shutdown()
+	assert.Equal(t, name, third.InformerName())
+	first.Shutdown()
+
+	var sink4 errorSink
+	fourth := NewFactory(newClient(), WithInformerName(name), WithErrorHandler(sink4.handle))
+	defer fourth.Shutdown()
+	assert.Empty(t, fourth.InformerName(), "the third factory still holds the name")
+	require.Len(t, sink4.all(), 1)
+	assert.ErrorIs(t, sink4.all()[0], ErrInformerNameInUse)
+}
+
+// Without WithInformerName nothing is reserved and nothing reports.
+func TestNoInformerName(t *testing.T) {
+	f := NewFactory(newClient())
+	defer f.Shutdown()
+	assert.Empty(t, f.InformerName())
+	assert.Empty(t, metricsRec.storeGauges("", podsGVR), "unnamed informers do not report")
+}
+
+// A scoped informer runs one client-go informer per namespace; client-go
+// reports the first of them built under the name only.
+func TestInformerNameScopedReportsOnce(t *testing.T) {
+	name := uniqueName("scoped")
+	f := NewFactory(newClient(pod("a", "p1", nil), pod("b", "p2", nil)), WithInformerName(name))
+	defer f.Shutdown()
+	_, err := For(f, InNamespaces[*corev1.Pod]("a", "b"))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f.Start(ctx)
+	require.NoError(t, f.WaitForCacheSync(ctx))
+	assert.Len(t, metricsRec.storeGauges(name, podsGVR), 1)
+}
