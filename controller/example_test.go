@@ -16,6 +16,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/predicate"
+	"github.com/ctrlkit/ctrlkit/workqueue"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -259,4 +260,35 @@ func counterValue(g prometheus.Gatherer, name, ctrl, result string) float64 {
 		}
 	}
 	return -1
+}
+
+// With Options.Provenance every Reconcile can tell why it runs: the triggers merged into its
+// key while it waited (events with their informer and object, resyncs, retries, requeues,
+// Enqueue calls), counted, with the first and the last in full. The same record is on the
+// "Reconciling" line logged at -v=2.
+func ExampleReasonsFrom() {
+	done := make(chan struct{})
+	r := controller.ReconcilerFunc[controller.Key](func(ctx context.Context, key controller.Key) (controller.Result, error) {
+		why := controller.ReasonsFrom(ctx)
+		fmt.Printf("reconcile %s: %d triggers, %d of them events\n", key, why.Total, why.Count(workqueue.TriggerEvent))
+		fmt.Println(why)
+		close(done)
+		return controller.Result{}, nil
+	})
+	c, _ := controller.New("replicaset", r, controller.Options[controller.Key]{Provenance: &controller.Provenance{}})
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-x7k2p"}}
+	key := controller.Key{Namespace: "default", Name: "web"}
+	c.EnqueueWithTrigger(key, controller.EventTrigger("pods", workqueue.EventDelete, pod))
+	c.Enqueue(key) // deduplicated into the same reconcile, and recorded
+
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error)
+	go func() { stopped <- c.Run(ctx) }()
+	<-done
+	cancel()
+	<-stopped
+	// Output:
+	// reconcile default/web: 2 triggers, 1 of them events
+	// 2 triggers (event=1 manual=1); first: event:delete pods default/web-x7k2p; last: manual
 }

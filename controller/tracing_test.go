@@ -1,0 +1,76 @@
+package controller_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	kworkqueue "k8s.io/client-go/util/workqueue"
+
+	"github.com/ctrlkit/ctrlkit/controller"
+)
+
+// One span per Reconcile, in the Reconcile's context, carrying the reasons; a retry's span
+// links to the span of the call that failed.
+func TestReconcileSpans(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+
+	var calls atomic.Int32
+	var inCtx atomic.Bool
+	c, err := controller.New("traced", controller.ReconcilerFunc[string](func(ctx context.Context, _ string) (controller.Result, error) {
+		inCtx.Store(trace.SpanFromContext(ctx).SpanContext().IsValid())
+		if calls.Add(1) == 1 {
+			return controller.Result{}, errors.New("boom")
+		}
+		return controller.Result{}, nil
+	}), controller.Options[string]{
+		Provenance:     &controller.Provenance{LogLevel: -1},
+		TracerProvider: tp,
+		RateLimiter:    kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Millisecond),
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.Enqueue("k")
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+	require.Eventually(t, func() bool { return len(rec.Ended()) == 2 }, 10*time.Second, time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+
+	assert.True(t, inCtx.Load(), "the span is in the Reconcile's context")
+	spans := rec.Ended()
+	first, second := spans[0], spans[1]
+	assert.Equal(t, "Reconcile traced", first.Name())
+	attrs := func(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
+		m := map[attribute.Key]attribute.Value{}
+		for _, kv := range s.Attributes() {
+			m[kv.Key] = kv.Value
+		}
+		return m
+	}
+	a1, a2 := attrs(first), attrs(second)
+	assert.Equal(t, "traced", a1[controller.AttrController].AsString())
+	assert.Equal(t, "k", a1[controller.AttrKey].AsString())
+	assert.NotEmpty(t, a1[controller.AttrReconcileID].AsString())
+	assert.Equal(t, "manual", a1[controller.AttrReasonsFirst].AsString())
+	assert.Equal(t, int64(1), a1[attribute.Key(controller.AttrReasonsCountPrefix+"manual")].AsInt64())
+	assert.Equal(t, "error", a1[controller.AttrResult].AsString())
+	assert.Equal(t, codes.Error, first.Status().Code)
+	assert.Equal(t, "retry#1", a2[controller.AttrReasonsFirst].AsString())
+	assert.Equal(t, "success", a2[controller.AttrResult].AsString())
+	require.Len(t, second.Links(), 1, "the retry links to the failed call")
+	assert.Equal(t, first.SpanContext().SpanID(), second.Links()[0].SpanContext.SpanID())
+	assert.Empty(t, first.Links())
+}
