@@ -559,19 +559,19 @@ func (c *Controller[K]) processNext(ctx context.Context, q *runQueue[K], logger 
 	}
 	id := uuid.NewUUID()
 	klogger := logger.WithValues("key", key, "reconcileID", id)
-	rctx := withReconcileID(klog.NewContext(ctx, klogger), id)
+	var whyp *Reasons // points into the context, so the reasons are copied once
+	rctx := klog.NewContext(ctx, klogger)
 	if c.provenance {
-		rctx = withReasons(rctx, &why)
-		if c.provLevel >= 0 {
-			klogger.V(c.provLevel).Info("Reconciling", "reasons", why)
+		rctx = withReconcile(rctx, id, &why)
+		whyp = rctx.Value(reconcileKey{}).(*reconcileInfo).why
+		if l := klogger.V(c.provLevel); c.provLevel >= 0 && l.Enabled() {
+			l.Info("Reconciling", "reasons", *whyp)
 		}
+	} else {
+		rctx = withReconcile(rctx, id, nil)
 	}
 	var span trace.Span
 	if c.tracing != nil {
-		var whyp *Reasons
-		if c.provenance {
-			whyp = &why
-		}
 		rctx, span = c.tracing.start(rctx, c.name, key, string(id), whyp)
 	}
 	if c.timeout > 0 {

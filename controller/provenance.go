@@ -33,21 +33,15 @@ type Provenance struct {
 	LogLevel int
 }
 
-type reasonsKey struct{}
-
 // ReasonsFrom returns why the Reconcile call ctx belongs to was started: the triggers merged
 // into its key while it waited in the queue (and while it was held behind a fence). It is the
 // zero Reasons when the controller has no Options.Provenance, and outside a Reconcile.
 func ReasonsFrom(ctx context.Context) Reasons {
-	r, _ := ctx.Value(reasonsKey{}).(*Reasons)
-	if r == nil {
+	info, _ := ctx.Value(reconcileKey{}).(*reconcileInfo)
+	if info == nil || info.why == nil {
 		return Reasons{}
 	}
-	return *r
-}
-
-func withReasons(ctx context.Context, r *Reasons) context.Context {
-	return context.WithValue(ctx, reasonsKey{}, r)
+	return *info.why
 }
 
 // EventTrigger describes an informer event on obj, for EnqueueWithTrigger from hand-written
