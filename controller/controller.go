@@ -19,6 +19,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/featuregate"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/fencehook"
 )
 
 // DefaultMaxRetries is how many times a failing key is retried (with
@@ -127,6 +128,12 @@ type Options[K comparable] struct {
 	// the reconcile's context through an instrumented transport are its
 	// children. nil means no spans.
 	TracerProvider trace.TracerProvider
+
+	// Fences, when non-nil, turns on write fences: a key whose Reconcile
+	// wrote an object is not reconciled again until the informer shows the
+	// write (see Fence, FenceGone, FenceOn and Fences.Auto). nil means Fence
+	// records nothing and the worker loop checks for no fence.
+	Fences *Fences
 }
 
 // Controller runs a Reconciler over the keys in its queue with a fixed number
@@ -152,6 +159,9 @@ type Controller[K comparable] struct {
 	provenance bool                                    // Options.Provenance != nil
 	provLevel  int                                     // verbosity of the "Reconciling" line; < 0: none
 	tracing    *tracing[K]                             // nil without Options.TracerProvider
+	fenceOpts  *Fences                                 // Options.Fences
+	fenceOn    []func() *fenceTarget                   // FenceOn, and each Watch's informer
+	fences     atomic.Pointer[fenceTable[K]]           // set by Run when fenceOpts != nil
 
 	// q is the running queue: nil before Run, then set once under mu. The
 	// hot path (Enqueue from informer handlers) reads it without the lock.
@@ -218,6 +228,8 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		return bad("CacheSyncTimeout", fmt.Sprintf("%v is negative", opts.CacheSyncTimeout))
 	case opts.Queue != nil && opts.RateLimiter != nil:
 		return bad("RateLimiter", "set together with Queue; a prebuilt queue brings its own rate limiter")
+	case opts.Fences != nil && opts.Fences.TTL < 0:
+		return bad("Fences.TTL", fmt.Sprintf("%v is negative", opts.Fences.TTL))
 	case opts.Provenance != nil && opts.Queue != nil && !isReasonsQueue[K](opts.Queue):
 		return bad("Provenance", fmt.Sprintf("set with a Queue (%T) that keeps no reasons; use a ctrlkit workqueue built WithProvenance", opts.Queue))
 	}
@@ -238,6 +250,7 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		prebuilt:   opts.Queue,
 		provenance: opts.Provenance != nil,
 		tracing:    newTracing[K](opts.TracerProvider),
+		fenceOpts:  opts.Fences,
 	}
 	if c.provenance {
 		c.provLevel = opts.Provenance.LogLevel
@@ -333,11 +346,15 @@ type Stats struct {
 	// backoff before their next try. A key leaves the count when a Reconcile
 	// of it succeeds, fails terminally or runs out of retries.
 	Retrying int
+	// Fenced is how many keys were due but are held back until the informer
+	// shows their last Reconcile's writes (Options.Fences).
+	Fenced int
 }
 
-// Idle reports whether nothing is ready and nothing is running. Keys waiting
-// out a RequeueAfter or a backoff do not count: see Retrying for the latter.
-func (s Stats) Idle() bool { return s.Queued == 0 && s.InFlight == 0 }
+// Idle reports whether nothing is ready, nothing is running and no key is
+// held back by a write fence. Keys waiting out a RequeueAfter or a backoff do
+// not count: see Retrying for the latter.
+func (s Stats) Idle() bool { return s.Queued == 0 && s.InFlight == 0 && s.Fenced == 0 }
 
 // Stats returns a snapshot of the controller's load. A key handed out by the
 // queue is counted in flight a few instructions after it leaves the queue,
@@ -357,6 +374,9 @@ func (c *Controller[K]) Stats() Stats {
 	c.retryMu.Lock()
 	s.Retrying = len(c.retrying)
 	c.retryMu.Unlock()
+	if ft := c.fences.Load(); ft != nil {
+		s.Fenced = ft.heldKeys()
+	}
 	return s
 }
 
@@ -400,6 +420,14 @@ func (c *Controller[K]) Run(ctx context.Context) error {
 	}
 	q := c.start(m)
 	defer c.stop()
+	var bg sync.WaitGroup // the fence sweeper
+	if ft := c.startFences(logger, q); ft != nil {
+		defer ft.unregister()
+		sweepCtx, stopSweep := context.WithCancel(ctx)
+		defer bg.Wait()
+		defer stopSweep()
+		bg.Go(func() { ft.sweep(sweepCtx, c.clock) })
+	}
 
 	regs, err := c.register(q)
 	defer c.unregister(logger, regs)
@@ -557,6 +585,18 @@ func (c *Controller[K]) processNext(ctx context.Context, q *runQueue[K], logger 
 		// run relists and enqueues them again.
 		return true
 	}
+	ft := c.fences.Load()
+	if ft != nil {
+		if c.provenance {
+			why = ft.takeCarry(key, why)
+		}
+		if ft.hold(key, why) {
+			// Its last Reconcile's writes are not in the cache yet: the release
+			// (an informer event, or the TTL) queues it again.
+			logger.V(4).Info("Holding the key until the informer shows its last writes", "key", key)
+			return true
+		}
+	}
 	id := uuid.NewUUID()
 	klogger := logger.WithValues("key", key, "reconcileID", id)
 	var whyp *Reasons // points into the context, so the reasons are copied once
@@ -569,6 +609,9 @@ func (c *Controller[K]) processNext(ctx context.Context, q *runQueue[K], logger 
 		}
 	} else {
 		rctx = withReconcile(rctx, id, nil)
+	}
+	if ft != nil {
+		rctx = fencehook.With(rctx, &keyFencer[K]{ft: ft, key: key})
 	}
 	var span trace.Span
 	if c.tracing != nil {

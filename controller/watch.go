@@ -55,6 +55,7 @@ func Watch[T informer.Object, K comparable](c *Controller[K], inf informer.Infor
 	if c.ran {
 		return fmt.Errorf("controller %q: watching %s: %w", c.name, inf.Name(), ErrAlreadyStarted)
 	}
+	c.fenceOn = append(c.fenceOn, func() *fenceTarget { return newFenceTarget(inf) })
 	c.watches = append(c.watches, watch[K]{
 		name: inf.Name(),
 		register: func(q *runQueue[K]) (registration, error) {
