@@ -84,7 +84,7 @@ func FenceGone[T informer.Object](ctx context.Context, inf informer.Informer[T],
 
 func fenceFrom[T informer.Object](ctx context.Context, inf informer.Informer[T], obj metav1.Object, gone bool) bool {
 	f, ok := fencehook.From(ctx).(fencer)
-	if !ok || inf == nil || obj == nil || reflect.ValueOf(obj).IsNil() {
+	if !ok || inf == nil || obj == nil || (reflect.ValueOf(obj).Kind() == reflect.Pointer && reflect.ValueOf(obj).IsNil()) {
 		return false
 	}
 	t := f.target(informerID(inf), func() *fenceTarget { return newFenceTarget(inf) })

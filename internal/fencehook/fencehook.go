@@ -32,7 +32,7 @@ func From(ctx context.Context) Recorder {
 
 // Written tells ctx's Recorder, if any, that obj was written.
 func Written(ctx context.Context, obj metav1.Object) {
-	if r := From(ctx); r != nil && obj != nil && !reflect.ValueOf(obj).IsNil() {
+	if r := From(ctx); r != nil && obj != nil && !isNilPointer(obj) {
 		r.Written(obj)
 	}
 }
@@ -43,4 +43,9 @@ func Deleted(ctx context.Context, t reflect.Type, namespace, name string) {
 	if r := From(ctx); r != nil {
 		r.Deleted(t, namespace, name)
 	}
+}
+
+func isNilPointer(obj metav1.Object) bool {
+	v := reflect.ValueOf(obj)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
