@@ -88,6 +88,9 @@ type Options struct {
 //     changed.
 //   - Provenance is on: the handlers name each event (EnqueueWithTrigger), so every sync
 //     knows why it runs (controller.ReasonsFrom) and logs it at -v=2.
+//   - Status writes are fenced (controller.Fence): the next sync of a ReplicaSet waits until
+//     the informer shows its last status write, so it never works from the status it just
+//     replaced (and never conflicts with its own write).
 type ReplicaSetController struct {
 	// The worker loop: a Manager runs a ReplicaSetController as it is, and tests run it with
 	// controllertest or call Reconcile directly.
@@ -138,8 +141,16 @@ func NewReplicaSetController(f *informer.Factory, client kubernetes.Interface, o
 		// Every sync says why it runs (which ReplicaSet or Pod event, retry, requeue) on a
 		// "Reconciling" line at -v=2, and in ReasonsFrom(ctx).
 		Provenance: &controller.Provenance{},
+		// Status writes are fenced (updateStatus): a sync never reads the ReplicaSet its own
+		// previous status write replaced.
+		Fences: &controller.Fences{},
 	})
 	if err != nil {
+		return nil, err
+	}
+	// The ReplicaSet informer is where status writes show up; naming it registers the fence
+	// handler when Run starts.
+	if err := controller.FenceOn(c.Controller, c.rss); err != nil {
 		return nil, err
 	}
 
