@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -291,4 +292,54 @@ func ExampleReasonsFrom() {
 	// Output:
 	// reconcile default/web: 2 triggers, 1 of them events
 	// 2 triggers (event=1 manual=1); first: event:delete pods default/web-x7k2p; last: manual
+}
+
+// A Reconcile that writes an object fences its key: the next Reconcile of the key waits until
+// the informer's cache shows the write, so it never reads the version its own write replaced.
+// Here each call increments a counter in a ConfigMap and asks to run again at once; every call
+// sees the previous call's write. Fences.Auto records the fence by itself for writes through
+// a ctrlkit client (client.For); with any other client, call Fence.
+func ExampleFence() {
+	cluster, _ := fakecluster.New(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "counter"},
+		Data: map[string]string{"count": "0"}})
+	f := informer.NewFactory(cluster.Clientset())
+	cms, _ := informer.For[*corev1.ConfigMap](f)
+
+	done := make(chan struct{})
+	r := controller.ReconcilerFunc[controller.Key](func(ctx context.Context, key controller.Key) (controller.Result, error) {
+		cm, err := cms.Lister().Get(key.Namespace, key.Name)
+		if err != nil {
+			return controller.Result{}, err
+		}
+		n, _ := strconv.Atoi(cm.Data["count"])
+		fmt.Println("count in the cache:", n)
+		if n == 3 {
+			close(done)
+			return controller.Result{}, nil
+		}
+		cm = cm.DeepCopy()
+		cm.Data["count"] = strconv.Itoa(n + 1)
+		written, err := cluster.Clientset().CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
+		if err != nil {
+			return controller.Result{}, err // a Conflict here would mean a stale read
+		}
+		controller.Fence(ctx, cms, written)
+		return controller.Result{Requeue: true}, nil
+	})
+	c, _ := controller.New("counter", r, controller.Options[controller.Key]{Fences: &controller.Fences{}})
+	_ = controller.Watch(c, cms, controller.EnqueueObject, controller.WithPredicates(predicate.GenerationChanged[*corev1.ConfigMap]()))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	f.Start(ctx)
+	stopped := make(chan error)
+	go func() { stopped <- c.Run(ctx) }()
+	<-done
+	cancel()
+	<-stopped
+	f.Shutdown()
+	// Output:
+	// count in the cache: 0
+	// count in the cache: 1
+	// count in the cache: 2
+	// count in the cache: 3
 }
