@@ -21,9 +21,11 @@ func BenchmarkFence(b *testing.B) {
 		ft.logger = klog.Background()
 		ft.requeue = func(Key, Trigger) {}
 		t := &fenceTarget{
-			name:     "configmaps",
-			lookup:   func(string, string) (string, bool, bool) { return "", false, false }, // not cached yet
-			register: func(func(string, string, string, bool, bool)) (func() error, error) { return func() error { return nil }, nil },
+			name:   "configmaps",
+			lookup: func(string, string) (string, bool, bool) { return "", false, false }, // not cached yet
+			register: func(func(string, string, string, bool, bool)) (func() error, error) {
+				return func() error { return nil }, nil
+			},
 		}
 		return ft, t
 	}
