@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
 	kworkqueue "k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
@@ -244,4 +245,67 @@ func TestFenceTTL(t *testing.T) {
 # TYPE ctrlkit_controller_fence_timeouts_total counter
 ctrlkit_controller_fence_timeouts_total{controller="fenced"} 1
 `), "ctrlkit_controller_fence_timeouts_total"))
+}
+
+// A metadata-only informer serves fences too: the write was made with a typed client (a
+// *corev1.Secret), the informer holds PartialObjectMetadata.
+func TestFenceOnAMetadataInformer(t *testing.T) {
+	scheme := metadatafake.NewTestScheme()
+	require.NoError(t, metav1.AddMetaToScheme(scheme))
+	gvr := corev1.SchemeGroupVersion.WithResource("secrets")
+	partial := func(rv string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", ResourceVersion: rv}}
+	}
+	meta := metadatafake.NewSimpleMetadataClient(scheme, partial("1"))
+	f := informer.NewFactory(fake.NewClientset(), informer.WithMetadataClient(meta))
+	secrets, err := informer.ForMetadata(f, gvr)
+	require.NoError(t, err)
+
+	var r reads
+	c, err := controller.New("fenced", controller.ReconcilerFunc[controller.Key](func(ctx context.Context, key controller.Key) (controller.Result, error) {
+		s, err := secrets.Lister().Get(key.Namespace, key.Name)
+		if err != nil {
+			return controller.Result{}, err
+		}
+		if r.add(s.ResourceVersion, controller.Reasons{}) == 1 {
+			written := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", ResourceVersion: "2"}}
+			assert.True(t, controller.Fence(ctx, secrets, written))
+			return controller.Result{Requeue: true}, nil
+		}
+		return controller.Result{}, nil
+	}), controller.Options[controller.Key]{Fences: &controller.Fences{TTL: time.Hour}})
+	require.NoError(t, err)
+	require.NoError(t, controller.Watch(c, secrets, controller.EnqueueObject))
+	ctx, cancel := context.WithCancel(context.Background())
+	f.Start(ctx)
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+		f.Shutdown()
+	}()
+
+	require.Eventually(t, func() bool { return c.Stats().Fenced == 1 }, 10*time.Second, time.Millisecond)
+	_, err = meta.Resource(gvr).Namespace("ns").(metadatafake.MetadataClient).UpdateFake(partial("2"), metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return r.n() >= 2 && c.Stats().Idle() }, 10*time.Second, time.Millisecond)
+	rvs, _ := r.get()
+	for _, rv := range rvs[1:] {
+		assert.Equal(t, "2", rv)
+	}
+}
+
+// A resourceVersion that is not an integer cannot be compared: nothing is fenced.
+func TestFenceRefusesOpaqueResourceVersions(t *testing.T) {
+	h := newHeldCluster(t, configMap("1"))
+	var fenced atomic.Bool
+	fenced.Store(true)
+	_, r := runFenced(t, h, controller.Options[controller.Key]{Fences: &controller.Fences{TTL: time.Hour}},
+		func(ctx context.Context, cm *corev1.ConfigMap) {
+			fenced.Store(controller.Fence(ctx, h.cms, configMap("abc")))
+		})
+	require.Eventually(t, func() bool { return r.n() >= 2 }, 10*time.Second, time.Millisecond, "the requeue is not held")
+	assert.False(t, fenced.Load())
 }
