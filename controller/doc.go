@@ -104,6 +104,21 @@
 // nothing for it; docs/performance.md has the cost when on and
 // docs/design/provenance.md the design.
 //
+// # Read your own writes: fences
+//
+// An informer shows a controller's own write some time after the write
+// returned; a Reconcile of the same key in between reads the version the
+// write replaced (and its next write conflicts, or it acts twice). With
+// Options.Fences, a Reconcile records after a write what the cache must show
+// before the key is reconciled again: Fence(ctx, informer, written) for "at
+// written's resourceVersion or newer", FenceGone for "deleted"; with
+// Fences.Auto every write through ctrlkit's clients records its fence by
+// itself. A fenced key taken from the queue is held (Stats.Fenced) until
+// the informer's event shows the write, a newer version or a delete (a
+// relist counts), or Fences.TTL passes (logged, and counted in
+// ctrlkit_controller_fence_timeouts_total). docs/design/fences.md has the
+// design, docs/performance.md the cost.
+//
 // # Tracing
 //
 // With Options.TracerProvider every Reconcile runs in its own span
