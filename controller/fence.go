@@ -394,6 +394,9 @@ func (ft *fenceTable[K]) releaseLocked(k K, kf *keyFences) bool {
 // hold keeps key back when it has open fences, merging why into what it waits with. The
 // worker then marks the key Done without reconciling it; the release queues it again.
 func (ft *fenceTable[K]) hold(key K, why Reasons) bool {
+	if ft.open.Load() == 0 {
+		return false // a key with fences has objects in objs
+	}
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	kf := ft.keys[key]
