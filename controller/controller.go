@@ -20,6 +20,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/featuregate"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/internal/fencehook"
+	ckqueue "github.com/ctrlkit/ctrlkit/workqueue"
 )
 
 // DefaultMaxRetries is how many times a failing key is retried (with
@@ -201,7 +202,7 @@ type pendingKey[K comparable] struct {
 type runQueue[K comparable] struct {
 	workqueue.TypedRateLimitingInterface[K]
 	prio priorityAdder[K]
-	why  reasonsQueue[K] // nil without provenance
+	why  *ckqueue.Queue[K] // nil without provenance
 }
 
 // New validates opts and builds a controller named name (the name is used in
@@ -473,7 +474,7 @@ func (c *Controller[K]) start(m *Metrics) *runQueue[K] {
 	if p, ok := q.(priorityAdder[K]); ok {
 		rq.prio = p
 	}
-	if r, ok := q.(reasonsQueue[K]); ok && c.provenance {
+	if r, ok := q.(*ckqueue.Queue[K]); ok && c.provenance {
 		rq.why = r
 	}
 	c.cm = m.forController(c.name, c.workers)

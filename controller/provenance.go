@@ -58,12 +58,6 @@ func (c *Controller[K]) EnqueueWithTrigger(key K, t Trigger) {
 	c.enqueue(key, t)
 }
 
-// reasonsQueue is the part of a queue provenance needs; ctrlkit's *workqueue.Queue has it.
-type reasonsQueue[K comparable] interface {
-	GetWithReasons() (item K, why workqueue.Reasons, shutdown bool)
-	AddWithOpts(o workqueue.AddOpts, items ...K)
-}
-
 // traced is the handler a Watch registers on a controller with provenance: the mapping of
 // EnqueueMapped, each key added with the event as its trigger.
 type traced[T informer.Object, K comparable] struct {
@@ -127,7 +121,9 @@ func requeueTrigger(after time.Duration) Trigger {
 }
 
 func isReasonsQueue[K comparable](q any) bool {
-	_, ok := q.(reasonsQueue[K])
+	// The concrete type, not an interface: calls through an interface would make every
+	// add's variadic argument escape to the heap.
+	_, ok := q.(*workqueue.Queue[K])
 	return ok
 }
 

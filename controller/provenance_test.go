@@ -164,3 +164,27 @@ func TestEnqueueWithTrigger(t *testing.T) {
 	require.NoError(t, <-done)
 	assert.Equal(t, "1 trigger: event:delete replicasets.apps ns/web", rec.all()[0].String())
 }
+
+// A Watch's event handler with provenance allocates nothing per event: the trigger's strings
+// are the cached object's, and the record lives in the queue's recycled entry.
+func TestTracedHandlerAllocations(t *testing.T) {
+	q := workqueue.New(workqueue.WithProvenance[Key]())
+	defer q.ShutDown()
+	rq := &runQueue[Key]{TypedRateLimitingInterface: q, prio: q, why: q}
+	keys := []Key{{Namespace: "ns", Name: "a"}}
+	h := &traced[*appsv1.ReplicaSet, Key]{q: rq, fn: func(*appsv1.ReplicaSet) []Key { return keys }, source: "replicasets.apps"}
+	oldRS := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: "1"}}
+	newRS := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: "2"}}
+	cycle := func() {
+		h.HandleAdd(newRS, false)
+		h.HandleUpdate(oldRS, newRS)
+		h.HandleDelete(newRS, informer.DeleteInfo{Key: "ns/a"})
+		k, why, _ := q.GetWithReasons()
+		q.Done(k)
+		if why.Total != 3 {
+			t.Fatalf("reasons %v", why)
+		}
+	}
+	cycle()
+	assert.Zero(t, testing.AllocsPerRun(1000, cycle))
+}
