@@ -3,6 +3,8 @@ package controller_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +16,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	kworkqueue "k8s.io/client-go/util/workqueue"
 
 	"github.com/ctrlkit/ctrlkit/controller"
@@ -74,3 +79,62 @@ func TestReconcileSpans(t *testing.T) {
 	assert.Equal(t, first.SpanContext().SpanID(), second.Links()[0].SpanContext.SpanID())
 	assert.Empty(t, first.Links())
 }
+
+// The span is in the context Reconcile passes to client-go, and client-go hands that context
+// to the HTTP transport: a transport instrumented with OpenTelemetry (rest.Config.WrapTransport,
+// here a minimal one) makes each API request a child of the reconcile's span.
+func TestReconcileSpanReachesTheTransport(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":"ns","name":"cm","resourceVersion":"7"}}`))
+	}))
+	defer srv.Close()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+
+	cfg := &rest.Config{Host: srv.URL}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			ctx, span := tp.Tracer("http").Start(req.Context(), "HTTP "+req.Method)
+			defer span.End()
+			return rt.RoundTrip(req.WithContext(ctx))
+		})
+	})
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+
+	done := make(chan struct{})
+	c, err := controller.New("traced", controller.ReconcilerFunc[string](func(ctx context.Context, _ string) (controller.Result, error) {
+		defer close(done)
+		_, err := cs.CoreV1().ConfigMaps("ns").Get(ctx, "cm", metav1.GetOptions{})
+		return controller.Result{}, err
+	}), controller.Options[string]{TracerProvider: tp})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.Enqueue("k")
+	stopped := make(chan error)
+	go func() { stopped <- c.Run(ctx) }()
+	<-done
+	cancel()
+	require.NoError(t, <-stopped)
+
+	var reconcile, request sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		switch s.Name() {
+		case "Reconcile traced":
+			reconcile = s
+		case "HTTP GET":
+			request = s
+		}
+	}
+	require.NotNil(t, reconcile)
+	require.NotNil(t, request, "the request made a span")
+	assert.Equal(t, reconcile.SpanContext().SpanID(), request.Parent().SpanID(), "the request is a child of the reconcile")
+	assert.Equal(t, reconcile.SpanContext().TraceID(), request.SpanContext().TraceID())
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
