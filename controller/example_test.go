@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/ctrlkit/ctrlkit/client"
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/informer"
@@ -306,17 +308,18 @@ func ExampleFence() {
 	cms, _ := informer.For[*corev1.ConfigMap](f)
 
 	done := make(chan struct{})
+	var finish sync.Once
 	r := controller.ReconcilerFunc[controller.Key](func(ctx context.Context, key controller.Key) (controller.Result, error) {
 		cm, err := cms.Lister().Get(key.Namespace, key.Name)
 		if err != nil {
 			return controller.Result{}, err
 		}
 		n, _ := strconv.Atoi(cm.Data["count"])
-		fmt.Println("count in the cache:", n)
-		if n == 3 {
-			close(done)
+		if n == 3 { // done: later events find nothing to do
+			finish.Do(func() { fmt.Println("count in the cache:", n); close(done) })
 			return controller.Result{}, nil
 		}
+		fmt.Println("count in the cache:", n)
 		cm = cm.DeepCopy()
 		cm.Data["count"] = strconv.Itoa(n + 1)
 		written, err := cluster.Clientset().CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
@@ -327,7 +330,7 @@ func ExampleFence() {
 		return controller.Result{Requeue: true}, nil
 	})
 	c, _ := controller.New("counter", r, controller.Options[controller.Key]{Fences: &controller.Fences{}})
-	_ = controller.Watch(c, cms, controller.EnqueueObject, controller.WithPredicates(predicate.GenerationChanged[*corev1.ConfigMap]()))
+	_ = controller.Watch(c, cms, controller.EnqueueObject)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	f.Start(ctx)
@@ -342,4 +345,51 @@ func ExampleFence() {
 	// count in the cache: 1
 	// count in the cache: 2
 	// count in the cache: 3
+}
+
+// With Fences.Auto the writes a Reconcile makes through ctrlkit's clients fence its key by
+// themselves, on the informer the controller watches for the written type. Each call below
+// increments a counter in the cached ConfigMap and writes it back with the cached
+// resourceVersion: without the fence the call after a write could read the old version and
+// its write would conflict.
+func ExampleFences() {
+	cluster, _ := fakecluster.New(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "counter"},
+		Data: map[string]string{"count": "0"}})
+	f := informer.NewFactory(cluster.Clientset())
+	cms, _ := informer.For[*corev1.ConfigMap](f)
+	cmClient, _ := client.For[*corev1.ConfigMap](cluster.Clientset())
+
+	done := make(chan struct{})
+	var finish sync.Once
+	r := controller.ReconcilerFunc[controller.Key](func(ctx context.Context, key controller.Key) (controller.Result, error) {
+		cm, err := cms.Lister().Get(key.Namespace, key.Name)
+		if err != nil {
+			return controller.Result{}, err
+		}
+		n, _ := strconv.Atoi(cm.Data["count"])
+		if n == 3 { // done: later events find nothing to do
+			finish.Do(func() { fmt.Println("counted to", n); close(done) })
+			return controller.Result{}, nil
+		}
+		cm = cm.DeepCopy()
+		cm.Data["count"] = strconv.Itoa(n + 1)
+		if _, err := cmClient.Update(ctx, cm, metav1.UpdateOptions{}); err != nil { // fenced
+			fmt.Println("stale read:", err)
+			return controller.Result{}, err
+		}
+		return controller.Result{Requeue: true}, nil
+	})
+	c, _ := controller.New("counter", r, controller.Options[controller.Key]{Fences: &controller.Fences{Auto: true}})
+	_ = controller.Watch(c, cms, controller.EnqueueObject)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	f.Start(ctx)
+	stopped := make(chan error)
+	go func() { stopped <- c.Run(ctx) }()
+	<-done
+	cancel()
+	<-stopped
+	f.Shutdown()
+	// Output:
+	// counted to 3
 }
