@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -138,3 +139,45 @@ func TestReconcileSpanReachesTheTransport(t *testing.T) {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// With a TracerProvider every Reconcile runs in its own span, with the reasons (here an
+// Enqueue, then the retry of a failed call) as attributes; the retry's span links to the span
+// of the call that failed.
+func ExampleOptions_tracerProvider() {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+
+	var calls atomic.Int32
+	done := make(chan struct{})
+	c, _ := controller.New("traced", controller.ReconcilerFunc[string](func(ctx context.Context, _ string) (controller.Result, error) {
+		if calls.Add(1) == 1 {
+			return controller.Result{}, errors.New("try again")
+		}
+		close(done)
+		return controller.Result{}, nil
+	}), controller.Options[string]{
+		TracerProvider: tp,
+		Provenance:     &controller.Provenance{},
+		RateLimiter:    kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Millisecond),
+	})
+	c.Enqueue("k")
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error)
+	go func() { stopped <- c.Run(ctx) }()
+	<-done
+	cancel()
+	<-stopped
+
+	for _, s := range rec.Ended() {
+		attrs := map[attribute.Key]string{}
+		for _, kv := range s.Attributes() {
+			attrs[kv.Key] = kv.Value.Emit()
+		}
+		fmt.Println(s.Name(), "key:", attrs[controller.AttrKey], "reasons:", attrs[controller.AttrReasonsFirst],
+			"result:", attrs[controller.AttrResult], "links:", len(s.Links()))
+	}
+	// Output:
+	// Reconcile traced key: k reasons: manual result: error links: 0
+	// Reconcile traced key: k reasons: retry#1 result: success links: 1
+}
