@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/internal/fencehook"
 )
 
 // typed is the Client For returns: the clientset's own typed client for T, reached through
@@ -113,7 +115,7 @@ func (c *typed[T]) Create(ctx context.Context, obj T, opts metav1.CreateOptions)
 		var zero T
 		return zero, err
 	}
-	return ops.Create(ctx, obj, opts)
+	return fenced[T](ctx)(ops.Create(ctx, obj, opts))
 }
 
 func (c *typed[T]) Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
@@ -122,7 +124,7 @@ func (c *typed[T]) Update(ctx context.Context, obj T, opts metav1.UpdateOptions)
 		var zero T
 		return zero, err
 	}
-	return ops.Update(ctx, obj, opts)
+	return fenced[T](ctx)(ops.Update(ctx, obj, opts))
 }
 
 func (c *typed[T]) UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
@@ -138,7 +140,7 @@ func (c *typed[T]) UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOp
 	if !ok {
 		return zero, fmt.Errorf("client: update status of %s: typed client %T: %w", resourceName(c.b.gvr), ops, ErrNoStatus)
 	}
-	return st.UpdateStatus(ctx, obj, opts)
+	return fenced[T](ctx)(st.UpdateStatus(ctx, obj, opts))
 }
 
 func (c *typed[T]) Patch(ctx context.Context, namespace, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error) {
@@ -150,7 +152,7 @@ func (c *typed[T]) Patch(ctx context.Context, namespace, name string, pt types.P
 	if err != nil {
 		return zero, err
 	}
-	return ops.Patch(ctx, name, pt, data, opts, subresources...)
+	return fenced[T](ctx)(ops.Patch(ctx, name, pt, data, opts, subresources...))
 }
 
 // Apply sends obj as an apply patch (what the generated Apply methods send too), which needs
@@ -165,7 +167,7 @@ func (c *typed[T]) Apply(ctx context.Context, obj T, opts metav1.ApplyOptions, s
 	if err != nil {
 		return zero, fmt.Errorf("client: apply %s %s: %w", resourceName(c.b.gvr), objectKey(obj.GetNamespace(), obj.GetName()), err)
 	}
-	return ops.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, opts.ToPatchOptions(), subresources...)
+	return fenced[T](ctx)(ops.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, opts.ToPatchOptions(), subresources...))
 }
 
 func (c *typed[T]) Delete(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
@@ -176,7 +178,11 @@ func (c *typed[T]) Delete(ctx context.Context, namespace, name string, opts meta
 	if err != nil {
 		return err
 	}
-	return ops.Delete(ctx, name, opts)
+	if err := ops.Delete(ctx, name, opts); err != nil {
+		return err
+	}
+	fencehook.Deleted(ctx, reflect.TypeFor[T](), namespace, name)
+	return nil
 }
 
 // applyConfiguration encodes obj as the body of a server-side apply: apiVersion and kind set
@@ -212,5 +218,16 @@ func dropNulls(v any) {
 		for _, e := range x {
 			dropNulls(e)
 		}
+	}
+}
+
+// fenced returns a pass-through of a write's result that reports a successful write to the
+// fence recorder of ctx (a controller's Reconcile with Options.Fences.Auto).
+func fenced[T Object](ctx context.Context) func(T, error) (T, error) {
+	return func(out T, err error) (T, error) {
+		if err == nil {
+			fencehook.Written(ctx, out)
+		}
+		return out, err
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/util/uuid"
 
 	"k8s.io/client-go/util/workqueue"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/featuregate"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/fencehook"
+	ckqueue "github.com/ctrlkit/ctrlkit/workqueue"
 )
 
 // DefaultMaxRetries is how many times a failing key is retried (with
@@ -111,6 +114,27 @@ type Options[K comparable] struct {
 	// Clock drives the queue's delays and the reconcile duration metric.
 	// nil means the real clock; tests use k8s.io/utils/clock/testing.
 	Clock clock.WithTicker
+
+	// Provenance, when non-nil, makes every queued key carry why it is
+	// queued (see Provenance and ReasonsFrom). nil means no record, and no
+	// cost on the queue's path. With a prebuilt Queue, that queue must be a
+	// ctrlkit *workqueue.Queue built WithProvenance.
+	Provenance *Provenance
+
+	// TracerProvider, when set, gives every Reconcile an OpenTelemetry span
+	// ("Reconcile <name>", scope TracerScope) in its context, with the
+	// controller, key and reconcile ID as attributes, the reasons (with
+	// Provenance), the outcome, and a link to the span of the reconcile that
+	// put the key back (retry, Requeue, RequeueAfter). API requests made with
+	// the reconcile's context through an instrumented transport are its
+	// children. nil means no spans.
+	TracerProvider trace.TracerProvider
+
+	// Fences, when non-nil, turns on write fences: a key whose Reconcile
+	// wrote an object is not reconciled again until the informer shows the
+	// write (see Fence, FenceGone, FenceOn and Fences.Auto). nil means Fence
+	// records nothing and the worker loop checks for no fence.
+	Fences *Fences
 }
 
 // Controller runs a Reconciler over the keys in its queue with a fixed number
@@ -133,6 +157,12 @@ type Controller[K comparable] struct {
 	limiter    workqueue.TypedRateLimiter[K]
 	metrics    *Metrics                                // Options.Metrics
 	prebuilt   workqueue.TypedRateLimitingInterface[K] // Options.Queue
+	provenance bool                                    // Options.Provenance != nil
+	provLevel  int                                     // verbosity of the "Reconciling" line; < 0: none
+	tracing    *tracing[K]                             // nil without Options.TracerProvider
+	fenceOpts  *Fences                                 // Options.Fences
+	fenceOn    []func() *fenceTarget                   // FenceOn, and each Watch's informer
+	fences     atomic.Pointer[fenceTable[K]]           // set by Run when fenceOpts != nil
 
 	// q is the running queue: nil before Run, then set once under mu. The
 	// hot path (Enqueue from informer handlers) reads it without the lock.
@@ -164,6 +194,7 @@ type Controller[K comparable] struct {
 type pendingKey[K comparable] struct {
 	key K
 	at  time.Time // zero: at once
+	t   Trigger
 }
 
 // runQueue is the queue of a running controller with its optional
@@ -171,6 +202,7 @@ type pendingKey[K comparable] struct {
 type runQueue[K comparable] struct {
 	workqueue.TypedRateLimitingInterface[K]
 	prio priorityAdder[K]
+	why  *ckqueue.Queue[K] // nil without provenance
 }
 
 // New validates opts and builds a controller named name (the name is used in
@@ -197,6 +229,10 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		return bad("CacheSyncTimeout", fmt.Sprintf("%v is negative", opts.CacheSyncTimeout))
 	case opts.Queue != nil && opts.RateLimiter != nil:
 		return bad("RateLimiter", "set together with Queue; a prebuilt queue brings its own rate limiter")
+	case opts.Fences != nil && opts.Fences.TTL < 0:
+		return bad("Fences.TTL", fmt.Sprintf("%v is negative", opts.Fences.TTL))
+	case opts.Provenance != nil && opts.Queue != nil && !isReasonsQueue[K](opts.Queue):
+		return bad("Provenance", fmt.Sprintf("set with a Queue (%T) that keeps no reasons; use a ctrlkit workqueue built WithProvenance", opts.Queue))
 	}
 	c := &Controller[K]{
 		name:       name,
@@ -213,6 +249,15 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		limiter:    opts.RateLimiter,
 		metrics:    opts.Metrics,
 		prebuilt:   opts.Queue,
+		provenance: opts.Provenance != nil,
+		tracing:    newTracing[K](opts.TracerProvider),
+		fenceOpts:  opts.Fences,
+	}
+	if c.provenance {
+		c.provLevel = opts.Provenance.LogLevel
+		if c.provLevel == 0 {
+			c.provLevel = DefaultProvenanceLogLevel
+		}
 	}
 	switch {
 	case opts.NoRetries:
@@ -257,29 +302,34 @@ func (c *Controller[K]) Feature() featuregate.Feature { return c.feature }
 // Enqueue adds key to the queue. A key already waiting is not added twice;
 // a key being reconciled now is reconciled again after the current call.
 // Before Run the key is kept and queued when Run starts; after Run returned,
-// Enqueue does nothing.
+// Enqueue does nothing. With provenance, the key's reasons record a manual
+// trigger.
 func (c *Controller[K]) Enqueue(key K) { c.EnqueueAfter(key, 0) }
 
 // EnqueueAfter adds key after d (at once when d <= 0). Before Run the key is
 // kept and handed to the queue when Run starts, still due d after this call.
 func (c *Controller[K]) EnqueueAfter(key K, d time.Duration) {
+	c.enqueue(key, manualTrigger(d))
+}
+
+func (c *Controller[K]) enqueue(key K, t Trigger) {
 	if q := c.q.Load(); q != nil {
-		q.addAfter(key, d)
+		q.addTrigger(key, t)
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// Run may have published the queue since the lock-free look.
 	if q := c.q.Load(); q != nil {
-		q.addAfter(key, d)
+		q.addTrigger(key, t)
 		return
 	}
 	if c.stopped {
 		return
 	}
-	p := pendingKey[K]{key: key}
-	if d > 0 {
-		p.at = c.clock.Now().Add(d)
+	p := pendingKey[K]{key: key, t: t}
+	if t.After > 0 {
+		p.at = c.clock.Now().Add(t.After)
 	}
 	c.pending = append(c.pending, p)
 }
@@ -297,11 +347,15 @@ type Stats struct {
 	// backoff before their next try. A key leaves the count when a Reconcile
 	// of it succeeds, fails terminally or runs out of retries.
 	Retrying int
+	// Fenced is how many keys were due but are held back until the informer
+	// shows their last Reconcile's writes (Options.Fences).
+	Fenced int
 }
 
-// Idle reports whether nothing is ready and nothing is running. Keys waiting
-// out a RequeueAfter or a backoff do not count: see Retrying for the latter.
-func (s Stats) Idle() bool { return s.Queued == 0 && s.InFlight == 0 }
+// Idle reports whether nothing is ready, nothing is running and no key is
+// held back by a write fence. Keys waiting out a RequeueAfter or a backoff do
+// not count: see Retrying for the latter.
+func (s Stats) Idle() bool { return s.Queued == 0 && s.InFlight == 0 && s.Fenced == 0 }
 
 // Stats returns a snapshot of the controller's load. A key handed out by the
 // queue is counted in flight a few instructions after it leaves the queue,
@@ -321,6 +375,9 @@ func (c *Controller[K]) Stats() Stats {
 	c.retryMu.Lock()
 	s.Retrying = len(c.retrying)
 	c.retryMu.Unlock()
+	if ft := c.fences.Load(); ft != nil {
+		s.Fenced = ft.heldKeys()
+	}
 	return s
 }
 
@@ -364,6 +421,14 @@ func (c *Controller[K]) Run(ctx context.Context) error {
 	}
 	q := c.start(m)
 	defer c.stop()
+	var bg sync.WaitGroup // the fence sweeper
+	if ft := c.startFences(logger, q); ft != nil {
+		defer ft.unregister()
+		sweepCtx, stopSweep := context.WithCancel(ctx)
+		defer bg.Wait()
+		defer stopSweep()
+		bg.Go(func() { ft.sweep(sweepCtx, c.clock) })
+	}
 
 	regs, err := c.register(q)
 	defer c.unregister(logger, regs)
@@ -403,22 +468,26 @@ func (c *Controller[K]) Run(ctx context.Context) error {
 func (c *Controller[K]) start(m *Metrics) *runQueue[K] {
 	var q workqueue.TypedRateLimitingInterface[K] = c.prebuilt
 	if q == nil {
-		q = newDefaultQueue(c.name, c.limiter, c.clock, m)
+		q = newDefaultQueue(c.name, c.limiter, c.clock, m, c.provenance)
 	}
 	rq := &runQueue[K]{TypedRateLimitingInterface: q}
 	if p, ok := q.(priorityAdder[K]); ok {
 		rq.prio = p
+	}
+	if r, ok := q.(*ckqueue.Queue[K]); ok && c.provenance {
+		rq.why = r
 	}
 	c.cm = m.forController(c.name, c.workers)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ran = true
 	for _, p := range c.pending {
-		if p.at.IsZero() {
-			q.Add(p.key)
-		} else {
-			q.AddAfter(p.key, p.at.Sub(c.clock.Now()))
+		p.t.After = 0
+		if !p.at.IsZero() {
+			// Still due d after the Enqueue; at once if that has passed.
+			p.t.After = max(p.at.Sub(c.clock.Now()), 0)
 		}
+		rq.addTrigger(p.key, p.t)
 	}
 	c.pending = nil
 	c.q.Store(rq)
@@ -493,7 +562,16 @@ func (c *Controller[K]) waitForSync(ctx context.Context) error {
 // processNext handles one key; it returns false once the queue is shut down
 // and empty.
 func (c *Controller[K]) processNext(ctx context.Context, q *runQueue[K], logger klog.Logger) bool {
-	key, shutdown := q.Get()
+	var (
+		key      K
+		why      Reasons
+		shutdown bool
+	)
+	if q.why != nil {
+		key, why, shutdown = q.why.GetWithReasons()
+	} else {
+		key, shutdown = q.Get()
+	}
 	if shutdown {
 		return false
 	}
@@ -508,9 +586,38 @@ func (c *Controller[K]) processNext(ctx context.Context, q *runQueue[K], logger 
 		// run relists and enqueues them again.
 		return true
 	}
+	ft := c.fences.Load()
+	if ft != nil {
+		if c.provenance {
+			why = ft.takeCarry(key, why)
+		}
+		if ft.hold(key, why) {
+			// Its last Reconcile's writes are not in the cache yet: the release
+			// (an informer event, or the TTL) queues it again.
+			logger.V(4).Info("Holding the key until the informer shows its last writes", "key", key)
+			return true
+		}
+	}
 	id := uuid.NewUUID()
 	klogger := logger.WithValues("key", key, "reconcileID", id)
-	rctx := withReconcileID(klog.NewContext(ctx, klogger), id)
+	var whyp *Reasons // points into the context, so the reasons are copied once
+	rctx := klog.NewContext(ctx, klogger)
+	if c.provenance {
+		rctx = withReconcile(rctx, id, &why)
+		whyp = rctx.Value(reconcileKey{}).(*reconcileInfo).why
+		if l := klogger.V(c.provLevel); c.provLevel >= 0 && l.Enabled() {
+			l.Info("Reconciling", "reasons", *whyp)
+		}
+	} else {
+		rctx = withReconcile(rctx, id, nil)
+	}
+	if ft != nil {
+		rctx = fencehook.With(rctx, &keyFencer[K]{ft: ft, key: key})
+	}
+	var span trace.Span
+	if c.tracing != nil {
+		rctx, span = c.tracing.start(rctx, c.name, key, string(id), whyp)
+	}
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
 		rctx, cancel = context.WithTimeout(rctx, c.timeout)
@@ -521,7 +628,10 @@ func (c *Controller[K]) processNext(ctx context.Context, q *runQueue[K], logger 
 	if c.timeout > 0 && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
 		c.cm.timedOut()
 	}
-	c.handle(klogger, q, key, res, err)
+	requeued := c.handle(klogger, q, key, res, err)
+	if span != nil {
+		c.tracing.end(span, key, res, err, requeued)
+	}
 	return true
 }
 
@@ -547,8 +657,8 @@ func (c *Controller[K]) reconcile(ctx context.Context, key K) (res Result, err e
 }
 
 // handle is the error policy: the one place that decides what happens to a
-// key after Reconcile.
-func (c *Controller[K]) handle(logger klog.Logger, q *runQueue[K], key K, res Result, err error) {
+// key after Reconcile. It reports whether it put the key back.
+func (c *Controller[K]) handle(logger klog.Logger, q *runQueue[K], key K, res Result, err error) (requeued bool) {
 	switch {
 	case err == nil:
 		// Success clears the failure history whatever comes next.
@@ -557,10 +667,12 @@ func (c *Controller[K]) handle(logger klog.Logger, q *runQueue[K], key K, res Re
 		switch {
 		case res.RequeueAfter > 0:
 			c.cm.result(ResultRequeueAfter)
-			q.add(key, res.Priority, res.RequeueAfter, false)
+			q.add(key, res.Priority, res.RequeueAfter, false, requeueTrigger(res.RequeueAfter))
+			return true
 		case res.Requeue:
 			c.cm.result(ResultRequeue)
-			q.add(key, res.Priority, 0, true)
+			q.add(key, res.Priority, 0, true, requeueTrigger(0))
+			return true
 		default:
 			c.cm.result(ResultSuccess)
 		}
@@ -582,12 +694,13 @@ func (c *Controller[K]) handle(logger klog.Logger, q *runQueue[K], key K, res Re
 		if n := q.NumRequeues(key); c.maxRetries == RetryForever || n < c.maxRetries {
 			logger.Error(err, "Reconcile failed; retrying with backoff", "retries", n, "maxRetries", c.maxRetries)
 			c.markRetrying(key, true)
-			q.add(key, res.Priority, 0, true)
-			return
+			q.add(key, res.Priority, 0, true, retryTrigger(n+1))
+			return true
 		}
 		c.cm.gaveUp()
 		logger.Error(err, "Reconcile failed too many times; dropping the key until its next event", "maxRetries", c.maxRetries)
 		q.Forget(key)
 		c.markRetrying(key, false)
 	}
+	return false
 }

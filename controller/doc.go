@@ -88,6 +88,47 @@
 // informer reports them once, by key, and as an event on the object when it
 // has a recorder (a manager.Manager's factory does).
 //
+// # Why did this reconcile run?
+//
+// A deduplicating queue forgets what queued a key. With Options.Provenance
+// it does not: every add carries a Trigger (the informer, event type and
+// object of a Watch event; a resync; retry #n; a Requeue or RequeueAfter;
+// an Enqueue; a released write fence), and the adds of a key that wait
+// together merge into one bounded Reasons record: counts per kind, plus the
+// first and the last trigger in full. Reconcile reads it with
+// ReasonsFrom(ctx); the worker logs it on a "Reconciling" line at -v=2
+// (Provenance.LogLevel), next to the reconcileID; with
+// Options.TracerProvider it is on the reconcile's OpenTelemetry span.
+// Hand-written event handlers name their events with EnqueueWithTrigger and
+// EventTrigger. Off (the default), the queue keeps no record and allocates
+// nothing for it; docs/performance.md has the cost when on and
+// docs/design/provenance.md the design.
+//
+// # Read your own writes: fences
+//
+// An informer shows a controller's own write some time after the write
+// returned; a Reconcile of the same key in between reads the version the
+// write replaced (and its next write conflicts, or it acts twice). With
+// Options.Fences, a Reconcile records after a write what the cache must show
+// before the key is reconciled again: Fence(ctx, informer, written) for "at
+// written's resourceVersion or newer", FenceGone for "deleted"; with
+// Fences.Auto every write through ctrlkit's clients records its fence by
+// itself. A fenced key taken from the queue is held (Stats.Fenced) until
+// the informer's event shows the write, a newer version or a delete (a
+// relist counts), or Fences.TTL passes (logged, and counted in
+// ctrlkit_controller_fence_timeouts_total). docs/design/fences.md has the
+// design, docs/performance.md the cost.
+//
+// # Tracing
+//
+// With Options.TracerProvider every Reconcile runs in its own span
+// ("Reconcile <controller>") with the controller, key, reconcile ID, the
+// reasons and the outcome as attributes; a reconcile that the loop put back
+// (retry, Requeue, RequeueAfter) links to the span of the one that did. The
+// span is in Reconcile's context, so client-go requests made with it through
+// a transport instrumented with OpenTelemetry (rest.Config.WrapTransport
+// with otelhttp, or component-base's tracing) are its children.
+//
 // # Running under a Manager
 //
 // A *Controller is a manager.Runnable: Name, Run, NeedLeaderElection

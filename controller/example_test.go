@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,10 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/ctrlkit/ctrlkit/client"
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/predicate"
+	"github.com/ctrlkit/ctrlkit/workqueue"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -238,7 +242,7 @@ func ExampleWithMetrics() {
 	<-stopped
 	fmt.Println("reconciles counted:", counterValue(reg, "controller_runtime_reconcile_total", "audit", "success"))
 	// Output:
-	// before Run: {Queued:1 InFlight:0 Retrying:0}
+	// before Run: {Queued:1 InFlight:0 Retrying:0 Fenced:0}
 	// reconciles counted: 1
 }
 
@@ -260,4 +264,133 @@ func counterValue(g prometheus.Gatherer, name, ctrl, result string) float64 {
 		}
 	}
 	return -1
+}
+
+// With Options.Provenance every Reconcile can tell why it runs: the triggers merged into its
+// key while it waited (events with their informer and object, resyncs, retries, requeues,
+// Enqueue calls), counted, with the first and the last in full. The same record is on the
+// "Reconciling" line logged at -v=2.
+func ExampleReasonsFrom() {
+	done := make(chan struct{})
+	r := controller.ReconcilerFunc[controller.Key](func(ctx context.Context, key controller.Key) (controller.Result, error) {
+		why := controller.ReasonsFrom(ctx)
+		fmt.Printf("reconcile %s: %d triggers, %d of them events\n", key, why.Total, why.Count(workqueue.TriggerEvent))
+		fmt.Println(why)
+		close(done)
+		return controller.Result{}, nil
+	})
+	c, _ := controller.New("replicaset", r, controller.Options[controller.Key]{Provenance: &controller.Provenance{}})
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-x7k2p"}}
+	key := controller.Key{Namespace: "default", Name: "web"}
+	c.EnqueueWithTrigger(key, controller.EventTrigger("pods", workqueue.EventDelete, pod))
+	c.Enqueue(key) // deduplicated into the same reconcile, and recorded
+
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error)
+	go func() { stopped <- c.Run(ctx) }()
+	<-done
+	cancel()
+	<-stopped
+	// Output:
+	// reconcile default/web: 2 triggers, 1 of them events
+	// 2 triggers (event=1 manual=1); first: event:delete pods default/web-x7k2p; last: manual
+}
+
+// A Reconcile that writes an object fences its key: the next Reconcile of the key waits until
+// the informer's cache shows the write, so it never reads the version its own write replaced.
+// Here each call increments a counter in a ConfigMap and asks to run again at once; every call
+// sees the previous call's write. Fences.Auto records the fence by itself for writes through
+// a ctrlkit client (client.For); with any other client, call Fence.
+func ExampleFence() {
+	cluster, _ := fakecluster.New(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "counter"},
+		Data: map[string]string{"count": "0"}})
+	f := informer.NewFactory(cluster.Clientset())
+	cms, _ := informer.For[*corev1.ConfigMap](f)
+
+	done := make(chan struct{})
+	var finish sync.Once
+	r := controller.ReconcilerFunc[controller.Key](func(ctx context.Context, key controller.Key) (controller.Result, error) {
+		cm, err := cms.Lister().Get(key.Namespace, key.Name)
+		if err != nil {
+			return controller.Result{}, err
+		}
+		n, _ := strconv.Atoi(cm.Data["count"])
+		if n == 3 { // done: later events find nothing to do
+			finish.Do(func() { fmt.Println("count in the cache:", n); close(done) })
+			return controller.Result{}, nil
+		}
+		fmt.Println("count in the cache:", n)
+		cm = cm.DeepCopy()
+		cm.Data["count"] = strconv.Itoa(n + 1)
+		written, err := cluster.Clientset().CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
+		if err != nil {
+			return controller.Result{}, err // a Conflict here would mean a stale read
+		}
+		controller.Fence(ctx, cms, written)
+		return controller.Result{Requeue: true}, nil
+	})
+	c, _ := controller.New("counter", r, controller.Options[controller.Key]{Fences: &controller.Fences{}})
+	_ = controller.Watch(c, cms, controller.EnqueueObject)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	f.Start(ctx)
+	stopped := make(chan error)
+	go func() { stopped <- c.Run(ctx) }()
+	<-done
+	cancel()
+	<-stopped
+	f.Shutdown()
+	// Output:
+	// count in the cache: 0
+	// count in the cache: 1
+	// count in the cache: 2
+	// count in the cache: 3
+}
+
+// With Fences.Auto the writes a Reconcile makes through ctrlkit's clients fence its key by
+// themselves, on the informer the controller watches for the written type. Each call below
+// increments a counter in the cached ConfigMap and writes it back with the cached
+// resourceVersion: without the fence the call after a write could read the old version and
+// its write would conflict.
+func ExampleFences() {
+	cluster, _ := fakecluster.New(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "counter"},
+		Data: map[string]string{"count": "0"}})
+	f := informer.NewFactory(cluster.Clientset())
+	cms, _ := informer.For[*corev1.ConfigMap](f)
+	cmClient, _ := client.For[*corev1.ConfigMap](cluster.Clientset())
+
+	done := make(chan struct{})
+	var finish sync.Once
+	r := controller.ReconcilerFunc[controller.Key](func(ctx context.Context, key controller.Key) (controller.Result, error) {
+		cm, err := cms.Lister().Get(key.Namespace, key.Name)
+		if err != nil {
+			return controller.Result{}, err
+		}
+		n, _ := strconv.Atoi(cm.Data["count"])
+		if n == 3 { // done: later events find nothing to do
+			finish.Do(func() { fmt.Println("counted to", n); close(done) })
+			return controller.Result{}, nil
+		}
+		cm = cm.DeepCopy()
+		cm.Data["count"] = strconv.Itoa(n + 1)
+		if _, err := cmClient.Update(ctx, cm, metav1.UpdateOptions{}); err != nil { // fenced
+			fmt.Println("stale read:", err)
+			return controller.Result{}, err
+		}
+		return controller.Result{Requeue: true}, nil
+	})
+	c, _ := controller.New("counter", r, controller.Options[controller.Key]{Fences: &controller.Fences{Auto: true}})
+	_ = controller.Watch(c, cms, controller.EnqueueObject)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	f.Start(ctx)
+	stopped := make(chan error)
+	go func() { stopped <- c.Run(ctx) }()
+	<-done
+	cancel()
+	<-stopped
+	f.Shutdown()
+	// Output:
+	// counted to 3
 }

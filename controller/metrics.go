@@ -45,6 +45,7 @@ var allResults = []string{ResultSuccess, ResultError, ResultRequeue, ResultReque
 // ctrlkit's prefix:
 //
 //	ctrlkit_controller_retries_exhausted_total{controller}      keys dropped after MaxRetries
+//	ctrlkit_controller_fence_timeouts_total{controller}         write fences released by their TTL (Options.Fences)
 //
 // Metrics implements workqueue.MetricsProvider, so it can be given to any
 // client-go or ctrlkit queue; the queue's name is both its "name" and its
@@ -59,6 +60,7 @@ type Metrics struct {
 	workers          *prometheus.GaugeVec
 	activeWorkers    *prometheus.GaugeVec
 	retriesExhausted *prometheus.CounterVec
+	fenceTimeouts    *prometheus.CounterVec
 
 	depth          *prometheus.GaugeVec
 	adds           *prometheus.CounterVec
@@ -106,6 +108,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		workers:          gauge("controller_runtime_max_concurrent_reconciles", "Maximum number of concurrent reconciles per controller", ctl),
 		activeWorkers:    gauge("controller_runtime_active_workers", "Number of currently used workers per controller", ctl),
 		retriesExhausted: counter("ctrlkit_controller_retries_exhausted_total", "Keys dropped after their last allowed retry failed, per controller", ctl),
+		fenceTimeouts:    counter("ctrlkit_controller_fence_timeouts_total", "Write fences released by their TTL instead of by the informer showing the write, per controller", ctl),
 
 		depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "workqueue_depth", Help: "Current depth of workqueue by workqueue and priority",
@@ -120,7 +123,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{
 		m.reconcileTotal, m.reconcileErrors, m.terminalErrors, m.panics, m.reconcileTime, m.timeouts,
-		m.workers, m.activeWorkers, m.retriesExhausted,
+		m.workers, m.activeWorkers, m.retriesExhausted, m.fenceTimeouts,
 		m.depth, m.adds, m.latency, m.workDuration, m.unfinished, m.longestRunning, m.retries,
 	} {
 		if err := reg.Register(c); err != nil {
@@ -146,6 +149,7 @@ type controllerMetrics struct {
 	panics    prometheus.Counter
 	timeouts  prometheus.Counter
 	exhausted prometheus.Counter
+	fenceTTL  prometheus.Counter
 }
 
 func (m *Metrics) forController(name string, workers int) *controllerMetrics {
@@ -161,6 +165,7 @@ func (m *Metrics) forController(name string, workers int) *controllerMetrics {
 		panics:    m.panics.WithLabelValues(name),
 		timeouts:  m.timeouts.WithLabelValues(name),
 		exhausted: m.retriesExhausted.WithLabelValues(name),
+		fenceTTL:  m.fenceTimeouts.WithLabelValues(name),
 	}
 	// Creating every child now makes the series visible (at 0) from the first
 	// scrape, so rate() and alerts work before the first error.
@@ -210,6 +215,12 @@ func (cm *controllerMetrics) panicked() {
 func (cm *controllerMetrics) timedOut() {
 	if cm != nil {
 		cm.timeouts.Inc()
+	}
+}
+
+func (cm *controllerMetrics) fenceTimedOut() {
+	if cm != nil {
+		cm.fenceTTL.Inc()
 	}
 }
 

@@ -19,11 +19,14 @@ type priorityAdder[K comparable] interface {
 // newDefaultQueue builds the queue a controller uses when Options.Queue is
 // nil: a ctrlkit queue named after the controller, so its metrics carry the
 // name.
-func newDefaultQueue[K comparable](name string, limiter kworkqueue.TypedRateLimiter[K], clk clock.WithTicker, m *Metrics) *workqueue.Queue[K] {
+func newDefaultQueue[K comparable](name string, limiter kworkqueue.TypedRateLimiter[K], clk clock.WithTicker, m *Metrics, provenance bool) *workqueue.Queue[K] {
 	opts := []workqueue.Option[K]{
 		workqueue.WithName[K](name),
 		workqueue.WithClock[K](clk),
 		workqueue.WithRateLimiter(limiter),
+	}
+	if provenance {
+		opts = append(opts, workqueue.WithProvenance[K]())
 	}
 	if m != nil {
 		opts = append(opts, workqueue.WithMetricsProvider[K](m))
@@ -32,8 +35,17 @@ func newDefaultQueue[K comparable](name string, limiter kworkqueue.TypedRateLimi
 }
 
 // add puts key back: after a delay, through the rate limiter, or at once;
-// with a priority when one was asked for and the queue has priorities.
-func (q *runQueue[K]) add(key K, priority *int, after time.Duration, rateLimited bool) {
+// with a priority when one was asked for and the queue has priorities, and
+// with t as its trigger when the controller has provenance.
+func (q *runQueue[K]) add(key K, priority *int, after time.Duration, rateLimited bool, t Trigger) {
+	if q.why != nil {
+		o := workqueue.AddOpts{After: after, RateLimited: rateLimited, Trigger: t}
+		if priority != nil {
+			o.Priority = *priority
+		}
+		q.why.AddWithOpts(o, key)
+		return
+	}
 	if priority != nil && q.prio != nil {
 		q.prio.AddWithOpts(workqueue.AddOpts{Priority: *priority, After: after, RateLimited: rateLimited}, key)
 		return

@@ -56,17 +56,40 @@ func (r Result) IsZero() bool {
 	return !r.Requeue && r.RequeueAfter <= 0 && r.Priority == nil
 }
 
-type reconcileIDKey struct{}
+// reconcileKey keys the one context value a Reconcile's context gets: its *reconcileInfo.
+type reconcileKey struct{}
+
+// reconcileInfo is what a Reconcile's context carries, in one value (one allocation).
+type reconcileInfo struct {
+	id  types.UID
+	why *Reasons // nil without provenance
+}
+
+// reconcileInfoWithReasons holds the info and the reasons it points to in one allocation.
+type reconcileInfoWithReasons struct {
+	reconcileInfo
+	why Reasons
+}
 
 // ReconcileIDFrom returns the ID of the Reconcile call ctx belongs to: a UUID new for every
 // call, also on the call's log lines as reconcileID (controller-runtime's name), so the lines
 // and API requests of one reconcile can be told from the next one's. It is "" outside a
 // Reconcile.
 func ReconcileIDFrom(ctx context.Context) types.UID {
-	id, _ := ctx.Value(reconcileIDKey{}).(types.UID)
-	return id
+	info, _ := ctx.Value(reconcileKey{}).(*reconcileInfo)
+	if info == nil {
+		return ""
+	}
+	return info.id
 }
 
-func withReconcileID(ctx context.Context, id types.UID) context.Context {
-	return context.WithValue(ctx, reconcileIDKey{}, id)
+// withReconcile puts the reconcile's ID and, when why is not nil, a copy of its reasons into
+// ctx.
+func withReconcile(ctx context.Context, id types.UID, why *Reasons) context.Context {
+	if why == nil {
+		return context.WithValue(ctx, reconcileKey{}, &reconcileInfo{id: id})
+	}
+	v := &reconcileInfoWithReasons{reconcileInfo: reconcileInfo{id: id}, why: *why}
+	v.reconcileInfo.why = &v.why
+	return context.WithValue(ctx, reconcileKey{}, &v.reconcileInfo)
 }

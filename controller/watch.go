@@ -55,10 +55,17 @@ func Watch[T informer.Object, K comparable](c *Controller[K], inf informer.Infor
 	if c.ran {
 		return fmt.Errorf("controller %q: watching %s: %w", c.name, inf.Name(), ErrAlreadyStarted)
 	}
+	c.fenceOn = append(c.fenceOn, func() *fenceTarget { return newFenceTarget(inf) })
 	c.watches = append(c.watches, watch[K]{
 		name: inf.Name(),
 		register: func(q *runQueue[K]) (registration, error) {
-			reg, err := inf.AddHandler(watchHandler(informer.Adder[K](q), mapFn, cfg.predicates))
+			var h informer.Handler[T]
+			if q.why != nil {
+				h = &traced[T, K]{q: q, fn: mapFn, source: inf.Name()}
+			} else {
+				h = informer.EnqueueMapped(informer.Adder[K](q), mapFn)
+			}
+			reg, err := inf.AddHandler(watchHandler(h, cfg.predicates))
 			if err != nil {
 				return registration{}, err
 			}
@@ -159,8 +166,7 @@ func (p predicatesOption[T]) applyToWatch(cfg *watchConfig[T]) {
 // watchHandler is the handler one Watch registers: the mapping into q, behind
 // the predicates when there are any. Without predicates it is the bare
 // mapping, so an unfiltered watch costs nothing extra per event.
-func watchHandler[T informer.Object, K comparable](q informer.Adder[K], mapFn func(T) []K, ps []predicate.Predicate[T]) informer.Handler[T] {
-	h := informer.EnqueueMapped(q, mapFn)
+func watchHandler[T informer.Object](h informer.Handler[T], ps []predicate.Predicate[T]) informer.Handler[T] {
 	switch len(ps) {
 	case 0:
 		return h

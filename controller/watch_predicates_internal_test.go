@@ -189,10 +189,10 @@ func TestWatchHandlerAllocations(t *testing.T) {
 	oldRS, newRS := replicaSet("ns", "a"), replicaSet("ns", "a")
 	newRS.ResourceVersion, newRS.Generation = "2", 2
 
-	bare := watchHandler[*appsv1.ReplicaSet, Key](q, mapFn, nil)
+	bare := watchHandler(informer.EnqueueMapped[*appsv1.ReplicaSet, Key](q, mapFn), nil)
 	assert.Equal(t, fmt.Sprintf("%T", informer.EnqueueMapped[*appsv1.ReplicaSet, Key](q, mapFn)), fmt.Sprintf("%T", bare),
 		"without predicates the handler is the bare mapping")
-	withPreds := watchHandler[*appsv1.ReplicaSet, Key](q, mapFn, []predicate.Predicate[*appsv1.ReplicaSet]{
+	withPreds := watchHandler(informer.EnqueueMapped[*appsv1.ReplicaSet, Key](q, mapFn), []predicate.Predicate[*appsv1.ReplicaSet]{
 		predicate.GenerationChanged[*appsv1.ReplicaSet](), predicate.ResourceVersionChanged[*appsv1.ReplicaSet](),
 	})
 	for name, h := range map[string]informer.Handler[*appsv1.ReplicaSet]{"none": bare, "two": withPreds} {

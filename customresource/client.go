@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/ctrlkit/ctrlkit/internal/fencehook"
 	"github.com/ctrlkit/ctrlkit/internal/typedlist"
 )
 
@@ -199,7 +200,7 @@ func (c *Client[T]) Create(ctx context.Context, obj T, opts metav1.CreateOptions
 	if err != nil {
 		return c.codec.zero, err
 	}
-	return c.result(ri.Create(ctx, u, opts))
+	return c.fenced(ctx)(c.result(ri.Create(ctx, u, opts)))
 }
 
 // Update replaces obj (status is ignored by an API server when the CRD has a status
@@ -213,7 +214,7 @@ func (c *Client[T]) Update(ctx context.Context, obj T, opts metav1.UpdateOptions
 	if err != nil {
 		return c.codec.zero, err
 	}
-	return c.result(ri.Update(ctx, u, opts))
+	return c.fenced(ctx)(c.result(ri.Update(ctx, u, opts)))
 }
 
 // UpdateStatus writes obj's status through the status subresource.
@@ -226,7 +227,7 @@ func (c *Client[T]) UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateO
 	if err != nil {
 		return c.codec.zero, err
 	}
-	return c.result(ri.UpdateStatus(ctx, u, opts))
+	return c.fenced(ctx)(c.result(ri.UpdateStatus(ctx, u, opts)))
 }
 
 // Patch patches the object namespace/name, or one of its subresources (such as
@@ -237,7 +238,7 @@ func (c *Client[T]) Patch(ctx context.Context, namespace, name string, pt types.
 	if err != nil {
 		return c.codec.zero, err
 	}
-	return c.result(ri.Patch(ctx, name, pt, data, opts, subresources...))
+	return c.fenced(ctx)(c.result(ri.Patch(ctx, name, pt, data, opts, subresources...)))
 }
 
 // Apply sends obj as a server-side apply configuration owned by opts.FieldManager
@@ -290,7 +291,7 @@ func (c *Client[T]) apply(ctx context.Context, u *unstructured.Unstructured, opt
 	if err != nil {
 		return c.codec.zero, err
 	}
-	return c.result(ri.Apply(ctx, name, u, opts, subresources...))
+	return c.fenced(ctx)(c.result(ri.Apply(ctx, name, u, opts, subresources...)))
 }
 
 // Delete deletes the object namespace/name. opts.Preconditions (client.Preconditions)
@@ -300,7 +301,11 @@ func (c *Client[T]) Delete(ctx context.Context, namespace, name string, opts met
 	if err != nil {
 		return err
 	}
-	return ri.Delete(ctx, name, opts)
+	if err := ri.Delete(ctx, name, opts); err != nil {
+		return err
+	}
+	fencehook.Deleted(ctx, reflect.TypeFor[T](), namespace, name)
+	return nil
 }
 
 // DeleteCollection deletes the objects of namespace (all namespaces for "") that match
@@ -325,6 +330,17 @@ func (c *Client[T]) Watch(ctx context.Context, namespace string, opts metav1.Lis
 		return nil, err
 	}
 	return newWatcher(c.codec, w), nil
+}
+
+// fenced returns a pass-through of a write's result that reports a successful write to the
+// fence recorder of ctx (a controller's Reconcile with Options.Fences.Auto).
+func (c *Client[T]) fenced(ctx context.Context) func(T, error) (T, error) {
+	return func(out T, err error) (T, error) {
+		if err == nil {
+			fencehook.Written(ctx, out)
+		}
+		return out, err
+	}
 }
 
 // result converts what a dynamic call returned.

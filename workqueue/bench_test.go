@@ -118,3 +118,34 @@ func BenchmarkAddAfter(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkProvenance is one Add+Get+Done by one goroutine with provenance off and on, the
+// add naming its trigger either way (AddOpts.Trigger is ignored when off). allocs/op must be 0
+// for both: a record lives in the entry, which the queue recycles.
+//   - off: WithProvenance not given; GetWithReasons returns a zero record.
+//   - on: each add merges an event trigger, GetWithReasons hands the record out.
+//   - on/dedup: four adds merge into one record per Get.
+func BenchmarkProvenance(b *testing.B) {
+	trig := workqueue.Trigger{Kind: workqueue.TriggerEvent, Event: workqueue.EventUpdate, Source: "pods", Namespace: "ns", Name: "pod"}
+	run := func(b *testing.B, q *workqueue.Queue[string], adds int) {
+		defer q.ShutDown()
+		loop := func(i int) {
+			for range adds {
+				q.AddWithOpts(workqueue.AddOpts{Trigger: trig}, benchKeys[i&1023])
+			}
+			k, _, _ := q.GetWithReasons()
+			q.Done(k)
+		}
+		for i := range 2048 {
+			loop(i)
+		}
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			loop(i)
+		}
+	}
+	b.Run("provenance=off", func(b *testing.B) { run(b, workqueue.New[string](), 1) })
+	b.Run("provenance=on", func(b *testing.B) { run(b, workqueue.New(workqueue.WithProvenance[string]()), 1) })
+	b.Run("provenance=off/dedup=4", func(b *testing.B) { run(b, workqueue.New[string](), 4) })
+	b.Run("provenance=on/dedup=4", func(b *testing.B) { run(b, workqueue.New(workqueue.WithProvenance[string]()), 4) })
+}

@@ -128,10 +128,13 @@ func (q *Queue[T]) deadline(d time.Duration) time.Duration {
 
 // delayLocked makes item (whose hash is h) wait until at (then it is added with priority prio). An item already
 // waiting keeps the earlier ready time and the higher priority.
-func (q *Queue[T]) delayLocked(item T, h uint64, at time.Duration, prio int) {
+func (q *Queue[T]) delayLocked(item T, h uint64, at time.Duration, prio int, t *Trigger) {
 	e := q.items.get(h, item)
 	if e == nil {
 		e = q.newEntryLocked(item, h)
+	}
+	if q.provenance {
+		q.recordLocked(e, t, true)
 	}
 	if e.waiting {
 		if prio > e.waitPrio {
@@ -177,6 +180,10 @@ func (q *Queue[T]) promoteLocked(now time.Duration) {
 			continue
 		}
 		s.e.waiting = false
+		if s.e.why != nil {
+			s.e.why.ready.Merge(s.e.why.waiting)
+			s.e.why.waiting = Reasons{}
+		}
 		q.readyLocked(s.e, s.e.waitPrio)
 	}
 	if q.waiters.head != nil {
@@ -189,6 +196,9 @@ func (q *Queue[T]) dropDelayedLocked() {
 	for _, s := range q.delayed.slots {
 		if s.live() {
 			s.e.waiting = false
+			if s.e.why != nil {
+				s.e.why.waiting = Reasons{}
+			}
 			if s.e.state == 0 {
 				q.releaseLocked(s.e)
 			}

@@ -31,6 +31,10 @@
 //     Delayed and rate-limited adds keep their priority through the delay.
 //   - Metrics: with WithName and WithMetricsProvider, the queue reports client-go's seven
 //     workqueue metrics through a client-go MetricsProvider.
+//   - Provenance: with WithProvenance, every add's Trigger (AddOpts.Trigger) is merged into a
+//     bounded per-item Reasons record (counts per kind, the first and the last trigger), which
+//     GetWithReasons hands out with the item. A delayed add's trigger joins when the delay
+//     ends. Off by default, and then it costs no allocation.
 //
 // # The worker loop
 //

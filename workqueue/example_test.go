@@ -155,3 +155,25 @@ func ExampleWithRateLimiter() {
 	// Output:
 	// requeues: 2
 }
+
+// A queue with provenance tells the worker why an item was queued: the triggers merged while
+// it waited, counted, with the first and the last in full.
+func ExampleWithProvenance() {
+	q := workqueue.New(workqueue.WithProvenance[string]())
+	defer q.ShutDown()
+
+	q.AddWithOpts(workqueue.AddOpts{Trigger: workqueue.Trigger{
+		Kind: workqueue.TriggerEvent, Event: workqueue.EventUpdate, Source: "replicasets.apps", Namespace: "default", Name: "web",
+	}}, "default/web")
+	q.AddWithOpts(workqueue.AddOpts{Trigger: workqueue.Trigger{
+		Kind: workqueue.TriggerEvent, Event: workqueue.EventDelete, Source: "pods", Namespace: "default", Name: "web-x7k2p",
+	}}, "default/web")
+
+	key, why, _ := q.GetWithReasons()
+	fmt.Println(key, "queued by", why.Total, "triggers")
+	fmt.Println(why)
+	q.Done(key)
+	// Output:
+	// default/web queued by 2 triggers
+	// 2 triggers (event=2); first: event:update replicasets.apps default/web; last: event:delete pods default/web-x7k2p
+}

@@ -22,6 +22,8 @@ type options[T comparable] struct {
 	clock   clock.WithTicker
 	limiter kworkqueue.TypedRateLimiter[T]
 	metrics kworkqueue.MetricsProvider
+	// provenance keeps a Reasons record per item (WithProvenance).
+	provenance bool
 }
 
 // WithName names the queue. The name labels the queue's metrics; an unnamed queue reports none,

@@ -25,6 +25,7 @@ type Queue[T comparable] struct {
 	waiters      waiterList[T]    // getters blocked in Get
 	woken        waiterList[T]    // getters handed an item, to be woken once mu is released
 	metrics      *queueMetrics[T] // nil when metrics are off
+	provenance   bool             // keep a Reasons record per entry (WithProvenance)
 	shuttingDown bool
 	draining     bool
 	free         []*entry[T] // recycled entries, so steady-state adds allocate nothing
@@ -64,6 +65,10 @@ type AddOpts struct {
 	// With After also positive, the shorter of the two delays is used (controller-runtime's rule);
 	// the limiter counts the requeue either way.
 	RateLimited bool
+	// Trigger is why the items are added, merged into each item's record on a queue with
+	// provenance (WithProvenance) and ignored otherwise. A delayed add's trigger joins the
+	// record when the delay ends.
+	Trigger Trigger
 }
 
 // entry state bits. An entry can be ready (stQueued) or processing, never both; stDirty means
@@ -85,7 +90,8 @@ type entry[T comparable] struct {
 	waitPrio int
 	waitSeq  uint64 // matches the entry's live slot in delayed
 
-	mx *entryMetrics[T] // nil unless metrics are on; kept when the entry is recycled
+	mx  *entryMetrics[T] // nil unless metrics are on; kept when the entry is recycled
+	why *provenance      // nil unless provenance is on; kept when the entry is recycled
 
 	state   uint8
 	waiting bool // in delayed
@@ -103,11 +109,12 @@ func New[T comparable](opts ...Option[T]) *Queue[T] {
 		}
 	}
 	q := &Queue[T]{
-		items:   newTable[T](),
-		clock:   o.clock,
-		limiter: o.limiter,
-		kick:    make(chan struct{}, 1),
-		stop:    make(chan struct{}),
+		items:      newTable[T](),
+		clock:      o.clock,
+		limiter:    o.limiter,
+		provenance: o.provenance,
+		kick:       make(chan struct{}, 1),
+		stop:       make(chan struct{}),
 	}
 	q.drained.L = &q.mu
 	q.waiterPool.New = func() any { return &waiter[T]{ch: make(chan struct{}, 1)} }
@@ -133,7 +140,7 @@ func (q *Queue[T]) Add(item T) {
 	h := q.items.hash(item)
 	q.lock()
 	if !q.shuttingDown {
-		q.addLocked(item, h, 0)
+		q.addLocked(item, h, 0, nil)
 		if q.waiters.head != nil {
 			q.dispatchLocked()
 		}
@@ -154,7 +161,7 @@ func (q *Queue[T]) AddWithOpts(o AddOpts, items ...T) {
 			if o.After > 0 && o.After < d {
 				d = o.After
 			}
-			q.addAfter(item, d, o.Priority)
+			q.addAfter(item, d, o.Priority, &o.Trigger)
 		}
 	case o.After > 0:
 		at := q.deadline(o.After)
@@ -164,7 +171,7 @@ func (q *Queue[T]) AddWithOpts(o AddOpts, items ...T) {
 				if q.metrics != nil {
 					q.metrics.retry()
 				}
-				q.delayLocked(item, q.items.hash(item), at, o.Priority)
+				q.delayLocked(item, q.items.hash(item), at, o.Priority, &o.Trigger)
 			}
 		}
 		q.unlock()
@@ -172,7 +179,7 @@ func (q *Queue[T]) AddWithOpts(o AddOpts, items ...T) {
 		q.lock()
 		if !q.shuttingDown {
 			for _, item := range items {
-				q.addLocked(item, q.items.hash(item), o.Priority)
+				q.addLocked(item, q.items.hash(item), o.Priority, &o.Trigger)
 			}
 			if q.waiters.head != nil {
 				q.dispatchLocked()
@@ -185,7 +192,7 @@ func (q *Queue[T]) AddWithOpts(o AddOpts, items ...T) {
 // AddAfter adds item once d has passed; d <= 0 adds at once. An item already waiting keeps the
 // earlier of its ready times. Items still waiting at ShutDown are dropped, as in client-go.
 func (q *Queue[T]) AddAfter(item T, d time.Duration) {
-	q.addAfter(item, d, 0)
+	q.addAfter(item, d, 0, nil)
 }
 
 // AddRateLimited adds item after the delay the rate limiter gives it.
@@ -193,7 +200,7 @@ func (q *Queue[T]) AddRateLimited(item T) {
 	if q.down.Load() {
 		return
 	}
-	q.addAfter(item, q.limiter.When(item), 0)
+	q.addAfter(item, q.limiter.When(item), 0, nil)
 }
 
 // Forget tells the rate limiter to stop tracking item (its backoff starts over). It does not
@@ -203,7 +210,7 @@ func (q *Queue[T]) Forget(item T) { q.limiter.Forget(item) }
 // NumRequeues reports how many times the rate limiter has delayed item since it was forgotten.
 func (q *Queue[T]) NumRequeues(item T) int { return q.limiter.NumRequeues(item) }
 
-func (q *Queue[T]) addAfter(item T, d time.Duration, prio int) {
+func (q *Queue[T]) addAfter(item T, d time.Duration, prio int, t *Trigger) {
 	var at time.Duration
 	if d > 0 {
 		at = q.deadline(d) // read the clock outside the lock
@@ -218,13 +225,13 @@ func (q *Queue[T]) addAfter(item T, d time.Duration, prio int) {
 		q.metrics.retry()
 	}
 	if d <= 0 {
-		q.addLocked(item, h, prio)
+		q.addLocked(item, h, prio, t)
 		if q.waiters.head != nil {
 			q.dispatchLocked()
 		}
 		return
 	}
-	q.delayLocked(item, h, at, prio)
+	q.delayLocked(item, h, at, prio, t)
 }
 
 // Len returns the number of items ready to be handed out, counting the delayed items that are
@@ -252,7 +259,7 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 		q.promoteLocked(q.now())
 	}
 	if q.queued > 0 {
-		e := q.takeLocked()
+		e := q.takeLocked(nil)
 		item = e.item
 		q.unlock()
 		return item, false
@@ -270,6 +277,9 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 	item, shutdown = w.item, w.shutdown
 	var zero T
 	w.item, w.shutdown = zero, false
+	if q.provenance {
+		w.why = Reasons{}
+	}
 	q.waiterPool.Put(w)
 	return item, shutdown
 }
@@ -352,8 +362,9 @@ func (q *Queue[T]) shutDown(drain bool) {
 	q.wg.Wait()
 }
 
-// addLocked marks item, whose hash is h, as needing processing at priority prio.
-func (q *Queue[T]) addLocked(item T, h uint64, prio int) {
+// addLocked marks item, whose hash is h, as needing processing at priority prio, for the
+// reason t (nil: unspecified) when the queue keeps provenance.
+func (q *Queue[T]) addLocked(item T, h uint64, prio int, t *Trigger) {
 	e := q.items.get(h, item)
 	if e == nil {
 		e = q.newEntryLocked(item, h)
@@ -361,9 +372,12 @@ func (q *Queue[T]) addLocked(item T, h uint64, prio int) {
 		if q.metrics != nil {
 			q.metrics.added(e)
 		}
-		return
+	} else {
+		q.readyLocked(e, prio)
 	}
-	q.readyLocked(e, prio)
+	if q.provenance {
+		q.recordLocked(e, t, false)
+	}
 }
 
 // readyLocked applies an add of priority prio to a known entry.
@@ -404,9 +418,16 @@ func (q *Queue[T]) enqueueLocked(e *entry[T], prio int) {
 	q.queued++
 }
 
-// takeLocked pops the next ready entry and marks it processing. q.queued must be > 0.
-func (q *Queue[T]) takeLocked() *entry[T] {
+// takeLocked pops the next ready entry and marks it processing, moving its record (if any) to
+// why when why is not nil. q.queued must be > 0.
+func (q *Queue[T]) takeLocked(why *Reasons) *entry[T] {
 	e := q.ready.pop()
+	if e.why != nil {
+		if why != nil {
+			*why = e.why.ready
+		}
+		e.why.ready = Reasons{}
+	}
 	q.queued--
 	e.state = stProcessing
 	q.processing++
@@ -425,7 +446,7 @@ func (q *Queue[T]) dispatchLocked() {
 		if w == nil {
 			return
 		}
-		w.item = q.takeLocked().item
+		w.item = q.takeLocked(&w.why).item
 		q.woken.push(w)
 	}
 }
@@ -496,6 +517,9 @@ func (q *Queue[T]) releaseLocked(e *entry[T]) {
 	if e.mx != nil {
 		*e.mx = entryMetrics[T]{}
 	}
+	if e.why != nil {
+		*e.why = provenance{}
+	}
 	if len(q.free) < maxFree {
 		q.free = append(q.free, e)
 	}
@@ -505,6 +529,7 @@ func (q *Queue[T]) releaseLocked(e *entry[T]) {
 type waiter[T comparable] struct {
 	ch       chan struct{} // buffered 1: the waker never blocks
 	item     T
+	why      Reasons // the item's record, on a queue with provenance
 	shutdown bool
 	next     *waiter[T]
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/ownerref"
 	"github.com/ctrlkit/ctrlkit/replicas"
+	ckqueue "github.com/ctrlkit/ctrlkit/workqueue"
 )
 
 // ControllerName names the controller in logs, metrics and the queue.
@@ -85,6 +86,11 @@ type Options struct {
 //     subtracted from the expectations, since their events will never come.
 //   - Status is computed from the claimed Pods and written with UpdateStatus only when it
 //     changed.
+//   - Provenance is on: the handlers name each event (EnqueueWithTrigger), so every sync
+//     knows why it runs (controller.ReasonsFrom) and logs it at -v=2.
+//   - Status writes are fenced (controller.Fence): the next sync of a ReplicaSet waits until
+//     the informer shows its last status write, so it never works from the status it just
+//     replaced (and never conflicts with its own write).
 type ReplicaSetController struct {
 	// The worker loop: a Manager runs a ReplicaSetController as it is, and tests run it with
 	// controllertest or call Reconcile directly.
@@ -132,8 +138,19 @@ func NewReplicaSetController(f *informer.Factory, client kubernetes.Interface, o
 	}
 	c.Controller, err = controller.New(ControllerName, c, controller.Options[controller.Key]{
 		Workers: opts.Workers, RateLimiter: opts.RateLimiter, Clock: opts.Clock,
+		// Every sync says why it runs (which ReplicaSet or Pod event, retry, requeue) on a
+		// "Reconciling" line at -v=2, and in ReasonsFrom(ctx).
+		Provenance: &controller.Provenance{},
+		// Status writes are fenced (updateStatus): a sync never reads the ReplicaSet its own
+		// previous status write replaced.
+		Fences: &controller.Fences{},
 	})
 	if err != nil {
+		return nil, err
+	}
+	// The ReplicaSet informer is where status writes show up; naming it registers the fence
+	// handler when Run starts.
+	if err := controller.FenceOn(c.Controller, c.rss); err != nil {
 		return nil, err
 	}
 
@@ -141,12 +158,14 @@ func NewReplicaSetController(f *informer.Factory, client kubernetes.Interface, o
 	// more than map events to keys (expectations). WaitFor makes Run wait until each has seen
 	// its informer's initial list, as Watch would.
 	rsReg, err := c.rss.AddHandler(informer.HandlerFuncs[*appsv1.ReplicaSet]{
-		OnAdd:    func(rs *appsv1.ReplicaSet, _ bool) { c.Controller.Enqueue(controller.KeyFromObject(rs)) },
+		OnAdd: func(rs *appsv1.ReplicaSet, _ bool) {
+			c.enqueueRS(controller.KeyFromObject(rs), ckqueue.EventAdd, rs)
+		},
 		OnUpdate: c.updateReplicaSet,
 		OnDelete: func(rs *appsv1.ReplicaSet) {
 			key := controller.KeyFromObject(rs)
 			c.exp.DeleteExpectations(key) // a re-created ReplicaSet starts afresh
-			c.Controller.Enqueue(key)
+			c.enqueueRS(key, ckqueue.EventDelete, rs)
 		},
 	})
 	if err != nil {
@@ -179,7 +198,22 @@ func (c *ReplicaSetController) updateReplicaSet(old, cur *appsv1.ReplicaSet) {
 	if from, to := ptrOr(old.Spec.Replicas, 1), ptrOr(cur.Spec.Replicas, 1); from != to {
 		c.logger.V(4).Info("ReplicaSet scaled", "replicaSet", klog.KObj(cur), "from", from, "to", to)
 	}
-	c.Controller.Enqueue(controller.KeyFromObject(cur))
+	t := controller.EventTrigger(c.rss.Name(), ckqueue.EventUpdate, cur)
+	if informer.IsResync(old, cur) {
+		t.Kind = ckqueue.TriggerResync
+	}
+	c.Controller.EnqueueWithTrigger(controller.KeyFromObject(cur), t)
+}
+
+// enqueueRS enqueues key for an event of a ReplicaSet, naming the event in the key's reasons
+// (logged at -v=2 on the reconcile's "Reconciling" line).
+func (c *ReplicaSetController) enqueueRS(key controller.Key, ev ckqueue.EventType, rs *appsv1.ReplicaSet) {
+	c.Controller.EnqueueWithTrigger(key, controller.EventTrigger(c.rss.Name(), ev, rs))
+}
+
+// enqueuePod enqueues key for an event of pod, naming the Pod in the key's reasons.
+func (c *ReplicaSetController) enqueuePod(key controller.Key, ev ckqueue.EventType, pod *corev1.Pod) {
+	c.Controller.EnqueueWithTrigger(key, controller.EventTrigger(c.pods.Name(), ev, pod))
 }
 
 // resolveControllerRef returns the ReplicaSet a controller reference points at, or nil when
@@ -234,12 +268,12 @@ func (c *ReplicaSetController) addPod(pod *corev1.Pod) {
 		if rs := c.resolveControllerRef(pod.Namespace, ref); rs != nil {
 			key := controller.KeyFromObject(rs)
 			c.exp.CreationObserved(key)
-			c.Controller.Enqueue(key)
+			c.enqueuePod(key, ckqueue.EventAdd, pod)
 		}
 		return
 	}
 	for _, rs := range c.matchingReplicaSets(pod) {
-		c.Controller.Enqueue(controller.KeyFromObject(rs))
+		c.enqueuePod(controller.KeyFromObject(rs), ckqueue.EventAdd, pod)
 	}
 }
 
@@ -259,7 +293,7 @@ func (c *ReplicaSetController) updatePod(old, cur *corev1.Pod) {
 	refChanged := !reflect.DeepEqual(curRef, oldRef)
 	if refChanged && oldRef != nil {
 		if rs := c.resolveControllerRef(old.Namespace, oldRef); rs != nil {
-			c.Controller.Enqueue(controller.KeyFromObject(rs)) // it lost a Pod
+			c.enqueuePod(controller.KeyFromObject(rs), ckqueue.EventUpdate, cur) // it lost a Pod
 		}
 	}
 	if curRef != nil {
@@ -268,16 +302,18 @@ func (c *ReplicaSetController) updatePod(old, cur *corev1.Pod) {
 			return
 		}
 		key := controller.KeyFromObject(rs)
-		c.Controller.Enqueue(key)
+		c.enqueuePod(key, ckqueue.EventUpdate, cur)
 		if rs.Spec.MinReadySeconds > 0 && !podReady(old) && podReady(cur) {
 			// No event marks the moment the Pod becomes available: look again then.
-			c.Controller.EnqueueAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second)
+			t := controller.EventTrigger(c.pods.Name(), ckqueue.EventUpdate, cur)
+			t.After = time.Duration(rs.Spec.MinReadySeconds) * time.Second
+			c.Controller.EnqueueWithTrigger(key, t)
 		}
 		return
 	}
 	if labelsChanged || refChanged {
 		for _, rs := range c.matchingReplicaSets(cur) {
-			c.Controller.Enqueue(controller.KeyFromObject(rs))
+			c.enqueuePod(controller.KeyFromObject(rs), ckqueue.EventUpdate, cur)
 		}
 	}
 }
@@ -289,7 +325,7 @@ func (c *ReplicaSetController) deletePod(pod *corev1.Pod) {
 	}
 	key := controller.KeyFromObject(rs)
 	c.exp.DeletionObserved(key, pod.UID)
-	c.Controller.Enqueue(key)
+	c.enqueuePod(key, ckqueue.EventDelete, pod)
 }
 
 // Reconcile syncs one ReplicaSet: claim its Pods, create or delete the difference to

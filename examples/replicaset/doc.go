@@ -24,6 +24,11 @@
 //   - main.go: flags, the choice of cluster, the Manager (leader election, gates, probes,
 //     metrics); demo.go: the in-memory cluster's seed objects and scripted demo.
 //
+// Run it with -v=2 to see why each sync runs: a "Reconciling" line names the events (which
+// ReplicaSet or Pod, add, update or delete), retries and requeues merged into it while it
+// waited (controller.Options.Provenance; the handlers name their events with
+// EnqueueWithTrigger).
+//
 // Copying it for your own kind of children: keep the handler structure (observe expectations
 // and enqueue in the same handler), the claim before acting, and the rule that a sync acts only
 // when its expectations are satisfied.

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/controller"
 )
 
 // calculateStatus is rs's status for the Pods it owns. manageErr, the error of this sync's
@@ -70,8 +72,10 @@ func findCondition(cs []appsv1.ReplicaSetCondition, t appsv1.ReplicaSetCondition
 
 // updateStatus writes st as rs's status, with observedGeneration, unless nothing changed: a
 // status write per sync would cost a request and wake every watcher of ReplicaSets for
-// nothing. A Conflict (our cached rs is older than the server's) is retried once on a fresh
-// copy; other errors go back to the worker loop, which retries the whole sync.
+// nothing. The write is fenced: the next sync of rs waits until the informer shows it, so it
+// never computes from, and writes over, the status this write replaced (which would conflict).
+// A Conflict (someone else changed rs since our cache saw it) is retried once on a fresh copy;
+// other errors go back to the worker loop, which retries the whole sync.
 func (c *ReplicaSetController) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, st appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, error) {
 	st.ObservedGeneration = rs.Generation
 	if equality.Semantic.DeepEqual(rs.Status, st) {
@@ -83,6 +87,7 @@ func (c *ReplicaSetController) updateStatus(ctx context.Context, rs *appsv1.Repl
 		next.Status = st
 		updated, err := client.UpdateStatus(ctx, next, metav1.UpdateOptions{})
 		if err == nil {
+			controller.Fence(ctx, c.rss, updated)
 			klog.FromContext(ctx).Info("Updated status", "replicas", st.Replicas, "fullyLabeled", st.FullyLabeledReplicas,
 				"ready", st.ReadyReplicas, "available", st.AvailableReplicas, "observedGeneration", st.ObservedGeneration)
 			return updated, nil
@@ -90,6 +95,7 @@ func (c *ReplicaSetController) updateStatus(ctx context.Context, rs *appsv1.Repl
 		if attempt > 0 || !apierrors.IsConflict(err) {
 			return nil, fmt.Errorf("updating status of replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
 		}
+		klog.FromContext(ctx).V(2).Info("Status write conflicted; retrying on a fresh copy", "resourceVersion", next.ResourceVersion)
 		if rs, err = client.Get(ctx, rs.Name, metav1.GetOptions{}); err != nil {
 			return nil, fmt.Errorf("updating status of replicaset %s/%s: %w", next.Namespace, next.Name, err)
 		}

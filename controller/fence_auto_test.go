@@ -1,0 +1,149 @@
+package controller_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/ctrlkit/ctrlkit/client"
+	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
+	"github.com/ctrlkit/ctrlkit/informer"
+)
+
+// gatedWatch forwards inner's events only while its gate is open, buffering them meanwhile.
+type gatedWatch struct {
+	inner watch.Interface
+	out   chan watch.Event
+	stop  chan struct{}
+	once  sync.Once
+}
+
+func newGatedWatch(inner watch.Interface, open <-chan struct{}) *gatedWatch {
+	w := &gatedWatch{inner: inner, out: make(chan watch.Event), stop: make(chan struct{})}
+	go func() {
+		defer close(w.out)
+		defer inner.Stop()
+		var buf []watch.Event
+		in := inner.ResultChan()
+		for {
+			var out chan<- watch.Event
+			var next watch.Event
+			if open == nil && len(buf) > 0 {
+				out, next = w.out, buf[0]
+			}
+			select {
+			case ev, ok := <-in:
+				if !ok {
+					return
+				}
+				buf = append(buf, ev)
+			case <-open:
+				open = nil
+			case out <- next:
+				buf = buf[1:]
+			case <-w.stop:
+				return
+			}
+		}
+	}()
+	return w
+}
+
+func (w *gatedWatch) ResultChan() <-chan watch.Event { return w.out }
+func (w *gatedWatch) Stop()                          { w.once.Do(func() { close(w.stop) }) }
+
+// With Fences.Auto, the writes a Reconcile makes through a ctrlkit client fence its key by
+// themselves. The Reconcile below increments a counter in the cached ConfigMap and writes it
+// back with its resourceVersion, then asks to run again: without fences the next run reads the
+// cache before the write arrives and its write conflicts; with them, never.
+func TestAutoFenceMakesOwnWritesVisible(t *testing.T) {
+	for _, fenced := range []bool{true, false} {
+		t.Run("fenced="+strconv.FormatBool(fenced), func(t *testing.T) {
+			cluster, err := fakecluster.New(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}})
+			require.NoError(t, err)
+			open := make(chan struct{})
+			tracker := cluster.Tracker()
+			cluster.Clientset().PrependWatchReactor("configmaps", func(action clienttesting.Action) (bool, watch.Interface, error) {
+				inner, err := tracker.Watch(action.GetResource(), action.GetNamespace(), action.(clienttesting.WatchActionImpl).ListOptions)
+				if err != nil {
+					return true, nil, err
+				}
+				return true, newGatedWatch(inner, open), nil
+			})
+			f := informer.NewFactory(cluster.Clientset())
+			cms, err := informer.For[*corev1.ConfigMap](f)
+			require.NoError(t, err)
+			cmClient, err := client.For[*corev1.ConfigMap](cluster.Clientset())
+			require.NoError(t, err)
+
+			const target = 10
+			var conflicts, runs atomic.Int32
+			opts := controller.Options[controller.Key]{}
+			if fenced {
+				opts.Fences = &controller.Fences{Auto: true, TTL: time.Hour}
+			}
+			c, err := controller.New("counter", controller.ReconcilerFunc[controller.Key](func(ctx context.Context, key controller.Key) (controller.Result, error) {
+				runs.Add(1)
+				cm, err := cms.Lister().Get(key.Namespace, key.Name)
+				if err != nil {
+					return controller.Result{}, err
+				}
+				n, _ := strconv.Atoi(cm.Data["count"])
+				if n >= target {
+					return controller.Result{}, nil
+				}
+				cm = cm.DeepCopy()
+				cm.Data = map[string]string{"count": strconv.Itoa(n + 1)}
+				if _, err := cmClient.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+					if apierrors.IsConflict(err) {
+						conflicts.Add(1)
+					}
+					return controller.Result{}, err
+				}
+				return controller.Result{Requeue: true}, nil
+			}), opts)
+			require.NoError(t, err)
+			require.NoError(t, controller.Watch(c, cms, controller.EnqueueObject))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			f.Start(ctx)
+			defer f.Shutdown()
+			done := make(chan error)
+			go func() { done <- c.Run(ctx) }()
+			defer func() {
+				cancel()
+				require.NoError(t, <-done)
+			}()
+
+			// The initial list needs no watch; hold the watch until the first write is made.
+			require.Eventually(t, func() bool { return runs.Load() >= 1 }, 10*time.Second, time.Millisecond)
+			if fenced {
+				require.Eventually(t, func() bool { return c.Stats().Fenced == 1 }, 10*time.Second, time.Millisecond)
+				assert.Equal(t, int32(1), runs.Load(), "held, not run, until the informer shows the write")
+			} else {
+				require.Eventually(t, func() bool { return conflicts.Load() > 0 }, 10*time.Second, time.Millisecond,
+					"the stale cache makes the second write conflict")
+			}
+			close(open)
+			require.Eventually(t, func() bool {
+				cm, err := cluster.Clientset().CoreV1().ConfigMaps("ns").Get(ctx, "cm", metav1.GetOptions{})
+				return err == nil && cm.Data["count"] == strconv.Itoa(target) && c.Stats().Idle()
+			}, 10*time.Second, time.Millisecond)
+			if fenced {
+				assert.Zero(t, conflicts.Load(), "no write conflicted with the controller's own previous write")
+			}
+		})
+	}
+}

@@ -1,0 +1,190 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	kworkqueue "k8s.io/client-go/util/workqueue"
+
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/workqueue"
+)
+
+// reasonsLog collects the ReasonsFrom of every Reconcile.
+type reasonsLog struct {
+	mu  sync.Mutex
+	got []Reasons
+}
+
+func (l *reasonsLog) add(ctx context.Context) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.got = append(l.got, ReasonsFrom(ctx))
+	return len(l.got)
+}
+
+func (l *reasonsLog) all() []Reasons {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Reasons(nil), l.got...)
+}
+
+// The error policy names its requeues: a failed call comes back as retry #1, a RequeueAfter as
+// requeueAfter with its delay, a Requeue as requeue; an Enqueue before Run as manual.
+func TestProvenanceOfRequeues(t *testing.T) {
+	ctx, logs := testLogger(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var rec reasonsLog
+	c, err := New("prov", ReconcilerFunc[string](func(ctx context.Context, _ string) (Result, error) {
+		switch rec.add(ctx) {
+		case 1:
+			return Result{}, errors.New("boom")
+		case 2:
+			return Result{RequeueAfter: time.Millisecond}, nil
+		case 3:
+			return Result{Requeue: true}, nil
+		}
+		return Result{}, nil
+	}), Options[string]{
+		Provenance:  &Provenance{},
+		RateLimiter: kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Millisecond),
+	})
+	require.NoError(t, err)
+	c.Enqueue("k")
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+	require.Eventually(t, func() bool { return len(rec.all()) == 4 }, 10*time.Second, time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+
+	got := rec.all()
+	kinds := []workqueue.TriggerKind{workqueue.TriggerManual, workqueue.TriggerRetry, workqueue.TriggerRequeueAfter, workqueue.TriggerRequeue}
+	for i, want := range kinds {
+		assert.Equal(t, 1, got[i].Total, "call %d: %v", i+1, got[i])
+		assert.Equal(t, want, got[i].First.Kind, "call %d: %v", i+1, got[i])
+	}
+	assert.Equal(t, 1, got[1].First.Retry, "the first retry is retry #1")
+	assert.Equal(t, time.Millisecond, got[2].First.After)
+
+	var lines int
+	for _, e := range logged(logs) {
+		if e.Message == "Reconciling" {
+			lines++
+			assert.Equal(t, 2, e.Verbosity, "the reasons line is at the default level")
+			assert.Contains(t, e.ParameterKVList, "reasons")
+		}
+	}
+	assert.Equal(t, 4, lines, "one Reconciling line per call")
+}
+
+// Watch records the informer, the event type and the object of each event: an initial add,
+// then an update of the object.
+func TestProvenanceOfWatchEvents(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "1"}}
+	client := fake.NewClientset(rs)
+	f := informer.NewFactory(client)
+	rss, err := informer.For[*appsv1.ReplicaSet](f)
+	require.NoError(t, err)
+	var rec reasonsLog
+	c, err := New("prov", ReconcilerFunc[Key](func(ctx context.Context, _ Key) (Result, error) {
+		rec.add(ctx)
+		return Result{}, nil
+	}), Options[Key]{Provenance: &Provenance{LogLevel: -1}})
+	require.NoError(t, err)
+	require.NoError(t, Watch(c, rss, EnqueueObject))
+	f.Start(ctx)
+	defer f.Shutdown()
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+	require.Eventually(t, func() bool { return len(rec.all()) == 1 }, 10*time.Second, time.Millisecond)
+
+	upd := rs.DeepCopy()
+	upd.ResourceVersion = "2"
+	_, err = client.AppsV1().ReplicaSets("ns").Update(ctx, upd, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(rec.all()) == 2 }, 10*time.Second, time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+
+	got := rec.all()
+	assert.Equal(t, Trigger{Kind: workqueue.TriggerEvent, Event: workqueue.EventAdd, Source: "replicasets.apps", Namespace: "ns", Name: "web"}, got[0].First)
+	assert.Equal(t, Trigger{Kind: workqueue.TriggerEvent, Event: workqueue.EventUpdate, Source: "replicasets.apps", Namespace: "ns", Name: "web"}, got[1].Last)
+}
+
+// Without provenance ReasonsFrom is zero; a prebuilt queue that keeps no reasons is refused.
+func TestProvenanceOffAndBadQueue(t *testing.T) {
+	assert.True(t, ReasonsFrom(context.Background()).IsZero())
+	cq := kworkqueue.NewTypedRateLimitingQueue(kworkqueue.DefaultTypedControllerRateLimiter[string]())
+	defer cq.ShutDown()
+	_, err := New("prov", ReconcilerFunc[string](func(context.Context, string) (Result, error) { return Result{}, nil }), Options[string]{
+		Provenance: &Provenance{},
+		Queue:      cq,
+	})
+	var oe *OptionsError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, "Provenance", oe.Field)
+	assert.ErrorIs(t, err, ErrInvalidOptions)
+
+	q := workqueue.New(workqueue.WithProvenance[string]())
+	c, err := New("prov", ReconcilerFunc[string](func(context.Context, string) (Result, error) { return Result{}, nil }), Options[string]{
+		Provenance: &Provenance{}, Queue: q,
+	})
+	require.NoError(t, err, "a ctrlkit queue keeps reasons")
+	assert.NotNil(t, c)
+	q.ShutDown()
+}
+
+// EnqueueWithTrigger names the event of a hand-written handler.
+func TestEnqueueWithTrigger(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var rec reasonsLog
+	c, err := New("prov", ReconcilerFunc[Key](func(ctx context.Context, _ Key) (Result, error) {
+		rec.add(ctx)
+		return Result{}, nil
+	}), Options[Key]{Provenance: &Provenance{LogLevel: -1}})
+	require.NoError(t, err)
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
+	c.EnqueueWithTrigger(KeyFromObject(rs), EventTrigger("replicasets.apps", workqueue.EventDelete, rs))
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+	require.Eventually(t, func() bool { return len(rec.all()) == 1 }, 10*time.Second, time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+	assert.Equal(t, "1 trigger: event:delete replicasets.apps ns/web", rec.all()[0].String())
+}
+
+// A Watch's event handler with provenance allocates nothing per event: the trigger's strings
+// are the cached object's, and the record lives in the queue's recycled entry.
+func TestTracedHandlerAllocations(t *testing.T) {
+	q := workqueue.New(workqueue.WithProvenance[Key]())
+	defer q.ShutDown()
+	rq := &runQueue[Key]{TypedRateLimitingInterface: q, prio: q, why: q}
+	keys := []Key{{Namespace: "ns", Name: "a"}}
+	h := &traced[*appsv1.ReplicaSet, Key]{q: rq, fn: func(*appsv1.ReplicaSet) []Key { return keys }, source: "replicasets.apps"}
+	oldRS := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: "1"}}
+	newRS := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: "2"}}
+	cycle := func() {
+		h.HandleAdd(newRS, false)
+		h.HandleUpdate(oldRS, newRS)
+		h.HandleDelete(newRS, informer.DeleteInfo{Key: "ns/a"})
+		k, why, _ := q.GetWithReasons()
+		q.Done(k)
+		if why.Total != 3 {
+			t.Fatalf("reasons %v", why)
+		}
+	}
+	cycle()
+	assert.Zero(t, testing.AllocsPerRun(1000, cycle))
+}
