@@ -133,6 +133,7 @@ type Controller[K comparable] struct {
 	limiter    workqueue.TypedRateLimiter[K]
 	metrics    *Metrics                                // Options.Metrics
 	prebuilt   workqueue.TypedRateLimitingInterface[K] // Options.Queue
+	gate       DispatchGate[K]                         // SetDispatchGate; set before Run
 
 	// q is the running queue: nil before Run, then set once under mu. The
 	// hot path (Enqueue from informer handlers) reads it without the lock.
@@ -507,6 +508,15 @@ func (c *Controller[K]) processNext(ctx context.Context, q *runQueue[K], logger 
 		// Shutting down: keys not yet started are not started now; the next
 		// run relists and enqueues them again.
 		return true
+	}
+	if c.gate != nil {
+		if !c.gate.Admit(key) {
+			q.Forget(key)
+			c.markRetrying(key, false)
+			return true
+		}
+		// Deferred last, so it runs before q.Done can hand key to another worker.
+		defer c.gate.Release(key)
 	}
 	id := uuid.NewUUID()
 	klogger := logger.WithValues("key", key, "reconcileID", id)
