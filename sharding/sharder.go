@@ -106,7 +106,11 @@ func NewSharder(client kubernetes.Interface, meta metadata.Interface, cfg Config
 		opts.Clock = clock.RealClock{}
 	}
 	s := &Sharder{cfg: cfg, opts: opts, client: client, meta: meta, w: metadataWriter{meta}, clock: opts.Clock}
-	el, err := leaderelection.NewElector(client, cfg.election(cfg.Ring+sharderSuffix), leaderelection.Callbacks{
+	le := cfg.election(cfg.Ring + sharderSuffix)
+	// Released only after the term's writers have returned (leaderelection
+	// guarantees it), so the next sharder starts at once.
+	le.ReleaseOnCancel = true
+	el, err := leaderelection.NewElector(client, le, leaderelection.Callbacks{
 		OnStartedLeading: s.lead,
 	})
 	if err != nil {
