@@ -362,7 +362,7 @@ func TestLivenessJudgesByTheObserversClock(t *testing.T) {
 	}
 	l.observe(lease("r.a", "a_1", "1"))
 	l.observe(lease("r.b", "b_1", "1"))
-	l.observe(lease("r.c", "", "1"))       // released
+	l.observe(lease("r.c", "", "1"))        // released
 	l.observe(lease("other.d", "d_1", "1")) // another ring
 	assert.Equal(t, []string{"a", "b"}, l.live())
 	clk.Step(1500 * time.Millisecond)
