@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,6 +92,7 @@ type ring struct {
 	meta    metadata.Interface
 	checker *overlapChecker
 	metrics *sharding.Metrics
+	reg     *prometheus.Registry
 	keys    []string
 
 	mu      sync.Mutex
@@ -110,7 +112,10 @@ type testMember struct {
 }
 
 func newRing(t *testing.T, env *controllertest.Env, meta metadata.Interface, objects int) *ring {
-	r := &ring{t: t, env: env, meta: meta, checker: newOverlapChecker(), members: map[string]*testMember{}}
+	r := &ring{t: t, env: env, meta: meta, checker: newOverlapChecker(), members: map[string]*testMember{}, reg: prometheus.NewRegistry()}
+	var err error
+	r.metrics, err = sharding.NewMetrics(r.reg)
+	require.NoError(t, err)
 	for i := range objects {
 		name := fmt.Sprintf("cm-%03d", i)
 		_, err := env.Client().CoreV1().ConfigMaps(env.Namespace()).Create(env.Context(),
@@ -272,6 +277,43 @@ func (r *ring) unsettled(want *sharding.Ring) string {
 	return ""
 }
 
+// metric is the value of the series of name with the given label pairs
+// (summed over the others; a histogram's count).
+func (r *ring) metric(name string, labelPairs ...string) float64 {
+	r.t.Helper()
+	mfs, err := r.reg.Gather()
+	require.NoError(r.t, err)
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labelPairs); i += 2 {
+				found := false
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == labelPairs[i] && lp.GetValue() == labelPairs[i+1] {
+						found = true
+					}
+				}
+				if !found {
+					continue next
+				}
+			}
+			switch {
+			case m.Gauge != nil:
+				sum += m.Gauge.GetValue()
+			case m.Counter != nil:
+				sum += m.Counter.GetValue()
+			case m.Histogram != nil:
+				sum += float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return sum
+}
+
 func (r *ring) shares(ids []string) map[string]int {
 	want := sharding.NewRing(ringName, ids)
 	out := map[string]int{}
@@ -300,7 +342,17 @@ func exercise(t *testing.T, r *ring) {
 	for id, n := range shares {
 		// Within hashing noise of a third.
 		require.InDelta(t, float64(len(r.keys))/3, n, float64(len(r.keys))/5, "share of %s", id)
+		require.Equal(t, float64(n), r.metric("ctrlkit_shard_keys_owned", "member", id), "keys owned by %s", id)
 	}
+	require.Equal(t, 3.0, r.metric("ctrlkit_shard_members"))
+	// Counted when the sharder sees its assignment stored, which after a
+	// lost reply may be a moment after the ring settled.
+	require.Eventually(t, func() bool { return r.metric("ctrlkit_shard_handovers_total") == float64(shares["c"]) }, 5*time.Second, 10*time.Millisecond,
+		"every key c took was drained from a live member: %v handovers (reassigned new %v, dead %v, drained %v; %v drains pending), c has %d",
+		r.metric("ctrlkit_shard_handovers_total"), r.metric("ctrlkit_shard_reassignments_total", "reason", "new"),
+		r.metric("ctrlkit_shard_reassignments_total", "reason", "dead"), r.metric("ctrlkit_shard_reassignments_total", "reason", "drained"),
+		r.metric("ctrlkit_shard_drains_pending"), shares["c"])
+	require.Equal(t, 0.0, r.metric("ctrlkit_shard_drains_pending"))
 
 	aKeys := shares["a"]
 	stopped := time.Now()

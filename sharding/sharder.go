@@ -184,8 +184,16 @@ type term struct {
 
 	mu         sync.Mutex
 	view       snapshot
-	drainStart map[string]time.Time // keys whose drain this term wrote, not yet reassigned
+	drainStart map[string]drainRecord // keys this term drains, not yet reassigned
 	waitSince  map[string]time.Time // keys waiting for the child informers before relabelling
+}
+
+// drainRecord is a drain this term wrote or saw.
+type drainRecord struct {
+	at time.Time
+	// seen is set once the drain is known stored (a reply, or the label in
+	// the cache); a write whose reply was lost is not, yet.
+	seen bool
 }
 
 type childInformer struct {
@@ -208,7 +216,7 @@ func newTermState(cfg Config, opts SharderOptions, w writer) *term {
 		clock:      opts.Clock,
 		metrics:    opts.Metrics,
 		live:       newLiveness(cfg.Ring, cfg.LeaseDuration, opts.Clock),
-		drainStart: map[string]time.Time{},
+		drainStart: map[string]drainRecord{},
 		waitSince:  map[string]time.Time{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](10*time.Millisecond, cfg.RetryPeriod),
@@ -454,32 +462,56 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 		logger.V(2).Info("Assigned", "member", desired, "from", cur, "reason", reason)
 		t.metrics.reassigned(t.cfg.Ring, reason)
 		t.mu.Lock()
-		if start, ok := t.drainStart[key]; ok {
-			t.metrics.handover(t.cfg.Ring, t.clock.Since(start).Seconds())
+		if d, ok := t.drainStart[key]; ok {
+			t.metrics.handover(t.cfg.Ring, t.clock.Since(d.at).Seconds())
 		}
 		t.mu.Unlock()
 		t.settle(key)
 		return 0, nil
 	case draining:
 		// Waiting for cur to acknowledge (also when cur is wanted again: the
-		// drain runs to its end, then the key is assigned afresh).
+		// drain runs to its end, then the key is assigned afresh). A drain
+		// this term did not see written (a lost reply, an earlier sharder) is
+		// timed from now.
+		t.noteDrain(key, true)
 		return 0, nil
 	case cur == desired:
+		t.mu.Lock()
+		d, ok := t.drainStart[key]
+		t.mu.Unlock()
+		if ok {
+			if d.seen {
+				// The assignment was written but its reply lost.
+				t.metrics.handover(t.cfg.Ring, t.clock.Since(d.at).Seconds())
+			}
+			t.settle(key)
+		}
 		return 0, t.relabelChildren(ctx, owner, desired, nil)
 	default:
-		if _, err := t.w.patch(ctx, t.opts.Resource, owner.Namespace, owner.Name,
-			metaPatch(owner.ResourceVersion, map[string]*string{DrainLabel(t.cfg.Ring): ptr("true")}, nil)); err != nil {
+		_, err := t.w.patch(ctx, t.opts.Resource, owner.Namespace, owner.Name,
+			metaPatch(owner.ResourceVersion, map[string]*string{DrainLabel(t.cfg.Ring): ptr("true")}, nil))
+		// Noted even on an error: the write may have been stored and
+		// acknowledged before this sharder sees the drain label.
+		t.noteDrain(key, err == nil)
+		if err != nil {
 			return 0, ignoreNotFound(err)
 		}
 		logger.V(2).Info("Draining", "member", cur, "to", desired)
-		t.mu.Lock()
-		if _, ok := t.drainStart[key]; !ok {
-			t.drainStart[key] = t.clock.Now()
-		}
-		t.metrics.setDrainsPending(t.cfg.Ring, len(t.drainStart))
-		t.mu.Unlock()
 		return 0, nil
 	}
+}
+
+// noteDrain records a drain of key, timed from its first note.
+func (t *term) noteDrain(key string, seen bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	d, ok := t.drainStart[key]
+	if !ok {
+		d.at = t.clock.Now()
+	}
+	d.seen = d.seen || seen
+	t.drainStart[key] = d
+	t.metrics.setDrainsPending(t.cfg.Ring, len(t.drainStart))
 }
 
 // settle forgets the per-key state of a key that is assigned or gone.
