@@ -185,7 +185,7 @@ type term struct {
 	mu         sync.Mutex
 	view       snapshot
 	drainStart map[string]drainRecord // keys this term drains, not yet reassigned
-	waitSince  map[string]time.Time // keys waiting for the child informers before relabelling
+	waitSince  map[string]time.Time   // keys waiting for the child informers before relabelling
 }
 
 // drainRecord is a drain this term wrote or saw.
