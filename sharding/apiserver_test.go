@@ -18,5 +18,5 @@ func TestRingOnAPIServer(t *testing.T) {
 	env := controllertest.NewAPIServer(t)
 	meta, err := metadata.NewForConfig(env.Config())
 	require.NoError(t, err)
-	exercise(t, newRing(t, env, meta, 150))
+	exercise(t, newRing(t, env, meta, 150, true))
 }

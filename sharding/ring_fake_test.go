@@ -8,7 +8,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 )
 
-// The ring's scenario on the fake cluster, with a quarter of the sharder's
+// The ring's scenario on the fake cluster, ConfigMaps owning one Secret each, with a quarter of the sharder's
 // and the gates' label patches losing their reply after the write.
 func TestRingOnFakeClusterWithLostReplies(t *testing.T) {
 	env := controllertest.NewFake(t)
@@ -17,7 +17,7 @@ func TestRingOnFakeClusterWithLostReplies(t *testing.T) {
 		n++
 		return n%4 == 0
 	}}
-	r := newRing(t, env.Env, meta, 60)
+	r := newRing(t, env.Env, meta, 60, true)
 	exercise(t, r)
 	t.Logf("%d replies lost", meta.lostCount())
 }

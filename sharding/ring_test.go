@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
@@ -22,7 +23,10 @@ import (
 	"github.com/ctrlkit/ctrlkit/sharding"
 )
 
-var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+var (
+	configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	secrets    = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+)
 
 // Short Lease timings, so a ring settles in seconds. They pass leader
 // election's rules: 2s > 1.5s > 1.2×300ms, and the stored 2s exceeds
@@ -94,6 +98,15 @@ type ring struct {
 	metrics *sharding.Metrics
 	reg     *prometheus.Registry
 	keys    []string
+	// children makes every ConfigMap own one Secret, <name>-child, which
+	// the controller creates (with Inherit) when its cache lacks it.
+	children bool
+	// created is every child some member created, so a member can tell its
+	// own not-yet-cached creation from a child its cache missed.
+	created sync.Map
+	// missed counts children a member did not cache although they existed
+	// and another member created them: a failed children fence.
+	missed atomic.Int64
 
 	mu      sync.Mutex
 	members map[string]*testMember
@@ -111,8 +124,8 @@ type testMember struct {
 	runErr  error
 }
 
-func newRing(t *testing.T, env *controllertest.Env, meta metadata.Interface, objects int) *ring {
-	r := &ring{t: t, env: env, meta: meta, checker: newOverlapChecker(), members: map[string]*testMember{}, reg: prometheus.NewRegistry()}
+func newRing(t *testing.T, env *controllertest.Env, meta metadata.Interface, objects int, children bool) *ring {
+	r := &ring{t: t, env: env, meta: meta, checker: newOverlapChecker(), members: map[string]*testMember{}, reg: prometheus.NewRegistry(), children: children}
 	var err error
 	r.metrics, err = sharding.NewMetrics(r.reg)
 	require.NoError(t, err)
@@ -140,18 +153,33 @@ func (r *ring) start(id string) *testMember {
 	client := partitionable{Interface: env.Client(), cut: cut}
 	m, err := sharding.NewMember(client, cfg, sharding.MemberOptions{})
 	require.NoError(t, err)
-	sh, err := sharding.NewSharder(client, r.meta, cfg, sharding.SharderOptions{Resource: configMaps, Namespace: env.Namespace(), Metrics: r.metrics})
+	sopts := sharding.SharderOptions{Resource: configMaps, Namespace: env.Namespace(), Metrics: r.metrics}
+	if r.children {
+		sopts.Children = []schema.GroupVersionResource{secrets}
+	}
+	sh, err := sharding.NewSharder(client, r.meta, cfg, sopts)
 	require.NoError(t, err)
 	f := informer.NewFactory(env.Client(), informer.WithNamespace(env.Namespace()))
 	cms, err := informer.For[*corev1.ConfigMap](f, informer.WithLabelSelector[*corev1.ConfigMap](m.Selector()))
 	require.NoError(t, err)
 	lister := cms.Lister()
+	var children informer.Informer[*corev1.Secret]
+	if r.children {
+		children, err = informer.For[*corev1.Secret](f, informer.WithLabelSelector[*corev1.Secret](m.Selector()))
+		require.NoError(t, err)
+	}
 	c, err := controller.New(id, controller.ReconcilerFunc[controller.Key](func(ctx context.Context, key controller.Key) (controller.Result, error) {
 		k := key.String()
 		r.checker.start(k, id)
 		defer r.checker.end(k, id)
-		if _, err := lister.Get(key.Namespace, key.Name); err != nil {
+		cm, err := lister.Get(key.Namespace, key.Name)
+		if err != nil {
 			return controller.Result{}, nil
+		}
+		if r.children {
+			if err := r.ensureChild(ctx, id, cm, children); err != nil {
+				return controller.Result{}, err
+			}
 		}
 		// Some work, so that reconciles of a key on two members would
 		// overlap if the protocol let them.
@@ -163,7 +191,12 @@ func (r *ring) start(id string) *testMember {
 	}), controller.Options[controller.Key]{Workers: 4})
 	require.NoError(t, err)
 	require.NoError(t, controller.Watch(c, cms, controller.EnqueueObject))
-	gate, err := sharding.NewGate(m, cms, c.Enqueue, sharding.GateOptions{Metadata: r.meta, Metrics: r.metrics})
+	gopts := sharding.GateOptions{Metadata: r.meta, Metrics: r.metrics}
+	if r.children {
+		require.NoError(t, controller.Owns(c, children, cms))
+		gopts.Children = []sharding.Source{children}
+	}
+	gate, err := sharding.NewGate(m, cms, c.Enqueue, gopts)
 	require.NoError(t, err)
 	require.NoError(t, c.SetDispatchGate(gate))
 
@@ -198,6 +231,38 @@ func (r *ring) start(id string) *testMember {
 	t.Cleanup(func() { r.stop(id) })
 	return tm
 }
+
+// ensureChild creates cm's child when the member's cache lacks it. A child
+// that exists although the cache lacks it, and that this member did not
+// just create itself, is one the member should have seen: counted in
+// missed.
+func (r *ring) ensureChild(ctx context.Context, id string, cm *corev1.ConfigMap, children informer.Informer[*corev1.Secret]) error {
+	name := cm.Name + "-child"
+	if _, err := children.Lister().Get(cm.Namespace, name); err == nil {
+		return nil
+	}
+	key := cm.Namespace + "/" + name
+	if by, ok := r.created.Load(key); ok && by == id {
+		return nil // ours, not cached yet
+	}
+	child := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cm.Namespace, Name: name,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: cm.Name, UID: cm.UID, Controller: ptrTo(true)}}}}
+	sharding.Inherit(cm, child)
+	_, err := r.env.Client().CoreV1().Secrets(cm.Namespace).Create(ctx, child, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		r.created.Store(key, id)
+		return nil
+	case apierrors.IsAlreadyExists(err):
+		r.missed.Add(1)
+		r.t.Logf("member %s did not cache %s, which exists", id, key)
+		return nil
+	default:
+		return err
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 // stop stops member id and waits until everything it ran has returned.
 func (r *ring) stop(id string) {
@@ -257,6 +322,21 @@ func (r *ring) unsettled(want *sharding.Ring) string {
 			return fmt.Sprintf("%s last reconciled by %q, want %q", k, r.checker.last(k), owner)
 		}
 		perMember[owner]++
+	}
+	if r.children {
+		secretList, err := r.env.Client().CoreV1().Secrets(r.env.Namespace()).List(r.env.Context(), metav1.ListOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		childLabel := map[string]string{}
+		for _, s := range secretList.Items {
+			childLabel[s.Name] = s.Labels[sharding.Label(ringName)]
+		}
+		for _, cm := range list.Items {
+			if l, ok := childLabel[cm.Name+"-child"]; !ok || l != want.Owner(cm.Namespace+"/"+cm.Name) {
+				return fmt.Sprintf("child of %s labelled %q (exists: %v)", cm.Name, l, ok)
+			}
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -400,4 +480,5 @@ func exercise(t *testing.T, r *ring) {
 	}
 	require.Less(t, took, bound, "b's keys were not taken over in time")
 	r.checker.check(t)
+	require.Zero(t, r.missed.Load(), "children a new owner did not see in its cache")
 }
