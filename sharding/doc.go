@@ -28,5 +28,8 @@
 //
 // A controller opts in with a Gate (NewGate, given to
 // controller.Controller's SetDispatchGate) and label-selected informers;
-// code that creates children copies the owner's label with Inherit.
+// code that creates children copies the owner's label with Inherit. Bad
+// input is refused before anything starts: Config.Validate (ring and
+// identity names, Lease durations), NewMember, NewSharder, and CheckAccess
+// for the RBAC the ring needs.
 package sharding
