@@ -28,7 +28,9 @@
 //
 // A controller opts in with a Gate (NewGate, given to
 // controller.Controller's SetDispatchGate) and label-selected informers;
-// code that creates children copies the owner's label with Inherit. Bad
+// code that creates children copies the owner's label with Inherit; a Group
+// runs the sharder candidate, and the member's informers and controllers
+// while it is a member, as one runnable (see ExampleNewGroup). Bad
 // input is refused before anything starts: Config.Validate (ring and
 // identity names, Lease durations), NewMember, NewSharder, and CheckAccess
 // for the RBAC the ring needs.

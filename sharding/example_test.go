@@ -3,7 +3,6 @@ package sharding_test
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,19 +52,22 @@ func ExampleConfig_Validate() {
 }
 
 // The wiring of one sharded controller: a member, a sharder candidate, the
-// informers selecting the member's label, and the gate between the
-// controller's queue and its workers. Run it in every replica with its own
-// identity (a Pod's name).
-func ExampleNewGate() {
+// informers selecting the member's label, the gate between the controller's
+// queue and its workers, and a Group running them while this replica is a
+// member. Run it in every replica with its own identity (a Pod's name); a
+// manager.Manager runs the Group as it is (it needs no leader election).
+func ExampleNewGroup() {
 	run := func(ctx context.Context, client kubernetes.Interface, meta metadata.Interface, podName string, r controller.Reconciler[controller.Key]) error {
 		cfg := sharding.Config{Ring: "configmaps", Namespace: "my-system", Identity: podName}
+		opts := sharding.SharderOptions{Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}}
+		if err := sharding.CheckAccess(ctx, client, cfg, opts); err != nil {
+			return err
+		}
 		member, err := sharding.NewMember(client, cfg, sharding.MemberOptions{})
 		if err != nil {
 			return err
 		}
-		sharder, err := sharding.NewSharder(client, meta, cfg, sharding.SharderOptions{
-			Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"},
-		})
+		sharder, err := sharding.NewSharder(client, meta, cfg, opts)
 		if err != nil {
 			return err
 		}
@@ -88,20 +90,11 @@ func ExampleNewGate() {
 		if err := c.SetDispatchGate(gate); err != nil {
 			return err
 		}
-
-		var wg sync.WaitGroup
-		wg.Go(func() { _ = sharder.Run(ctx) })
-		defer wg.Wait()
-		// The controller runs only while this replica is a member, and the
-		// member's Lease is released only after the controller stopped.
-		return member.Run(ctx, func(ctx context.Context) {
-			factory.Start(ctx)
-			defer factory.Shutdown()
-			var inner sync.WaitGroup
-			inner.Go(func() { _ = gate.Run(ctx) })
-			_ = c.Run(ctx)
-			inner.Wait()
-		})
+		group, err := sharding.NewGroup("configmaps", member, sharder, factory, gate, c)
+		if err != nil {
+			return err
+		}
+		return group.Run(ctx)
 	}
 	_ = run
 }

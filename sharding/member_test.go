@@ -120,3 +120,34 @@ func TestNewMemberAndSharderRejectBadInput(t *testing.T) {
 	_, err = sharding.NewSharder(env.Client(), nil, memberConfig("a"), sharding.SharderOptions{Resource: configMaps})
 	assert.ErrorIs(t, err, sharding.ErrInvalidConfig, "no metadata client")
 }
+
+// A runnable that fails ends the group with its error, after the member's
+// Lease was released; a group runs once.
+func TestGroupEndsWithAFailingRunnable(t *testing.T) {
+	env := controllertest.NewFake(t)
+	cfg := memberConfig("a")
+	m, err := sharding.NewMember(env.Client(), cfg, sharding.MemberOptions{})
+	require.NoError(t, err)
+	sh, err := sharding.NewSharder(env.Client(), &dynamicMetadata{d: env.Dynamic()}, cfg, sharding.SharderOptions{Resource: configMaps})
+	require.NoError(t, err)
+	boom := errors.New("boom")
+	g, err := sharding.NewGroup("g", m, sh, nil, runnableFunc(func(ctx context.Context) error { return boom }))
+	require.NoError(t, err)
+	assert.False(t, g.NeedLeaderElection())
+	assert.Equal(t, "g", g.Name())
+	err = g.Run(env.Context())
+	require.ErrorIs(t, err, boom)
+	lease, err := env.Client().CoordinationV1().Leases("default").Get(context.Background(), ringName+".a", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, *lease.Spec.HolderIdentity, "released")
+	assert.ErrorIs(t, g.Run(env.Context()), sharding.ErrGroupRunTwice)
+
+	_, err = sharding.NewGroup("", m, sh, nil)
+	assert.ErrorIs(t, err, sharding.ErrInvalidConfig)
+	_, err = sharding.NewGroup("g", m, sh, nil, nil)
+	assert.ErrorIs(t, err, sharding.ErrInvalidConfig)
+}
+
+type runnableFunc func(ctx context.Context) error
+
+func (f runnableFunc) Run(ctx context.Context) error { return f(ctx) }

@@ -120,7 +120,7 @@ type testMember struct {
 	cut     *atomic.Bool // partitions the member's Lease requests
 	cancel  context.CancelFunc
 	done    chan struct{} // everything stopped
-	left    chan struct{} // Member.Run returned
+	left    chan struct{} // the member's Group.Run returned
 	runErr  error
 }
 
@@ -200,30 +200,14 @@ func (r *ring) start(id string) *testMember {
 	require.NoError(t, err)
 	require.NoError(t, c.SetDispatchGate(gate))
 
+	group, err := sharding.NewGroup(id, m, sh, f, gate, c)
+	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(env.Context())
 	tm := &testMember{id: id, member: m, sharder: sh, cms: cms, cut: cut, cancel: cancel, done: make(chan struct{}), left: make(chan struct{})}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := sh.Run(ctx); err != nil {
-			t.Errorf("sharder %s: %v", id, err)
-		}
-	})
-	wg.Go(func() {
-		defer close(tm.left)
-		tm.runErr = m.Run(ctx, func(ctx context.Context) {
-			f.Start(ctx)
-			var inner sync.WaitGroup
-			inner.Go(func() { _ = gate.Run(ctx) })
-			if err := c.Run(ctx); err != nil {
-				t.Errorf("controller %s: %v", id, err)
-			}
-			inner.Wait()
-			f.Shutdown()
-		})
-	})
 	go func() {
-		wg.Wait()
-		close(tm.done)
+		defer close(tm.done)
+		defer close(tm.left)
+		tm.runErr = group.Run(ctx)
 	}()
 	r.mu.Lock()
 	r.members[id] = tm
@@ -469,7 +453,7 @@ func exercise(t *testing.T, r *ring) {
 	r.mu.Lock()
 	delete(r.members, "b")
 	r.mu.Unlock()
-	t.Cleanup(func() { b.cancel(); <-b.done })
+	t.Cleanup(b.cancel)
 	r.waitSettled([]string{"a", "c"}, settleWait)
 	took = time.Since(partitioned)
 	t.Logf("b partitioned (sharder: %v): it stopped after %v, its keys reconciled by a and c %v after the partition",
