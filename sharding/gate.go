@@ -84,6 +84,7 @@ type Gate[K Key] struct {
 	acks workqueue.TypedRateLimitingInterface[string]
 
 	mu       sync.Mutex
+	logger   klog.Logger // Run's, for the fence time-outs Admit logs
 	inFlight map[string]bool
 	acking   map[string]bool // acknowledgement patch under way
 	leaving  map[string]bool // drain seen: refused until assigned to us again
@@ -127,6 +128,7 @@ func newGate[K Key](cfg Config, owners Source, enqueue func(K), w writer, opts G
 	g := &Gate[K]{
 		cfg: cfg, owners: owners, enqueue: enqueue, w: w, clock: opts.Clock, metrics: opts.Metrics,
 		timeout: opts.FenceTimeout, children: opts.Children,
+		logger:   klog.Background().WithValues("ring", cfg.Ring, "member", cfg.Identity),
 		inFlight: map[string]bool{}, acking: map[string]bool{}, leaving: map[string]bool{}, fenced: map[string]fenced[K]{},
 	}
 	if g.clock == nil {
@@ -208,8 +210,8 @@ func (g *Gate[K]) fencePassed(k string, key K, obj metav1.Object) bool {
 	}
 	delete(g.fenced, k)
 	g.metrics.fenceTimedOut(g.cfg.Ring, g.cfg.Identity)
-	klog.Background().Info("Children fence not reached in time; reconciling anyway",
-		"ring", g.cfg.Ring, "member", g.cfg.Identity, "key", k, "waitingFor", describe(f, g.trackers), "timeout", g.timeout)
+	g.logger.Info("Children fence not reached in time; reconciling anyway",
+		"key", k, "waitingFor", describe(f, g.trackers), "timeout", g.timeout)
 	return true
 }
 
@@ -248,6 +250,9 @@ func (g *Gate[K]) releaseFenced() {
 func (g *Gate[K]) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("ring", g.cfg.Ring, "member", g.cfg.Identity)
 	ctx = klog.NewContext(ctx, logger)
+	g.mu.Lock()
+	g.logger = logger
+	g.mu.Unlock()
 	defer g.acks.ShutDown()
 	type reg struct {
 		inf cache.SharedIndexInformer

@@ -139,11 +139,21 @@ func (m *Member) Joined() <-chan struct{} {
 func (m *Member) Run(ctx context.Context, work func(ctx context.Context)) error {
 	logger := klog.FromContext(ctx).WithValues("ring", m.cfg.Ring, "member", m.cfg.Identity)
 	ctx = klog.NewContext(ctx, logger)
-	if err := m.ensureLease(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil
+	// Retried like a renewal: an API server briefly unreachable at start-up
+	// must not end the process.
+	for {
+		err := m.ensureLease(ctx)
+		if err == nil {
+			break
 		}
-		return fmt.Errorf("sharding: ring %q, member %q: %w", m.cfg.Ring, m.cfg.Identity, err)
+		logger.Error(err, "Cannot create or label the member Lease; retrying", "retryPeriod", m.cfg.RetryPeriod)
+		t := m.clock.NewTimer(m.cfg.RetryPeriod)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C():
+		}
 	}
 	m.mu.Lock()
 	select {

@@ -409,13 +409,14 @@ func exercise(t *testing.T, r *ring) {
 		require.Equal(t, float64(n), r.metric("ctrlkit_shard_keys_owned", "member", id), "keys owned by %s", id)
 	}
 	require.Equal(t, 3.0, r.metric("ctrlkit_shard_members"))
-	// Counted when the sharder sees its assignment stored, which after a
-	// lost reply may be a moment after the ring settled.
-	require.Eventually(t, func() bool { return r.metric("ctrlkit_shard_handovers_total") == float64(shares["c"]) }, 5*time.Second, 10*time.Millisecond,
-		"every key c took was drained from a live member: %v handovers (reassigned new %v, dead %v, drained %v; %v drains pending), c has %d",
+	// Every key c took was drained from a live member (keys may also have
+	// moved from a to b while the first sharder saw only a). Counted when the
+	// sharder sees its assignment stored, which after a lost reply may be a
+	// moment after the ring settled.
+	require.Eventually(t, func() bool { return r.metric("ctrlkit_shard_handovers_total") >= float64(shares["c"]) }, 5*time.Second, 10*time.Millisecond,
+		"%v handovers (reassigned new %v, dead %v, drained %v), c has %d",
 		r.metric("ctrlkit_shard_handovers_total"), r.metric("ctrlkit_shard_reassignments_total", "reason", "new"),
-		r.metric("ctrlkit_shard_reassignments_total", "reason", "dead"), r.metric("ctrlkit_shard_reassignments_total", "reason", "drained"),
-		r.metric("ctrlkit_shard_drains_pending"), shares["c"])
+		r.metric("ctrlkit_shard_reassignments_total", "reason", "dead"), r.metric("ctrlkit_shard_reassignments_total", "reason", "drained"), shares["c"])
 	require.Equal(t, 0.0, r.metric("ctrlkit_shard_drains_pending"))
 
 	aKeys := shares["a"]

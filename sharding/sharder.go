@@ -194,6 +194,10 @@ type drainRecord struct {
 	// seen is set once the drain is known stored (a reply, or the label in
 	// the cache); a write whose reply was lost is not, yet.
 	seen bool
+	// assigning is set when this term writes the new assignment: finding
+	// it stored without having had the reply is a handover to count, while
+	// one written by an earlier sharder was counted there.
+	assigning bool
 }
 
 type childInformer struct {
@@ -456,6 +460,12 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 				return wait, nil
 			}
 		}
+		t.mu.Lock()
+		if d, ok := t.drainStart[key]; ok {
+			d.assigning = true
+			t.drainStart[key] = d
+		}
+		t.mu.Unlock()
 		if err := t.assign(ctx, owner, desired); err != nil {
 			return 0, err
 		}
@@ -480,7 +490,7 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 		d, ok := t.drainStart[key]
 		t.mu.Unlock()
 		if ok {
-			if d.seen {
+			if d.seen && d.assigning {
 				// The assignment was written but its reply lost.
 				t.metrics.handover(t.cfg.Ring, t.clock.Since(d.at).Seconds())
 			}

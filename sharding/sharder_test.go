@@ -373,3 +373,35 @@ func TestLivenessJudgesByTheObserversClock(t *testing.T) {
 	l.forget(lease("r.a", "a_1", "2"))
 	assert.Empty(t, l.live())
 }
+
+// The assignment that ends a handover loses its reply: the handover is
+// counted once, when the sharder finds the assignment stored.
+func TestSyncCountsAHandoverWhoseReplyWasLost(t *testing.T) {
+	api := newFakeAPI()
+	m, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	tm := newTestTerm(t, api, testingclock.NewFakeClock(t0), m, false, "a", "b")
+	name := nameFor(t, []string{"a", "b"}, "b")
+	api.add(owners, name, map[string]string{Label("r"): "a"}, nil)
+	api.refresh()
+	ctx := context.Background()
+	_, err = tm.sync(ctx, "ns/"+name)
+	require.NoError(t, err)
+	o := api.get(owners, name)
+	_, err = api.patch(ctx, owners, "ns", name, metaPatch(o.ResourceVersion, map[string]*string{Label("r"): nil, DrainLabel("r"): nil}, nil))
+	require.NoError(t, err)
+	api.refresh()
+
+	api.lose = func(string) bool { return true }
+	_, err = tm.sync(ctx, "ns/"+name)
+	require.Error(t, err)
+	api.lose = nil
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.handovers.WithLabelValues("r")))
+	api.refresh()
+	for range 2 {
+		_, err = tm.sync(ctx, "ns/"+name)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.handovers.WithLabelValues("r")))
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.drainsPending.WithLabelValues("r")))
+}
