@@ -86,8 +86,10 @@ type Gate[K Key] struct {
 	mu       sync.Mutex
 	logger   klog.Logger // Run's, for the fence time-outs Admit logs
 	inFlight map[string]bool
-	acking   map[string]bool // acknowledgement patch under way
-	leaving  map[string]bool // drain seen: refused until assigned to us again
+	acking   map[string]bool   // acknowledgement patch under way
+	afterAck map[string]K      // keys refused while acking, enqueued once it ends
+	acked    map[string]string // key -> the version whose drain was acknowledged
+	leaving  map[string]bool   // drain seen: refused until assigned to us again
 	fenced   map[string]fenced[K]
 	owned    int
 }
@@ -129,7 +131,7 @@ func newGate[K Key](cfg Config, owners Source, enqueue func(K), w writer, opts G
 		cfg: cfg, owners: owners, enqueue: enqueue, w: w, clock: opts.Clock, metrics: opts.Metrics,
 		timeout: opts.FenceTimeout, children: opts.Children,
 		logger:   klog.Background().WithValues("ring", cfg.Ring, "member", cfg.Identity),
-		inFlight: map[string]bool{}, acking: map[string]bool{}, leaving: map[string]bool{}, fenced: map[string]fenced[K]{},
+		inFlight: map[string]bool{}, acking: map[string]bool{}, afterAck: map[string]K{}, acked: map[string]string{}, leaving: map[string]bool{}, fenced: map[string]fenced[K]{},
 	}
 	if g.clock == nil {
 		g.clock = clock.RealClock{}
@@ -167,6 +169,9 @@ func (g *Gate[K]) Admit(key K) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.acking[k] {
+		// The acknowledgement's reply may come after the owner was given
+		// back to this member: look again once it has.
+		g.afterAck[k] = key
 		return false
 	}
 	obj, mine, draining := g.ownerState(k)
@@ -184,6 +189,7 @@ func (g *Gate[K]) Admit(key K) bool {
 		return false
 	default:
 		delete(g.leaving, k)
+		delete(g.acked, k)
 		if !g.fencePassed(k, key, obj) {
 			return false
 		}
@@ -360,7 +366,8 @@ func (g *Gate[K]) processAck(ctx context.Context) bool {
 func (g *Gate[K]) ack(ctx context.Context, k string) error {
 	g.mu.Lock()
 	obj, mine, draining := g.ownerState(k)
-	if obj == nil || !mine || !draining || g.inFlight[k] {
+	// Already acknowledged at this version: the cache has not caught up.
+	if obj == nil || !mine || !draining || g.inFlight[k] || g.acked[k] == obj.GetResourceVersion() {
 		g.mu.Unlock()
 		return nil
 	}
@@ -370,13 +377,21 @@ func (g *Gate[K]) ack(ctx context.Context, k string) error {
 	defer func() {
 		g.mu.Lock()
 		delete(g.acking, k)
+		key, again := g.afterAck[k]
+		delete(g.afterAck, k)
 		g.mu.Unlock()
+		if again {
+			g.enqueue(key)
+		}
 	}()
 	ns, name, _ := cache.SplitMetaNamespaceKey(k)
 	_, err := g.w.patch(ctx, g.owners.GVR(), ns, name, metaPatch(obj.GetResourceVersion(),
 		map[string]*string{Label(g.cfg.Ring): nil, DrainLabel(g.cfg.Ring): nil}, nil))
 	switch {
 	case err == nil:
+		g.mu.Lock()
+		g.acked[k] = obj.GetResourceVersion()
+		g.mu.Unlock()
 		klog.FromContext(ctx).V(2).Info("Acknowledged a drain", "key", k)
 		return nil
 	case apierrors.IsNotFound(err):

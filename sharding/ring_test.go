@@ -459,7 +459,7 @@ func exercise(t *testing.T, r *ring) {
 	took = time.Since(partitioned)
 	t.Logf("b partitioned (sharder: %v): it stopped after %v, its keys reconciled by a and c %v after the partition",
 		wasSharder, stoppedAfter, took)
-	bound := testLeaseDuration + testRetryPeriod + testRenewDeadline + 2*time.Second
+	bound := testLeaseDuration + testRetryPeriod + testRenewDeadline + 3*time.Second
 	if wasSharder {
 		bound += testLeaseDuration
 	}

@@ -191,9 +191,6 @@ type term struct {
 // drainRecord is a drain this term wrote or saw.
 type drainRecord struct {
 	at time.Time
-	// seen is set once the drain is known stored (a reply, or the label in
-	// the cache); a write whose reply was lost is not, yet.
-	seen bool
 	// assigning is set when this term writes the new assignment: finding
 	// it stored without having had the reply is a handover to count, while
 	// one written by an earlier sharder was counted there.
@@ -483,14 +480,14 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 		// drain runs to its end, then the key is assigned afresh). A drain
 		// this term did not see written (a lost reply, an earlier sharder) is
 		// timed from now.
-		t.noteDrain(key, true)
+		t.noteDrain(key)
 		return 0, nil
 	case cur == desired:
 		t.mu.Lock()
 		d, ok := t.drainStart[key]
 		t.mu.Unlock()
 		if ok {
-			if d.seen && d.assigning {
+			if d.assigning {
 				// The assignment was written but its reply lost.
 				t.metrics.handover(t.cfg.Ring, t.clock.Since(d.at).Seconds())
 			}
@@ -502,7 +499,7 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 			metaPatch(owner.ResourceVersion, map[string]*string{DrainLabel(t.cfg.Ring): ptr("true")}, nil))
 		// Noted even on an error: the write may have been stored and
 		// acknowledged before this sharder sees the drain label.
-		t.noteDrain(key, err == nil)
+		t.noteDrain(key)
 		if err != nil {
 			return 0, ignoreNotFound(err)
 		}
@@ -512,15 +509,12 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 }
 
 // noteDrain records a drain of key, timed from its first note.
-func (t *term) noteDrain(key string, seen bool) {
+func (t *term) noteDrain(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	d, ok := t.drainStart[key]
-	if !ok {
-		d.at = t.clock.Now()
+	if _, ok := t.drainStart[key]; !ok {
+		t.drainStart[key] = drainRecord{at: t.clock.Now()}
 	}
-	d.seen = d.seen || seen
-	t.drainStart[key] = d
 	t.metrics.setDrainsPending(t.cfg.Ring, len(t.drainStart))
 }
 
