@@ -12,6 +12,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/manager"
 	"github.com/ctrlkit/ctrlkit/sharding"
 )
 
@@ -98,3 +99,18 @@ func ExampleNewGroup() {
 	}
 	_ = run
 }
+
+// A Manager runs a Group as it runs a controller: on every replica, since a
+// Group needs no leader election, with the member's Lease as a readiness
+// check.
+func ExampleGroup_manager() {
+	setup := func(mgr *manager.Manager, group *sharding.Group) error {
+		if err := mgr.AddReadyzCheck("shard-"+group.Name(), group.Member().Check); err != nil {
+			return err
+		}
+		return mgr.Add(group)
+	}
+	_ = setup
+}
+
+var _ manager.LeaderElectionRunnable = (*sharding.Group)(nil)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -24,6 +25,9 @@ var (
 	// renew its Lease within RenewDeadline: its work was stopped, and the
 	// sharder gives its keys to others once the Lease has expired.
 	ErrMembershipLost = errors.New("sharding: membership lost")
+	// ErrNotMember is wrapped by Member.Check while the member does not
+	// hold its Lease.
+	ErrNotMember = errors.New("sharding: not a member of the ring")
 	// ErrDuplicateIdentity is matched by the error Member.Run returns when
 	// another live process renews the Lease of the same identity.
 	ErrDuplicateIdentity = errors.New("sharding: identity held by another live member")
@@ -116,6 +120,18 @@ func (m *Member) IsMember() bool {
 	el := m.elector
 	m.mu.Unlock()
 	return el.IsLeader()
+}
+
+// Check is a readiness check (a manager.Checker): nil while the member
+// holds its Lease, else an error wrapping ErrNotMember naming the ring and
+// the Lease. A replica that is not a member reconciles nothing, so it should
+// not count as ready.
+func (m *Member) Check(*http.Request) error {
+	if m.IsMember() {
+		return nil
+	}
+	return fmt.Errorf("%w %q: Lease %s/%s not held by %s", ErrNotMember, m.cfg.Ring, m.cfg.Namespace,
+		memberLeaseName(m.cfg.Ring, m.cfg.Identity), m.holder)
 }
 
 // Joined is closed once the member holds its Lease in the current (or

@@ -29,6 +29,7 @@ func TestMemberHoldsAndReleasesItsLease(t *testing.T) {
 	m, err := sharding.NewMember(env.Client(), memberConfig("a"), sharding.MemberOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, sharding.Label(ringName)+"=a", m.Selector())
+	require.ErrorIs(t, m.Check(nil), sharding.ErrNotMember)
 	ctx, cancel := context.WithCancel(env.Context())
 	worked, workDone := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
@@ -46,6 +47,7 @@ func TestMemberHoldsAndReleasesItsLease(t *testing.T) {
 	}
 	<-m.Joined()
 	assert.True(t, m.IsMember())
+	assert.NoError(t, m.Check(nil))
 	lease, err := env.Client().CoordinationV1().Leases("default").Get(ctx, ringName+".a", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, ringName, lease.Labels[sharding.RingLabel])
@@ -63,6 +65,7 @@ func TestMemberHoldsAndReleasesItsLease(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, *lease.Spec.HolderIdentity, "released after the work returned")
 	assert.False(t, m.IsMember())
+	assert.ErrorContains(t, m.Check(nil), `not a member of the ring "cms": Lease default/cms.a not held by a_`)
 }
 
 // A second live process with the same identity never joins: it reports
