@@ -239,8 +239,15 @@ func (g *Gate[K]) releaseFenced() {
 	g.mu.Lock()
 	var ready []K
 	for k, p := range g.fenced {
-		obj, _, _ := g.ownerState(k)
-		if obj == nil || passed(parseFence(obj.GetAnnotations()[FenceAnnotation(g.cfg.Ring)]), g.trackers) ||
+		obj, mine, draining := g.ownerState(k)
+		if obj == nil || !mine || draining {
+			// Deleted or leaving: its own events take it from here.
+			delete(g.fenced, k)
+			continue
+		}
+		// Kept until Admit lets the key through, so the time-out runs
+		// from the first refusal.
+		if passed(parseFence(obj.GetAnnotations()[FenceAnnotation(g.cfg.Ring)]), g.trackers) ||
 			g.clock.Since(p.since) >= g.timeout {
 			ready = append(ready, p.key)
 		}

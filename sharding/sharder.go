@@ -486,13 +486,11 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 		t.mu.Lock()
 		d, ok := t.drainStart[key]
 		t.mu.Unlock()
-		if ok {
-			if d.assigning {
-				// The assignment was written but its reply lost.
-				t.metrics.handover(t.cfg.Ring, t.clock.Since(d.at).Seconds())
-			}
-			t.settle(key)
+		if ok && d.assigning {
+			// The assignment was written but its reply lost.
+			t.metrics.handover(t.cfg.Ring, t.clock.Since(d.at).Seconds())
 		}
+		t.settle(key)
 		return 0, t.relabelChildren(ctx, owner, desired, nil)
 	default:
 		_, err := t.w.patch(ctx, t.opts.Resource, owner.Namespace, owner.Name,
