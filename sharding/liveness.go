@@ -27,6 +27,7 @@ type observation struct {
 	version string // what changes on every renewal
 	holder  string
 	at      time.Time // when this version was first observed
+	deleted bool      // the Lease is gone: forget it once expired
 }
 
 func newLiveness(ring string, duration time.Duration, clk clock.PassiveClock) *liveness {
@@ -58,12 +59,20 @@ func (l *liveness) observe(lease *coordinationv1.Lease) {
 	l.seen[id] = observation{version: version, holder: holder, at: l.clock.Now()}
 }
 
-// forget drops a deleted Lease: its member is gone at once.
+// forget handles a deleted Lease. A deletion is not a release: whoever
+// deleted it, the member may still be running (it recreates its Lease on its
+// next renewal), so it stays live until its last observed renewal is
+// LeaseDuration old, and is forgotten then.
 func (l *liveness) forget(lease *coordinationv1.Lease) {
-	if id, ok := identityOf(l.ring, lease.Name); ok {
-		l.mu.Lock()
-		delete(l.seen, id)
-		l.mu.Unlock()
+	id, ok := identityOf(l.ring, lease.Name)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if o, ok := l.seen[id]; ok {
+		o.deleted = true
+		l.seen[id] = o
 	}
 }
 
@@ -75,7 +84,12 @@ func (l *liveness) live() []string {
 	defer l.mu.Unlock()
 	var out []string
 	for id, o := range l.seen {
-		if o.holder != "" && now.Sub(o.at) < l.duration {
+		switch {
+		case now.Sub(o.at) >= l.duration:
+			if o.deleted {
+				delete(l.seen, id)
+			}
+		case o.holder != "":
 			out = append(out, id)
 		}
 	}

@@ -370,8 +370,15 @@ func TestLivenessJudgesByTheObserversClock(t *testing.T) {
 	l.observe(lease("r.b", "b_1", "1")) // unchanged: not a renewal
 	clk.Step(600 * time.Millisecond)
 	assert.Equal(t, []string{"a"}, l.live())
+	// A deleted Lease is not a released one: its member stays live until
+	// its last renewal is a LeaseDuration old.
 	l.forget(lease("r.a", "a_1", "2"))
+	assert.Equal(t, []string{"a"}, l.live())
+	clk.Step(1500 * time.Millisecond)
 	assert.Empty(t, l.live())
+	l.mu.Lock()
+	assert.NotContains(t, l.seen, "a", "forgotten once expired")
+	l.mu.Unlock()
 }
 
 // The assignment that ends a handover loses its reply: the handover is
