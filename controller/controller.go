@@ -163,6 +163,7 @@ type Controller[K comparable] struct {
 	fenceOpts  *Fences                                 // Options.Fences
 	fenceOn    []func() *fenceTarget                   // FenceOn, and each Watch's informer
 	fences     atomic.Pointer[fenceTable[K]]           // set by Run when fenceOpts != nil
+	gate       DispatchGate[K]                         // SetDispatchGate; set before Run
 
 	// q is the running queue: nil before Run, then set once under mu. The
 	// hot path (Enqueue from informer handlers) reads it without the lock.
@@ -585,6 +586,15 @@ func (c *Controller[K]) processNext(ctx context.Context, q *runQueue[K], logger 
 		// Shutting down: keys not yet started are not started now; the next
 		// run relists and enqueues them again.
 		return true
+	}
+	if c.gate != nil {
+		if !c.gate.Admit(key) {
+			q.Forget(key)
+			c.markRetrying(key, false)
+			return true
+		}
+		// Deferred last, so it runs before q.Done can hand key to another worker.
+		defer c.gate.Release(key)
 	}
 	ft := c.fences.Load()
 	if ft != nil {

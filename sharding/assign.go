@@ -1,0 +1,206 @@
+package sharding
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+)
+
+// The sharder's steps of the protocol for one key (docs/design/sharding.md,
+// "The protocol"); the term in sharder.go feeds them keys.
+
+// Reasons of a reassignment, the values of the metric's reason label.
+const (
+	reasonNew     = "new"
+	reasonDead    = "dead"
+	reasonDrained = "drained"
+)
+
+// sync moves one owner key one step through the protocol. It returns a delay
+// after which to look again, or an error to retry with backoff.
+func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
+	owner, ok := t.ownerGet(key)
+	if !ok {
+		t.settle(key)
+		return 0, nil
+	}
+	view := t.snapshot()
+	if len(view.live) == 0 {
+		return 0, nil // nobody to assign to; a member joining queues every key
+	}
+	desired := view.ring.Owner(key)
+	labels := owner.GetLabels()
+	cur, draining := labels[Label(t.cfg.Ring)], labels[DrainLabel(t.cfg.Ring)] != ""
+	logger := klog.FromContext(ctx).WithValues("key", key)
+
+	switch {
+	case cur == "" || !view.live[cur]:
+		reason := reasonNew
+		t.mu.Lock()
+		_, drained := t.drainStart[key]
+		t.mu.Unlock()
+		switch {
+		case cur != "":
+			reason = reasonDead
+		case drained:
+			reason = reasonDrained
+		}
+		if reason != reasonNew {
+			// The previous owner may have created children just before it
+			// stopped: relabel them only once this sharder's child caches
+			// have caught up with the owner's current version.
+			if wait := t.childWait(key, owner); wait > 0 {
+				return wait, nil
+			}
+		}
+		t.mu.Lock()
+		if d, ok := t.drainStart[key]; ok {
+			d.assigning = true
+			t.drainStart[key] = d
+		}
+		t.mu.Unlock()
+		if err := t.assign(ctx, owner, desired); err != nil {
+			return 0, err
+		}
+		logger.V(2).Info("Assigned", "member", desired, "from", cur, "reason", reason)
+		t.metrics.reassigned(t.cfg.Ring, reason)
+		t.mu.Lock()
+		if d, ok := t.drainStart[key]; ok {
+			t.metrics.handover(t.cfg.Ring, t.clock.Since(d.at).Seconds())
+		}
+		t.mu.Unlock()
+		t.settle(key)
+		return 0, nil
+	case draining:
+		// Waiting for cur to acknowledge (also when cur is wanted again: the
+		// drain runs to its end, then the key is assigned afresh). A drain
+		// this term did not see written (a lost reply, an earlier sharder) is
+		// timed from now.
+		t.noteDrain(key)
+		return 0, nil
+	case cur == desired:
+		t.mu.Lock()
+		d, ok := t.drainStart[key]
+		t.mu.Unlock()
+		if ok && d.assigning {
+			// The assignment was written but its reply lost.
+			t.metrics.handover(t.cfg.Ring, t.clock.Since(d.at).Seconds())
+		}
+		t.settle(key)
+		return 0, t.relabelChildren(ctx, owner, desired, nil)
+	default:
+		_, err := t.w.patch(ctx, t.opts.Resource, owner.Namespace, owner.Name,
+			metaPatch(owner.ResourceVersion, map[string]*string{DrainLabel(t.cfg.Ring): ptr("true")}, nil))
+		// Noted even on an error: the write may have been stored and
+		// acknowledged before this sharder sees the drain label.
+		t.noteDrain(key)
+		if err != nil {
+			return 0, ignoreNotFound(err)
+		}
+		logger.V(2).Info("Draining", "member", cur, "to", desired)
+		return 0, nil
+	}
+}
+
+// noteDrain records a drain of key, timed from its first note.
+func (t *term) noteDrain(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.drainStart[key]; !ok {
+		t.drainStart[key] = drainRecord{at: t.clock.Now()}
+	}
+	t.metrics.setDrainsPending(t.cfg.Ring, len(t.drainStart))
+}
+
+// settle forgets the per-key state of a key that is assigned or gone.
+func (t *term) settle(key string) {
+	t.mu.Lock()
+	delete(t.drainStart, key)
+	delete(t.waitSince, key)
+	t.metrics.setDrainsPending(t.cfg.Ring, len(t.drainStart))
+	t.mu.Unlock()
+}
+
+// childWait returns how long to wait before relabelling owner's children:
+// zero once every child informer has delivered owner's resourceVersion (so
+// it holds every child written before the acknowledgement), or once
+// RetryPeriod has passed since the first look (a quiet child resource may
+// not deliver anything for a long time).
+func (t *term) childWait(key string, owner *metav1.PartialObjectMetadata) time.Duration {
+	if len(t.trackers) == 0 {
+		return 0
+	}
+	rv, ok := parseRV(owner.ResourceVersion)
+	if !ok {
+		return 0
+	}
+	caughtUp := true
+	for _, tr := range t.trackers {
+		if tr.seen.Load() < rv {
+			caughtUp = false
+		}
+	}
+	if caughtUp {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	since, ok := t.waitSince[key]
+	if !ok {
+		since = t.clock.Now()
+		t.waitSince[key] = since
+	}
+	if left := t.cfg.RetryPeriod - t.clock.Since(since); left > 0 {
+		return min(left, t.cfg.RetryPeriod/4)
+	}
+	return 0
+}
+
+// assign relabels owner's children to member, then owner itself with the
+// children fence, removing any drain label.
+func (t *term) assign(ctx context.Context, owner *metav1.PartialObjectMetadata, member string) error {
+	f := fence{}
+	if err := t.relabelChildren(ctx, owner, member, f); err != nil {
+		return err
+	}
+	ann := map[string]*string{}
+	if len(f) > 0 {
+		ann[FenceAnnotation(t.cfg.Ring)] = ptr(f.String())
+	} else if _, ok := owner.GetAnnotations()[FenceAnnotation(t.cfg.Ring)]; ok {
+		ann[FenceAnnotation(t.cfg.Ring)] = nil
+	}
+	_, err := t.w.patch(ctx, t.opts.Resource, owner.Namespace, owner.Name, metaPatch(owner.ResourceVersion,
+		map[string]*string{Label(t.cfg.Ring): ptr(member), DrainLabel(t.cfg.Ring): nil}, ann))
+	return ignoreNotFound(err)
+}
+
+// relabelChildren labels every cached child of owner for member, each
+// preconditioned on the version seen; f, when not nil, collects the
+// resourceVersion per resource that member's caches must reach.
+func (t *term) relabelChildren(ctx context.Context, owner *metav1.PartialObjectMetadata, member string, f fence) error {
+	for _, c := range t.childrenOf(owner.UID) {
+		res := c.gvr.GroupResource().String()
+		if c.obj.GetLabels()[Label(t.cfg.Ring)] == member {
+			if f != nil {
+				f.raise(res, c.obj.ResourceVersion)
+			}
+			continue
+		}
+		out, err := t.w.patch(ctx, c.gvr, c.obj.Namespace, c.obj.Name,
+			metaPatch(c.obj.ResourceVersion, map[string]*string{Label(t.cfg.Ring): ptr(member)}, nil))
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return fmt.Errorf("relabelling %s %s/%s: %w", res, c.obj.Namespace, c.obj.Name, err)
+		}
+		if f != nil {
+			f.raise(res, out.ResourceVersion)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,195 @@
+package sharding
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/ctrlkit/ctrlkit/leaderelection"
+)
+
+// Label and annotation names. The ring's name is the suffix of every
+// per-ring key, so several rings can shard the same objects independently.
+const (
+	// LabelPrefix prefixes the assignment label: shard.ctrlkit.dev/<ring>.
+	LabelPrefix = "shard.ctrlkit.dev/"
+	// DrainLabelPrefix prefixes the drain label: drain.shard.ctrlkit.dev/<ring>.
+	DrainLabelPrefix = "drain.shard.ctrlkit.dev/"
+	// RingLabel marks a member Lease with the name of its ring.
+	RingLabel = "lease.shard.ctrlkit.dev/ring"
+	// fenceSuffix ends the children-fence annotation: shard.ctrlkit.dev/<ring>-children-rv.
+	fenceSuffix = "-children-rv"
+	// sharderSuffix ends the name of the sharder's election Lease: <ring>-sharder.
+	sharderSuffix = "-sharder"
+)
+
+// MaxRingLength is the longest ring name: the fence annotation's name part,
+// <ring>-children-rv, must fit in a label name's 63 characters.
+const MaxRingLength = validation.LabelValueMaxLength - len(fenceSuffix)
+
+// Defaults of Config, those of leader election (kube-controller-manager's).
+const (
+	DefaultLeaseDuration = leaderelection.DefaultLeaseDuration
+	DefaultRenewDeadline = leaderelection.DefaultRenewDeadline
+	DefaultRetryPeriod   = leaderelection.DefaultRetryPeriod
+)
+
+// ErrInvalidConfig is matched (errors.Is) by every error reporting a Config
+// that breaks a rule; errors.As with a *ConfigError gets the field.
+var ErrInvalidConfig = errors.New("invalid sharding config")
+
+// ConfigError is one broken configuration rule.
+type ConfigError struct {
+	// Field is the culprit: "ring", "namespace", "identity", "leaseDuration",
+	// "renewDeadline" or "retryPeriod", or an option named by the function
+	// that reports it.
+	Field string
+	// Rule states the rule with the value that broke it.
+	Rule string
+}
+
+func (e *ConfigError) Error() string { return ErrInvalidConfig.Error() + ": " + e.Rule }
+
+// Is makes errors.Is(err, ErrInvalidConfig) true.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Config names a ring and this process's place in it. Every member of a ring
+// must use the same Ring, Namespace and durations; Identity is per process.
+type Config struct {
+	// Ring names the ring: it is the suffix of the assignment label
+	// (shard.ctrlkit.dev/<ring>) and the prefix of the member Leases
+	// (<ring>.<identity>) and of the sharder's Lease (<ring>-sharder). It
+	// must be a DNS-1123 label (it is also part of Lease names) of at most
+	// MaxRingLength characters. Required.
+	Ring string
+	// Namespace holds the Leases. Default "kube-system".
+	Namespace string
+	// Identity names this member: the value of the assignment label on the
+	// objects it owns. It must be a valid label value that can also end a
+	// Lease name: lower-case alphanumerics, '-' and '.', starting and ending
+	// with an alphanumeric, at most 63 characters. A Pod's name is a good
+	// choice. Required.
+	Identity string
+
+	// LeaseDuration is how long the sharder waits, from the last renewal of
+	// a member Lease it observed, before it takes the member for dead and
+	// gives its keys to others. Default 15s.
+	LeaseDuration time.Duration
+	// RenewDeadline is how long a member keeps retrying a failed renewal
+	// before it stops its controllers. Default 10s.
+	RenewDeadline time.Duration
+	// RetryPeriod is the pause between renewals. Default 2s.
+	RetryPeriod time.Duration
+}
+
+// WithDefaults returns c with every zero field except Ring and Identity set
+// to its default.
+func (c Config) WithDefaults() Config {
+	if c.Namespace == "" {
+		c.Namespace = leaderelection.DefaultNamespace
+	}
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = DefaultLeaseDuration
+	}
+	if c.RenewDeadline == 0 {
+		c.RenewDeadline = DefaultRenewDeadline
+	}
+	if c.RetryPeriod == 0 {
+		c.RetryPeriod = DefaultRetryPeriod
+	}
+	return c
+}
+
+// Validate checks c as it is (validate c.WithDefaults() to check what the
+// ring will use) and returns every broken rule, each a *ConfigError, joined.
+// The duration rules are leader election's, since member Leases are renewed
+// and judged the same way.
+func (c Config) Validate() error {
+	var errs []error
+	add := func(field, format string, args ...any) {
+		errs = append(errs, &ConfigError{Field: field, Rule: fmt.Sprintf(format, args...)})
+	}
+	if msgs := validation.IsDNS1123Label(c.Ring); len(msgs) > 0 {
+		add("ring", "ring %q must be a DNS-1123 label, as it names Leases and ends label keys: %s", c.Ring, strings.Join(msgs, "; "))
+	} else if len(c.Ring) > MaxRingLength {
+		add("ring", "ring %q is %d characters, more than %d (the annotation %s<ring>%s must be a valid label key)",
+			c.Ring, len(c.Ring), MaxRingLength, LabelPrefix, fenceSuffix)
+	}
+	if msgs := validation.IsValidLabelValue(c.Identity); c.Identity == "" || len(msgs) > 0 {
+		if c.Identity == "" {
+			msgs = append(msgs, "must not be empty")
+		}
+		add("identity", "identity %q must be a valid label value: %s", c.Identity, strings.Join(msgs, "; "))
+	} else if msgs := validation.IsDNS1123Subdomain(c.Identity); len(msgs) > 0 {
+		add("identity", "identity %q must also be usable in the Lease name <ring>.<identity> (lower-case alphanumerics, '-' and '.'): %s",
+			c.Identity, strings.Join(msgs, "; "))
+	}
+	// Leader election's rules for the durations, namespace and identity; its
+	// Name rule is ours above, so the Lease name given to it is a valid one.
+	le := c.election(c.Ring + sharderSuffix)
+	if c.Ring == "" {
+		le.Name = "ring"
+	}
+	var leErr error
+	if err := le.Validate(); err != nil {
+		leErr = err
+	}
+	for _, e := range flatten(leErr) {
+		var ce *leaderelection.ConfigError
+		if errors.As(e, &ce) && ce.Field != "name" && ce.Field != "identity" && ce.Field != "healthTolerance" {
+			add(ce.Field, "%s", ce.Rule)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// election is the leader-election configuration of a Lease of this ring
+// named name, held by this member.
+func (c Config) election(name string) leaderelection.Config {
+	return leaderelection.Config{
+		Namespace:       c.Namespace,
+		Name:            name,
+		Identity:        c.Identity,
+		LeaseDuration:   c.LeaseDuration,
+		RenewDeadline:   c.RenewDeadline,
+		RetryPeriod:     c.RetryPeriod,
+		HealthTolerance: leaderelection.DefaultHealthTolerance,
+	}
+}
+
+func flatten(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// Label is the assignment label of ring: shard.ctrlkit.dev/<ring>.
+func Label(ring string) string { return LabelPrefix + ring }
+
+// DrainLabel is the drain label of ring: drain.shard.ctrlkit.dev/<ring>.
+func DrainLabel(ring string) string { return DrainLabelPrefix + ring }
+
+// FenceAnnotation is the children-fence annotation of ring:
+// shard.ctrlkit.dev/<ring>-children-rv.
+func FenceAnnotation(ring string) string { return LabelPrefix + ring + fenceSuffix }
+
+// Selector is the label selector of the objects assigned to identity in
+// ring, for informer.WithLabelSelector.
+func Selector(ring, identity string) string { return Label(ring) + "=" + identity }
+
+// memberLeaseName is the name of identity's Lease in ring. A ring name has no
+// dot, so the first dot separates the ring from the identity and names of
+// different rings never collide; the sharder's Lease has no dot.
+func memberLeaseName(ring, identity string) string { return ring + "." + identity }
+
+// identityOf returns the identity of a member Lease of ring by its name.
+func identityOf(ring, leaseName string) (string, bool) {
+	return strings.CutPrefix(leaseName, ring+".")
+}

@@ -1,0 +1,37 @@
+// Package sharding splits the keys of a controller, and its caches, across
+// the replicas of one binary: active-active replicas over Leases, labels
+// and optimistic concurrency, with nothing else to deploy. The protocol and
+// why it is safe are in docs/design/sharding.md; in brief:
+//
+//   - A ring of members: each replica joins by holding its own Lease,
+//     <ring>.<identity> in the ring's namespace, labelled
+//     lease.shard.ctrlkit.dev/ring=<ring> (Member). A member that cannot
+//     renew within RenewDeadline stops its work, as a leader that loses its
+//     Lease does.
+//   - One sharder: every member runs a Sharder, and the holder of the Lease
+//     <ring>-sharder (package leaderelection) writes each object's
+//     assignment as the label shard.ctrlkit.dev/<ring>=<identity>, chosen by
+//     rendezvous hashing over the members whose Leases it has seen renewed
+//     within LeaseDuration of its own clock. Every write is preconditioned
+//     on the resourceVersion it was decided on.
+//   - Shard-scoped caches: a member's informers of the sharded resource and
+//     its children select its label (informer.WithLabelSelector with
+//     Member.Selector), so it lists, watches and caches about 1/N of them.
+//   - Safe handover: a key moving from a live member A to B is first
+//     drained: the sharder adds drain.shard.ctrlkit.dev/<ring>=true, A's
+//     Gate stops dispatching the key, waits for its in-flight Reconcile and
+//     acknowledges by removing both labels; only then does the sharder
+//     relabel the children and the owner for B, with the children fence
+//     annotation shard.ctrlkit.dev/<ring>-children-rv that B's Gate waits
+//     for before B's first Reconcile. A dead member's keys move once its
+//     Lease has gone unrenewed for LeaseDuration.
+//
+// A controller opts in with a Gate (NewGate, given to
+// controller.Controller's SetDispatchGate) and label-selected informers;
+// code that creates children copies the owner's label with Inherit; a Group
+// runs the sharder candidate, and the member's informers and controllers
+// while it is a member, as one runnable (see ExampleNewGroup). Bad
+// input is refused before anything starts: Config.Validate (ring and
+// identity names, Lease durations), NewMember, NewSharder, and CheckAccess
+// for the RBAC the ring needs.
+package sharding

@@ -1,0 +1,293 @@
+package sharding
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/informer"
+)
+
+// dynWriter patches through the fake cluster's dynamic client, with
+// faults: conflicts fail the next calls without writing, lose loses the
+// reply of the next writes. Each call is logged in the shared log.
+type dynWriter struct {
+	d   dynamic.Interface
+	log *eventLog
+
+	mu        sync.Mutex
+	conflicts int
+	lose      int
+	calls     int
+}
+
+func (w *dynWriter) patch(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, data []byte) (*metav1.PartialObjectMetadata, error) {
+	w.mu.Lock()
+	w.calls++
+	conflict := w.conflicts > 0
+	if conflict {
+		w.conflicts--
+	}
+	w.mu.Unlock()
+	w.log.add("patch " + name)
+	if conflict {
+		return nil, apierrors.NewConflict(gvr.GroupResource(), name, fmt.Errorf("injected"))
+	}
+	u, err := w.d.Resource(gvr).Namespace(ns).Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{})
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.lose > 0 {
+		w.lose--
+		return nil, fmt.Errorf("reply to the patch of %s lost", name)
+	}
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{ResourceVersion: u.GetResourceVersion()}}, nil
+}
+
+type eventLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (l *eventLog) add(e string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+}
+
+func (l *eventLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.events...)
+}
+
+type gateEnv struct {
+	env      *controllertest.FakeEnv
+	cms      informer.Informer[*corev1.ConfigMap]
+	secrets  informer.Informer[*corev1.Secret]
+	gate     *Gate[controller.Key]
+	w        *dynWriter
+	log      *eventLog
+	enqueued chan controller.Key
+	metrics  *Metrics
+}
+
+func newGateEnv(t *testing.T, clk clock.WithTicker, objs ...*corev1.ConfigMap) *gateEnv {
+	t.Helper()
+	var seed []runtime.Object
+	for _, o := range objs {
+		seed = append(seed, o)
+	}
+	env := controllertest.NewFake(t, seed...)
+	cfg := Config{Ring: "r", Identity: "m", LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 300 * time.Millisecond}.WithDefaults()
+	sel := Selector("r", "m")
+	cms, err := informer.For[*corev1.ConfigMap](env.Factory(), informer.WithLabelSelector[*corev1.ConfigMap](sel))
+	require.NoError(t, err)
+	secrets, err := informer.For[*corev1.Secret](env.Factory(), informer.WithLabelSelector[*corev1.Secret](sel))
+	require.NoError(t, err)
+	m, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	ge := &gateEnv{env: env, cms: cms, secrets: secrets, log: &eventLog{}, enqueued: make(chan controller.Key, 100), metrics: m}
+	ge.w = &dynWriter{d: env.Dynamic(), log: ge.log}
+	ge.gate = newGate(cfg, cms, func(k controller.Key) { ge.enqueued <- k }, ge.w,
+		GateOptions{Children: []Source{secrets}, Metrics: m, Clock: clk, FenceTimeout: time.Second})
+	env.Sync()
+	ctx, cancel := context.WithCancel(env.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		assert.NoError(t, ge.gate.Run(ctx))
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return ge
+}
+
+func configMap(name string, labels, annotations map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: labels, Annotations: annotations}}
+}
+
+func (ge *gateEnv) stored(t *testing.T, name string) *corev1.ConfigMap {
+	t.Helper()
+	cm, err := ge.env.Client().CoreV1().ConfigMaps("default").Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	return cm
+}
+
+func (ge *gateEnv) label(t *testing.T, name string, labels map[string]*string) {
+	t.Helper()
+	_, err := ge.env.Client().CoreV1().ConfigMaps("default").Patch(context.Background(), name, types.MergePatchType,
+		metaPatch(ge.stored(t, name).ResourceVersion, labels, nil), metav1.PatchOptions{})
+	require.NoError(t, err)
+}
+
+func (ge *gateEnv) cached(name string) *corev1.ConfigMap {
+	cm, err := ge.cms.Lister().Get("default", name)
+	if err != nil {
+		return nil
+	}
+	return cm
+}
+
+func eventually(t *testing.T, cond func() bool, msg string) {
+	t.Helper()
+	require.Eventually(t, cond, 10*time.Second, time.Millisecond, msg)
+}
+
+var keyX = controller.Key{Namespace: "default", Name: "x"}
+
+// A drain waits for the in-flight Reconcile, is acknowledged with one
+// patch, and the key stays refused after the object left the cache, until
+// it is assigned here again.
+func TestGateAcknowledgesADrainAfterTheReconcile(t *testing.T) {
+	ge := newGateEnv(t, clock.RealClock{}, configMap("x", map[string]string{Label("r"): "m"}, nil))
+	eventually(t, func() bool { return ge.cached("x") != nil }, "x cached")
+	require.True(t, ge.gate.Admit(keyX))
+
+	ge.label(t, "x", map[string]*string{DrainLabel("r"): ptr("true")})
+	eventually(t, func() bool {
+		ge.gate.mu.Lock()
+		defer ge.gate.mu.Unlock()
+		return ge.gate.leaving["default/x"]
+	}, "the gate saw the drain")
+	assert.False(t, ge.gate.Admit(keyX), "a draining key is not dispatched")
+	assert.Equal(t, "m", ge.stored(t, "x").Labels[Label("r")], "not acknowledged while the Reconcile runs")
+
+	ge.log.add("release x")
+	ge.gate.Release(keyX)
+	eventually(t, func() bool { return ge.stored(t, "x").Labels[Label("r")] == "" }, "acknowledged")
+	assert.Equal(t, []string{"release x", "patch x"}, ge.log.all())
+	assert.Empty(t, ge.stored(t, "x").Labels[DrainLabel("r")])
+
+	eventually(t, func() bool { return ge.cached("x") == nil }, "x left the cache")
+	assert.False(t, ge.gate.Admit(keyX), "a handed-over key is not mistaken for a deleted one")
+
+	ge.label(t, "x", map[string]*string{Label("r"): ptr("m")})
+	eventually(t, func() bool { return ge.cached("x") != nil }, "x back in the cache")
+	// Refused only while the acknowledgement's reply is still on its way,
+	// and then enqueued again.
+	if !ge.gate.Admit(keyX) {
+		select {
+		case k := <-ge.enqueued:
+			assert.Equal(t, keyX, k)
+		case <-time.After(10 * time.Second):
+			t.Fatal("a key refused during the acknowledgement was not enqueued again")
+		}
+		require.True(t, ge.gate.Admit(keyX), "assigned here again")
+	}
+	ge.gate.Release(keyX)
+}
+
+// An acknowledgement that fails with a Conflict, then one whose reply is
+// lost, end with the labels removed once and the key refused throughout.
+func TestGateAcknowledgementSurvivesConflictsAndLostReplies(t *testing.T) {
+	ge := newGateEnv(t, clock.RealClock{})
+	ge.w.conflicts, ge.w.lose = 1, 1
+	_, err := ge.env.Client().CoreV1().ConfigMaps("default").Create(context.Background(),
+		configMap("x", map[string]string{Label("r"): "m", DrainLabel("r"): "true"}, nil), metav1.CreateOptions{})
+	require.NoError(t, err)
+	eventually(t, func() bool {
+		ge.gate.mu.Lock()
+		defer ge.gate.mu.Unlock()
+		return ge.gate.leaving["default/x"]
+	}, "the gate saw the drain")
+	eventually(t, func() bool {
+		if ge.gate.Admit(keyX) {
+			ge.gate.Release(keyX)
+			t.Error("a draining key was admitted")
+		}
+		return ge.stored(t, "x").Labels[Label("r")] == "" && ge.cached("x") == nil
+	}, "acknowledged and gone from the cache")
+	assert.False(t, ge.gate.Admit(keyX))
+	ge.w.mu.Lock()
+	defer ge.w.mu.Unlock()
+	assert.GreaterOrEqual(t, ge.w.calls, 2, "the Conflict was retried")
+}
+
+// A newly assigned owner is held back until the child informer has
+// delivered the children fence, then enqueued.
+func TestGateWaitsForTheChildrenFence(t *testing.T) {
+	ge := newGateEnv(t, clock.RealClock{})
+	ctx := context.Background()
+	s, err := ge.env.Client().CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	rv, err := strconv.ParseUint(s.ResourceVersion, 10, 64)
+	require.NoError(t, err)
+	fenceRV := rv + 3 // two writes after the owner's create
+	_, err = ge.env.Client().CoreV1().ConfigMaps("default").Create(ctx, configMap("x", map[string]string{Label("r"): "m"},
+		map[string]string{FenceAnnotation("r"): "secrets=" + strconv.FormatUint(fenceRV, 10) + ",pods=1"}), metav1.CreateOptions{})
+	require.NoError(t, err)
+	eventually(t, func() bool { return ge.cached("x") != nil }, "x cached")
+	assert.False(t, ge.gate.Admit(keyX), "held back by the fence")
+
+	for _, n := range []string{"c1", "c2"} {
+		_, err := ge.env.Client().CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+			Name: n, Labels: map[string]string{Label("r"): "m"}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	select {
+	case k := <-ge.enqueued:
+		assert.Equal(t, keyX, k)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the key was not enqueued when the fence passed")
+	}
+	require.True(t, ge.gate.Admit(keyX))
+	ge.gate.Release(keyX)
+	assert.Equal(t, 0.0, testutil.ToFloat64(ge.metrics.fenceTimeouts.WithLabelValues("r", "m")))
+}
+
+// A fence that is never delivered (its child was deleted before this
+// member started watching) holds the key back for FenceTimeout only.
+func TestGateFenceTimesOut(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	ge := newGateEnv(t, clk, configMap("x", map[string]string{Label("r"): "m"}, map[string]string{FenceAnnotation("r"): "secrets=999999999"}))
+	eventually(t, func() bool { return ge.cached("x") != nil }, "x cached")
+	assert.False(t, ge.gate.Admit(keyX))
+	// The ticker may start after a step; step until it has fired past the
+	// time-out.
+	eventually(t, func() bool {
+		select {
+		case k := <-ge.enqueued:
+			assert.Equal(t, keyX, k)
+			return true
+		default:
+			clk.Step(100 * time.Millisecond)
+			return false
+		}
+	}, "the key is enqueued once the fence timed out")
+	require.True(t, ge.gate.Admit(keyX))
+	ge.gate.Release(keyX)
+	assert.Equal(t, 1.0, testutil.ToFloat64(ge.metrics.fenceTimeouts.WithLabelValues("r", "m")))
+}
+
+// Keys whose object is not this member's are refused; a deletion (not a
+// handover) is admitted; the owned-keys gauge follows the cache.
+func TestGateAdmitsDeletionsAndCountsKeys(t *testing.T) {
+	ge := newGateEnv(t, clock.RealClock{}, configMap("x", map[string]string{Label("r"): "m"}, nil), configMap("y", map[string]string{Label("r"): "m"}, nil))
+	eventually(t, func() bool { return testutil.ToFloat64(ge.metrics.keysOwned.WithLabelValues("r", "m")) == 2 }, "two keys owned")
+	require.NoError(t, ge.env.Client().CoreV1().ConfigMaps("default").Delete(context.Background(), "x", metav1.DeleteOptions{}))
+	eventually(t, func() bool { return ge.cached("x") == nil }, "x deleted")
+	require.True(t, ge.gate.Admit(keyX), "a deleted owner is reconciled as usual")
+	ge.gate.Release(keyX)
+	eventually(t, func() bool { return testutil.ToFloat64(ge.metrics.keysOwned.WithLabelValues("r", "m")) == 1 }, "one key owned")
+}

@@ -1,0 +1,114 @@
+package sharding
+
+import (
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/utils/clock"
+)
+
+// liveness is the sharder's view of the ring: which member Leases it has
+// seen renewed within LeaseDuration. As in client-go's leader election, a
+// renewal is judged by the observer's clock (when the sharder saw the Lease
+// change), never by the renew time written by another host's clock.
+type liveness struct {
+	ring     string
+	duration time.Duration
+	clock    clock.PassiveClock
+
+	mu   sync.Mutex
+	seen map[string]observation // by identity
+}
+
+type observation struct {
+	version string // what changes on every renewal
+	holder  string
+	at      time.Time // when this version was first observed
+	deleted bool      // the Lease is gone: forget it once expired
+}
+
+func newLiveness(ring string, duration time.Duration, clk clock.PassiveClock) *liveness {
+	return &liveness{ring: ring, duration: duration, clock: clk, seen: map[string]observation{}}
+}
+
+// observe records a Lease as seen now if it changed since the last
+// observation. A Lease not named <ring>.<identity> is ignored.
+func (l *liveness) observe(lease *coordinationv1.Lease) {
+	id, ok := identityOf(l.ring, lease.Name)
+	if !ok || id == "" {
+		return
+	}
+	version := lease.ResourceVersion
+	if rt := lease.Spec.RenewTime; rt != nil {
+		// Fake clientsets may leave resourceVersion alone; the renew time in
+		// microseconds still changes on every renewal.
+		version += "/" + rt.UTC().Format(time.RFC3339Nano)
+	}
+	holder := ""
+	if lease.Spec.HolderIdentity != nil {
+		holder = *lease.Spec.HolderIdentity
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if o, ok := l.seen[id]; ok && o.version == version {
+		return
+	}
+	l.seen[id] = observation{version: version, holder: holder, at: l.clock.Now()}
+}
+
+// forget handles a deleted Lease. A deletion is not a release: whoever
+// deleted it, the member may still be running (it recreates its Lease on its
+// next renewal), so it stays live until its last observed renewal is
+// LeaseDuration old, and is forgotten then.
+func (l *liveness) forget(lease *coordinationv1.Lease) {
+	id, ok := identityOf(l.ring, lease.Name)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if o, ok := l.seen[id]; ok {
+		o.deleted = true
+		l.seen[id] = o
+	}
+}
+
+// live returns the members whose Lease has a holder and was seen renewed
+// within the lease duration, sorted.
+func (l *liveness) live() []string {
+	now := l.clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for id, o := range l.seen {
+		switch {
+		case now.Sub(o.at) >= l.duration:
+			if o.deleted {
+				delete(l.seen, id)
+			}
+		case o.holder != "":
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// snapshot is one view of the live members.
+type snapshot struct {
+	ring *Ring
+	live map[string]bool
+}
+
+func newSnapshot(ring string, live []string) snapshot {
+	s := snapshot{ring: NewRing(ring, live), live: make(map[string]bool, len(live))}
+	for _, m := range live {
+		s.live[m] = true
+	}
+	return s
+}
+
+func (s snapshot) members() []string { return slices.Sorted(maps.Keys(s.live)) }

@@ -1,0 +1,250 @@
+package sharding
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/ctrlkit/ctrlkit/leaderelection"
+)
+
+var (
+	// ErrMembershipLost is returned by Member.Run when the member could not
+	// renew its Lease within RenewDeadline: its work was stopped, and the
+	// sharder gives its keys to others once the Lease has expired.
+	ErrMembershipLost = errors.New("sharding: membership lost")
+	// ErrNotMember is wrapped by Member.Check while the member does not
+	// hold its Lease.
+	ErrNotMember = errors.New("sharding: not a member of the ring")
+	// ErrDuplicateIdentity is matched by the error Member.Run returns when
+	// another live process renews the Lease of the same identity.
+	ErrDuplicateIdentity = errors.New("sharding: identity held by another live member")
+)
+
+// DuplicateIdentityError names the identity and the holder that kept it.
+type DuplicateIdentityError struct {
+	Ring, Identity string
+	// Holder is the holder identity written in the Lease by the other
+	// process (the identity and a random suffix of that process).
+	Holder string
+}
+
+func (e *DuplicateIdentityError) Error() string {
+	return fmt.Sprintf("%v: ring %q, identity %q: Lease held and renewed by %q for longer than two lease durations",
+		ErrDuplicateIdentity, e.Ring, e.Identity, e.Holder)
+}
+
+// Is makes errors.Is(err, ErrDuplicateIdentity) true.
+func (e *DuplicateIdentityError) Is(target error) bool { return target == ErrDuplicateIdentity }
+
+// Member is one process's membership of a ring: it holds the Lease
+// <ring>.<identity> (labelled shard.ctrlkit.dev/ring=<ring>) and renews it
+// every RetryPeriod, with leader election's engine, as the only candidate
+// for it. A process restarted with the same identity waits for its former
+// incarnation's Lease to expire, exactly as a leader's successor does, so
+// the two never overlap.
+type Member struct {
+	cfg    Config
+	client kubernetes.Interface
+	holder string // Lease holder: identity and a per-process suffix
+	clock  clock.WithTicker
+
+	elector *leaderelection.Elector
+	mu      sync.Mutex
+	joined  chan struct{} // closed when the Lease is first held in the current Run
+}
+
+// MemberOptions are the optional knobs of NewMember.
+type MemberOptions struct {
+	// Clock times the wait for a duplicate identity. Default: the real
+	// clock. (Renewals are client-go's engine's, on the real clock.)
+	Clock clock.WithTicker
+}
+
+// NewMember validates cfg (defaults applied) and returns a Member that has
+// not joined.
+func NewMember(client kubernetes.Interface, cfg Config, opts MemberOptions) (*Member, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if client == nil {
+		return nil, &ConfigError{Field: "client", Rule: "client must not be nil"}
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	m := &Member{cfg: cfg, client: client, holder: cfg.Identity + "_" + hex.EncodeToString(b[:]), clock: opts.Clock, joined: make(chan struct{})}
+	if m.clock == nil {
+		m.clock = clock.RealClock{}
+	}
+	le := cfg.election(memberLeaseName(cfg.Ring, cfg.Identity))
+	le.Identity = m.holder
+	// Released only after the work has returned (leaderelection
+	// guarantees it), so the sharder may move the keys at once.
+	le.ReleaseOnCancel = true
+	el, err := leaderelection.NewElector(client, le, leaderelection.Callbacks{})
+	if err != nil {
+		return nil, fmt.Errorf("sharding: ring %q: member Lease: %w", cfg.Ring, err)
+	}
+	m.elector = el
+	return m, nil
+}
+
+// Config returns the ring configuration in use, defaults applied.
+func (m *Member) Config() Config { return m.cfg }
+
+// Identity is the member's identity, the value of the assignment label on
+// the objects it owns.
+func (m *Member) Identity() string { return m.cfg.Identity }
+
+// Selector is the label selector of this member's objects, for
+// informer.WithLabelSelector on the informers of the sharded resource and
+// its children.
+func (m *Member) Selector() string { return Selector(m.cfg.Ring, m.cfg.Identity) }
+
+// IsMember reports whether the member holds its Lease now.
+func (m *Member) IsMember() bool {
+	m.mu.Lock()
+	el := m.elector
+	m.mu.Unlock()
+	return el.IsLeader()
+}
+
+// Check is a readiness check (a manager.Checker): nil while the member
+// holds its Lease, else an error wrapping ErrNotMember naming the ring and
+// the Lease. A replica that is not a member reconciles nothing, so it should
+// not count as ready.
+func (m *Member) Check(*http.Request) error {
+	if m.IsMember() {
+		return nil
+	}
+	return fmt.Errorf("%w %q: Lease %s/%s not held by %s", ErrNotMember, m.cfg.Ring, m.cfg.Namespace,
+		memberLeaseName(m.cfg.Ring, m.cfg.Identity), m.holder)
+}
+
+// Joined is closed once the member holds its Lease in the current (or
+// next) Run.
+func (m *Member) Joined() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.joined
+}
+
+// Run joins the ring and runs work with a context that ends when ctx ends or
+// when the member cannot renew its Lease within RenewDeadline; Run returns
+// after work has returned, and only then releases the Lease. work must not
+// return before everything it started (controllers, their reconciles) has
+// stopped: the Lease's release tells the sharder that no reconcile of this
+// member runs any more.
+//
+// Run returns nil when ctx ended, an error matching ErrMembershipLost when
+// the Lease was lost, and a *DuplicateIdentityError when another live
+// process keeps the Lease of this identity for two lease durations.
+func (m *Member) Run(ctx context.Context, work func(ctx context.Context)) error {
+	logger := klog.FromContext(ctx).WithValues("ring", m.cfg.Ring, "member", m.cfg.Identity)
+	ctx = klog.NewContext(ctx, logger)
+	// Retried like a renewal: an API server briefly unreachable at start-up
+	// must not end the process.
+	for {
+		err := m.ensureLease(ctx)
+		if err == nil {
+			break
+		}
+		logger.Error(err, "Cannot create or label the member Lease; retrying", "retryPeriod", m.cfg.RetryPeriod)
+		t := m.clock.NewTimer(m.cfg.RetryPeriod)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C():
+		}
+	}
+	m.mu.Lock()
+	select {
+	case <-m.joined:
+		m.joined = make(chan struct{})
+	default:
+	}
+	joined := m.joined
+	m.mu.Unlock()
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	el, err := leaderelection.NewElector(m.client, m.elector.Config(), leaderelection.Callbacks{
+		OnStartedLeading: func(ctx context.Context) {
+			logger.Info("Joined the ring")
+			close(joined)
+			if work != nil {
+				work(ctx)
+			}
+		},
+		OnStoppedLeading: func() { logger.Info("Left the ring") },
+	})
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.elector = el
+	m.mu.Unlock()
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := m.clock.NewTimer(2*m.cfg.LeaseDuration + 2*m.cfg.RetryPeriod)
+		defer t.Stop()
+		select {
+		case <-runCtx.Done():
+		case <-joined:
+		case <-t.C():
+			if h := el.Leader(); h != "" && h != m.holder {
+				cancel(&DuplicateIdentityError{Ring: m.cfg.Ring, Identity: m.cfg.Identity, Holder: h})
+			}
+		}
+	})
+	err = el.Run(runCtx)
+	cancel(nil)
+	wg.Wait()
+	var dup *DuplicateIdentityError
+	if errors.As(context.Cause(runCtx), &dup) {
+		return dup
+	}
+	if errors.Is(err, leaderelection.ErrLeaseLost) {
+		return fmt.Errorf("%w: ring %q, member %q: %w", ErrMembershipLost, m.cfg.Ring, m.cfg.Identity, err)
+	}
+	return err
+}
+
+// ensureLease creates the member Lease with the ring's label, or adds the
+// label to a Lease that lacks it, so the sharder's label-selected watch sees
+// it. The election engine then updates only its spec.
+func (m *Member) ensureLease(ctx context.Context) error {
+	leases := m.client.CoordinationV1().Leases(m.cfg.Namespace)
+	name := memberLeaseName(m.cfg.Ring, m.cfg.Identity)
+	_, err := leases.Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: m.cfg.Namespace, Labels: map[string]string{RingLabel: m.cfg.Ring}},
+	}, metav1.CreateOptions{})
+	if err == nil || !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	l, err := leases.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if l.Labels[RingLabel] == m.cfg.Ring {
+		return nil
+	}
+	_, err = leases.Patch(ctx, name, types.MergePatchType,
+		metaPatch(l.ResourceVersion, map[string]*string{RingLabel: ptr(m.cfg.Ring)}, nil), metav1.PatchOptions{})
+	return err
+}

@@ -1,0 +1,23 @@
+package sharding_test
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+)
+
+// The ring's scenario on the fake cluster, ConfigMaps owning one Secret each, with a quarter of the sharder's
+// and the gates' label patches losing their reply after the write.
+func TestRingOnFakeClusterWithLostReplies(t *testing.T) {
+	env := controllertest.NewFake(t)
+	n := 0
+	meta := &dynamicMetadata{d: env.Dynamic(), lostReplies: func(schema.GroupVersionResource, string) bool {
+		n++
+		return n%4 == 0
+	}}
+	r := newRing(t, env.Env, meta, 60, true)
+	exercise(t, r)
+	t.Logf("%d replies lost", meta.lostCount())
+}

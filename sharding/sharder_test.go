@@ -1,0 +1,414 @@
+package sharding
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+var (
+	owners = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}
+	pods   = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	t0     = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// fakeAPI stores object metadata and applies the protocol's patches with the
+// API server's rules for them: the resourceVersion in the patch is a
+// precondition, every write stamps a new one. Its cache is a copy taken
+// with refresh, so a test decides how stale the sharder's view is.
+type fakeAPI struct {
+	mu     sync.Mutex
+	rv     uint64
+	objs   map[string]*metav1.PartialObjectMetadata // "resource/namespace/name"
+	cache  map[string]*metav1.PartialObjectMetadata
+	writes []string
+	// lose, when set, is asked for every write that succeeded: true loses
+	// the reply (the write stays, the caller gets an error).
+	lose func(write string) bool
+}
+
+func newFakeAPI() *fakeAPI {
+	return &fakeAPI{objs: map[string]*metav1.PartialObjectMetadata{}, cache: map[string]*metav1.PartialObjectMetadata{}}
+}
+
+func (f *fakeAPI) add(gvr schema.GroupVersionResource, name string, labels map[string]string, owner *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rv++
+	o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "ns", Name: name, UID: types.UID(gvr.Resource + "-" + name), Labels: labels,
+		ResourceVersion: strconv.FormatUint(f.rv, 10),
+	}}
+	if owner != nil {
+		o.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: owner.Name, UID: owner.UID, Controller: ptrBool(true)}}
+	}
+	f.objs[gvr.Resource+"/ns/"+name] = o
+	return o.DeepCopy()
+}
+
+func ptrBool(b bool) *bool { return &b }
+
+func (f *fakeAPI) refresh() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cache = map[string]*metav1.PartialObjectMetadata{}
+	for k, o := range f.objs {
+		f.cache[k] = o.DeepCopy()
+	}
+}
+
+func (f *fakeAPI) get(gvr schema.GroupVersionResource, name string) *metav1.PartialObjectMetadata {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.objs[gvr.Resource+"/ns/"+name].DeepCopy()
+}
+
+func (f *fakeAPI) takeWrites() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w := f.writes
+	f.writes = nil
+	return w
+}
+
+func (f *fakeAPI) patch(_ context.Context, gvr schema.GroupVersionResource, ns, name string, data []byte) (*metav1.PartialObjectMetadata, error) {
+	var p struct {
+		Metadata struct {
+			ResourceVersion string             `json:"resourceVersion"`
+			Labels          map[string]*string `json:"labels"`
+			Annotations     map[string]*string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o, ok := f.objs[gvr.Resource+"/"+ns+"/"+name]
+	if !ok {
+		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+	}
+	if p.Metadata.ResourceVersion != o.ResourceVersion {
+		return nil, apierrors.NewConflict(gvr.GroupResource(), name, fmt.Errorf("version %s, not %s", o.ResourceVersion, p.Metadata.ResourceVersion))
+	}
+	apply := func(m map[string]string, p map[string]*string) map[string]string {
+		if m == nil {
+			m = map[string]string{}
+		}
+		for k, v := range p {
+			if v == nil {
+				delete(m, k)
+			} else {
+				m[k] = *v
+			}
+		}
+		return m
+	}
+	o.Labels = apply(o.Labels, p.Metadata.Labels)
+	o.Annotations = apply(o.Annotations, p.Metadata.Annotations)
+	f.rv++
+	o.ResourceVersion = strconv.FormatUint(f.rv, 10)
+	w := fmt.Sprintf("%s/%s labels=%v", gvr.Resource, name, o.Labels)
+	if len(p.Metadata.Annotations) > 0 {
+		w += fmt.Sprintf(" annotations=%v", o.Annotations)
+	}
+	f.writes = append(f.writes, w)
+	if f.lose != nil && f.lose(w) {
+		return nil, fmt.Errorf("reply to %q lost", w)
+	}
+	return o.DeepCopy(), nil
+}
+
+// newTestTerm is a sharder term over api's cache, with live members.
+func newTestTerm(t *testing.T, api *fakeAPI, clk *testingclock.FakeClock, m *Metrics, children bool, live ...string) *term {
+	t.Helper()
+	cfg := Config{Ring: "r", Identity: "sharder", LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 300 * time.Millisecond}.WithDefaults()
+	opts := SharderOptions{Resource: owners, Kind: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"}, Clock: clk, Metrics: m}
+	if children {
+		opts.Children = []schema.GroupVersionResource{pods}
+	}
+	tm := newTermState(cfg, opts, api)
+	t.Cleanup(tm.queue.ShutDown)
+	tm.view = newSnapshot("r", live)
+	tm.ownerGet = func(key string) (*metav1.PartialObjectMetadata, bool) {
+		api.mu.Lock()
+		defer api.mu.Unlock()
+		o, ok := api.cache[owners.Resource+"/"+key]
+		return o, ok
+	}
+	tm.childrenOf = func(uid types.UID) []child {
+		api.mu.Lock()
+		defer api.mu.Unlock()
+		var out []child
+		for k, o := range api.cache {
+			if len(o.OwnerReferences) > 0 && o.OwnerReferences[0].UID == uid && k[:len(pods.Resource)] == pods.Resource {
+				out = append(out, child{gvr: pods, obj: o})
+			}
+		}
+		return out
+	}
+	if children {
+		tm.trackers = []*rvTracker{{resource: "pods"}}
+	}
+	return tm
+}
+
+// nameFor finds an object name that ring gives to member.
+func nameFor(t *testing.T, members []string, member string) string {
+	r := NewRing("r", members)
+	for i := range 1000 {
+		if n := fmt.Sprintf("rs-%d", i); r.Owner("ns/"+n) == member {
+			return n
+		}
+	}
+	t.Fatalf("no name for %s", member)
+	return ""
+}
+
+func TestSyncAssignsUnlabelledOwners(t *testing.T) {
+	api := newFakeAPI()
+	tm := newTestTerm(t, api, testingclock.NewFakeClock(t0), nil, false, "a", "b", "c")
+	r := NewRing("r", []string{"a", "b", "c"})
+	for i := range 30 {
+		api.add(owners, fmt.Sprintf("rs-%d", i), nil, nil)
+	}
+	api.refresh()
+	for i := range 30 {
+		_, err := tm.sync(context.Background(), fmt.Sprintf("ns/rs-%d", i))
+		require.NoError(t, err)
+	}
+	for i := range 30 {
+		name := fmt.Sprintf("rs-%d", i)
+		assert.Equal(t, r.Owner("ns/"+name), api.get(owners, name).Labels[Label("r")], name)
+	}
+	assert.Len(t, api.takeWrites(), 30)
+
+	// Assigned and steady: nothing to write.
+	api.refresh()
+	for i := range 30 {
+		_, err := tm.sync(context.Background(), fmt.Sprintf("ns/rs-%d", i))
+		require.NoError(t, err)
+	}
+	assert.Empty(t, api.takeWrites())
+}
+
+// A key moving from live member a to b is drained by a first; children are
+// relabelled before the owner, whose fence names the newest child version.
+func TestSyncDrainsThenAssigns(t *testing.T) {
+	api := newFakeAPI()
+	clk := testingclock.NewFakeClock(t0)
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	require.NoError(t, err)
+	tm := newTestTerm(t, api, clk, m, true, "a", "b")
+	name := nameFor(t, []string{"a", "b"}, "b")
+	owner := api.add(owners, name, map[string]string{Label("r"): "a"}, nil)
+	api.add(pods, name+"-x", map[string]string{Label("r"): "a"}, owner)
+	api.add(pods, name+"-y", nil, owner)
+	api.refresh()
+	ctx := context.Background()
+
+	_, err = tm.sync(ctx, "ns/"+name)
+	require.NoError(t, err)
+	assert.Equal(t, []string{fmt.Sprintf("replicasets/%s labels=map[%s:true %s:a]", name, DrainLabel("r"), Label("r"))}, api.takeWrites())
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.drainsPending.WithLabelValues("r")))
+
+	// Until a acknowledges, nothing moves: not even when a is wanted again.
+	api.refresh()
+	_, err = tm.sync(ctx, "ns/"+name)
+	require.NoError(t, err)
+	assert.Empty(t, api.takeWrites())
+
+	// a acknowledges: both labels go.
+	o := api.get(owners, name)
+	_, err = api.patch(ctx, owners, "ns", name, metaPatch(o.ResourceVersion, map[string]*string{Label("r"): nil, DrainLabel("r"): nil}, nil))
+	require.NoError(t, err)
+	api.takeWrites()
+	api.refresh()
+	clk.Step(1500 * time.Millisecond)
+
+	// The child cache has not delivered the acknowledgement's version: wait,
+	// at most RetryPeriod.
+	wait, err := tm.sync(ctx, "ns/"+name)
+	require.NoError(t, err)
+	assert.Positive(t, wait)
+	assert.Empty(t, api.takeWrites())
+	tm.trackers[0].seen.Store(1 << 40)
+
+	_, err = tm.sync(ctx, "ns/"+name)
+	require.NoError(t, err)
+	writes := api.takeWrites()
+	require.Len(t, writes, 3, "two children, then the owner: %v", writes)
+	assert.Contains(t, writes[2], "replicasets/"+name)
+	last := api.get(pods, name+"-y").ResourceVersion
+	if v := api.get(pods, name+"-x").ResourceVersion; v > last {
+		last = v
+	}
+	got := api.get(owners, name)
+	assert.Equal(t, "b", got.Labels[Label("r")])
+	assert.NotContains(t, got.Labels, DrainLabel("r"))
+	assert.Equal(t, "pods="+last, got.Annotations[FenceAnnotation("r")])
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.handovers.WithLabelValues("r")))
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.drainsPending.WithLabelValues("r")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.reassignments.WithLabelValues("r", reasonDrained)))
+}
+
+func TestSyncGivesADeadMembersKeysAway(t *testing.T) {
+	api := newFakeAPI()
+	tm := newTestTerm(t, api, testingclock.NewFakeClock(t0), nil, false, "a", "b")
+	name := nameFor(t, []string{"a", "b"}, "b")
+	api.add(owners, name, map[string]string{Label("r"): "gone", DrainLabel("r"): "true"}, nil)
+	api.refresh()
+	_, err := tm.sync(context.Background(), "ns/"+name)
+	require.NoError(t, err)
+	got := api.get(owners, name)
+	assert.Equal(t, map[string]string{Label("r"): "b"}, got.Labels, "no drain for a dead member, and its drain label goes")
+}
+
+// A write whose reply was lost is not repeated blindly: the next look at
+// the stored object finds it done.
+func TestSyncAfterALostReply(t *testing.T) {
+	api := newFakeAPI()
+	api.lose = func(string) bool { return true }
+	tm := newTestTerm(t, api, testingclock.NewFakeClock(t0), nil, false, "a", "b")
+	name := nameFor(t, []string{"a", "b"}, "a")
+	api.add(owners, name, nil, nil)
+	api.refresh()
+	_, err := tm.sync(context.Background(), "ns/"+name)
+	require.Error(t, err, "the lost reply is an error, so the key is retried")
+	require.Len(t, api.takeWrites(), 1)
+
+	// Retried on the stale view: the precondition fails, nothing is written.
+	_, err = tm.sync(context.Background(), "ns/"+name)
+	require.True(t, apierrors.IsConflict(err), "%v", err)
+	assert.Empty(t, api.takeWrites())
+
+	api.lose = nil
+	api.refresh()
+	_, err = tm.sync(context.Background(), "ns/"+name)
+	require.NoError(t, err)
+	assert.Empty(t, api.takeWrites())
+	assert.Equal(t, "a", api.get(owners, name).Labels[Label("r")])
+}
+
+// A decision made on a stale view fails its precondition instead of
+// overwriting a newer one.
+func TestSyncOnAStaleViewConflicts(t *testing.T) {
+	api := newFakeAPI()
+	tm := newTestTerm(t, api, testingclock.NewFakeClock(t0), nil, false, "a", "b")
+	name := nameFor(t, []string{"a", "b"}, "b")
+	api.add(owners, name, map[string]string{Label("r"): "a"}, nil)
+	api.refresh()
+	// Meanwhile a user relabels the object (or another sharder acted).
+	o := api.get(owners, name)
+	_, err := api.patch(context.Background(), owners, "ns", name, metaPatch(o.ResourceVersion, map[string]*string{"app": ptr("web")}, nil))
+	require.NoError(t, err)
+	api.takeWrites()
+
+	_, err = tm.sync(context.Background(), "ns/"+name)
+	require.True(t, apierrors.IsConflict(err), "%v", err)
+	assert.Empty(t, api.takeWrites())
+	api.refresh()
+	_, err = tm.sync(context.Background(), "ns/"+name)
+	require.NoError(t, err)
+	assert.Equal(t, "true", api.get(owners, name).Labels[DrainLabel("r")])
+}
+
+func TestSyncWithoutMembersWaits(t *testing.T) {
+	api := newFakeAPI()
+	tm := newTestTerm(t, api, testingclock.NewFakeClock(t0), nil, false)
+	api.add(owners, "rs", nil, nil)
+	api.refresh()
+	_, err := tm.sync(context.Background(), "ns/rs")
+	require.NoError(t, err)
+	assert.Empty(t, api.takeWrites())
+}
+
+// Children of an owner already with its member follow it (a child created
+// without Inherit), without touching the owner.
+func TestSyncRelabelsStrayChildren(t *testing.T) {
+	api := newFakeAPI()
+	tm := newTestTerm(t, api, testingclock.NewFakeClock(t0), nil, true, "a", "b")
+	name := nameFor(t, []string{"a", "b"}, "a")
+	owner := api.add(owners, name, map[string]string{Label("r"): "a"}, nil)
+	api.add(pods, name+"-new", nil, owner)
+	api.refresh()
+	_, err := tm.sync(context.Background(), "ns/"+name)
+	require.NoError(t, err)
+	assert.Equal(t, "a", api.get(pods, name+"-new").Labels[Label("r")])
+	assert.Len(t, api.takeWrites(), 1)
+}
+
+func TestLivenessJudgesByTheObserversClock(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	l := newLiveness("r", 2*time.Second, clk)
+	lease := func(name, holder, rv string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv}, Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
+	}
+	l.observe(lease("r.a", "a_1", "1"))
+	l.observe(lease("r.b", "b_1", "1"))
+	l.observe(lease("r.c", "", "1"))        // released
+	l.observe(lease("other.d", "d_1", "1")) // another ring
+	assert.Equal(t, []string{"a", "b"}, l.live())
+	clk.Step(1500 * time.Millisecond)
+	l.observe(lease("r.a", "a_1", "2"))
+	l.observe(lease("r.b", "b_1", "1")) // unchanged: not a renewal
+	clk.Step(600 * time.Millisecond)
+	assert.Equal(t, []string{"a"}, l.live())
+	// A deleted Lease is not a released one: its member stays live until
+	// its last renewal is a LeaseDuration old.
+	l.forget(lease("r.a", "a_1", "2"))
+	assert.Equal(t, []string{"a"}, l.live())
+	clk.Step(1500 * time.Millisecond)
+	assert.Empty(t, l.live())
+	l.mu.Lock()
+	assert.NotContains(t, l.seen, "a", "forgotten once expired")
+	l.mu.Unlock()
+}
+
+// The assignment that ends a handover loses its reply: the handover is
+// counted once, when the sharder finds the assignment stored.
+func TestSyncCountsAHandoverWhoseReplyWasLost(t *testing.T) {
+	api := newFakeAPI()
+	m, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	tm := newTestTerm(t, api, testingclock.NewFakeClock(t0), m, false, "a", "b")
+	name := nameFor(t, []string{"a", "b"}, "b")
+	api.add(owners, name, map[string]string{Label("r"): "a"}, nil)
+	api.refresh()
+	ctx := context.Background()
+	_, err = tm.sync(ctx, "ns/"+name)
+	require.NoError(t, err)
+	o := api.get(owners, name)
+	_, err = api.patch(ctx, owners, "ns", name, metaPatch(o.ResourceVersion, map[string]*string{Label("r"): nil, DrainLabel("r"): nil}, nil))
+	require.NoError(t, err)
+	api.refresh()
+
+	api.lose = func(string) bool { return true }
+	_, err = tm.sync(ctx, "ns/"+name)
+	require.Error(t, err)
+	api.lose = nil
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.handovers.WithLabelValues("r")))
+	api.refresh()
+	for range 2 {
+		_, err = tm.sync(ctx, "ns/"+name)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.handovers.WithLabelValues("r")))
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.drainsPending.WithLabelValues("r")))
+}
