@@ -142,7 +142,16 @@ func TestFenceHoldsTheKeyUntilTheInformerShowsTheWrite(t *testing.T) {
 	assert.False(t, c.Stats().Idle(), "a held key is not idle")
 
 	h.watcher(t).Modify(configMap("2"))
-	require.Eventually(t, func() bool { return r.n() >= 2 && c.Stats().Idle() }, 10*time.Second, time.Millisecond)
+	// The fence's release and the Watch's enqueue are two handlers of the same event, in
+	// either order: wait until both reached a Reconcile, not only the first.
+	require.Eventually(t, func() bool {
+		_, why := r.get()
+		events := 0
+		for _, w := range why[1:] {
+			events += w.Count(workqueue.TriggerEvent)
+		}
+		return len(why) >= 2 && events >= 1 && c.Stats().Idle()
+	}, 10*time.Second, time.Millisecond)
 	rvs, why := r.get()
 	for i, rv := range rvs[1:] {
 		assert.Equal(t, "2", rv, "Reconcile %d read the stale object", i+2)
@@ -154,9 +163,12 @@ func TestFenceHoldsTheKeyUntilTheInformerShowsTheWrite(t *testing.T) {
 		fences += w.Count(workqueue.TriggerFence)
 		events += w.Count(workqueue.TriggerEvent)
 	}
-	assert.Equal(t, 1, why[1].Count(workqueue.TriggerRequeue), "the held Requeue is kept: %v", why[1])
-	assert.Equal(t, 1, why[1].Count(workqueue.TriggerFence), "the release is a trigger: %v", why[1])
-	assert.Equal(t, []int{1, 1, 1}, []int{requeues, fences, events}, "%v", why)
+	// The release is a fence trigger when the fence table hands the key back; when the Watch's
+	// enqueue of the same event gets there first, the event is the trigger and no fence shows.
+	// The held Requeue is kept: on the released key, or on a key the event's enqueue
+	// dispatched ahead of it.
+	assert.Equal(t, []int{1, 1}, []int{requeues, events}, "%v", why)
+	assert.LessOrEqual(t, fences, 1, "%v", why)
 }
 
 // Without fences the same controller reads the stale object: the test above tests something.
