@@ -67,6 +67,10 @@ func TestAPIServerLifecycle(t *testing.T) {
 		t.Run("informer survives a kube-apiserver restart", func(t *testing.T) {
 			testInformerAcrossRestart(t, env)
 		})
+
+		t.Run("fences across a kube-apiserver restart", func(t *testing.T) {
+			testFencesAcrossRestart(t, env)
+		})
 	})
 	if inner.Skipped() {
 		t.Skip("the server was not available")
