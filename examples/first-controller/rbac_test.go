@@ -35,7 +35,7 @@ func TestAPIServerLeastPrivilege(t *testing.T) {
 	require.NoError(t, err)
 	_, err = NewInfoController(mgr)
 	require.NoError(t, err)
-	var log syncBuffer
+	var log rbactest.LogBuffer
 	ctx, cancel := context.WithCancel(klog.NewContext(env.Context(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&log)))))
 	var wg sync.WaitGroup
 	wg.Go(func() { require.NoError(t, mgr.Start(ctx)) })
@@ -83,23 +83,4 @@ func TestAPIServerLeastPrivilege(t *testing.T) {
 	_, err = admin.AppsV1().Deployments(ns).Update(env.Context(), web, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	await("web-info deleted when the label goes", func() bool { return !infoExists("web")() })
-}
-
-// syncBuffer is a log sink the controller's goroutines write while the test reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	return len(p), nil
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/configmap-propagator/propagator"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
+	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
 	"github.com/ctrlkit/ctrlkit/manager"
 )
 
@@ -120,24 +120,6 @@ func TestAPIServerControllers(t *testing.T) {
 	})
 }
 
-// lockedBuffer is a bytes.Buffer safe to read while run writes to it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // The binary itself, with --kubeconfig: it propagates on the API server until its context ends,
 // behind a Lease there, and exits 0.
 func TestAPIServerRunWithKubeconfig(t *testing.T) {
@@ -156,7 +138,7 @@ func TestAPIServerRunWithKubeconfig(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(env.Context())
 	defer cancel()
-	var out lockedBuffer
+	var out rbactest.LogBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"--kubeconfig", path, "--source-namespace", src, "--metrics-addr=127.0.0.1:0",

@@ -25,6 +25,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
+	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/examples/podset/podset"
 )
@@ -51,7 +52,7 @@ func TestRunAgainstARealAPIServer(t *testing.T) {
 	require.NoError(t, err)
 
 	runCtx, cancel := context.WithCancel(ctx)
-	out := &syncBuffer{}
+	out := &rbactest.LogBuffer{}
 	done := make(chan int, 1)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, demo.WriteKubeconfig(kubeconfig, env.Config()))

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,30 +15,13 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
+	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
 )
 
 // The shared API server is stopped by WithSharedAPIServer before goleak looks, so the
 // connections to it are closed and their goroutines gone.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(controllertest.WithSharedAPIServer(m))
-}
-
-// syncBuffer is a bytes.Buffer that the logger may write while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // The README's command: the demo on the in-memory cluster converges and exits 0, and its log
@@ -72,7 +54,7 @@ func TestRunWatchRunsUntilInterrupted(t *testing.T) {
 	t.Setenv(demo.EnvKubeconfig, "")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := &syncBuffer{}
+	out := &rbactest.LogBuffer{}
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"--watch"}, out) }()
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "watching until interrupted") },

@@ -18,6 +18,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
+	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1beta1"
 	"github.com/ctrlkit/ctrlkit/examples/podset/podsetwebhook"
@@ -46,7 +47,7 @@ func TestRunServesAndInstallsItsWebhooks(t *testing.T) {
 	addr := freePort(t)
 
 	runCtx, cancel := context.WithCancel(ctx)
-	out := &syncBuffer{}
+	out := &rbactest.LogBuffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- run(runCtx, []string{"--kubeconfig", kubeconfig, "--namespace", ns, "-v", "2",

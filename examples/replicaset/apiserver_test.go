@@ -21,6 +21,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
+	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
 )
 
 // These tests run the controller against a real kube-apiserver (controllertest.SharedAPIServer:
@@ -164,7 +165,7 @@ func TestAPIServerRunWithKubeconfig(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(env.Context())
 	defer cancel()
-	var out syncBuffer
+	var out rbactest.LogBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"--kubeconfig=" + path, "--metrics-addr=127.0.0.1:0", "--health-addr=127.0.0.1:0",

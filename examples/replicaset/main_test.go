@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
+	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
 )
 
 // The README's first command: `go run ./examples/replicaset` converges and exits 0.
@@ -46,29 +46,11 @@ func TestRunWithSlowStartOff(t *testing.T) {
 	assert.Contains(t, out.String(), `"Demo converged"`)
 }
 
-// syncBuffer is a bytes.Buffer safe to read while run writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // With --watch the binary keeps running after the demo, serving the Manager's probes and
 // metrics, until its context ends; then it exits 0.
 func TestRunWatchServesProbesAndMetrics(t *testing.T) {
 	t.Setenv(demo.EnvKubeconfig, "")
-	var out syncBuffer
+	var out rbactest.LogBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan int, 1)

@@ -1,14 +1,12 @@
 package demo_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"io"
 	"net/http"
 	"path/filepath"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,24 +19,8 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
+	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
 )
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // An example binary against a cluster serves /metrics securely by default (a self-signed
 // certificate): a ServiceAccount's token reads it only once a ClusterRole grants get on
@@ -53,7 +35,7 @@ func TestRunServesSecureMetricsAPIServer(t *testing.T) {
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var out lockedBuffer
+	var out rbactest.LogBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- demo.Run(runCtx, program(new(bool)), []string{"--kubeconfig", kubeconfig, "--leader-elect=false",

@@ -26,7 +26,7 @@ type Process struct {
 	probes []string
 	cancel context.CancelFunc
 	done   chan int
-	out    lockedBuffer
+	out    LogBuffer
 
 	mu     sync.Mutex
 	code   int
@@ -206,19 +206,21 @@ func (p *Process) AwaitLog(re *regexp.Regexp) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe to read while the binary writes to it.
-type lockedBuffer struct {
+// LogBuffer is a bytes.Buffer safe to read while a binary, or a controller's goroutines, write
+// their log to it: what every example test that reads a running binary's output needs.
+type LogBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
+func (b *LogBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *lockedBuffer) String() string {
+// String is what was written so far.
+func (b *LogBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
