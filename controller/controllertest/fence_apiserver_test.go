@@ -55,7 +55,7 @@ func TestAPIServerFencedStatusCounterNeverConflicts(t *testing.T) {
 	depClient, err := client.For[*appsv1.Deployment](env.Client())
 	require.NoError(t, err)
 
-	var conflicts, writes atomic.Int32
+	var tally writeTally
 	c, err := controller.New("status-counter", controller.ReconcilerFunc[controller.Key](func(ctx context.Context, key controller.Key) (controller.Result, error) {
 		d, err := deps.Lister().Get(key.Namespace, key.Name)
 		if apierrors.IsNotFound(err) {
@@ -70,14 +70,8 @@ func TestAPIServerFencedStatusCounterNeverConflicts(t *testing.T) {
 		}
 		d = d.DeepCopy()
 		d.Status.CollisionCount = ptr.To(n + 1)
-		if _, err := depClient.UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
-			if apierrors.IsConflict(err) {
-				conflicts.Add(1)
-			}
-			return controller.Result{}, err
-		}
-		writes.Add(1)
-		return controller.Result{Requeue: true}, nil
+		_, err = depClient.UpdateStatus(ctx, d, metav1.UpdateOptions{})
+		return tally.result(err)
 	}), controller.Options[controller.Key]{
 		Workers:     4,
 		Fences:      &controller.Fences{Auto: true},
@@ -100,8 +94,8 @@ func TestAPIServerFencedStatusCounterNeverConflicts(t *testing.T) {
 		return true
 	}, 2*time.Minute, 10*time.Millisecond, "every counter reaches %d", target)
 	env.WaitForQuiet(time.Minute)
-	assert.Zero(t, conflicts.Load(), "no status write conflicted with the controller's own")
-	assert.Equal(t, int32(objects*target), writes.Load(), "one write per increment")
+	assert.Zero(t, tally.conflicts.Load(), "no status write conflicted with the controller's own")
+	assert.Equal(t, int32(objects*target), tally.writes.Load(), "one write per increment")
 }
 
 // Fences hold across a kube-apiserver restart: while the server is down the controller's
@@ -129,7 +123,7 @@ func testFencesAcrossRestart(t *testing.T, env *controllertest.Env) {
 		n, _ := strconv.Atoi(cm.Annotations["count"])
 		return n
 	}
-	var conflicts, writes atomic.Int32
+	var tally writeTally
 	c, err := controller.New("fenced-restart", controller.ReconcilerFunc[controller.Key](func(ctx context.Context, key controller.Key) (controller.Result, error) {
 		cm, err := cms.Lister().Get(key.Namespace, key.Name)
 		if apierrors.IsNotFound(err) || (err == nil && cm.Labels["set"] != "fenced") {
@@ -147,14 +141,8 @@ func testFencesAcrossRestart(t *testing.T, env *controllertest.Env) {
 			cm.Annotations = map[string]string{}
 		}
 		cm.Annotations["count"] = strconv.Itoa(n + 1)
-		if _, err := cmClient.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-			if apierrors.IsConflict(err) {
-				conflicts.Add(1)
-			}
-			return controller.Result{}, err
-		}
-		writes.Add(1)
-		return controller.Result{Requeue: true}, nil
+		_, err = cmClient.Update(ctx, cm, metav1.UpdateOptions{})
+		return tally.result(err)
 	}), controller.Options[controller.Key]{
 		Workers:     2,
 		Fences:      &controller.Fences{Auto: true, TTL: 5 * time.Minute},
@@ -185,12 +173,28 @@ func testFencesAcrossRestart(t *testing.T, env *controllertest.Env) {
 	require.Eventually(t, reached(target), 2*time.Minute, 10*time.Millisecond, "every counter reaches %d after the restart", target)
 	require.NoError(t, env.QuietContext(env.Context(), time.Minute, controllertest.DefaultQuietPeriod))
 
-	assert.Zero(t, conflicts.Load(), "no write conflicted with the controller's own")
-	assert.Equal(t, int32(objects*target), writes.Load(), "one write per increment")
+	assert.Zero(t, tally.conflicts.Load(), "no write conflicted with the controller's own")
+	assert.Equal(t, int32(objects*target), tally.writes.Load(), "one write per increment")
 	assert.Zero(t, c.Stats().Fenced, "no key is still held")
 	assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP ctrlkit_controller_fence_timeouts_total Write fences released by their TTL instead of by the informer showing the write, per controller
 # TYPE ctrlkit_controller_fence_timeouts_total counter
 ctrlkit_controller_fence_timeouts_total{controller="fenced-restart"} 0
 `), "ctrlkit_controller_fence_timeouts_total"), "every fence was released by the informer, none by its TTL")
+}
+
+// writeTally counts a counter controller's writes: a Reconcile's answer to its one write is a
+// retry after a Conflict (counted) or another error, and an immediate requeue after a success
+// (counted), so the next increment follows at once.
+type writeTally struct{ conflicts, writes atomic.Int32 }
+
+func (w *writeTally) result(err error) (controller.Result, error) {
+	if err != nil {
+		if apierrors.IsConflict(err) {
+			w.conflicts.Add(1)
+		}
+		return controller.Result{}, err
+	}
+	w.writes.Add(1)
+	return controller.Result{Requeue: true}, nil
 }

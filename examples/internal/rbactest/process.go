@@ -178,8 +178,17 @@ func (p *Process) Probe(path string) (int, string) {
 	p.t.Helper()
 	p.AwaitLog(servingHealth)
 	addr := servingHealth.FindStringSubmatch(p.Output())[1]
-	client := &http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Get("http://" + addr + path)
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return fetch(&http.Client{Timeout: 5 * time.Second}, req)
+}
+
+// fetch sends req and returns the status code and body of the answer; 0 and the error when
+// there was none.
+func fetch(client *http.Client, req *http.Request) (int, string) {
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, err.Error()
 	}
