@@ -13,6 +13,7 @@ all: test
 ## test: gofmt check, go vet and the race-enabled test suite (the CI gate).
 test: fmt-check vet
 	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -count=1 -tags wqmap ./workqueue/
 	cd hack/featuregate-compat && $(GO) test -race -count=1 ./...
 
 fmt-check:
@@ -21,6 +22,7 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags wqmap ./workqueue/
 	@if [ -f hack/bench/go.mod ]; then cd hack/bench && $(GO) vet ./...; fi
 	cd hack/featuregate-compat && $(GO) vet ./...
 

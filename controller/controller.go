@@ -204,6 +204,7 @@ type runQueue[K comparable] struct {
 	workqueue.TypedRateLimitingInterface[K]
 	prio priorityAdder[K]
 	why  *ckqueue.Queue[K] // nil without provenance
+	ck   *ckqueue.Queue[K] // nil when Options.Queue is not ctrlkit's
 }
 
 // New validates opts and builds a controller named name (the name is used in
@@ -448,10 +449,7 @@ func (c *Controller[K]) Run(ctx context.Context) error {
 	logger.V(2).Info("Starting workers", "workers", c.workers)
 	var wg sync.WaitGroup
 	for range c.workers {
-		wg.Go(func() {
-			for c.processNext(ctx, q, logger) {
-			}
-		})
+		wg.Go(func() { c.worker(ctx, q, logger) })
 	}
 	<-ctx.Done()
 	logger.V(2).Info("Shutting down: draining in-flight reconciles")
@@ -475,8 +473,11 @@ func (c *Controller[K]) start(m *Metrics) *runQueue[K] {
 	if p, ok := q.(priorityAdder[K]); ok {
 		rq.prio = p
 	}
-	if r, ok := q.(*ckqueue.Queue[K]); ok && c.provenance {
-		rq.why = r
+	if r, ok := q.(*ckqueue.Queue[K]); ok {
+		rq.ck = r
+		if c.provenance {
+			rq.why = r
+		}
 	}
 	c.cm = m.forController(c.name, c.workers)
 	c.mu.Lock()
@@ -560,38 +561,92 @@ func (c *Controller[K]) waitForSync(ctx context.Context) error {
 	return nil
 }
 
-// processNext handles one key; it returns false once the queue is shut down
-// and empty.
-func (c *Controller[K]) processNext(ctx context.Context, q *runQueue[K], logger klog.Logger) bool {
-	var (
-		key      K
-		why      Reasons
-		shutdown bool
-	)
-	if q.why != nil {
-		key, why, shutdown = q.why.GetWithReasons()
-	} else {
-		key, shutdown = q.Get()
+// worker is one worker's loop: it waits for a key, handles it and, while
+// keys are ready, hands each back and takes the next in one step of the
+// queue (DoneAndTryGet: one lock hand-off instead of two). It returns once
+// the queue is shut down and empty.
+func (c *Controller[K]) worker(ctx context.Context, q *runQueue[K], logger klog.Logger) {
+	for {
+		key, why, shutdown := q.get()
+		if shutdown {
+			return
+		}
+		c.inFlight.Add(1)
+		for c.processChained(ctx, q, logger, &key, &why) {
+		}
 	}
+}
+
+// get waits for the next key, with its reasons on a queue with provenance.
+func (q *runQueue[K]) get() (key K, why Reasons, shutdown bool) {
+	if q.why != nil {
+		return q.why.GetWithReasons()
+	}
+	key, shutdown = q.Get()
+	return key, why, shutdown
+}
+
+// processChained handles *key, counted in flight by the caller, and then
+// hands it back. When another key is ready it takes it in the same step,
+// still counted in flight, and returns true with *key and *why replaced;
+// otherwise it leaves the in-flight count and returns false.
+func (c *Controller[K]) processChained(ctx context.Context, q *runQueue[K], logger klog.Logger, key *K, why *Reasons) bool {
+	handedBack := false
+	defer func() {
+		if !handedBack { // a panic passing through (RePanic)
+			q.Done(*key)
+			c.inFlight.Add(-1)
+		}
+	}()
+	c.processKey(ctx, q, logger, *key, *why)
+	handedBack = true
+	// Done before leaving the in-flight count, so Idle never sees a key that
+	// Done is about to put back as "nothing to do".
+	switch {
+	case q.why != nil:
+		if next, nextWhy, ok := q.why.DoneAndTryGetWithReasons(*key); ok {
+			*key, *why = next, nextWhy
+			return true
+		}
+	case q.ck != nil:
+		if next, ok := q.ck.DoneAndTryGet(*key); ok {
+			*key = next
+			return true
+		}
+	default:
+		q.Done(*key)
+	}
+	c.inFlight.Add(-1)
+	return false
+}
+
+// processNext waits for one key and handles it; it returns false once the
+// queue is shut down and empty.
+func (c *Controller[K]) processNext(ctx context.Context, q *runQueue[K], logger klog.Logger) bool {
+	key, why, shutdown := q.get()
 	if shutdown {
 		return false
 	}
 	c.inFlight.Add(1)
-	// Done before leaving the in-flight count, so Idle never sees a key that
-	// Done is about to put back as "nothing to do".
 	defer c.inFlight.Add(-1)
 	defer q.Done(key)
+	c.processKey(ctx, q, logger, key, why)
+	return true
+}
 
+// processKey handles key, handed out by the queue with the reasons why;
+// the caller hands it back (Done) afterwards, also when it panics.
+func (c *Controller[K]) processKey(ctx context.Context, q *runQueue[K], logger klog.Logger, key K, why Reasons) {
 	if ctx.Err() != nil {
 		// Shutting down: keys not yet started are not started now; the next
 		// run relists and enqueues them again.
-		return true
+		return
 	}
 	if c.gate != nil {
 		if !c.gate.Admit(key) {
 			q.Forget(key)
 			c.markRetrying(key, false)
-			return true
+			return
 		}
 		// Deferred last, so it runs before q.Done can hand key to another worker.
 		defer c.gate.Release(key)
@@ -605,7 +660,7 @@ func (c *Controller[K]) processNext(ctx context.Context, q *runQueue[K], logger 
 			// Its last Reconcile's writes are not in the cache yet: the release
 			// (an informer event, or the TTL) queues it again.
 			logger.V(4).Info("Holding the key until the informer shows its last writes", "key", key)
-			return true
+			return
 		}
 	}
 	id := uuid.NewUUID()
@@ -642,11 +697,10 @@ func (c *Controller[K]) processNext(ctx context.Context, q *runQueue[K], logger 
 	if span != nil {
 		c.tracing.end(span, key, res, err, requeued)
 	}
-	return true
 }
 
 // reconcile calls the Reconciler, turning a panic into a *PanicError (or
-// letting it through with RePanic, after the deferred Done in processNext).
+// letting it through with RePanic, after the deferred Done of the caller).
 func (c *Controller[K]) reconcile(ctx context.Context, key K) (res Result, err error) {
 	start := c.clock.Now()
 	c.cm.activeDelta(1)

@@ -82,6 +82,12 @@ func BenchmarkParallel(b *testing.B) {
 			q.AddWithOpts(workqueue.AddOpts{Priority: i & 3}, key)
 		})
 	})
+	// The consumers hand each key back and take the next with DoneAndTryGet.
+	b.Run("workers=8/priorities/worker-loop", func(b *testing.B) {
+		q := workqueue.New[string]()
+		add := func(i int, key string) { q.AddWithOpts(workqueue.AddOpts{Priority: i & 3}, key) }
+		benchload.ParallelWorkerLoop(b, q, 8, benchKeys, add, q.ShutDownWithDrain)
+	})
 }
 
 func parallel(b *testing.B, workers int, add func(q *workqueue.Queue[string], i int, key string)) {
@@ -149,3 +155,41 @@ func BenchmarkProvenance(b *testing.B) {
 	b.Run("provenance=off/dedup=4", func(b *testing.B) { run(b, workqueue.New[string](), 4) })
 	b.Run("provenance=on/dedup=4", func(b *testing.B) { run(b, workqueue.New(workqueue.WithProvenance[string]()), 4) })
 }
+
+// BenchmarkBurst is a controller's start-up: 8 producers add 4·10^5 distinct keys, with no
+// throttle, into an empty queue while 8 consumers take them. ns/item is per key.
+//   - get-done: the consumers call Get and Done, as client-go's workers do.
+//   - worker-loop: DoneAndTryGet, as ctrlkit's controllers do.
+func BenchmarkBurst(b *testing.B) {
+	keys := manyKeys(400_000)
+	add, shutdown := (*workqueue.Queue[string]).Add, (*workqueue.Queue[string]).ShutDown
+	b.Run("loop=get-done", func(b *testing.B) { benchload.Burst(b, newQueue, add, shutdown, 8, 8, keys) })
+	b.Run("loop=worker", func(b *testing.B) { benchload.BurstWorkerLoop(b, newQueue, add, shutdown, 8, 8, keys) })
+}
+
+// BenchmarkFill adds n distinct keys to an empty queue, then Gets and Dones them all, from one
+// goroutine. ns/item is per key; its growth from 10^4 to 10^6 is what the table and rings cost
+// as the queue deepens.
+func BenchmarkFill(b *testing.B) {
+	for _, n := range []int{10_000, 100_000, 1_000_000} {
+		keys := manyKeys(n)
+		b.Run("items="+strconv.Itoa(n), func(b *testing.B) {
+			benchload.Fill(b, newQueue, (*workqueue.Queue[string]).Add, (*workqueue.Queue[string]).ShutDown, keys)
+		})
+		b.Run("items="+strconv.Itoa(n)+"/reused", func(b *testing.B) {
+			q := newQueue()
+			defer q.ShutDown()
+			benchload.Fill(b, func() *workqueue.Queue[string] { return q }, (*workqueue.Queue[string]).Add, func(*workqueue.Queue[string]) {}, keys)
+		})
+	}
+}
+
+func manyKeys(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = "namespace-" + strconv.Itoa(i%97) + "/object-" + strconv.Itoa(i)
+	}
+	return keys
+}
+
+func newQueue() *workqueue.Queue[string] { return workqueue.New[string]() }

@@ -48,9 +48,7 @@ func assertEmptyInside(t *testing.T, q *Queue[string]) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	assert.Zero(t, q.items.len(), "entries")
-	for _, s := range q.items.slots {
-		assert.Nil(t, s.e, "table slot keeps an entry")
-	}
+	q.items.all(func(*entry[string]) { t.Error("table keeps an entry") })
 	assert.Zero(t, q.queued)
 	assert.Zero(t, q.processing)
 	assert.Zero(t, q.delayed.len())

@@ -298,9 +298,19 @@ func runModel(t testing.TB, next func() (byte, bool), maxOps int) int {
 			} else {
 				k = key()
 			}
-			trace = append(trace, "Done("+k+")")
-			q.Done(k)
+			if arg()%2 == 0 {
+				trace = append(trace, "Done("+k+")")
+				q.Done(k)
+				m.done(k)
+				continue
+			}
+			trace = append(trace, "DoneAndTryGet("+k+")")
+			got, ok := q.DoneAndTryGet(k)
 			m.done(k)
+			want, _, _ := m.get() // "" when nothing is ready
+			if got != want || ok != (want != "") {
+				fail("DoneAndTryGet(%s) = %q, %v; want %q, %v", k, got, ok, want, want != "")
+			}
 		case 14:
 			k := key()
 			trace = append(trace, "Forget("+k+")")

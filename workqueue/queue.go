@@ -289,9 +289,46 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 func (q *Queue[T]) Done(item T) {
 	h := q.items.hash(item)
 	q.lock()
+	q.doneLocked(item, h)
+	q.unlock()
+}
+
+// DoneAndTryGet is Done(item) followed, in the same critical section, by a Get that does not
+// wait: a worker loop hands back its item and takes the next one with one lock hand-off
+// instead of two. ok is false when nothing is ready (or the queue is shut down and empty);
+// the worker then calls Get to wait.
+func (q *Queue[T]) DoneAndTryGet(item T) (next T, ok bool) {
+	next, _, ok = q.doneAndTryGet(item, nil)
+	return next, ok
+}
+
+// DoneAndTryGetWithReasons is DoneAndTryGet that also returns why the next item was queued,
+// as GetWithReasons does.
+func (q *Queue[T]) DoneAndTryGetWithReasons(item T) (next T, why Reasons, ok bool) {
+	return q.doneAndTryGet(item, &why)
+}
+
+func (q *Queue[T]) doneAndTryGet(item T, why *Reasons) (next T, _ Reasons, ok bool) {
+	h := q.items.hash(item)
+	q.lock()
+	q.doneLocked(item, h)
+	if q.queued == 0 && q.delayed.len() > 0 {
+		q.promoteLocked(q.now())
+	}
+	if q.queued > 0 {
+		next, ok = q.takeLocked(why).item, true
+	}
+	q.unlock()
+	if why != nil {
+		return next, *why, ok
+	}
+	return next, Reasons{}, ok
+}
+
+// doneLocked is Done of item, whose hash is h.
+func (q *Queue[T]) doneLocked(item T, h uint64) {
 	e := q.items.get(h, item)
 	if e == nil || e.state&stProcessing == 0 {
-		q.unlock()
 		return
 	}
 	q.processing--
@@ -313,7 +350,6 @@ func (q *Queue[T]) Done(item T) {
 	if q.draining && q.processing == 0 && q.queued == 0 {
 		q.drained.Broadcast()
 	}
-	q.unlock()
 }
 
 // ShutDown makes the queue ignore new items, wakes every waiting Get, drops the items waiting

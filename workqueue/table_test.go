@@ -1,3 +1,5 @@
+//go:build !wqmap
+
 package workqueue
 
 import (

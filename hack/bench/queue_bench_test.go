@@ -50,6 +50,17 @@ func BenchmarkQueue(b *testing.B) {
 	workload(b, "parallel-8-priority", true, func(b *testing.B, im Impl) {
 		parallel(b, im, 8, func(q Queue, i int, key string) { im.AddPriority(q, i%Priorities, key) })
 	})
+	// The same with each library's controller worker loop: ctrlkit's hands a key back and takes
+	// the next in one step; controller-runtime's calls Get and Done.
+	workload(b, "parallel-8-priority-controllerloop", true, func(b *testing.B, im Impl) {
+		q := im.New()
+		add := func(i int, key string) { im.AddPriority(q, i%Priorities, key) }
+		if im.Loop {
+			benchload.ParallelWorkerLoop(b, q.(benchload.WorkerLoop), 8, parallelKeys, add, q.ShutDown)
+			return
+		}
+		benchload.Parallel(b, q, 8, parallelKeys, add, q.ShutDown)
+	})
 	for _, n := range []int{100_000, 1_000_000} {
 		keys := Keys(n)
 		workload(b, "addafter-"+strconv.Itoa(n), false, func(b *testing.B, im Impl) {
@@ -110,4 +121,34 @@ func addAfter(b *testing.B, im Impl, keys []string) {
 		q.ShutDown()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(keys)), "ns/item")
+}
+
+// BenchmarkQueueBurst is a start-up burst: 8 producers add 4·10^5 distinct keys with no
+// throttle into an empty queue while 8 consumers take them. ns/item is per key.
+func BenchmarkQueueBurst(b *testing.B) {
+	keys := Keys(400_000)
+	add, shutdown := func(q Queue, k string) { q.Add(k) }, func(q Queue) { q.ShutDown() }
+	workload(b, "burst-8x8-400000", false, func(b *testing.B, im Impl) {
+		benchload.Burst(b, im.New, add, shutdown, 8, 8, keys)
+	})
+	// The same with each library's controller worker loop (see parallel-8-priority-controllerloop).
+	workload(b, "burst-8x8-400000-controllerloop", false, func(b *testing.B, im Impl) {
+		if !im.Loop {
+			benchload.Burst(b, im.New, add, shutdown, 8, 8, keys)
+			return
+		}
+		newLoop := func() benchload.WorkerLoop { return im.New().(benchload.WorkerLoop) }
+		benchload.BurstWorkerLoop(b, newLoop, func(q benchload.WorkerLoop, k string) { q.(Queue).Add(k) },
+			func(q benchload.WorkerLoop) { q.(Queue).ShutDown() }, 8, 8, keys)
+	})
+}
+
+// BenchmarkQueueFill adds n distinct keys to an empty queue, then drains it, one goroutine.
+func BenchmarkQueueFill(b *testing.B) {
+	for _, n := range []int{10_000, 100_000, 1_000_000} {
+		keys := Keys(n)
+		workload(b, "fill-"+strconv.Itoa(n), false, func(b *testing.B, im Impl) {
+			benchload.Fill(b, im.New, func(q Queue, k string) { q.Add(k) }, func(q Queue) { q.ShutDown() }, keys)
+		})
+	}
 }

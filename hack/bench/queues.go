@@ -19,6 +19,10 @@ type Impl struct {
 	// AddPriority adds item at priority prio (0 <= prio < Priorities); nil when the
 	// implementation has no priorities.
 	AddPriority func(q Queue, prio int, item string)
+	// Loop is true when the implementation's own controllers hand an item back and take the
+	// next in one step (benchload.WorkerLoop); the controller-loop workloads use it then, and
+	// Get+Done otherwise, as each library's controllers do.
+	Loop bool
 }
 
 // Priorities is how many priorities the priority workloads use.
@@ -42,6 +46,7 @@ var Impls = []Impl{
 		AddPriority: func(q Queue, prio int, item string) {
 			q.(*workqueue.Queue[string]).AddWithOpts(workqueue.AddOpts{Priority: prio}, item)
 		},
+		Loop: true,
 	},
 	{
 		Name: "clientgo",

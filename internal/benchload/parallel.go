@@ -28,6 +28,45 @@ const batch = 32
 // queued. Once the producers are done and the queue is empty, shutdown stops the consumers.
 // The fraction of adds absorbed by deduplication is reported as dedup/op.
 func Parallel(b *testing.B, q Queue, workers int, keys []string, add func(i int, key string), shutdown func()) {
+	parallel(b, consumer{q: q}, workers, keys, add, shutdown)
+}
+
+// WorkerLoop is a queue whose workers hand an item back and take the next in one step, as
+// ctrlkit's controllers do (workqueue.Queue's DoneAndTryGet).
+type WorkerLoop interface {
+	Queue
+	DoneAndTryGet(item string) (next string, ok bool)
+}
+
+// ParallelWorkerLoop is Parallel with consumers that hand back each item and take the next
+// with DoneAndTryGet, waiting in Get only when nothing is ready.
+func ParallelWorkerLoop(b *testing.B, q WorkerLoop, workers int, keys []string, add func(i int, key string), shutdown func()) {
+	parallel(b, consumer{q: q, loop: q}, workers, keys, add, shutdown)
+}
+
+// consumer takes items from q: Get then Done, or with loop set DoneAndTryGet then, when
+// nothing is ready, Get.
+type consumer struct {
+	q    Queue
+	loop WorkerLoop
+}
+
+// next hands back prev (when has) and returns the next item, waiting for one.
+func (c consumer) next(prev string, has bool) (string, bool) {
+	if has {
+		if c.loop != nil {
+			if k, ok := c.loop.DoneAndTryGet(prev); ok {
+				return k, false
+			}
+		} else {
+			c.q.Done(prev)
+		}
+	}
+	return c.q.Get()
+}
+
+func parallel(b *testing.B, cq consumer, workers int, keys []string, add func(i int, key string), shutdown func()) {
+	q := cq.q
 	var consumers, producers sync.WaitGroup
 	handled := make([]int, workers)
 	th := newThrottle(MaxDepth)
@@ -44,8 +83,7 @@ func Parallel(b *testing.B, q Queue, workers int, keys []string, add func(i int,
 	for c := range workers {
 		consumers.Go(func() {
 			n := 0
-			for {
-				k, done := q.Get()
+			for k, done := cq.next("", false); ; k, done = cq.next(k, true) {
 				if done {
 					handled[c] = n
 					return
@@ -54,7 +92,6 @@ func Parallel(b *testing.B, q Queue, workers int, keys []string, add func(i int,
 				if n%batch == 0 {
 					th.consumed(batch)
 				}
-				q.Done(k)
 			}
 		})
 	}

@@ -1,0 +1,42 @@
+//go:build wqmap
+
+package workqueue
+
+// This file replaces table.go when built with -tags wqmap: the same table over Go's built-in
+// map, kept so that the choice of a table of our own can be measured again (see
+// docs/design/workqueue.md):
+//
+//	go test -tags wqmap -run '^$' -bench 'Fill|Burst' ./workqueue/
+//
+// A map never shrinks, so a new one replaces it when it empties after a burst.
+
+type table[T comparable] struct {
+	m    map[T]*entry[T]
+	peak int
+}
+
+const keepTable = 4096
+
+func newTable[T comparable]() table[T] { return table[T]{m: make(map[T]*entry[T])} }
+
+func (t *table[T]) hash(item T) uint64 { return 0 }
+func (t *table[T]) len() int           { return len(t.m) }
+func (t *table[T]) get(h uint64, item T) *entry[T] {
+	return t.m[item]
+}
+func (t *table[T]) put(e *entry[T]) {
+	t.m[e.item] = e
+	t.peak = max(t.peak, len(t.m))
+}
+func (t *table[T]) remove(e *entry[T]) {
+	delete(t.m, e.item)
+	if len(t.m) == 0 && t.peak > keepTable {
+		t.m = make(map[T]*entry[T])
+		t.peak = 0
+	}
+}
+func (t *table[T]) all(f func(*entry[T])) {
+	for _, e := range t.m {
+		f(e)
+	}
+}
