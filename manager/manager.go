@@ -22,6 +22,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/featuregate"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/leaderelection"
+	"github.com/ctrlkit/ctrlkit/sharding"
 )
 
 // Runnable is what a Manager runs: every *controller.Controller[K] is one,
@@ -120,6 +121,21 @@ type Options struct {
 	// stopped. nil or Enabled false means no election: everything runs.
 	LeaderElection *leaderelection.Config
 
+	// Sharding, when non-nil, makes this replica a member of a ring
+	// (package sharding): the replicas of the binary split the objects of
+	// the controllers added with AddSharded, and their caches, instead of
+	// one replica doing all the work. New validates it (the ring's name,
+	// identity and durations) and builds the member, the sharder and
+	// ShardFactory; Start first asks the API server whether the ring has
+	// every permission it needs (sharding.CheckAccess) and refuses to start
+	// without, naming the missing one. The ring runs as one Runnable named
+	// "shard-<ring>" on every replica, with a /readyz check of the same name
+	// and the ctrlkit_shard_* series on Registerer. With LeaderElection
+	// enabled too, sharded controllers still run on every member (the ring,
+	// not the election, says which objects are whose), while the other
+	// Runnables that need leader election run only on the leader.
+	Sharding *ShardingOptions
+
 	// FeatureGate decides whether Runnables with a Feature start. A
 	// Runnable whose gate is off is not started, and the log says so.
 	// Adding a Runnable with a Feature to a Manager without a FeatureGate
@@ -187,6 +203,7 @@ type Manager struct {
 	factory     *informer.Factory
 	gate        featuregate.Gates
 	elector     *leaderelection.Elector
+	shard       *shardState // nil without Options.Sharding
 	metrics     *controller.Metrics
 	gatherer    prometheus.Gatherer
 	registerer  prometheus.Registerer
@@ -236,6 +253,7 @@ func New(opts Options) (_ *Manager, err error) {
 	if opts.Client != nil && opts.Config != nil {
 		return bad("Config", "set together with Client; Config is only for building the Client")
 	}
+	var restCfg *rest.Config // the Config the Client was built from, if it was
 	if opts.Client == nil {
 		cfg := opts.Config
 		if cfg == nil {
@@ -244,6 +262,7 @@ func New(opts Options) (_ *Manager, err error) {
 				return nil, fmt.Errorf("manager: no Client or Config: %w", err)
 			}
 		}
+		restCfg = cfg
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("manager: client for %s: %w", cfg.Host, err)
@@ -331,6 +350,23 @@ func New(opts Options) (_ *Manager, err error) {
 	}
 	m.metrics, m.gatherer = metrics, gath
 	m.registerer = reg
+
+	if opts.Sharding != nil {
+		if m.shard, err = m.newShardState(*opts.Sharding, restCfg); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				m.shard.factory.Shutdown()
+			}
+		}()
+		m.names[m.shard.name] = struct{}{}
+		if !opts.Sharding.NoReadyzCheck {
+			if err := m.AddReadyzCheck(m.shard.name, m.shard.check); err != nil {
+				return nil, err
+			}
+		}
+	}
 
 	if le := opts.LeaderElection; le != nil && le.Enabled {
 		e, err := leaderelection.NewElector(opts.Client, *le, leaderelection.Callbacks{
@@ -472,10 +508,31 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 	m.logger.Store(&logger)
 	ctx = controller.WithMetrics(klog.NewContext(ctx, logger), m.metrics)
+	if s := m.shard; s != nil && !s.opts.SkipAccessCheck {
+		// Before anything starts: a missing permission would otherwise show
+		// only as writes failing one by one and keys that never move.
+		if err := sharding.CheckAccess(ctx, m.client, s.cfg, s.opts.Sharder); err != nil {
+			return fmt.Errorf("manager: %w", err)
+		}
+	}
 	// Each stage below is stopped explicitly, in order, so none of them
 	// inherits ctx's cancellation.
 	base := context.WithoutCancel(ctx)
 
+	enabled := func(r Runnable) bool {
+		if f := featureOf(r); f != "" && !m.gate.Enabled(f) {
+			logger.Info("Not starting controller: its feature gate is disabled", "controller", r.Name(), "feature", f)
+			return false
+		}
+		return true
+	}
+	if m.shard != nil {
+		group, err := m.shardGroup(enabled)
+		if err != nil {
+			return fmt.Errorf("manager: %w", err)
+		}
+		rs = append(rs, group)
+	}
 	servers, err := m.listen(logger)
 	if err != nil {
 		return err
@@ -485,8 +542,7 @@ func (m *Manager) Start(ctx context.Context) error {
 
 	var always, leaders, active []Runnable
 	for _, r := range rs {
-		if f := featureOf(r); f != "" && !m.gate.Enabled(f) {
-			logger.Info("Not starting controller: its feature gate is disabled", "controller", r.Name(), "feature", f)
+		if !enabled(r) {
 			continue
 		}
 		active = append(active, r)

@@ -1,0 +1,373 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/featuregate"
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/sharding"
+)
+
+// ShardingOptions make the Manager a member of a ring (package sharding):
+// the replicas of the binary split the objects of its sharded controllers
+// and their caches, each reconciling the objects labelled with its
+// identity. See Options.Sharding.
+type ShardingOptions struct {
+	// Config names the ring and this replica's identity in it (flags:
+	// sharding.Config.AddFlags). Ring and Identity are required; the other
+	// fields default as in sharding.Config.WithDefaults.
+	Config sharding.Config
+	// Sharder says which resource is sharded (Resource, required) and which
+	// child resources follow their owner (Children), as the sharder labels
+	// them. Metrics defaults to the Manager's sharding metrics.
+	Sharder sharding.SharderOptions
+	// Metadata is the metadata client the sharder lists, watches and labels
+	// objects with, and the gates acknowledge drains with. nil means one
+	// built from Options.Config (or GetConfig's); a Manager given a Client
+	// instead of a Config needs it set.
+	Metadata metadata.Interface
+	// FactoryOptions configure ShardFactory (for example
+	// informer.WithDynamicClient for a custom resource). Its list options
+	// select the member's label whatever they say: a WithTweakListOptions
+	// here is replaced.
+	FactoryOptions []informer.FactoryOption
+	// FenceTimeout is sharding.GateOptions.FenceTimeout of every sharded
+	// controller. 0 means the gate's default (the ring's RenewDeadline).
+	FenceTimeout time.Duration
+	// SkipAccessCheck skips sharding.CheckAccess at Start: for clusters
+	// that do not answer SelfSubjectAccessReviews (a fake clientset). By
+	// default Start asks the API server first and refuses to start when the
+	// ring lacks a permission, naming it.
+	SkipAccessCheck bool
+	// NoReadyzCheck leaves out the /readyz check "shard-<ring>" (fails
+	// while the replica does not hold its member Lease or its sharded
+	// controllers have not synced).
+	NoReadyzCheck bool
+}
+
+// ShardedController is what AddSharded needs of a controller: every
+// *controller.Controller[K] is one, and so is a type that embeds one.
+type ShardedController[K sharding.Key] interface {
+	Runnable
+	// Enqueue adds a key to the controller's queue; the gate enqueues the
+	// keys it held back.
+	Enqueue(key K)
+	// SetDispatchGate puts the ring's gate between the controller's queue
+	// and its workers.
+	SetDispatchGate(g controller.DispatchGate[K]) error
+}
+
+// shardState is a Manager's part in its ring.
+type shardState struct {
+	cfg          sharding.Config // defaults applied
+	opts         ShardingOptions
+	meta         metadata.Interface
+	member       *sharding.Member
+	sharder      *sharding.Sharder
+	factory      *informer.Factory
+	metrics      *sharding.Metrics
+	name         string // the Group's runnable name and the /readyz check's
+	runnables    []preparer
+	synced       []syncedController // for the readyz check
+	selectChecks []sharding.Runnable
+}
+
+// syncedController is a sharded controller with a HasSynced method.
+type syncedController struct {
+	name      string
+	hasSynced func() bool
+}
+
+// shardGroupPrefix prefixes the name of the ring's runnable and readyz check.
+const shardGroupPrefix = "shard-"
+
+// newShardState validates opts and builds the member, the sharder and the
+// member's informer factory: nothing contacts the API server yet.
+func (m *Manager) newShardState(opts ShardingOptions, restCfg *rest.Config) (*shardState, error) {
+	bad := func(field, reason string) (*shardState, error) {
+		return nil, &controller.OptionsError{Field: "manager.Options.Sharding." + field, Reason: reason}
+	}
+	cfg := opts.Config.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("manager: sharding: %w", err)
+	}
+	if opts.FenceTimeout < 0 {
+		return bad("FenceTimeout", fmt.Sprintf("%v is negative", opts.FenceTimeout))
+	}
+	meta := opts.Metadata
+	if meta == nil {
+		if restCfg == nil {
+			return bad("Metadata", "nil, and the Manager was given a Client and no Config to build one from: set Metadata (metadata.NewForConfig)")
+		}
+		var err error
+		if meta, err = metadata.NewForConfig(restCfg); err != nil {
+			return nil, fmt.Errorf("manager: sharding: metadata client for %s: %w", restCfg.Host, err)
+		}
+	}
+	metrics, err := sharding.NewMetrics(m.registerer)
+	if err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
+	sopts := opts.Sharder
+	if sopts.Metrics == nil {
+		sopts.Metrics = metrics
+	}
+	member, err := sharding.NewMember(m.client, cfg, sharding.MemberOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("manager: sharding: %w", err)
+	}
+	sharder, err := sharding.NewSharder(m.client, meta, cfg, sopts)
+	if err != nil {
+		return nil, fmt.Errorf("manager: sharding: %w", err)
+	}
+	selector := member.Selector()
+	// Last, so that every informer of the factory selects the member's
+	// label: forgetting it for one informer is not possible.
+	fopts := append(slices.Clone(opts.FactoryOptions), informer.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = selector
+	}))
+	s := &shardState{
+		cfg: cfg, opts: opts, meta: meta, member: member, sharder: sharder, metrics: metrics,
+		factory: informer.NewFactory(m.client, fopts...),
+		name:    shardGroupPrefix + cfg.Ring,
+	}
+	s.opts.Sharder = sopts
+	return s, nil
+}
+
+// ShardFactory returns the informer factory of this replica's share of the
+// ring (nil without Options.Sharding): every informer taken from it selects
+// the member's label, shard.ctrlkit.dev/<ring>=<identity>, so it lists,
+// watches and caches only the objects assigned to this replica. Take the
+// informers of the sharded resource and its children from it, and every
+// other informer from Factory. It runs only while the replica is a member
+// (the ring's runnable starts and shuts it down), not with Factory.
+func (m *Manager) ShardFactory() *informer.Factory {
+	if m.shard == nil {
+		return nil
+	}
+	return m.shard.factory
+}
+
+// ShardMember returns this replica's member of the ring (nil without
+// Options.Sharding): its Identity, Selector and IsMember.
+func (m *Manager) ShardMember() *sharding.Member {
+	if m.shard == nil {
+		return nil
+	}
+	return m.shard.member
+}
+
+// ErrNotSharded is matched by the error AddSharded returns for a Manager
+// built without Options.Sharding.
+var ErrNotSharded = errors.New("manager has no sharding options")
+
+// AddSharded makes c a sharded controller of m's ring: it builds the ring's
+// gate (sharding.NewGate) over owners, the informer of the sharded resource,
+// and children, the informers of the child resources (both from
+// m.ShardFactory()), sets it as c's dispatch gate, and runs gate and c on
+// every replica while it is a member of the ring, instead of as a plain
+// Runnable (so c needs no leader election, whatever its NeedLeaderElection
+// says). The informers must serve the resources Options.Sharding.Sharder
+// names; an informer that turns out not to select the member's label (one
+// from Factory instead of ShardFactory) stops the Manager with an error
+// naming it. Call it before Start; c's name must be unique, as with Add.
+func AddSharded[K sharding.Key](m *Manager, c ShardedController[K], owners sharding.Source, children ...sharding.Source) error {
+	field := func(reason string) error {
+		return &controller.OptionsError{Field: "manager.AddSharded", Reason: reason}
+	}
+	if m == nil {
+		return field("nil Manager")
+	}
+	if m.shard == nil {
+		return fmt.Errorf("manager: AddSharded: %w: set Options.Sharding", ErrNotSharded)
+	}
+	if c == nil || owners == nil {
+		return field("needs a controller and its owners' informer")
+	}
+	s := m.shard
+	if got, want := owners.GVR(), s.opts.Sharder.Resource; got != want {
+		return field(fmt.Sprintf("owners informer %s serves %s, the ring %q shards %s", owners.Name(), got.GroupResource(), s.cfg.Ring, want.GroupResource()))
+	}
+	for i, ch := range children {
+		if ch == nil {
+			return field(fmt.Sprintf("child informer %d is nil", i))
+		}
+		if !slices.Contains(s.opts.Sharder.Children, ch.GVR()) {
+			return field(fmt.Sprintf("child informer %s serves %s, not one of the ring %q's children %v", ch.Name(), ch.GVR().GroupResource(), s.cfg.Ring, s.opts.Sharder.Children))
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.started {
+		return fmt.Errorf("manager: adding sharded controller %q: %w", c.Name(), controller.ErrAlreadyStarted)
+	}
+	name := c.Name()
+	if _, dup := m.names[name]; dup {
+		return fmt.Errorf("manager: %w %q", ErrDuplicateName, name)
+	}
+	if f := featureOf(c); f != "" && m.gate == nil {
+		return &controller.OptionsError{Controller: name, Field: "Feature",
+			Reason: fmt.Sprintf("%q is set but manager.Options.FeatureGate is nil", f)}
+	}
+	m.names[name] = struct{}{}
+	s.runnables = append(s.runnables, &gateRunnable[K]{controller: c, owners: owners, children: children})
+	if hs, ok := c.(interface{ HasSynced() bool }); ok {
+		s.synced = append(s.synced, syncedController{name: name, hasSynced: hs.HasSynced})
+	}
+	for _, src := range append([]sharding.Source{owners}, children...) {
+		s.selectChecks = append(s.selectChecks, &selectorCheck{src: src, ring: s.cfg.Ring, label: sharding.Label(s.cfg.Ring), identity: s.cfg.Identity})
+	}
+	return nil
+}
+
+// gateRunnable runs a sharded controller's gate and the controller together:
+// a Runnable to the Manager (for its feature gate and name), run inside the
+// ring's Group. The gate is built by prepare at Start, only for a controller
+// that runs: a gate's queue lives from its construction.
+type gateRunnable[K sharding.Key] struct {
+	controller ShardedController[K]
+	owners     sharding.Source
+	children   []sharding.Source
+	gate       *sharding.Gate[K] // set by prepare
+}
+
+// preparer is a sharded controller's gateRunnable.
+type preparer interface {
+	Runnable
+	prepare(s *shardState) error
+}
+
+func (g *gateRunnable[K]) prepare(s *shardState) error {
+	gate, err := sharding.NewGate(s.member, g.owners, g.controller.Enqueue, sharding.GateOptions{
+		Metadata: s.meta, Children: g.children, FenceTimeout: s.opts.FenceTimeout, Metrics: s.metrics,
+	})
+	if err != nil {
+		return fmt.Errorf("sharded controller %q: %w", g.controller.Name(), err)
+	}
+	if err := g.controller.SetDispatchGate(gate); err != nil {
+		return fmt.Errorf("sharded controller %q: %w", g.controller.Name(), err)
+	}
+	g.gate = gate
+	return nil
+}
+
+func (g *gateRunnable[K]) Name() string { return g.controller.Name() }
+
+func (g *gateRunnable[K]) Feature() featuregate.Feature { return featureOf(g.controller) }
+
+func (g *gateRunnable[K]) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg   sync.WaitGroup
+		errs = make([]error, 2)
+	)
+	wg.Go(func() {
+		errs[0] = g.gate.Run(ctx)
+		cancel()
+	})
+	wg.Go(func() {
+		errs[1] = g.controller.Run(ctx)
+		cancel()
+	})
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// selectorCheck fails as soon as its informer delivers an object without
+// the member's assignment label: the informer does not select it (it came
+// from the Manager's Factory, not ShardFactory), and the controller would
+// reconcile every object of the ring, alongside the other members.
+type selectorCheck struct {
+	src      sharding.Source
+	ring     string
+	label    string
+	identity string
+}
+
+// ErrNotShardScoped is matched by the error that stops a Manager whose
+// sharded controller was given an informer that does not select the
+// member's label.
+var ErrNotShardScoped = errors.New("informer does not select the member's label")
+
+func (s *selectorCheck) Run(ctx context.Context) error {
+	violated := make(chan string, 1)
+	check := func(obj any) {
+		o, err := meta.Accessor(obj)
+		if err != nil {
+			return // a tombstone: its object was checked when it was added
+		}
+		if o.GetLabels()[s.label] != s.identity {
+			select {
+			case violated <- o.GetNamespace() + "/" + o.GetName():
+			default:
+			}
+		}
+	}
+	reg, err := s.src.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { check(obj) },
+		UpdateFunc: func(_, obj any) { check(obj) },
+	})
+	if err != nil {
+		return fmt.Errorf("checking informer %s: %w", s.src.Name(), err)
+	}
+	defer func() { _ = s.src.Informer().RemoveEventHandler(reg) }()
+	select {
+	case <-ctx.Done():
+		return nil
+	case key := <-violated:
+		return fmt.Errorf("ring %q: %w: %s delivered %s %s without %s=%s; take it from Manager.ShardFactory()",
+			s.ring, ErrNotShardScoped, s.src.Name(), s.src.GVR().Resource, key, s.label, s.identity)
+	}
+}
+
+// shardGroup builds the ring's runnable from the sharded controllers whose
+// feature is enabled.
+func (m *Manager) shardGroup(enabled func(Runnable) bool) (*sharding.Group, error) {
+	s := m.shard
+	var rs []sharding.Runnable
+	for _, r := range s.runnables {
+		if !enabled(r) {
+			continue
+		}
+		if err := r.prepare(s); err != nil {
+			return nil, err
+		}
+		rs = append(rs, r)
+	}
+	rs = append(rs, s.selectChecks...)
+	return sharding.NewGroup(s.name, s.member, s.sharder, s.factory, rs...)
+}
+
+// check is the /readyz check of the ring: the replica holds its member
+// Lease and its sharded controllers synced their caches.
+func (s *shardState) check(r *http.Request) error {
+	if err := s.member.Check(r); err != nil {
+		return err
+	}
+	var unsynced []string
+	for _, c := range s.synced {
+		if !c.hasSynced() {
+			unsynced = append(unsynced, c.name)
+		}
+	}
+	if len(unsynced) > 0 {
+		return fmt.Errorf("sharded controllers not synced: %s", strings.Join(unsynced, ", "))
+	}
+	return nil
+}
