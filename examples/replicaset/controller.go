@@ -27,6 +27,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/ownerref"
 	"github.com/ctrlkit/ctrlkit/replicas"
+	"github.com/ctrlkit/ctrlkit/sharding"
 	ckqueue "github.com/ctrlkit/ctrlkit/workqueue"
 )
 
@@ -517,10 +518,12 @@ func (c *ReplicaSetController) relatedPods(rs *appsv1.ReplicaSet, own []*corev1.
 	return related, nil
 }
 
-// newPod is the Pod rs's template describes, controlled by rs.
+// newPod is the Pod rs's template describes, controlled by rs. Run sharded (--sharded), it
+// carries rs's assignment label (sharding.Inherit), so it is in the cache of rs's member from
+// its first event instead of after the sharder labelled it; unsharded, rs has no such label.
 func newPod(rs *appsv1.ReplicaSet) *corev1.Pod {
 	t := rs.Spec.Template
-	return &corev1.Pod{
+	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName:    rs.Name + "-",
 			Namespace:       rs.Namespace,
@@ -531,6 +534,8 @@ func newPod(rs *appsv1.ReplicaSet) *corev1.Pod {
 		},
 		Spec: *t.Spec.DeepCopy(),
 	}
+	sharding.Inherit(rs, pod)
+	return pod
 }
 
 func ptrOr[T any](p *T, def T) T {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -21,7 +22,15 @@ import (
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(controllertest.WithSharedAPIServer(m)) }
+func TestMain(m *testing.M) {
+	if os.Getenv(envRunMain) == "1" {
+		// The test binary started as the example's binary (sharding_apiserver_test.go runs
+		// several as separate processes): main parses os.Args and exits.
+		main()
+		return
+	}
+	goleak.VerifyTestMain(controllertest.WithSharedAPIServer(m))
+}
 
 const quiet = 20 * time.Second // WaitForQuiet's bound: generous for a loaded machine
 

@@ -4,14 +4,21 @@ import (
 	"context"
 	"io"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
+	"github.com/ctrlkit/ctrlkit/manager"
 )
 
 func main() { demo.Main(program()) }
+
+// ShardRing is the ring --sharded joins: --shard-ring=replicasets.
+const ShardRing = "replicasets"
 
 // run is main without os.Exit, for tests: 0 on success, 1 when the controller failed or the
 // demo did not converge, 2 for bad flags.
@@ -31,13 +38,28 @@ func program() demo.Program {
 			return fakecluster.Options{Objects: seed()}, nil
 		},
 		Setup: func(ctx context.Context, env *demo.Env) error {
-			rsc, err := NewReplicaSetController(env.Manager.Factory(), env.Client,
+			factory := env.Manager.Factory()
+			if env.Sharded {
+				// Only this replica's ReplicaSets, and their Pods, are listed and cached.
+				factory = env.Manager.ShardFactory()
+			}
+			rsc, err := NewReplicaSetController(factory, env.Client,
 				Options{Workers: env.Workers, FeatureGate: env.Gate, Logger: klog.FromContext(ctx)})
 			if err != nil {
 				return err
 			}
 			klog.FromContext(ctx).Info("Feature gates", "enabled", env.Gate.Enabled(ReplicaSetSlowStartBatching), "feature", ReplicaSetSlowStartBatching)
+			if env.Sharded {
+				return manager.AddSharded(env.Manager, rsc, rsc.rss, rsc.pods)
+			}
 			return env.Manager.Add(rsc)
+		},
+		// --sharded: the ReplicaSets are split across the replicas, each Pod following its
+		// controlling ReplicaSet.
+		Sharding: &demo.Sharding{
+			Ring:     ShardRing,
+			Resource: appsv1.SchemeGroupVersion.WithResource("replicasets"),
+			Children: []schema.GroupVersionResource{corev1.SchemeGroupVersion.WithResource("pods")},
 		},
 		Demo:    runDemo,
 		Kubelet: &kubelet.Options{StartupDelay: podStartupDelay},

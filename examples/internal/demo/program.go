@@ -17,8 +17,10 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/certwatcher"
@@ -28,6 +30,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/leaderelection"
 	"github.com/ctrlkit/ctrlkit/manager"
+	"github.com/ctrlkit/ctrlkit/sharding"
 )
 
 // Program is what one example binary says about itself. Run does what every example does with
@@ -66,6 +69,21 @@ type Program struct {
 	Kubelet *kubelet.Options
 	// RealClusterHint is logged when the binary runs against a real cluster (what to apply).
 	RealClusterHint string
+	// Sharding, when set, lets the binary run sharded: it gets the ring's flags (--shard-ring
+	// and the others of sharding.Config.AddFlags) and --sharded, shorthand for
+	// --shard-ring=Sharding.Ring. Sharded, Setup finds Env.Sharded set and takes the informers
+	// of the sharded resource and its children from Env.Manager.ShardFactory().
+	Sharding *Sharding
+}
+
+// Sharding is what a binary that can run sharded shards.
+type Sharding struct {
+	// Ring is the ring --sharded joins.
+	Ring string
+	// Resource is the sharded resource: its objects are the keys split across the replicas.
+	Resource schema.GroupVersionResource
+	// Children are the resources whose objects follow their controlling owner.
+	Children []schema.GroupVersionResource
 }
 
 // Env is what Setup and Demo get: the clients, the Manager and the shared flags' values.
@@ -77,6 +95,9 @@ type Env struct {
 	Workers  int
 	Timeout  time.Duration
 	InMemory bool
+	// Sharded is true when the binary runs as a member of a ring (--sharded or --shard-ring):
+	// Manager has Options.Sharding set.
+	Sharded bool
 }
 
 // Step logs what it waits for, waits until cond holds (at most env.Timeout) and logs that it
@@ -107,10 +128,12 @@ type Settings struct {
 	Profiling      bool   // /debug/pprof/ on the metrics server
 	HealthAddr     string
 	Election       leaderelection.Config
-	Gate           *featuregate.Gate
-	Watch          bool
-	Timeout        time.Duration
-	Verbosity      int
+	// Shard is the ring this replica joins; Shard.Ring is "" when it runs unsharded.
+	Shard     sharding.Config
+	Gate      *featuregate.Gate
+	Watch     bool
+	Timeout   time.Duration
+	Verbosity int
 }
 
 // Exit codes of Run.
@@ -190,6 +213,13 @@ func Parse(p Program, args []string, out io.Writer) (*Settings, error) {
 	fs.DurationVar(&s.Timeout, "timeout", 30*time.Second, "in-memory cluster: how long each demo step may take to converge")
 	fs.IntVarP(&s.Verbosity, "v", "v", p.Verbosity, "log verbosity")
 	s.Election.AddFlags(fs)
+	var sharded bool
+	if p.Sharding != nil {
+		fs.BoolVar(&sharded, "sharded", false, fmt.Sprintf("run as one of several replicas that split the %s between them: "+
+			"shorthand for --shard-ring=%s (needs --kubeconfig; turns --leader-elect off unless it is given)",
+			p.Sharding.Resource.Resource, p.Sharding.Ring))
+		s.Shard.AddFlags(fs)
+	}
 	if len(p.Features) > 0 {
 		s.Gate.AddFlag(fs)
 	}
@@ -241,12 +271,44 @@ func Parse(p Program, args []string, out io.Writer) (*Settings, error) {
 	if err := checkMetricsServing(s, inMemory); err != nil {
 		return nil, err
 	}
+	if p.Sharding != nil {
+		if err := completeSharding(p, s, fs, sharded, inMemory); err != nil {
+			return nil, err
+		}
+	}
 	if p.Complete != nil {
 		if err := p.Complete(fs, inMemory); err != nil {
 			return nil, err
 		}
 	}
 	return s, nil
+}
+
+// completeSharding resolves --sharded and checks the ring's flags together: a sharded binary
+// runs against a cluster, and its replicas share the work instead of electing a leader.
+func completeSharding(p Program, s *Settings, fs *pflag.FlagSet, sharded, inMemory bool) error {
+	if sharded {
+		if fs.Changed("shard-ring") && s.Shard.Ring == "" {
+			return errors.New("--sharded with an empty --shard-ring: leave --shard-ring out, or name the ring")
+		}
+		if !fs.Changed("shard-ring") {
+			s.Shard.Ring = p.Sharding.Ring
+		}
+	}
+	if err := s.Shard.ValidateFlags(); err != nil {
+		return fmt.Errorf("sharding flags: %w", err)
+	}
+	if !s.Shard.Sharded() {
+		return nil
+	}
+	if inMemory {
+		return errors.New("--sharded (--shard-ring) needs a cluster (--kubeconfig): replicas share the work through Leases and labels on a real API server; the in-memory demo runs one process")
+	}
+	if !fs.Changed("leader-elect") {
+		// Every member reconciles its share: an election would only add a Lease.
+		s.Election.Enabled = false
+	}
+	return nil
 }
 
 // checkMetricsServing checks the --metrics-secure flags together: an asked-for secure server
@@ -288,7 +350,8 @@ func checkAddr(addr string) error {
 // start builds the clients, the Manager and the controllers, and runs them.
 func start(ctx context.Context, p Program, s *Settings) error {
 	logger := klog.FromContext(ctx)
-	env := &Env{Gate: s.Gate, Workers: s.Workers, Timeout: s.Timeout, InMemory: s.Kubeconfig == ""}
+	env := &Env{Gate: s.Gate, Workers: s.Workers, Timeout: s.Timeout, InMemory: s.Kubeconfig == "", Sharded: s.Shard.Sharded()}
+	var meta metadata.Interface // the sharder's and the gates' client, when sharded
 	if !env.InMemory {
 		cfg, err := RESTConfig(s.Kubeconfig)
 		if err != nil {
@@ -300,6 +363,11 @@ func start(ctx context.Context, p Program, s *Settings) error {
 		}
 		if env.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
 			return err
+		}
+		if s.Shard.Sharded() {
+			if meta, err = metadata.NewForConfig(cfg); err != nil {
+				return err
+			}
 		}
 		logger.Info("Running against a cluster", "host", cfg.Host)
 	} else {
@@ -340,6 +408,16 @@ func start(ctx context.Context, p Program, s *Settings) error {
 	}
 	if len(p.Features) > 0 {
 		mopts.FeatureGate = s.Gate
+	}
+	if env.Sharded {
+		mopts.Sharding = &manager.ShardingOptions{
+			Config:         s.Shard,
+			Sharder:        sharding.SharderOptions{Resource: p.Sharding.Resource, Children: p.Sharding.Children},
+			Metadata:       meta,
+			FactoryOptions: fopts,
+		}
+		logger.Info("Sharded: this replica reconciles the objects the ring assigns it", "ring", s.Shard.Ring,
+			"identity", s.Shard.Identity, "leaseNamespace", s.Shard.Namespace)
 	}
 	mgr, err := manager.New(mopts)
 	if err != nil {

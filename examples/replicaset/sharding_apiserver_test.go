@@ -1,0 +1,358 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+
+	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
+	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
+	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/sharding"
+)
+
+// envRunMain makes the test binary run the example's main instead of the tests (TestMain).
+const envRunMain = "CTRLKIT_REPLICASET_RUN_MAIN"
+
+// Short ring timings, so a dead member's ReplicaSets move within seconds; they pass the Lease
+// rules: 4s > 3s > 1.2×500ms, and the stored 4s exceeds RenewDeadline+RetryPeriod.
+const (
+	shardLeaseDuration = 4 * time.Second
+	shardRenewDeadline = 3 * time.Second
+	shardRetryPeriod   = 500 * time.Millisecond
+	// shardSlack is what a takeover may add to LeaseDuration+RetryPeriod on a loaded machine:
+	// relabelling the dead member's ReplicaSets and Pods, the new member's watch and sync, a
+	// Pod made ready.
+	shardSlack = 30 * time.Second
+)
+
+// Three replicas of the binary, each a process of its own with --sharded and the shipped
+// rbac.yaml and sharding.yaml as its only rights, against a real API server: every ReplicaSet
+// converges; each replica holds its member Lease and answers /readyz; the ReplicaSets (and
+// their Pods) are labelled across all three identities; one replica killed with SIGKILL (no
+// release) has its ReplicaSets relabelled to the other two, and a scale-up of one of them
+// converges within LeaseDuration+RetryPeriod and some slack; and no ReplicaSet ever has more
+// live Pods than it asked for, which two replicas reconciling the same ReplicaSet would cause.
+func TestAPIServerShardedThreeProcesses(t *testing.T) {
+	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/sharding.yaml", "deploy/deployment.yaml")
+	require.NoError(t, err)
+	env := controllertest.SharedAPIServer(t)
+	in := rbactest.Apply(t, env, m)
+	ctx, ns, client := env.Context(), env.Namespace(), env.Client()
+
+	k, err := kubelet.New(client, kubelet.Options{Namespace: ns, StartupDelay: -1})
+	require.NoError(t, err)
+	env.RunController(ctx, k)
+	over := watchOverlap(t, env)
+
+	ids := []string{"rs-0", "rs-1", "rs-2"}
+	procs := map[string]*process{}
+	for _, id := range ids {
+		procs[id] = startProcess(t, append(append([]string(nil), in.Args...),
+			"--sharded", "--shard-identity="+id, "--shard-namespace="+ns,
+			"--shard-lease-duration="+shardLeaseDuration.String(),
+			"--shard-renew-deadline="+shardRenewDeadline.String(),
+			"--shard-retry-period="+shardRetryPeriod.String(),
+			"--metrics-addr=", "--kube-api-qps=50", "--kube-api-burst=100"))
+	}
+
+	const n, replicas = 30, 2
+	names := make([]string, n)
+	for i := range n {
+		names[i] = fmt.Sprintf("rs-%02d", i)
+		over.want(names[i], replicas)
+		_, err := client.AppsV1().ReplicaSets(ns).Create(ctx, replicaSet(ns, names[i], "", replicas), metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	for _, name := range names {
+		awaitConverged(t, client, ns, name, replicas)
+	}
+	for id, p := range procs {
+		lease, err := client.CoordinationV1().Leases(ns).Get(ctx, ShardRing+"."+id, metav1.GetOptions{})
+		require.NoError(t, err, "the member Lease of %s", id)
+		assert.NotEmpty(t, ptr.Deref(lease.Spec.HolderIdentity, ""), "%s holds its Lease", id)
+		code, body := p.probe(t, "/readyz?verbose")
+		assert.Equal(t, http.StatusOK, code, "%s: /readyz: %s", id, body)
+	}
+	owners := awaitLabelled(t, client, ns, n, ids)
+	for _, id := range ids {
+		// 10 each on average; a share below 3 or above 20 of 30 is not hashing noise.
+		assert.GreaterOrEqual(t, len(owners[id]), 3, "%s's share: %v", id, owners)
+		assert.LessOrEqual(t, len(owners[id]), 20, "%s's share: %v", id, owners)
+	}
+
+	// Kill a replica that is not the sharder (the sharder's successor would wait out its own
+	// Lease first, which is leader election's bound, not the ring's).
+	sharder, err := client.CoordinationV1().Leases(ns).Get(ctx, ShardRing+"-sharder", metav1.GetOptions{})
+	require.NoError(t, err)
+	victim := ""
+	for _, id := range ids {
+		if id != ptr.Deref(sharder.Spec.HolderIdentity, "") {
+			victim = id
+			break
+		}
+	}
+	moved := owners[victim]
+	require.NotEmpty(t, moved)
+	procs[victim].kill(t)
+	killed := time.Now()
+
+	scaled := moved[0]
+	over.want(scaled, replicas+1)
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rs, err := client.AppsV1().ReplicaSets(ns).Get(ctx, scaled, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		rs.Spec.Replicas = ptr.To[int32](replicas + 1)
+		_, err = client.AppsV1().ReplicaSets(ns).Update(ctx, rs, metav1.UpdateOptions{})
+		return err
+	}))
+	bound := shardLeaseDuration + shardRetryPeriod + shardSlack
+	awaitConvergedWithin(t, client, ns, scaled, replicas+1, bound-time.Since(killed))
+	took := time.Since(killed)
+	var rest []string
+	for _, id := range ids {
+		if id != victim {
+			rest = append(rest, id)
+		}
+	}
+	survivors := awaitLabelled(t, client, ns, n, rest)
+	assert.Empty(t, survivors[victim], "every ReplicaSet of %s moved", victim)
+	t.Logf("%s killed: its %d ReplicaSets moved to the other two (%d and %d), %s scaled up and converged %v later",
+		victim, len(moved), len(survivors[rest[0]]), len(survivors[rest[1]]), scaled, took.Round(time.Millisecond))
+	for _, name := range moved[1:] {
+		awaitConverged(t, client, ns, name, replicas)
+	}
+
+	for id, p := range procs {
+		if id != victim {
+			assert.Equal(t, demo.ExitOK, p.stop(t), "%s exits cleanly when interrupted", id)
+		}
+	}
+	assert.Empty(t, over.violations(), "no ReplicaSet ever had more live Pods than it asked for")
+}
+
+// process is the example's binary (the test binary, run as main) in a process of its own.
+type process struct {
+	cmd  *exec.Cmd
+	out  rbactest.LogBuffer
+	done chan struct{}
+	err  error // cmd.Wait's, once done is closed
+}
+
+func startProcess(t *testing.T, args []string) *process {
+	t.Helper()
+	p := &process{done: make(chan struct{})}
+	p.cmd = exec.Command(os.Args[0], args...)
+	p.cmd.Env = append(os.Environ(), envRunMain+"=1", demo.EnvKubeconfig+"=")
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+	require.NoError(t, p.cmd.Start())
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.stop(t)
+		if t.Failed() {
+			t.Logf("output of %v:\n%s", args, p.out.String())
+		}
+	})
+	return p
+}
+
+// stop sends SIGTERM (what a kubelet sends) and returns the exit code; a process that has not
+// exited a minute later is killed and fails the test.
+func (p *process) stop(t *testing.T) int {
+	select {
+	case <-p.done:
+	default:
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(time.Minute):
+			p.kill(t)
+			t.Errorf("pid %d did not exit within a minute of SIGTERM", p.cmd.Process.Pid)
+		}
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// kill sends SIGKILL: no shutdown, no Lease released.
+func (p *process) kill(t *testing.T) {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// servingHealth is the Manager's log line naming the address it serves the probes on.
+var servingHealth = regexp.MustCompile(`"Serving" addr="([^"]+)" what=\[[^\]]*"health"`)
+
+// probe asks the process's health address for path, once it logged it.
+func (p *process) probe(t *testing.T, path string) (int, string) {
+	t.Helper()
+	var addr string
+	require.NoError(t, wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		m := servingHealth.FindStringSubmatch(p.out.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil, nil
+	}), "the health address in the log")
+	var code int
+	var body string
+	_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return false, nil
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		code, body = resp.StatusCode, string(b)
+		return code == http.StatusOK, nil
+	})
+	return code, body
+}
+
+// awaitLabelled waits until every one of the n ReplicaSets, and every live Pod each controls,
+// carries the ring's label naming one of ids, and returns the ReplicaSets by identity.
+func awaitLabelled(t *testing.T, client kubernetes.Interface, ns string, n int, ids []string) map[string][]string {
+	t.Helper()
+	label := sharding.Label(ShardRing)
+	var owners map[string][]string
+	var why string
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		rss, err := client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		owners = map[string][]string{}
+		byUID := map[string]string{}
+		for _, rs := range rss.Items {
+			owners[rs.Labels[label]] = append(owners[rs.Labels[label]], rs.Name)
+			byUID[string(rs.UID)] = rs.Labels[label]
+		}
+		for _, id := range ids {
+			delete(owners, id)
+		}
+		if len(owners) > 0 || len(rss.Items) != n {
+			why = fmt.Sprintf("ReplicaSets not labelled for %v: %v", ids, owners)
+			return false, nil
+		}
+		for _, pod := range pods.Items {
+			ref := metav1.GetControllerOf(&pod)
+			if ref == nil || pod.DeletionTimestamp != nil {
+				continue
+			}
+			if pod.Labels[label] != byUID[string(ref.UID)] {
+				why = fmt.Sprintf("pod %s labelled %q, its ReplicaSet %s %q", pod.Name, pod.Labels[label], ref.Name, byUID[string(ref.UID)])
+				return false, nil
+			}
+		}
+		owners = map[string][]string{}
+		for _, rs := range rss.Items {
+			owners[rs.Labels[label]] = append(owners[rs.Labels[label]], rs.Name)
+		}
+		return true, nil
+	})
+	require.NoError(t, err, "waiting for the ring's labels: %s", why)
+	return owners
+}
+
+// awaitConvergedWithin is awaitConverged with a deadline of its own.
+func awaitConvergedWithin(t *testing.T, client kubernetes.Interface, ns, name string, want int32, within time.Duration) {
+	t.Helper()
+	var rs *appsv1.ReplicaSet
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
+		var err error
+		if rs, err = client.AppsV1().ReplicaSets(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		st := rs.Status
+		return st.ObservedGeneration == rs.Generation && st.Replicas == want && st.ReadyReplicas == want && st.AvailableReplicas == want, nil
+	})
+	require.NoError(t, err, "replicaset %s converging to %d within %v: status %+v", name, want, within, rs.Status)
+}
+
+// overlap watches every Pod of the namespace and records each moment a ReplicaSet has more
+// live Pods (controlled by it, not being deleted) than the test asked for: with two replicas
+// reconciling one ReplicaSet, both would create its missing Pods.
+type overlap struct {
+	mu     sync.Mutex
+	wanted map[string]int32           // ReplicaSet -> the most replicas it was asked for
+	live   map[string]map[string]bool // ReplicaSet -> live Pods
+	bad    []string
+}
+
+func watchOverlap(t *testing.T, env *controllertest.Env) *overlap {
+	t.Helper()
+	o := &overlap{wanted: map[string]int32{}, live: map[string]map[string]bool{}}
+	pods, err := informer.For[*corev1.Pod](env.Factory())
+	require.NoError(t, err)
+	_, err = pods.AddHandler(informer.HandlerFuncs[*corev1.Pod]{
+		OnAdd:    func(p *corev1.Pod, _ bool) { o.observe(p, true) },
+		OnUpdate: func(_, p *corev1.Pod) { o.observe(p, true) },
+		OnDelete: func(p *corev1.Pod) { o.observe(p, false) },
+	})
+	require.NoError(t, err)
+	env.Sync()
+	return o
+}
+
+// want records that rs is asked for replicas Pods, before the request is sent.
+func (o *overlap) want(rs string, replicas int32) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.wanted[rs] = max(o.wanted[rs], replicas)
+}
+
+func (o *overlap) observe(p *corev1.Pod, present bool) {
+	ref := metav1.GetControllerOf(p)
+	if ref == nil || ref.Kind != "ReplicaSet" {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	set := o.live[ref.Name]
+	if set == nil {
+		set = map[string]bool{}
+		o.live[ref.Name] = set
+	}
+	if present && p.DeletionTimestamp == nil {
+		set[p.Name] = true
+	} else {
+		delete(set, p.Name)
+	}
+	if int32(len(set)) > o.wanted[ref.Name] {
+		o.bad = append(o.bad, fmt.Sprintf("%s: %d live Pods, %d wanted", ref.Name, len(set), o.wanted[ref.Name]))
+	}
+}
+
+func (o *overlap) violations() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.bad
+}
