@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
 	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
 )
@@ -104,4 +105,19 @@ func TestAPIServerLeastPrivilegeInformer(t *testing.T) {
 	awaitConverged(t, client, ns, "web", 1)
 	p.AwaitProbes()
 	assert.Equal(t, 0, p.Stop(), "a clean exit when interrupted")
+}
+
+// Sharded, the binary asks the API server for the ring's rights before it starts anything:
+// without deploy/sharding.yaml's "patch replicasets" it exits 1 with a message naming the
+// request, instead of running with ReplicaSets the sharder can never label.
+func TestAPIServerShardingLeastPrivilege(t *testing.T) {
+	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/sharding.yaml", "deploy/deployment.yaml")
+	require.NoError(t, err)
+	env := controllertest.SharedAPIServer(t)
+	in := rbactest.Apply(t, env, m)
+	patchRS := rbactest.Access{Verb: "patch", Group: "apps", Resource: "replicasets", ClusterScoped: true}
+	in.Revoke("ClusterRole", "ctrlkit-replicaset-sharding", patchRS)
+	p := in.Start(run, "--sharded", "--shard-identity=rs-0", "--shard-namespace="+env.Namespace())
+	assert.Equal(t, demo.ExitFailed, p.Wait())
+	assert.Contains(t, p.Output(), `ring \"replicasets\" may not patch replicasets.apps in every namespace`)
 }

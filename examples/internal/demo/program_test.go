@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ctrlkit/ctrlkit/certwatcher"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
@@ -129,4 +130,45 @@ func TestParseMetricsServingFlags(t *testing.T) {
 	var out bytes.Buffer
 	assert.Equal(t, demo.ExitBadArgs, demo.Run(context.Background(), p, []string{"--metrics-secure"}, &out))
 	assert.Contains(t, out.String(), "tiny: --metrics-secure needs a cluster")
+}
+
+// A program that can run sharded: --sharded names its ring, the ring's flags are checked
+// before anything starts (each error naming its flag), a sharded binary needs a cluster, and
+// its replicas do not elect a leader unless --leader-elect says so.
+func TestParseShardingFlags(t *testing.T) {
+	t.Setenv(demo.EnvKubeconfig, "")
+	p := program(new(bool))
+	parse := func(args ...string) (*demo.Settings, error) {
+		return demo.Parse(p, args, &bytes.Buffer{})
+	}
+	_, err := parse("--kubeconfig=/k", "--sharded")
+	assert.ErrorContains(t, err, "unknown flag: --sharded", "only programs with Sharding have the flags")
+
+	p.Sharding = &demo.Sharding{Ring: "things", Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}}
+	s, err := parse("--kubeconfig=/k")
+	require.NoError(t, err)
+	assert.False(t, s.Shard.Sharded())
+	assert.True(t, s.Election.Enabled)
+
+	s, err = parse("--kubeconfig=/k", "--sharded", "--shard-identity=replica-1")
+	require.NoError(t, err)
+	assert.Equal(t, "things", s.Shard.Ring)
+	assert.Equal(t, "replica-1", s.Shard.Identity)
+	assert.Equal(t, "kube-system", s.Shard.Namespace)
+	assert.False(t, s.Election.Enabled, "members share the work: no election")
+
+	s, err = parse("--kubeconfig=/k", "--sharded", "--shard-ring=other", "--shard-identity=replica-1", "--leader-elect")
+	require.NoError(t, err)
+	assert.Equal(t, "other", s.Shard.Ring, "an explicit --shard-ring wins")
+	assert.True(t, s.Election.Enabled, "an explicit --leader-elect is kept")
+
+	for want, args := range map[string][]string{
+		"--sharded (--shard-ring) needs a cluster (--kubeconfig)": {"--sharded"},
+		"--sharded with an empty --shard-ring":                    {"--kubeconfig=/k", "--sharded", "--shard-ring="},
+		"--shard-identity: invalid sharding config":               {"--kubeconfig=/k", "--sharded", "--shard-identity=Replica_1"},
+		"--shard-lease-duration: invalid sharding config":         {"--kubeconfig=/k", "--shard-ring=things", "--shard-identity=r", "--shard-lease-duration=1s"},
+	} {
+		_, err := parse(args...)
+		assert.ErrorContains(t, err, want, "%v", args)
+	}
 }
