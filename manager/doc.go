@@ -37,6 +37,21 @@
 // controller.Metrics (controller.WithMetrics), so a controller built without
 // its own Metrics reports into the Manager's registry.
 //
+// # Sharding
+//
+// With Options.Sharding, every replica works instead of one leader: the
+// replicas form a ring (package sharding) and split the objects of the
+// controllers added with AddSharded, and their caches. Such a controller
+// takes the informers of the sharded resource and its children from
+// ShardFactory, whose every informer selects this replica's label, and runs
+// on every member behind the ring's gate, so no object is reconciled by two
+// replicas at once. New validates the ring's configuration; Start checks the
+// ring's permissions (sharding.CheckAccess) before it starts anything; the
+// ring runs as one Runnable named "shard-<ring>", with a /readyz check of
+// that name (membership and the sharded controllers' sync) and the
+// ctrlkit_shard_* series. Leader election, if also enabled, still decides
+// where the other Runnables that need it run.
+//
 // # Endpoints
 //
 // /healthz fails when the leader elector's watchdog does (the lease was lost

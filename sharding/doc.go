@@ -26,12 +26,22 @@
 //     for before B's first Reconcile. A dead member's keys move once its
 //     Lease has gone unrenewed for LeaseDuration.
 //
-// A controller opts in with a Gate (NewGate, given to
-// controller.Controller's SetDispatchGate) and label-selected informers;
-// code that creates children copies the owner's label with Inherit; a Group
-// runs the sharder candidate, and the member's informers and controllers
-// while it is a member, as one runnable (see ExampleNewGroup). Bad
-// input is refused before anything starts: Config.Validate (ring and
-// identity names, Lease durations), NewMember, NewSharder, and CheckAccess
-// for the RBAC the ring needs.
+// A controller opts in on a manager.Manager with a few lines:
+// manager.Options.Sharding names the ring (a Config, from the flags of
+// Config.AddFlags: --shard-ring, --shard-identity, --shard-namespace and the
+// Lease durations), the controller takes the informers of the sharded
+// resource and its children from Manager.ShardFactory (every one of them
+// selects the member's label) and is added with manager.AddSharded instead
+// of Manager.Add; code that creates children copies the owner's label with
+// Inherit. The Manager then checks the ring's access, runs the ring on
+// every replica, and reports membership on /readyz and the
+// ctrlkit_shard_* series on /metrics.
+//
+// Without a Manager, the same parts are wired by hand (see ExampleNewGroup):
+// a Gate (NewGate, given to controller.Controller's SetDispatchGate),
+// label-selected informers, and a Group that runs the sharder candidate, and
+// the member's informers and controllers while it is a member, as one
+// runnable. Bad input is refused before anything starts: Config.Validate
+// (ring and identity names, Lease durations; ValidateFlags names the flag),
+// NewMember, NewSharder, and CheckAccess for the RBAC the ring needs.
 package sharding

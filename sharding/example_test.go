@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -57,6 +58,8 @@ func ExampleConfig_Validate() {
 // queue and its workers, and a Group running them while this replica is a
 // member. Run it in every replica with its own identity (a Pod's name); a
 // manager.Manager runs the Group as it is (it needs no leader election).
+// With a Manager, manager.Options.Sharding and manager.AddSharded do all of
+// this (see manager's ExampleAddSharded).
 func ExampleNewGroup() {
 	run := func(ctx context.Context, client kubernetes.Interface, meta metadata.Interface, podName string, r controller.Reconciler[controller.Key]) error {
 		cfg := sharding.Config{Ring: "configmaps", Namespace: "my-system", Identity: podName}
@@ -114,3 +117,16 @@ func ExampleGroup_manager() {
 }
 
 var _ manager.LeaderElectionRunnable = (*sharding.Group)(nil)
+
+// A binary's ring comes from its flags; every error names the flag.
+func ExampleConfig_AddFlags() {
+	var ring sharding.Config
+	fs := pflag.NewFlagSet("controller", pflag.ContinueOnError)
+	ring.AddFlags(fs)
+	_ = fs.Parse([]string{"--shard-ring=replicasets", "--shard-identity=controller-0", "--shard-renew-deadline=20s"})
+	fmt.Println(ring.Sharded(), ring.Ring, ring.Identity, ring.Namespace)
+	fmt.Println(ring.ValidateFlags())
+	// Output:
+	// true replicasets controller-0 kube-system
+	// --shard-lease-duration: invalid sharding config: leaseDuration 15s must be greater than renewDeadline 20s
+}

@@ -13,6 +13,12 @@
 // kube-controller-manager's own ReplicaSet controller: two controllers would fight over the
 // same Pods.
 //
+// With --sharded (shorthand for --shard-ring=replicasets; --shard-identity defaults to
+// $POD_NAME, else the host name) several replicas split the ReplicaSets between them instead
+// of one leader syncing them all: each caches and syncs only the ReplicaSets labelled with its
+// identity, and their Pods, which inherit the label when created (package sharding). It needs
+// deploy/sharding.yaml next to deploy/rbac.yaml and refuses the in-memory cluster.
+//
 // # Reading it
 //
 //   - controller.go: the controller. NewReplicaSetController wires informers and handlers
