@@ -301,6 +301,7 @@ func awaitConvergedWithin(t *testing.T, client kubernetes.Interface, ns, name st
 // live Pods (controlled by it, not being deleted) than the test asked for: with two replicas
 // reconciling one ReplicaSet, both would create its missing Pods.
 type overlap struct {
+	ns     string // the test's: the shared server has other tests' ReplicaSets
 	mu     sync.Mutex
 	wanted map[string]int32           // ReplicaSet -> the most replicas it was asked for
 	live   map[string]map[string]bool // ReplicaSet -> live Pods
@@ -309,7 +310,7 @@ type overlap struct {
 
 func watchOverlap(t *testing.T, env *controllertest.Env) *overlap {
 	t.Helper()
-	o := &overlap{wanted: map[string]int32{}, live: map[string]map[string]bool{}}
+	o := &overlap{ns: env.Namespace(), wanted: map[string]int32{}, live: map[string]map[string]bool{}}
 	pods, err := informer.For[*corev1.Pod](env.Factory())
 	require.NoError(t, err)
 	_, err = pods.AddHandler(informer.HandlerFuncs[*corev1.Pod]{
@@ -331,7 +332,7 @@ func (o *overlap) want(rs string, replicas int32) {
 
 func (o *overlap) observe(p *corev1.Pod, present bool) {
 	ref := metav1.GetControllerOf(p)
-	if ref == nil || ref.Kind != "ReplicaSet" {
+	if ref == nil || ref.Kind != "ReplicaSet" || p.Namespace != o.ns {
 		return
 	}
 	o.mu.Lock()
