@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -176,13 +177,13 @@ func (m *Manager) ShardMember() *sharding.Member {
 // built without Options.Sharding.
 var ErrNotSharded = errors.New("manager has no sharding options")
 
-// AddSharded makes c a sharded controller of m's ring: it builds the ring's
-// gate (sharding.NewGate) over owners, the informer of the sharded resource,
-// and children, the informers of the child resources (both from
-// m.ShardFactory()), sets it as c's dispatch gate, and runs gate and c on
-// every replica while it is a member of the ring, instead of as a plain
-// Runnable (so c needs no leader election, whatever its NeedLeaderElection
-// says). The informers must serve the resources Options.Sharding.Sharder
+// AddSharded makes c a sharded controller of m's ring: at Start, it builds
+// the ring's gate (sharding.NewGate) over owners, the informer of the
+// sharded resource, and children, the informers of the child resources
+// (both from m.ShardFactory()), sets it as c's dispatch gate, and runs gate
+// and c on every replica while it is a member of the ring, instead of as a
+// plain Runnable (so c needs no leader election, whatever its
+// NeedLeaderElection says). The informers must serve the resources Options.Sharding.Sharder
 // names; an informer that turns out not to select the member's label (one
 // from Factory instead of ShardFactory) stops the Manager with an error
 // naming it. Call it before Start; c's name must be unique, as with Add.
@@ -196,7 +197,7 @@ func AddSharded[K sharding.Key](m *Manager, c ShardedController[K], owners shard
 	if m.shard == nil {
 		return fmt.Errorf("manager: AddSharded: %w: set Options.Sharding", ErrNotSharded)
 	}
-	if c == nil || owners == nil {
+	if isNil(c) || isNil(owners) {
 		return field("needs a controller and its owners' informer")
 	}
 	s := m.shard
@@ -204,7 +205,7 @@ func AddSharded[K sharding.Key](m *Manager, c ShardedController[K], owners shard
 		return field(fmt.Sprintf("owners informer %s serves %s, the ring %q shards %s", owners.Name(), got.GroupResource(), s.cfg.Ring, want.GroupResource()))
 	}
 	for i, ch := range children {
-		if ch == nil {
+		if isNil(ch) {
 			return field(fmt.Sprintf("child informer %d is nil", i))
 		}
 		if !slices.Contains(s.opts.Sharder.Children, ch.GVR()) {
@@ -233,6 +234,16 @@ func AddSharded[K sharding.Key](m *Manager, c ShardedController[K], owners shard
 		s.selectChecks = append(s.selectChecks, &selectorCheck{src: src, ring: s.cfg.Ring, label: sharding.Label(s.cfg.Ring), identity: s.cfg.Identity})
 	}
 	return nil
+}
+
+// isNil reports whether v is nil or a typed nil pointer, which would panic at
+// its first method call.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	r := reflect.ValueOf(v)
+	return r.Kind() == reflect.Pointer && r.IsNil()
 }
 
 // gateRunnable runs a sharded controller's gate and the controller together:

@@ -116,6 +116,9 @@ func TestAddShardedRefusesMistakes(t *testing.T) {
 	require.ErrorAs(t, err, &oe)
 	assert.Contains(t, oe.Reason, "not one of the ring \"web\"'s children")
 
+	err = manager.AddSharded(mgr, (*controller.Controller[controller.Key])(nil), owners)
+	require.ErrorAs(t, err, &oe, "a typed nil controller is refused, not called")
+
 	require.NoError(t, manager.AddSharded(mgr, c, owners, secrets))
 	assert.ErrorIs(t, manager.AddSharded(mgr, c, owners, secrets), manager.ErrDuplicateName)
 	assert.ErrorIs(t, mgr.Add(c), manager.ErrDuplicateName, "a sharded controller is not also a plain one")
