@@ -177,3 +177,27 @@ func ExampleWithProvenance() {
 	// default/web queued by 2 triggers
 	// 2 triggers (event=2); first: event:update replicasets.apps default/web; last: event:delete pods default/web-x7k2p
 }
+
+// A worker loop that hands each key back and takes the next one in one step, waiting in Get
+// only when nothing is ready: the loop of ctrlkit's controllers.
+func ExampleQueue_DoneAndTryGet() {
+	q := workqueue.New[string]()
+	defer q.ShutDown()
+	q.Add("default/web")
+	q.Add("default/db")
+
+	key, _ := q.Get()
+	for {
+		fmt.Println("processing", key)
+		next, ok := q.DoneAndTryGet(key)
+		if !ok {
+			break // a worker would wait in Get here
+		}
+		key = next
+	}
+	fmt.Println("queued:", q.Len())
+	// Output:
+	// processing default/web
+	// processing default/db
+	// queued: 0
+}
