@@ -18,7 +18,8 @@ type Controller interface {
 	// Run blocks until ctx ends, then drains and returns.
 	Run(ctx context.Context) error
 	// Stats reports the controller's load: WaitForQuiet waits until nothing is queued, in
-	// flight or waiting out a retry backoff.
+	// flight or waiting out a retry backoff, and, for a controller with a HasSynced method
+	// (controller.Controller has one), until its handlers have had the informers' initial lists.
 	Stats() controller.Stats
 }
 
@@ -134,6 +135,11 @@ func (e *Env) QuietContext(ctx context.Context, timeout, period time.Duration) e
 				return fmt.Errorf("%w: controller %s stopped: %v", ErrNotQuiet, r.c.Name(), r.err)
 			}
 			if st := r.c.Stats(); !st.Idle() || st.Retrying > 0 {
+				idle = false
+			}
+			// Until its handlers have received its informers' initial lists, a controller has
+			// not queued what they hold: it is starting, not idle.
+			if s, ok := r.c.(interface{ HasSynced() bool }); ok && !s.HasSynced() {
 				idle = false
 			}
 		}
