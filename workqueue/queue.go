@@ -138,6 +138,7 @@ func New[T comparable](opts ...Option[T]) *Queue[T] {
 // ShutDown are ignored.
 func (q *Queue[T]) Add(item T) {
 	h := q.items.hash(item)
+	q.items.touch(h)
 	q.lock()
 	if !q.shuttingDown {
 		q.addLocked(item, h, 0, nil)
@@ -288,6 +289,7 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 // again now. Done of an item that is not being processed does nothing.
 func (q *Queue[T]) Done(item T) {
 	h := q.items.hash(item)
+	q.items.touch(h)
 	q.lock()
 	q.doneLocked(item, h)
 	q.unlock()
@@ -310,6 +312,7 @@ func (q *Queue[T]) DoneAndTryGetWithReasons(item T) (next T, why Reasons, ok boo
 
 func (q *Queue[T]) doneAndTryGet(item T, why *Reasons) (next T, _ Reasons, ok bool) {
 	h := q.items.hash(item)
+	q.items.touch(h)
 	q.lock()
 	q.doneLocked(item, h)
 	if q.queued == 0 && q.delayed.len() > 0 {

@@ -2,7 +2,10 @@
 
 package workqueue
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+	"sync/atomic"
+)
 
 // table maps items to their entries: open addressing with linear probing and backward-shift
 // deletion (no tombstones), 16-byte slots holding the item's hash and its entry.
@@ -14,11 +17,20 @@ type table[T comparable] struct {
 	seed  maphash.Seed
 	slots []tslot[T] // len is 0 or a power of two
 	n     int
+	// view is slots as of the last resize, for touch, which runs without the queue's lock.
+	view atomic.Pointer[[]tslot[T]]
 }
 
+// A slot's h is written with atomic stores, so that touch may read it without the lock; e is
+// only ever read under the lock.
 type tslot[T comparable] struct {
 	h uint64
 	e *entry[T] // nil: empty
+}
+
+func (s *tslot[T]) set(o tslot[T]) {
+	atomic.StoreUint64(&s.h, o.h)
+	s.e = o.e
 }
 
 const (
@@ -32,6 +44,20 @@ func newTable[T comparable]() table[T] { return table[T]{seed: maphash.MakeSeed(
 
 // hash may be called without the queue's lock.
 func (t *table[T]) hash(item T) uint64 { return maphash.Comparable(t.seed, item) }
+
+// touch reads the slot where a lookup of hash h starts, without the queue's lock, and returns
+// what it read (callers ignore it). Called before taking the lock, it brings the slot's cache
+// line in while the caller may still wait for the lock, rather than while it holds it and every
+// other caller waits. The slot may be stale by the time the lock is held; that costs a miss,
+// never a wrong answer.
+func (t *table[T]) touch(h uint64) uint64 {
+	v := t.view.Load()
+	if v == nil {
+		return 0
+	}
+	sl := *v
+	return atomic.LoadUint64(&sl[h&uint64(len(sl)-1)].h)
+}
 
 func (t *table[T]) len() int { return t.n }
 
@@ -62,12 +88,17 @@ func (t *table[T]) put(e *entry[T]) {
 }
 
 func (t *table[T]) place(s tslot[T]) {
+	t.slots[t.free(s.h)].set(s)
+}
+
+// free returns the first empty slot of h's probe run.
+func (t *table[T]) free(h uint64) uint64 {
 	mask := uint64(len(t.slots) - 1)
-	i := s.h & mask
+	i := h & mask
 	for t.slots[i].e != nil {
 		i = (i + 1) & mask
 	}
-	t.slots[i] = s
+	return i
 }
 
 // remove deletes e, which must be in the table.
@@ -89,10 +120,10 @@ func (t *table[T]) remove(e *entry[T]) {
 		if (j-home)&mask < (j-i)&mask {
 			continue
 		}
-		t.slots[i] = s
+		t.slots[i].set(s)
 		i = j
 	}
-	t.slots[i] = tslot[T]{}
+	t.slots[i].set(tslot[T]{})
 	t.n--
 	if len(t.slots) > keepTable && 16*t.n < len(t.slots) {
 		t.resize(len(t.slots) / 2)
@@ -104,9 +135,12 @@ func (t *table[T]) resize(size int) {
 	t.slots = make([]tslot[T], size)
 	for _, s := range old {
 		if s.e != nil {
-			t.place(s)
+			// Plain stores: touch cannot see the new slots before view is stored below.
+			t.slots[t.free(s.h)] = s
 		}
 	}
+	view := t.slots
+	t.view.Store(&view)
 }
 
 // all calls f for every entry (tests only).

@@ -152,3 +152,14 @@ func BenchmarkQueueFill(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkQueueMemory reports the heap a queue holds per queued key, with n distinct keys
+// queued (live-B/key; ns/op is the fill and two collections, not a figure to compare).
+func BenchmarkQueueMemory(b *testing.B) {
+	for _, n := range []int{10_000, 1_000_000} {
+		keys := Keys(n)
+		workload(b, "live-"+strconv.Itoa(n), false, func(b *testing.B, im Impl) {
+			benchload.LiveBytes(b, im.New, func(q Queue, k string) { q.Add(k) }, func(q Queue) { q.ShutDown() }, keys)
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package benchload
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -102,4 +103,27 @@ func perItem(b *testing.B, start cpuStart, items int) {
 	if end, ok := cpuTime(); ok && start.ok {
 		b.ReportMetric(float64(end-start.ns)/n, "cpu-ns/item")
 	}
+}
+
+// LiveBytes adds every key to a new queue from newQueue and reports the heap the queued keys
+// hold, after a collection, per key (live-B/key; the keys' own strings are not counted: they
+// are allocated before). One op is one fill; the queue is shut down untimed.
+func LiveBytes[Q Queue](b *testing.B, newQueue func() Q, add func(q Q, key string), shutdown func(q Q), keys []string) {
+	var before, after runtime.MemStats
+	var live float64
+	for b.Loop() {
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		q := newQueue()
+		for _, k := range keys {
+			add(q, k)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		live = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(len(keys))
+		b.StopTimer()
+		shutdown(q)
+		b.StartTimer()
+	}
+	b.ReportMetric(live, "live-B/key")
 }
