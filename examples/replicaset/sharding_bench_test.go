@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -60,7 +63,9 @@ const (
 // (the largest member's HeapAlloc after a forced GC, from /debug/pprof/heap?gc=1&debug=1, in
 // 10^6 bytes), cache-MB/member (the same minus that member's figure before the work was
 // created) and rs/member (the most ReplicaSets labelled for one member). With b.N > 1 each is
-// the mean over the iterations.
+// the mean over the iterations. Each run also logs, per member, its ReplicaSets, its heap
+// before and after, and the requests it made while the timer ran (by method) with the time
+// they waited in its client-side rate limiters.
 func BenchmarkShardedConverge(b *testing.B) {
 	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/sharding.yaml", "deploy/deployment.yaml")
 	require.NoError(b, err)
@@ -119,8 +124,10 @@ func runShardedConverge(b *testing.B, client kubernetes.Interface, in *rbactest.
 	sharder := awaitRingSettled(b, hc, client, ns, procs)
 
 	before := map[string]heapStats{}
+	reqBefore := map[string]clientStats{}
 	for _, id := range ids {
 		before[id] = readHeap(b, hc, procs[id])
+		reqBefore[id] = readClientStats(b, hc, procs[id])
 	}
 
 	b.StartTimer()
@@ -133,6 +140,9 @@ func runShardedConverge(b *testing.B, client kubernetes.Interface, in *rbactest.
 	r := benchResult{converge: converge}
 	owned := labelledFor(b, client, ns, ids)
 	for _, id := range ids {
+		reqs := readClientStats(b, hc, procs[id]).minus(reqBefore[id])
+		b.Logf("%s: during the run %s, %.1f s waited in the client's rate limiters (summed over requests)",
+			id, reqs.requestsString(), reqs.limiterWait)
 		after := readHeap(b, hc, procs[id])
 		cache := float64(after.alloc) - float64(before[id].alloc)
 		r.heap, r.cache, r.rs = max(r.heap, float64(after.alloc)), max(r.cache, cache), max(r.rs, owned[id])
@@ -233,6 +243,60 @@ func readHeap(b *testing.B, hc *http.Client, p *process) heapStats {
 	}
 	require.NotZero(b, h.alloc, "HeapAlloc in the heap profile")
 	return h
+}
+
+// clientStats are a member's client-go request counters from its /metrics.
+type clientStats struct {
+	requests    map[string]float64 // by HTTP method
+	limiterWait float64            // seconds, summed over the requests
+}
+
+var (
+	requestsTotal  = regexp.MustCompile(`(?m)^rest_client_requests_total\{[^}]*method="([A-Z]+)"[^}]*\} (\S+)$`)
+	limiterWaitSum = regexp.MustCompile(`(?m)^rest_client_rate_limiter_duration_seconds_sum\{[^}]*\} (\S+)$`)
+)
+
+// readClientStats reads p's rest_client_requests_total, summed by method, and the total of
+// rest_client_rate_limiter_duration_seconds: what the member asked of the API server, and how
+// long its requests waited for their QPS budget.
+func readClientStats(b *testing.B, hc *http.Client, p *process) clientStats {
+	b.Helper()
+	body, err := get(hc, p, "/metrics")
+	require.NoError(b, err)
+	s := clientStats{requests: map[string]float64{}}
+	for _, m := range requestsTotal.FindAllStringSubmatch(body, -1) {
+		v, err := strconv.ParseFloat(m[2], 64)
+		require.NoError(b, err)
+		s.requests[m[1]] += v
+	}
+	for _, m := range limiterWaitSum.FindAllStringSubmatch(body, -1) {
+		v, err := strconv.ParseFloat(m[1], 64)
+		require.NoError(b, err)
+		s.limiterWait += v
+	}
+	return s
+}
+
+// minus is s since earlier.
+func (s clientStats) minus(earlier clientStats) clientStats {
+	d := clientStats{requests: map[string]float64{}, limiterWait: s.limiterWait - earlier.limiterWait}
+	for method, v := range s.requests {
+		if v -= earlier.requests[method]; v != 0 {
+			d.requests[method] = v
+		}
+	}
+	return d
+}
+
+// requestsString lists the requests by method, sorted, with their total.
+func (s clientStats) requestsString() string {
+	var parts []string
+	total := 0.0
+	for _, method := range slices.Sorted(maps.Keys(s.requests)) {
+		parts = append(parts, fmt.Sprintf("%s %.0f", method, s.requests[method]))
+		total += s.requests[method]
+	}
+	return fmt.Sprintf("%.0f requests (%s)", total, strings.Join(parts, ", "))
 }
 
 // get fetches path from p's metrics server and returns the body of a 200 answer.
