@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,6 +43,10 @@ const (
 	benchSettleTimeout = 2 * time.Minute
 )
 
+// benchRuns numbers the runs of the process, so each run's ReplicaSets have names of their own:
+// the ring hashes namespace/name, and fixed names would give every run the same split.
+var benchRuns atomic.Int64
+
 // BenchmarkShardedConverge runs the example binary sharded as 1, 2 and 3 processes against a
 // real API server of its own (the ring watches every namespace, so a server shared with other
 // tests would hand it their ReplicaSets) and measures how long the same work takes to converge,
@@ -55,7 +60,8 @@ const (
 // sharder Lease is held by one of them and that sharder counts N live members, each member's
 // heap is read; then the timer runs while 200 ReplicaSets of 5 Pods are created (by an
 // unthrottled client) and until every one has observedGeneration == generation and
-// replicas == readyReplicas == availableReplicas == 5. A simulated kubelet in the benchmark's
+// replicas == readyReplicas == availableReplicas == 5 (names differ per run, so each run draws
+// its own split of them between the members). A simulated kubelet in the benchmark's
 // process (unthrottled, no start-up delay) binds the Pods and makes them ready. The members
 // are then stopped with SIGTERM and the work deleted, untimed.
 //
@@ -104,7 +110,7 @@ type benchResult struct {
 // runShardedConverge is one iteration of BenchmarkShardedConverge with members processes.
 func runShardedConverge(b *testing.B, client kubernetes.Interface, in *rbactest.Install, members int) benchResult {
 	b.StopTimer()
-	ns := in.Namespace
+	ns, run := in.Namespace, benchRuns.Add(1)
 	hc := &http.Client{Timeout: 30 * time.Second}
 	defer hc.CloseIdleConnections()
 
@@ -132,7 +138,7 @@ func runShardedConverge(b *testing.B, client kubernetes.Interface, in *rbactest.
 
 	b.StartTimer()
 	start := time.Now()
-	createWork(b, client, ns)
+	createWork(b, client, ns, run)
 	awaitWorkConverged(b, client, ns, procs)
 	converge := time.Since(start)
 	b.StopTimer()
@@ -320,8 +326,8 @@ func get(hc *http.Client, p *process, path string) (string, error) {
 	return string(body), nil
 }
 
-// createWork creates the benchmark's ReplicaSets in ns, benchCreators at a time.
-func createWork(b *testing.B, client kubernetes.Interface, ns string) {
+// createWork creates the benchmark's ReplicaSets of run in ns, benchCreators at a time.
+func createWork(b *testing.B, client kubernetes.Interface, ns string, run int64) {
 	b.Helper()
 	names := make(chan string)
 	var (
@@ -342,7 +348,7 @@ func createWork(b *testing.B, client kubernetes.Interface, ns string) {
 		})
 	}
 	for i := range benchReplicaSets {
-		names <- fmt.Sprintf("bench-%03d", i)
+		names <- fmt.Sprintf("bench-%d-%03d", run, i)
 	}
 	close(names)
 	wg.Wait()
