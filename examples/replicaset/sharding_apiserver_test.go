@@ -161,7 +161,7 @@ type process struct {
 	err  error // cmd.Wait's, once done is closed
 }
 
-func startProcess(t *testing.T, args []string) *process {
+func startProcess(t testing.TB, args []string) *process {
 	t.Helper()
 	p := &process{done: make(chan struct{})}
 	p.cmd = exec.Command(os.Args[0], args...)
@@ -183,7 +183,7 @@ func startProcess(t *testing.T, args []string) *process {
 
 // stop sends SIGTERM (what a kubelet sends) and returns the exit code; a process that has not
 // exited a minute later is killed and fails the test.
-func (p *process) stop(t *testing.T) int {
+func (p *process) stop(t testing.TB) int {
 	select {
 	case <-p.done:
 	default:
@@ -199,7 +199,7 @@ func (p *process) stop(t *testing.T) int {
 }
 
 // kill sends SIGKILL: no shutdown, no Lease released.
-func (p *process) kill(t *testing.T) {
+func (p *process) kill(t testing.TB) {
 	_ = p.cmd.Process.Kill()
 	<-p.done
 }
@@ -208,7 +208,7 @@ func (p *process) kill(t *testing.T) {
 var servingHealth = regexp.MustCompile(`"Serving" addr="([^"]+)" what=\[[^\]]*"health"`)
 
 // probe asks the process's health address for path, once it logged it.
-func (p *process) probe(t *testing.T, path string) (int, string) {
+func (p *process) probe(t testing.TB, path string) (int, string) {
 	t.Helper()
 	var addr string
 	require.NoError(t, wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {

@@ -1,0 +1,429 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
+	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
+	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
+	"github.com/ctrlkit/ctrlkit/sharding"
+)
+
+// The work of issue 17's benchmark: 200 ReplicaSets of 5 Pods.
+const (
+	benchReplicaSets = 200
+	benchReplicas    = 5
+	// benchCreators create the ReplicaSets in parallel, so the start of the work is not
+	// spread over a second of sequential requests.
+	benchCreators = 8
+	// benchConvergeTimeout bounds one run's convergence: 1000 Pod creations at 20 QPS take
+	// about a minute with one member; a loaded machine may need several.
+	benchConvergeTimeout = 10 * time.Minute
+	// benchSettleTimeout bounds start-up, the ring's settling and the teardown.
+	benchSettleTimeout = 2 * time.Minute
+)
+
+// benchRuns numbers the runs of the process, so each run's ReplicaSets have names of their own:
+// the ring hashes namespace/name, and fixed names would give every run the same split.
+var benchRuns atomic.Int64
+
+// BenchmarkShardedConverge runs the example binary sharded as 1, 2 and 3 processes against a
+// real API server of its own (the ring watches every namespace, so a server shared with other
+// tests would hand it their ReplicaSets) and measures how long the same work takes to converge,
+// and the heap each member holds. Each iteration is one full run: run it with
+// -benchtime=1x -count=N (docs/performance.md, "Sharding: 1, 2 and 3 members").
+//
+// Per iteration: N processes with --sharded, a distinct --shard-identity, kube-controller-
+// manager's client limits (--kube-api-qps=20 --kube-api-burst=30, per member), the default
+// --workers, the shipped rbac.yaml and sharding.yaml as their only rights, and pprof on
+// plain-HTTP metrics servers on loopback. Once every member answers /readyz with 200, the
+// sharder Lease is held by one of them and that sharder counts N live members, each member's
+// heap is read; then the timer runs while 200 ReplicaSets of 5 Pods are created (by an
+// unthrottled client) and until every one has observedGeneration == generation and
+// replicas == readyReplicas == availableReplicas == 5 (names differ per run, so each run draws
+// its own split of them between the members). A simulated kubelet in the benchmark's
+// process (unthrottled, no start-up delay) binds the Pods and makes them ready. The members
+// are then stopped with SIGTERM and the work deleted, untimed.
+//
+// Metrics: converge-s (ns/op is the same time, as the timer runs only then), heap-MB/member
+// (the largest member's HeapAlloc after a forced GC, from /debug/pprof/heap?gc=1&debug=1, in
+// 10^6 bytes), cache-MB/member (the same minus that member's figure before the work was
+// created) and rs/member (the most ReplicaSets labelled for one member). With b.N > 1 each is
+// the mean over the iterations. Each run also logs, per member, its ReplicaSets, its heap
+// before and after, and the requests it made while the timer ran (by method) with the time
+// they waited in its client-side rate limiters.
+func BenchmarkShardedConverge(b *testing.B) {
+	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/sharding.yaml", "deploy/deployment.yaml")
+	require.NoError(b, err)
+	env := controllertest.NewAPIServer(b)
+	in := rbactest.Apply(b, env, m)
+	k, err := kubelet.New(env.Client(), kubelet.Options{Namespace: in.Namespace, StartupDelay: -1})
+	require.NoError(b, err)
+	env.RunController(env.Context(), k)
+
+	for _, members := range []int{1, 2, 3} {
+		b.Run(fmt.Sprintf("members=%d", members), func(b *testing.B) {
+			var sum benchResult
+			for range b.N {
+				r := runShardedConverge(b, env.Client(), in, members)
+				sum.converge += r.converge
+				sum.heap += r.heap
+				sum.cache += r.cache
+				sum.rs += r.rs
+			}
+			n := float64(b.N)
+			b.ReportMetric(sum.converge.Seconds()/n, "converge-s")
+			b.ReportMetric(sum.heap/n/1e6, "heap-MB/member")
+			b.ReportMetric(sum.cache/n/1e6, "cache-MB/member")
+			b.ReportMetric(float64(sum.rs)/n, "rs/member")
+		})
+	}
+}
+
+// benchResult is one run's figures; heap and cache are in bytes, each the largest member's.
+type benchResult struct {
+	converge    time.Duration
+	heap, cache float64
+	rs          int
+}
+
+// runShardedConverge is one iteration of BenchmarkShardedConverge with members processes.
+func runShardedConverge(b *testing.B, client kubernetes.Interface, in *rbactest.Install, members int) benchResult {
+	b.StopTimer()
+	ns, run := in.Namespace, benchRuns.Add(1)
+	hc := &http.Client{Timeout: 30 * time.Second}
+	defer hc.CloseIdleConnections()
+
+	ids := make([]string, members)
+	procs := map[string]*process{}
+	for i := range ids {
+		ids[i] = fmt.Sprintf("m-%d", i)
+		procs[ids[i]] = startProcess(b, append(append([]string(nil), in.Args...),
+			"--sharded", "--shard-identity="+ids[i], "--shard-namespace="+ns,
+			"--kube-api-qps=20", "--kube-api-burst=30",
+			"--metrics-secure=false", "--profiling"))
+	}
+	for _, id := range ids {
+		code, body := procs[id].probe(b, "/readyz?verbose")
+		require.Equal(b, http.StatusOK, code, "%s: /readyz: %s", id, body)
+	}
+	sharder := awaitRingSettled(b, hc, client, ns, procs)
+
+	before := map[string]heapStats{}
+	reqBefore := map[string]clientStats{}
+	for _, id := range ids {
+		before[id] = readHeap(b, hc, procs[id])
+		reqBefore[id] = readClientStats(b, hc, procs[id])
+	}
+
+	b.StartTimer()
+	start := time.Now()
+	createWork(b, client, ns, run)
+	awaitWorkConverged(b, client, ns, procs)
+	converge := time.Since(start)
+	b.StopTimer()
+
+	r := benchResult{converge: converge}
+	owned := labelledFor(b, client, ns, ids)
+	for _, id := range ids {
+		reqs := readClientStats(b, hc, procs[id]).minus(reqBefore[id])
+		b.Logf("%s: during the run %s, %.1f s waited in the client's rate limiters (summed over requests)",
+			id, reqs.requestsString(), reqs.limiterWait)
+		after := readHeap(b, hc, procs[id])
+		cache := float64(after.alloc) - float64(before[id].alloc)
+		r.heap, r.cache, r.rs = max(r.heap, float64(after.alloc)), max(r.cache, cache), max(r.rs, owned[id])
+		b.Logf("%s: %d ReplicaSets; HeapAlloc after GC %.1f MB before the work, %.1f MB converged (HeapInuse %.1f → %.1f MB)",
+			id, owned[id], float64(before[id].alloc)/1e6, float64(after.alloc)/1e6, float64(before[id].inuse)/1e6, float64(after.inuse)/1e6)
+	}
+	b.Logf("members=%d (sharder %s): converged in %v", members, sharder, converge.Round(time.Millisecond))
+
+	for _, id := range ids {
+		if code := procs[id].stop(b); code != demo.ExitOK {
+			b.Errorf("%s exited %d on SIGTERM:\n%s", id, code, procs[id].out.String())
+		}
+	}
+	deleteWork(b, client, ns)
+	return r
+}
+
+// awaitRingSettled waits until one of procs holds the sharder Lease and counts every one of
+// procs as a live member, so the work is assigned to all of them from the start rather than
+// moved as late members join; it returns the sharder's identity.
+func awaitRingSettled(b *testing.B, hc *http.Client, client kubernetes.Interface, ns string, procs map[string]*process) string {
+	b.Helper()
+	var sharder, why string
+	err := wait.PollUntilContextTimeout(b.Context(), 100*time.Millisecond, benchSettleTimeout, true, func(ctx context.Context) (bool, error) {
+		lease, err := client.CoordinationV1().Leases(ns).Get(ctx, ShardRing+"-sharder", metav1.GetOptions{})
+		if err != nil {
+			why = err.Error()
+			return false, nil
+		}
+		sharder = ptr.Deref(lease.Spec.HolderIdentity, "")
+		p := procs[sharder]
+		if p == nil {
+			why = fmt.Sprintf("the sharder Lease is held by %q", sharder)
+			return false, nil
+		}
+		live, err := shardMembers(hc, p)
+		if err != nil {
+			why = err.Error()
+			return false, nil
+		}
+		why = fmt.Sprintf("sharder %s sees %d live members", sharder, live)
+		return live == len(procs), nil
+	})
+	require.NoError(b, err, "waiting for the ring to settle: %s", why)
+	return sharder
+}
+
+// servingMetrics is the Manager's log line naming its metrics server's address (possibly
+// shared with the probes).
+var servingMetrics = regexp.MustCompile(`"Serving" addr="([^"]+)" what=\[[^\]]*"metrics"`)
+
+// metricsAddr is the address p serves /metrics and /debug/pprof/ on, once it logged it.
+func (p *process) metricsAddr() (string, error) {
+	if m := servingMetrics.FindStringSubmatch(p.out.String()); m != nil {
+		return m[1], nil
+	}
+	return "", errors.New("the metrics address is not logged yet")
+}
+
+// membersGauge is the sharder's count of live members of the example's ring.
+var membersGauge = regexp.MustCompile(`(?m)^ctrlkit_shard_members\{ring="` + ShardRing + `"\} (\S+)$`)
+
+// shardMembers reads ctrlkit_shard_members of the example's ring from p's /metrics.
+func shardMembers(hc *http.Client, p *process) (int, error) {
+	body, err := get(hc, p, "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	m := membersGauge.FindStringSubmatch(body)
+	if m == nil {
+		return 0, errors.New("no ctrlkit_shard_members series yet")
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	return int(v), err
+}
+
+// heapStats are runtime.MemStats figures read right after a forced GC.
+type heapStats struct{ alloc, inuse uint64 }
+
+// memStat matches a runtime.MemStats line of the heap profile's debug=1 form.
+var memStat = regexp.MustCompile(`(?m)^# (HeapAlloc|HeapInuse) = (\d+)$`)
+
+// readHeap forces a GC in p (gc=1) and reads HeapAlloc (the live heap, as the GC just ran) and
+// HeapInuse from the runtime.MemStats lines of the heap profile's text form.
+func readHeap(b *testing.B, hc *http.Client, p *process) heapStats {
+	b.Helper()
+	body, err := get(hc, p, "/debug/pprof/heap?gc=1&debug=1")
+	require.NoError(b, err)
+	var h heapStats
+	for _, m := range memStat.FindAllStringSubmatch(body, -1) {
+		v, err := strconv.ParseUint(m[2], 10, 64)
+		require.NoError(b, err)
+		if m[1] == "HeapAlloc" {
+			h.alloc = v
+		} else {
+			h.inuse = v
+		}
+	}
+	require.NotZero(b, h.alloc, "HeapAlloc in the heap profile")
+	return h
+}
+
+// clientStats are a member's client-go request counters from its /metrics.
+type clientStats struct {
+	requests    map[string]float64 // by HTTP method
+	limiterWait float64            // seconds, summed over the requests
+}
+
+var (
+	requestsTotal  = regexp.MustCompile(`(?m)^rest_client_requests_total\{[^}]*method="([A-Z]+)"[^}]*\} (\S+)$`)
+	limiterWaitSum = regexp.MustCompile(`(?m)^rest_client_rate_limiter_duration_seconds_sum\{[^}]*\} (\S+)$`)
+)
+
+// readClientStats reads p's rest_client_requests_total, summed by method, and the total of
+// rest_client_rate_limiter_duration_seconds: what the member asked of the API server, and how
+// long its requests waited for their QPS budget.
+func readClientStats(b *testing.B, hc *http.Client, p *process) clientStats {
+	b.Helper()
+	body, err := get(hc, p, "/metrics")
+	require.NoError(b, err)
+	s := clientStats{requests: map[string]float64{}}
+	for _, m := range requestsTotal.FindAllStringSubmatch(body, -1) {
+		v, err := strconv.ParseFloat(m[2], 64)
+		require.NoError(b, err)
+		s.requests[m[1]] += v
+	}
+	for _, m := range limiterWaitSum.FindAllStringSubmatch(body, -1) {
+		v, err := strconv.ParseFloat(m[1], 64)
+		require.NoError(b, err)
+		s.limiterWait += v
+	}
+	return s
+}
+
+// minus is s since earlier.
+func (s clientStats) minus(earlier clientStats) clientStats {
+	d := clientStats{requests: map[string]float64{}, limiterWait: s.limiterWait - earlier.limiterWait}
+	for method, v := range s.requests {
+		if v -= earlier.requests[method]; v != 0 {
+			d.requests[method] = v
+		}
+	}
+	return d
+}
+
+// requestsString lists the requests by method, sorted, with their total.
+func (s clientStats) requestsString() string {
+	var parts []string
+	total := 0.0
+	for _, method := range slices.Sorted(maps.Keys(s.requests)) {
+		parts = append(parts, fmt.Sprintf("%s %.0f", method, s.requests[method]))
+		total += s.requests[method]
+	}
+	return fmt.Sprintf("%.0f requests (%s)", total, strings.Join(parts, ", "))
+}
+
+// get fetches path from p's metrics server and returns the body of a 200 answer.
+func get(hc *http.Client, p *process, path string) (string, error) {
+	addr, err := p.metricsAddr()
+	if err != nil {
+		return "", err
+	}
+	resp, err := hc.Get("http://" + addr + path)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
+	}
+	return string(body), nil
+}
+
+// createWork creates the benchmark's ReplicaSets of run in ns, benchCreators at a time.
+func createWork(b *testing.B, client kubernetes.Interface, ns string, run int64) {
+	b.Helper()
+	names := make(chan string)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for range benchCreators {
+		wg.Go(func() {
+			for name := range names { // after a failure too, so the sender never blocks
+				_, err := client.AppsV1().ReplicaSets(ns).Create(b.Context(), replicaSet(ns, name, "", benchReplicas), metav1.CreateOptions{})
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("create replicaset %s: %w", name, err))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range benchReplicaSets {
+		names <- fmt.Sprintf("bench-%d-%03d", run, i)
+	}
+	close(names)
+	wg.Wait()
+	require.NoError(b, errors.Join(errs...))
+}
+
+// awaitWorkConverged waits until every ReplicaSet in ns reports benchReplicas ready and
+// available replicas for its current generation. A member that exits meanwhile fails the run.
+func awaitWorkConverged(b *testing.B, client kubernetes.Interface, ns string, procs map[string]*process) {
+	b.Helper()
+	var why string
+	err := wait.PollUntilContextTimeout(b.Context(), 200*time.Millisecond, benchConvergeTimeout, true, func(ctx context.Context) (bool, error) {
+		for id, p := range procs {
+			select {
+			case <-p.done:
+				return false, fmt.Errorf("member %s exited (%v):\n%s", id, p.err, p.out.String())
+			default:
+			}
+		}
+		list, err := client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		done := 0
+		for _, rs := range list.Items {
+			st := rs.Status
+			if st.ObservedGeneration == rs.Generation && st.Replicas == benchReplicas &&
+				st.ReadyReplicas == benchReplicas && st.AvailableReplicas == benchReplicas {
+				done++
+			}
+		}
+		why = fmt.Sprintf("%d of %d ReplicaSets converged", done, len(list.Items))
+		return done == benchReplicaSets && len(list.Items) == benchReplicaSets, nil
+	})
+	require.NoError(b, err, "waiting for the work to converge: %s", why)
+}
+
+// labelledFor counts the ReplicaSets in ns labelled for each of ids, and fails the run when one
+// is labelled for no one of them.
+func labelledFor(b *testing.B, client kubernetes.Interface, ns string, ids []string) map[string]int {
+	b.Helper()
+	list, err := client.AppsV1().ReplicaSets(ns).List(b.Context(), metav1.ListOptions{})
+	require.NoError(b, err)
+	owned := map[string]int{}
+	for _, rs := range list.Items {
+		owned[rs.Labels[sharding.Label(ShardRing)]]++
+	}
+	total := 0
+	for _, id := range ids {
+		total += owned[id]
+	}
+	require.Equal(b, len(list.Items), total, "every ReplicaSet is labelled for one of %v: %v", ids, owned)
+	return owned
+}
+
+// deleteWork deletes the ReplicaSets and their Pods (at once: the members are stopped and the
+// server has no garbage collector) and waits until they are gone, so the next run starts from
+// an empty namespace.
+func deleteWork(b *testing.B, client kubernetes.Interface, ns string) {
+	b.Helper()
+	ctx := b.Context()
+	require.NoError(b, client.AppsV1().ReplicaSets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}))
+	require.NoError(b, client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}))
+	var why string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, benchSettleTimeout, true, func(ctx context.Context) (bool, error) {
+		rss, err := client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		why = fmt.Sprintf("%d ReplicaSets and %d Pods left", len(rss.Items), len(pods.Items))
+		return len(rss.Items) == 0 && len(pods.Items) == 0, nil
+	})
+	require.NoError(b, err, "deleting the work: %s", why)
+}
