@@ -19,8 +19,9 @@ const keepTable = 4096
 
 func newTable[T comparable]() table[T] { return table[T]{m: make(map[T]*entry[T])} }
 
-func (t *table[T]) hash(item T) uint64 { return 0 }
-func (t *table[T]) len() int           { return len(t.m) }
+func (t *table[T]) hash(item T) uint64    { return 0 }
+func (t *table[T]) touch(h uint64) uint64 { return 0 }
+func (t *table[T]) len() int              { return len(t.m) }
 func (t *table[T]) get(h uint64, item T) *entry[T] {
 	return t.m[item]
 }
