@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -165,11 +167,7 @@ func TestGateAcknowledgesADrainAfterTheReconcile(t *testing.T) {
 	require.True(t, ge.gate.Admit(keyX))
 
 	ge.label(t, "x", map[string]*string{DrainLabel("r"): ptr("true")})
-	eventually(t, func() bool {
-		ge.gate.mu.Lock()
-		defer ge.gate.mu.Unlock()
-		return ge.gate.leaving["default/x"]
-	}, "the gate saw the drain")
+	eventually(t, func() bool { return ge.cached("x") != nil && ge.cached("x").Labels[DrainLabel("r")] != "" }, "the gate saw the drain")
 	assert.False(t, ge.gate.Admit(keyX), "a draining key is not dispatched")
 	assert.Equal(t, "m", ge.stored(t, "x").Labels[Label("r")], "not acknowledged while the Reconcile runs")
 
@@ -206,11 +204,7 @@ func TestGateAcknowledgementSurvivesConflictsAndLostReplies(t *testing.T) {
 	_, err := ge.env.Client().CoreV1().ConfigMaps("default").Create(context.Background(),
 		configMap("x", map[string]string{Label("r"): "m", DrainLabel("r"): "true"}, nil), metav1.CreateOptions{})
 	require.NoError(t, err)
-	eventually(t, func() bool {
-		ge.gate.mu.Lock()
-		defer ge.gate.mu.Unlock()
-		return ge.gate.leaving["default/x"]
-	}, "the gate saw the drain")
+	eventually(t, func() bool { return ge.cached("x") != nil && ge.cached("x").Labels[DrainLabel("r")] != "" }, "the gate saw the drain")
 	eventually(t, func() bool {
 		if ge.gate.Admit(keyX) {
 			ge.gate.Release(keyX)
@@ -287,7 +281,114 @@ func TestGateAdmitsDeletionsAndCountsKeys(t *testing.T) {
 	eventually(t, func() bool { return testutil.ToFloat64(ge.metrics.keysOwned.WithLabelValues("r", "m")) == 2 }, "two keys owned")
 	require.NoError(t, ge.env.Client().CoreV1().ConfigMaps("default").Delete(context.Background(), "x", metav1.DeleteOptions{}))
 	eventually(t, func() bool { return ge.cached("x") == nil }, "x deleted")
-	require.True(t, ge.gate.Admit(keyX), "a deleted owner is reconciled as usual")
+	// The controller's handler of the deletion may run before the gate's: a
+	// key refused then is enqueued again once the gate has seen the deletion.
+	if !ge.gate.Admit(keyX) {
+		select {
+		case k := <-ge.enqueued:
+			assert.Equal(t, keyX, k)
+		case <-time.After(10 * time.Second):
+			t.Fatal("a deletion refused before the gate saw it was not enqueued again")
+		}
+		require.True(t, ge.gate.Admit(keyX), "a deleted owner is reconciled as usual")
+	}
 	ge.gate.Release(keyX)
 	eventually(t, func() bool { return testutil.ToFloat64(ge.metrics.keysOwned.WithLabelValues("r", "m")) == 1 }, "one key owned")
+}
+
+// A key the gate does not cache and did not see deleted here is refused
+// (a handed-over key, or one whose owner is not here yet); when the gate
+// then sees the owner deleted while assigned here, it enqueues the key
+// again, and admits it.
+func TestGateRefusesUnknownKeysUntilItSeesThemDeleted(t *testing.T) {
+	ge := newGateEnv(t, clock.RealClock{}, configMap("y", map[string]string{Label("r"): "m"}, nil))
+	eventually(t, func() bool { return testutil.ToFloat64(ge.metrics.keysOwned.WithLabelValues("r", "m")) == 1 }, "the gate's handlers run")
+	assert.False(t, ge.gate.Admit(keyX), "never cached, never deleted")
+	ge.gate.ownerDeleted(configMap("x", map[string]string{Label("r"): "other"}, nil))
+	assert.False(t, ge.gate.Admit(keyX), "deleted while assigned elsewhere")
+	ge.gate.ownerDeleted(configMap("x", map[string]string{Label("r"): "m", DrainLabel("r"): "true"}, nil))
+	assert.False(t, ge.gate.Admit(keyX), "left the cache draining: a handover")
+	assert.Empty(t, ge.enqueued)
+	ge.gate.ownerDeleted(cache.DeletedFinalStateUnknown{Key: "default/x", Obj: configMap("x", map[string]string{Label("r"): "m"}, nil)})
+	select {
+	case k := <-ge.enqueued:
+		assert.Equal(t, keyX, k, "the refused key is enqueued again")
+	default:
+		t.Fatal("the refused key was not enqueued again")
+	}
+	require.True(t, ge.gate.Admit(keyX), "a deletion seen here is admitted")
+	ge.gate.Release(keyX)
+}
+
+// A gate that never runs (a member stopped before it joined) starts no
+// goroutine.
+func TestGateThatNeverRunsStartsNothing(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	cfg := Config{Ring: "r", Identity: "m"}.WithDefaults()
+	for range 3 {
+		newGate[controller.Key](cfg, nil, func(controller.Key) {}, nil, GateOptions{})
+	}
+}
+
+// stateSize counts the gate's per-key entries of each kind.
+func (g *Gate[K]) stateSize() map[string]int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return map[string]int{"pendingAcks": len(g.pendingAcks), "inFlight": len(g.inFlight), "acking": len(g.acking),
+		"afterAck": len(g.afterAck), "acked": len(g.acked), "deleted": len(g.deleted), "refused": len(g.refused), "fenced": len(g.fenced)}
+}
+
+// The gate's per-key state does not grow with churn: round after round of
+// keys created here, handed over (with a stale enqueue after they left) and
+// deleted, it holds nothing once LeaseDuration has passed, and still
+// refuses the keys it handed over.
+func TestGateStateDoesNotGrowWithChurn(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	ge := newGateEnv(t, clk)
+	empty := map[string]int{"pendingAcks": 0, "inFlight": 0, "acking": 0, "afterAck": 0, "acked": 0, "deleted": 0, "refused": 0, "fenced": 0}
+	ctx := context.Background()
+	cms := ge.env.Client().CoreV1().ConfigMaps("default")
+	for round := range 3 {
+		const n = 20
+		key := func(i int) controller.Key {
+			return controller.Key{Namespace: "default", Name: fmt.Sprintf("k%d-%d", round, i)}
+		}
+		for i := range n {
+			_, err := cms.Create(ctx, configMap(key(i).Name, map[string]string{Label("r"): "m"}, nil), metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+		eventually(t, func() bool { return testutil.ToFloat64(ge.metrics.keysOwned.WithLabelValues("r", "m")) == n }, "all cached")
+		for i := range n {
+			require.True(t, ge.gate.Admit(key(i)))
+			ge.gate.Release(key(i))
+		}
+		// Half are handed over, half deleted.
+		for i := range n / 2 {
+			ge.label(t, key(i).Name, map[string]*string{DrainLabel("r"): ptr("true")})
+			require.NoError(t, cms.Delete(ctx, key(n/2+i).Name, metav1.DeleteOptions{}))
+		}
+		eventually(t, func() bool {
+			return testutil.ToFloat64(ge.metrics.keysOwned.WithLabelValues("r", "m")) == 0 && ge.gate.stateSize()["acking"] == 0
+		}, "all gone from the cache, every acknowledgement returned")
+		for i := range n {
+			admitted := ge.gate.Admit(key(i))
+			if admitted {
+				ge.gate.Release(key(i))
+			}
+			assert.Equal(t, i >= n/2, admitted, "handed over keys are refused, deleted ones admitted: %s", key(i))
+		}
+		size := ge.gate.stateSize()
+		assert.Equal(t, n/2, size["deleted"], "recent deletions")
+		assert.Equal(t, n/2, size["refused"], "recent refusals")
+		clk.Step(2 * time.Second) // the ring's LeaseDuration
+		ge.gate.releaseFenced()
+		assert.Equal(t, empty, ge.gate.stateSize(), "round %d", round)
+		for i := range n / 2 {
+			assert.False(t, ge.gate.Admit(key(i)), "still refused once forgotten: %s", key(i))
+		}
+		ge.gate.releaseFenced()
+		clk.Step(2 * time.Second)
+		ge.gate.releaseFenced()
+	}
+	assert.Equal(t, empty, ge.gate.stateSize())
 }
