@@ -35,10 +35,15 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 	desired := view.ring.Owner(key)
 	labels := owner.GetLabels()
 	cur, draining := labels[Label(t.cfg.Ring)], labels[DrainLabel(t.cfg.Ring)] != ""
+	// The key is cur's only while it is stamped for the process holding
+	// cur's Lease now: a process restarted with cur's identity does not
+	// reconcile the keys of its former incarnation (dead, since its Lease
+	// has a new holder), which are assigned again like any dead member's.
+	curLive := cur != "" && view.live[cur] != "" && owner.GetAnnotations()[HolderAnnotation(t.cfg.Ring)] == view.live[cur]
 	logger := klog.FromContext(ctx).WithValues("key", key)
 
 	switch {
-	case cur == "" || !view.live[cur]:
+	case !curLive:
 		reason := reasonNew
 		t.mu.Lock()
 		_, drained := t.drainStart[key]
@@ -63,7 +68,7 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 			t.drainStart[key] = d
 		}
 		t.mu.Unlock()
-		if err := t.assign(ctx, owner, desired); err != nil {
+		if err := t.assign(ctx, owner, desired, view.live[desired]); err != nil {
 			return 0, err
 		}
 		logger.V(2).Info("Assigned", "member", desired, "from", cur, "reason", reason)
@@ -160,14 +165,15 @@ func (t *term) childWait(key string, owner *metav1.PartialObjectMetadata) time.D
 	return 0
 }
 
-// assign relabels owner's children to member, then owner itself with the
-// children fence, removing any drain label.
-func (t *term) assign(ctx context.Context, owner *metav1.PartialObjectMetadata, member string) error {
+// assign relabels owner's children to member, then owner itself, stamped for
+// member's process holder, with the children fence, removing any drain
+// label.
+func (t *term) assign(ctx context.Context, owner *metav1.PartialObjectMetadata, member, holder string) error {
 	f := fence{}
 	if err := t.relabelChildren(ctx, owner, member, f); err != nil {
 		return err
 	}
-	ann := map[string]*string{}
+	ann := map[string]*string{HolderAnnotation(t.cfg.Ring): ptr(holder)}
 	if len(f) > 0 {
 		ann[FenceAnnotation(t.cfg.Ring)] = ptr(f.String())
 	} else if _, ok := owner.GetAnnotations()[FenceAnnotation(t.cfg.Ring)]; ok {

@@ -73,6 +73,7 @@ type Key interface {
 // acknowledgement worker) for as long as the controller runs.
 type Gate[K Key] struct {
 	cfg      Config
+	holder   string // the member's Lease holder: the process the keys must be stamped for
 	owners   Source
 	enqueue  func(K)
 	w        writer
@@ -142,7 +143,7 @@ func NewGate[K Key](member *Member, owners Source, enqueue func(K), opts GateOpt
 	case opts.FenceTimeout < 0:
 		return bad("FenceTimeout", fmt.Sprintf("fence timeout %v must not be negative", opts.FenceTimeout))
 	}
-	g := newGate(member.Config(), owners, enqueue, metadataWriter{opts.Metadata}, opts)
+	g := newGate(member.Config(), member.holder, owners, enqueue, metadataWriter{opts.Metadata}, opts)
 	for i, c := range opts.Children {
 		if c == nil {
 			return bad("Children", fmt.Sprintf("child informer %d is nil", i))
@@ -151,9 +152,9 @@ func NewGate[K Key](member *Member, owners Source, enqueue func(K), opts GateOpt
 	return g, nil
 }
 
-func newGate[K Key](cfg Config, owners Source, enqueue func(K), w writer, opts GateOptions) *Gate[K] {
+func newGate[K Key](cfg Config, holder string, owners Source, enqueue func(K), w writer, opts GateOptions) *Gate[K] {
 	g := &Gate[K]{
-		cfg: cfg, owners: owners, enqueue: enqueue, w: w, clock: opts.Clock, metrics: opts.Metrics,
+		cfg: cfg, holder: holder, owners: owners, enqueue: enqueue, w: w, clock: opts.Clock, metrics: opts.Metrics,
 		timeout: opts.FenceTimeout, children: opts.Children,
 		logger:      klog.Background().WithValues("ring", cfg.Ring, "member", cfg.Identity),
 		pendingAcks: map[string]bool{}, inFlight: map[string]bool{}, acking: map[string]bool{}, afterAck: map[string]K{},
@@ -190,8 +191,15 @@ func (g *Gate[K]) ownerState(key string) (obj metav1.Object, mine, draining bool
 	if err != nil {
 		return nil, false, false
 	}
-	l := m.GetLabels()
-	return m, l[Label(g.cfg.Ring)] == g.cfg.Identity, l[DrainLabel(g.cfg.Ring)] != ""
+	return m, g.assignedHere(m), m.GetLabels()[DrainLabel(g.cfg.Ring)] != ""
+}
+
+// assignedHere reports whether m is assigned to this member's process: its
+// label and the holder the sharder stamped it for. A key stamped for an
+// earlier process of the same identity is not this one's: the sharder
+// assigns it again once it sees the Lease's new holder.
+func (g *Gate[K]) assignedHere(m metav1.Object) bool {
+	return m.GetLabels()[Label(g.cfg.Ring)] == g.cfg.Identity && m.GetAnnotations()[HolderAnnotation(g.cfg.Ring)] == g.holder
 }
 
 // Admit reports whether a worker may reconcile key now; see Gate. An
@@ -393,15 +401,14 @@ func (g *Gate[K]) ownerEvent(obj any, delta int) {
 	if err != nil {
 		return
 	}
-	l := m.GetLabels()
-	if l[Label(g.cfg.Ring)] != g.cfg.Identity {
+	if !g.assignedHere(m) {
 		return
 	}
 	k, err := cache.MetaNamespaceKeyFunc(obj)
 	if err != nil {
 		return
 	}
-	if l[DrainLabel(g.cfg.Ring)] != "" {
+	if m.GetLabels()[DrainLabel(g.cfg.Ring)] != "" {
 		g.requestAck(k)
 	}
 }
@@ -438,7 +445,7 @@ func (g *Gate[K]) recordDeletion(obj any) (r refusal[K], again bool) {
 	if err != nil {
 		return r, false
 	}
-	if l := m.GetLabels(); l[Label(g.cfg.Ring)] != g.cfg.Identity || l[DrainLabel(g.cfg.Ring)] != "" {
+	if !g.assignedHere(m) || m.GetLabels()[DrainLabel(g.cfg.Ring)] != "" {
 		return r, false
 	}
 	g.deleted[k] = deletion{at: g.clock.Now()}

@@ -3,6 +3,7 @@ package sharding
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"testing"
@@ -112,7 +113,7 @@ func newGateEnv(t *testing.T, clk clock.WithTicker, objs ...*corev1.ConfigMap) *
 	require.NoError(t, err)
 	ge := &gateEnv{env: env, cms: cms, secrets: secrets, log: &eventLog{}, enqueued: make(chan controller.Key, 100), metrics: m}
 	ge.w = &dynWriter{d: env.Dynamic(), log: ge.log}
-	ge.gate = newGate(cfg, cms, func(k controller.Key) { ge.enqueued <- k }, ge.w,
+	ge.gate = newGate(cfg, testHolder, cms, func(k controller.Key) { ge.enqueued <- k }, ge.w,
 		GateOptions{Children: []Source{secrets}, Metrics: m, Clock: clk, FenceTimeout: time.Second})
 	env.Sync()
 	ctx, cancel := context.WithCancel(env.Context())
@@ -125,7 +126,21 @@ func newGateEnv(t *testing.T, clk clock.WithTicker, objs ...*corev1.ConfigMap) *
 	return ge
 }
 
+// testHolder is the gate's member process, the holder of its Lease.
+const testHolder = "m_0"
+
+// configMap is an object; labelled for the test's member "m", it is also
+// stamped for the member's process, as the sharder does.
 func configMap(name string, labels, annotations map[string]string) *corev1.ConfigMap {
+	if labels[Label("r")] == "m" {
+		if _, ok := annotations[HolderAnnotation("r")]; !ok {
+			annotations = maps.Clone(annotations)
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			annotations[HolderAnnotation("r")] = testHolder
+		}
+	}
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: labels, Annotations: annotations}}
 }
 
@@ -136,10 +151,16 @@ func (ge *gateEnv) stored(t *testing.T, name string) *corev1.ConfigMap {
 	return cm
 }
 
+// label patches the labels of name; labelled for "m", it is stamped for the
+// member's process too.
 func (ge *gateEnv) label(t *testing.T, name string, labels map[string]*string) {
 	t.Helper()
+	var ann map[string]*string
+	if v := labels[Label("r")]; v != nil && *v == "m" {
+		ann = map[string]*string{HolderAnnotation("r"): ptr(testHolder)}
+	}
 	_, err := ge.env.Client().CoreV1().ConfigMaps("default").Patch(context.Background(), name, types.MergePatchType,
-		metaPatch(ge.stored(t, name).ResourceVersion, labels, nil), metav1.PatchOptions{})
+		metaPatch(ge.stored(t, name).ResourceVersion, labels, ann), metav1.PatchOptions{})
 	require.NoError(t, err)
 }
 
@@ -326,7 +347,7 @@ func TestGateThatNeverRunsStartsNothing(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	cfg := Config{Ring: "r", Identity: "m"}.WithDefaults()
 	for range 3 {
-		newGate[controller.Key](cfg, nil, func(controller.Key) {}, nil, GateOptions{})
+		newGate[controller.Key](cfg, testHolder, nil, func(controller.Key) {}, nil, GateOptions{})
 	}
 }
 
@@ -391,4 +412,24 @@ func TestGateStateDoesNotGrowWithChurn(t *testing.T) {
 		ge.gate.releaseFenced()
 	}
 	assert.Equal(t, empty, ge.gate.stateSize())
+}
+
+// An object labelled for this member but stamped for another process of
+// its identity (an earlier one, whose keys the sharder has not assigned
+// again yet) is not this process's: refused, its drain not acknowledged,
+// and admitted once the sharder stamps it for this process.
+func TestGateRefusesKeysStampedForAnotherProcess(t *testing.T) {
+	other := map[string]string{HolderAnnotation("r"): "m_former"}
+	ge := newGateEnv(t, clock.RealClock{}, configMap("x", map[string]string{Label("r"): "m", DrainLabel("r"): "true"}, other))
+	eventually(t, func() bool { return ge.cached("x") != nil }, "x cached")
+	assert.False(t, ge.gate.Admit(keyX), "stamped for another process")
+	ge.label(t, "x", map[string]*string{DrainLabel("r"): nil})
+	eventually(t, func() bool { return ge.cached("x").Labels[DrainLabel("r")] == "" }, "drain label gone")
+	assert.False(t, ge.gate.Admit(keyX), "stamped for another process")
+	assert.Equal(t, "m", ge.stored(t, "x").Labels[Label("r")], "its drain was not acknowledged")
+	assert.Empty(t, ge.log.all(), "no acknowledgement written")
+	ge.label(t, "x", map[string]*string{Label("r"): ptr("m")}) // stamps it for testHolder
+	eventually(t, func() bool { return ge.cached("x").Annotations[HolderAnnotation("r")] == testHolder }, "stamped for this process")
+	require.True(t, ge.gate.Admit(keyX))
+	ge.gate.Release(keyX)
 }

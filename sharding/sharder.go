@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+	"maps"
 	"sync"
 	"time"
 
@@ -367,11 +367,13 @@ func (t *term) enqueueObject(o *metav1.PartialObjectMetadata) {
 }
 
 // refresh recomputes the live members and, when they changed, queues every
-// owner: a join or a leave can move any key.
+// owner: a join, a leave or a restart can move any key.
 func (t *term) refresh() {
-	live := t.live.live()
+	// A member restarted with the same identity has a new holder: its keys
+	// are assigned again, so the change counts too.
+	live := t.live.holders()
 	t.mu.Lock()
-	changed := t.view.ring == nil || !slices.Equal(t.view.members(), live)
+	changed := t.view.ring == nil || !maps.Equal(t.view.live, live)
 	if changed {
 		t.view = newSnapshot(t.cfg.Ring, live)
 	}
