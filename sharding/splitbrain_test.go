@@ -306,7 +306,7 @@ type chaos struct {
 	poke   string                // the poke annotation's value being looked for
 
 	// Counts of what the schedule did, for the log.
-	partitions, crashes, leaves, restarts, created, deleted int
+	partitions, crashes, leaves, restarts, replaced, created, deleted int
 	exits                                                   map[string]int // why processes ended on their own
 }
 
@@ -367,9 +367,9 @@ func (c *chaos) process(id string) *testMember {
 }
 
 // reap takes the processes that ended on their own (membership lost while
-// partitioned) off the ring, and returns their identities.
-func (c *chaos) reap() []string {
-	var ended []string
+// partitioned) off the ring, and returns their identities and why each
+// ended.
+func (c *chaos) reap() (ended, whys []string) {
 	for _, id := range c.running() {
 		tm := c.process(id)
 		select {
@@ -388,9 +388,32 @@ func (c *chaos) reap() []string {
 		}
 		c.exits[why]++
 		c.r.stop(id)
-		ended = append(ended, id)
+		ended, whys = append(ended, id), append(whys, why)
 	}
-	return ended
+	return ended, whys
+}
+
+// replace starts a new process of id while the old one, a member cut off
+// until until, still runs: as when a node is partitioned and the process is
+// started again elsewhere. The old one stops once it cannot renew; the new
+// one waits its Lease out. (An old process that has not joined would
+// contend with the new one for ever: a true duplicate, which the new one
+// reports; not what this step is for.)
+func (c *chaos) replace(id string, until time.Time) {
+	old := c.process(id)
+	if !old.member.IsMember() {
+		return
+	}
+	c.faultsOf(id).cut(until)
+	c.r.mu.Lock()
+	delete(c.r.members, id)
+	c.r.mu.Unlock()
+	c.t.Cleanup(func() {
+		old.cancel()
+		<-old.done
+	})
+	c.r.start(id)
+	c.replaced++
 }
 
 // crash ends id's process without releasing anything: its requests fail
@@ -433,7 +456,8 @@ func runChaos(t *testing.T, seed uint64, phase time.Duration) {
 
 	for time.Since(start) < phase {
 		now := time.Now()
-		for _, id := range c.reap() {
+		ended, _ := c.reap()
+		for _, id := range ended {
 			at := now
 			if f := c.faultsOf(id); f != nil {
 				f.mu.Lock()
@@ -475,7 +499,9 @@ func runChaos(t *testing.T, seed uint64, phase time.Duration) {
 			} else {
 				restartAt[id] = time.Now().Add(time.Duration(rnd.Int64N(int64(2 * lease))))
 			}
-		case a < 75:
+		case a < 53:
+			c.replace(pick(run), now.Add(time.Duration(float64(lease)*(1.5+rnd.Float64()))))
+		case a < 78:
 			c.churn(&created)
 		}
 		select {
@@ -498,9 +524,9 @@ func runChaos(t *testing.T, seed uint64, phase time.Duration) {
 	}
 	healed := time.Now()
 	settled := c.settle(time.Minute)
-	t.Logf("chaos of %v: %d partitions, %d crashes, %d leaves, %d restarts, %d objects created, %d deleted; "+
+	t.Logf("chaos of %v: %d partitions, %d crashes, %d leaves, %d replaced while running, %d restarts, %d objects created, %d deleted; "+
 		"%d replies lost, %d writes failed, %d requests cut; processes ended on their own: %v",
-		phase, c.partitions, c.crashes, c.leaves, c.restarts, c.created, c.deleted,
+		phase, c.partitions, c.crashes, c.leaves, c.replaced, c.restarts, c.created, c.deleted,
 		c.stats.lost.Load(), c.stats.failed.Load(), c.stats.cut.Load(), c.exits)
 	t.Logf("ring of %v settled %v after the faults stopped", settled, time.Since(healed))
 
@@ -580,8 +606,9 @@ func (c *chaos) settle(within time.Duration) []string {
 	deadline := time.Now().Add(within)
 	var why string
 	for time.Now().Before(deadline) {
-		for _, id := range c.reap() {
-			c.t.Logf("member %s ended after the faults stopped; restarting it", id)
+		ended, whys := c.reap()
+		for i, id := range ended {
+			c.t.Logf("member %s ended after the faults stopped (%s); restarting it", id, whys[i])
 			c.r.start(id)
 			c.restarts++
 		}
