@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	coordv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/metadata"
@@ -90,6 +91,7 @@ type netFaults struct {
 	lostReply  float64       // a write applied, its reply lost
 	failWrite  float64       // a write refused before it is applied: 5xx or Conflict
 	cutUntil   time.Time     // partitioned until then
+	stallUntil time.Time     // Lease watch events held back until then
 	crashed    bool          // every request fails: the process is gone
 }
 
@@ -122,7 +124,7 @@ func (f *netFaults) crash() {
 
 func (f *netFaults) heal() {
 	f.mu.Lock()
-	f.maxLatency, f.lostReply, f.failWrite, f.cutUntil = 0, 0, 0, time.Time{}
+	f.maxLatency, f.lostReply, f.failWrite, f.cutUntil, f.stallUntil = 0, 0, 0, time.Time{}, time.Time{}
 	f.mu.Unlock()
 }
 
@@ -236,6 +238,61 @@ func (l faultyLeases) Update(ctx context.Context, lease *coordinationv1.Lease, o
 	return through(ctx, l.f, true, leaseResource, lease.Name, func() (*coordinationv1.Lease, error) { return l.LeaseInterface.Update(ctx, lease, o) })
 }
 
+// Watch holds the watch's events back while f's Lease watches stall: a
+// slow API server, or a watch cache falling behind.
+func (l faultyLeases) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	w, err := l.LeaseInterface.Watch(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	sw := &stallingWatch{in: w, out: make(chan watch.Event), done: make(chan struct{}), f: l.f}
+	go sw.relay()
+	return sw, nil
+}
+
+type stallingWatch struct {
+	in       watch.Interface
+	out      chan watch.Event
+	done     chan struct{}
+	stopOnce sync.Once
+	f        *netFaults
+}
+
+func (w *stallingWatch) relay() {
+	defer close(w.out)
+	for ev := range w.in.ResultChan() {
+		for {
+			w.f.mu.Lock()
+			left := time.Until(w.f.stallUntil)
+			w.f.mu.Unlock()
+			if left <= 0 {
+				break
+			}
+			t := time.NewTimer(min(left, 50*time.Millisecond))
+			select {
+			case <-w.done:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		select {
+		case w.out <- ev:
+		case <-w.done:
+			return
+		}
+	}
+}
+
+func (w *stallingWatch) Stop() {
+	w.stopOnce.Do(func() {
+		close(w.done)
+		w.in.Stop()
+	})
+}
+
+func (w *stallingWatch) ResultChan() <-chan watch.Event { return w.out }
+
 func (l faultyLeases) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, o metav1.PatchOptions, sub ...string) (*coordinationv1.Lease, error) {
 	return through(ctx, l.f, true, leaseResource, name, func() (*coordinationv1.Lease, error) {
 		return l.LeaseInterface.Patch(ctx, name, pt, data, o, sub...)
@@ -306,8 +363,8 @@ type chaos struct {
 	poke   string                // the poke annotation's value being looked for
 
 	// Counts of what the schedule did, for the log.
-	partitions, crashes, leaves, restarts, replaced, created, deleted int
-	exits                                                   map[string]int // why processes ended on their own
+	partitions, stalls, crashes, leaves, restarts, replaced, created, deleted int
+	exits                                                                     map[string]int // why processes ended on their own
 }
 
 const pokeAnnotation = "test.ctrlkit.dev/poke"
@@ -499,6 +556,19 @@ func runChaos(t *testing.T, seed uint64, phase time.Duration) {
 			} else {
 				restartAt[id] = time.Now().Add(time.Duration(rnd.Int64N(int64(2 * lease))))
 			}
+		case a < 50:
+			// The sharder's Lease watch is the one whose delay matters.
+			id := pick(run)
+			for _, r := range run {
+				if c.process(r).sharder.IsLeader() {
+					id = r
+				}
+			}
+			f := c.faultsOf(id)
+			f.mu.Lock()
+			f.stallUntil = now.Add(time.Duration(float64(lease) * (0.5 + 1.5*rnd.Float64())))
+			f.mu.Unlock()
+			c.stalls++
 		case a < 53:
 			c.replace(pick(run), now.Add(time.Duration(float64(lease)*(1.5+rnd.Float64()))))
 		case a < 78:
@@ -524,9 +594,9 @@ func runChaos(t *testing.T, seed uint64, phase time.Duration) {
 	}
 	healed := time.Now()
 	settled := c.settle(time.Minute)
-	t.Logf("chaos of %v: %d partitions, %d crashes, %d leaves, %d replaced while running, %d restarts, %d objects created, %d deleted; "+
+	t.Logf("chaos of %v: %d partitions, %d watch stalls, %d crashes, %d leaves, %d replaced while running, %d restarts, %d objects created, %d deleted; "+
 		"%d replies lost, %d writes failed, %d requests cut; processes ended on their own: %v",
-		phase, c.partitions, c.crashes, c.leaves, c.replaced, c.restarts, c.created, c.deleted,
+		phase, c.partitions, c.stalls, c.crashes, c.leaves, c.replaced, c.restarts, c.created, c.deleted,
 		c.stats.lost.Load(), c.stats.failed.Load(), c.stats.cut.Load(), c.exits)
 	t.Logf("ring of %v settled %v after the faults stopped", settled, time.Since(healed))
 
