@@ -328,6 +328,62 @@ func TestSyncReassignsTheKeysOfARestartedMembersFormerProcess(t *testing.T) {
 	assert.Len(t, api.takeWrites(), 2, "two assignments, nothing after")
 }
 
+// Before giving a member's keys away without a drain, the sharder reads
+// the member's Lease: a renewal its watch has not delivered yet keeps the
+// keys where they are; a Lease found unchanged is read once per
+// RetryPeriod, however many keys the member had.
+func TestSyncReadsALeaseBeforeGivingItsKeysAway(t *testing.T) {
+	api := newFakeAPI()
+	clk := testingclock.NewFakeClock(t0)
+	tm := newTestTerm(t, api, clk, nil, false, "a", "b")
+	lease := func(id, rv string) *coordinationv1.Lease {
+		h := testHolderOf(id)
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "r." + id, ResourceVersion: rv}, Spec: coordinationv1.LeaseSpec{HolderIdentity: &h}}
+	}
+	stored, reads := lease("c", "2"), 0
+	tm.getLease = func(_ context.Context, name string) (*coordinationv1.Lease, error) {
+		require.Equal(t, "r.c", name)
+		reads++
+		return stored, nil
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		tm.live.observe(lease(id, "1"))
+	}
+	clk.Step(3 * time.Second) // past LeaseDuration; a and b renew, c's renewal is not delivered
+	tm.live.observe(lease("a", "2"))
+	tm.live.observe(lease("b", "2"))
+	tm.refresh()
+	require.Equal(t, []string{"a", "b"}, tm.snapshot().members())
+	first, second := nameFor(t, []string{"a", "b", "c"}, "c"), ""
+	for i := range 1000 {
+		if n := fmt.Sprintf("rs-%d", i); n != first && NewRing("r", []string{"a", "b", "c"}).Owner("ns/"+n) == "c" {
+			second = n
+			break
+		}
+	}
+	api.add(owners, first, map[string]string{Label("r"): "c"}, nil)
+	api.add(owners, second, map[string]string{Label("r"): "c"}, nil)
+	api.refresh()
+
+	_, err := tm.sync(context.Background(), "ns/"+first)
+	require.NoError(t, err)
+	assert.Empty(t, api.takeWrites(), "c renewed: its key stays")
+	assert.Equal(t, []string{"a", "b", "c"}, tm.snapshot().members())
+
+	// c really stops renewing.
+	clk.Step(3 * time.Second)
+	tm.live.observe(lease("a", "3"))
+	tm.live.observe(lease("b", "3"))
+	tm.refresh()
+	reads = 0
+	for _, name := range []string{first, second} {
+		_, err := tm.sync(context.Background(), "ns/"+name)
+		require.NoError(t, err)
+		assert.NotEqual(t, "c", api.get(owners, name).Labels[Label("r")], name)
+	}
+	assert.Equal(t, 1, reads, "one read for the dead member's keys")
+}
+
 // A write whose reply was lost is not repeated blindly: the next look at
 // the stored object finds it done.
 func TestSyncAfterALostReply(t *testing.T) {
