@@ -3,6 +3,7 @@ package sharding
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,10 +36,27 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 	desired := view.ring.Owner(key)
 	labels := owner.GetLabels()
 	cur, draining := labels[Label(t.cfg.Ring)], labels[DrainLabel(t.cfg.Ring)] != ""
+	// The key is cur's only while it is stamped for the process holding
+	// cur's Lease now: a process restarted with cur's identity does not
+	// reconcile the keys of its former incarnation (dead, since its Lease
+	// has a new holder), which are assigned again like any dead member's.
+	curLive := cur != "" && view.live[cur] != "" && owner.GetAnnotations()[HolderAnnotation(t.cfg.Ring)] == view.live[cur]
 	logger := klog.FromContext(ctx).WithValues("key", key)
 
+	if !curLive && cur != "" {
+		// The view comes from a watch, which may lag: before giving a
+		// member's keys away without a drain, read its Lease.
+		alive, err := t.readLease(ctx, cur)
+		if err != nil {
+			return 0, err
+		}
+		if alive {
+			return 0, nil // refresh saw the change and queued every key
+		}
+	}
+
 	switch {
-	case cur == "" || !view.live[cur]:
+	case !curLive:
 		reason := reasonNew
 		t.mu.Lock()
 		_, drained := t.drainStart[key]
@@ -63,7 +81,7 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 			t.drainStart[key] = d
 		}
 		t.mu.Unlock()
-		if err := t.assign(ctx, owner, desired); err != nil {
+		if err := t.assign(ctx, owner, desired, view.live[desired]); err != nil {
 			return 0, err
 		}
 		logger.V(2).Info("Assigned", "member", desired, "from", cur, "reason", reason)
@@ -104,6 +122,39 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 		logger.V(2).Info("Draining", "member", cur, "to", desired)
 		return 0, nil
 	}
+}
+
+// readLease reads member's Lease from the API server and reports whether
+// that changed the sharder's view (a renewal or a new holder its watch had
+// not delivered yet). A member found dead is not read again for
+// RetryPeriod, so a dead member's keys cost one read, not one per key.
+func (t *term) readLease(ctx context.Context, member string) (changed bool, err error) {
+	if t.getLease == nil {
+		return false, nil
+	}
+	t.mu.Lock()
+	at, ok := t.readDead[member]
+	t.mu.Unlock()
+	if ok && t.clock.Since(at) < t.cfg.RetryPeriod {
+		return false, nil
+	}
+	lease, err := t.getLease(ctx, memberLeaseName(t.cfg.Ring, member))
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return false, fmt.Errorf("reading the Lease of member %q: %w", member, err)
+	default:
+		t.live.observe(lease)
+		before := t.snapshot()
+		t.refresh()
+		if after := t.snapshot(); !maps.Equal(before.live, after.live) {
+			return true, nil
+		}
+	}
+	t.mu.Lock()
+	t.readDead[member] = t.clock.Now()
+	t.mu.Unlock()
+	return false, nil
 }
 
 // noteDrain records a drain of key, timed from its first note.
@@ -160,14 +211,15 @@ func (t *term) childWait(key string, owner *metav1.PartialObjectMetadata) time.D
 	return 0
 }
 
-// assign relabels owner's children to member, then owner itself with the
-// children fence, removing any drain label.
-func (t *term) assign(ctx context.Context, owner *metav1.PartialObjectMetadata, member string) error {
+// assign relabels owner's children to member, then owner itself, stamped for
+// member's process holder, with the children fence, removing any drain
+// label.
+func (t *term) assign(ctx context.Context, owner *metav1.PartialObjectMetadata, member, holder string) error {
 	f := fence{}
 	if err := t.relabelChildren(ctx, owner, member, f); err != nil {
 		return err
 	}
-	ann := map[string]*string{}
+	ann := map[string]*string{HolderAnnotation(t.cfg.Ring): ptr(holder)}
 	if len(f) > 0 {
 		ann[FenceAnnotation(t.cfg.Ring)] = ptr(f.String())
 	} else if _, ok := owner.GetAnnotations()[FenceAnnotation(t.cfg.Ring)]; ok {

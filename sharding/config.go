@@ -22,6 +22,8 @@ const (
 	RingLabel = "lease.shard.ctrlkit.dev/ring"
 	// fenceSuffix ends the children-fence annotation: shard.ctrlkit.dev/<ring>-children-rv.
 	fenceSuffix = "-children-rv"
+	// holderSuffix ends the holder annotation: shard.ctrlkit.dev/<ring>-holder.
+	holderSuffix = "-holder"
 	// sharderSuffix ends the name of the sharder's election Lease: <ring>-sharder.
 	sharderSuffix = "-sharder"
 )
@@ -179,6 +181,14 @@ func DrainLabel(ring string) string { return DrainLabelPrefix + ring }
 // FenceAnnotation is the children-fence annotation of ring:
 // shard.ctrlkit.dev/<ring>-children-rv.
 func FenceAnnotation(ring string) string { return LabelPrefix + ring + fenceSuffix }
+
+// HolderAnnotation is the annotation naming the member process an object of
+// ring is assigned to: the holder identity of the member's Lease (its
+// identity and a per-process suffix) when the sharder wrote the assignment.
+// A process restarted with the same identity does not reconcile the objects
+// assigned to its former incarnation until the sharder has assigned them
+// again.
+func HolderAnnotation(ring string) string { return LabelPrefix + ring + holderSuffix }
 
 // Selector is the label selector of the objects assigned to identity in
 // ring, for informer.WithLabelSelector.

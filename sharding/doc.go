@@ -12,8 +12,10 @@
 //     <ring>-sharder (package leaderelection) writes each object's
 //     assignment as the label shard.ctrlkit.dev/<ring>=<identity>, chosen by
 //     rendezvous hashing over the members whose Leases it has seen renewed
-//     within LeaseDuration of its own clock. Every write is preconditioned
-//     on the resourceVersion it was decided on.
+//     within LeaseDuration of its own clock, and stamps it with that
+//     member's Lease holder (HolderAnnotation): a process restarted with the
+//     same identity reconciles only what is assigned to it afresh. Every
+//     write is preconditioned on the resourceVersion it was decided on.
 //   - Shard-scoped caches: a member's informers of the sharded resource and
 //     its children select its label (informer.WithLabelSelector with
 //     Member.Selector), so it lists, watches and caches about 1/N of them.

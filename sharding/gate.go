@@ -57,9 +57,10 @@ type Key interface {
 // SetDispatchGate): a worker asks Admit before each Reconcile and calls
 // Release after. The Gate
 //
-//   - refuses keys whose owner carries the drain label, and keys it handed
-//     over (their delete events, as the owner leaves the member's label
-//     selector, are not deletions);
+//   - refuses keys whose owner carries the drain label, and keys it does
+//     not cache unless it saw their owner deleted while assigned here (a
+//     key handed over leaves the cache too, and a retry, requeue or child
+//     event may still bring it: that is not a deletion);
 //   - acknowledges a drain, once the key is not being reconciled, by
 //     removing the assignment and drain labels in one patch preconditioned
 //     on the version that carried the drain label;
@@ -72,6 +73,7 @@ type Key interface {
 // acknowledgement worker) for as long as the controller runs.
 type Gate[K Key] struct {
 	cfg      Config
+	holder   string // the member's Lease holder: the process the keys must be stamped for
 	owners   Source
 	enqueue  func(K)
 	w        writer
@@ -81,17 +83,41 @@ type Gate[K Key] struct {
 	children []Source
 	trackers []*rvTracker
 
-	acks workqueue.TypedRateLimitingInterface[string]
+	mu     sync.Mutex
+	logger klog.Logger // Run's, for the fence time-outs Admit logs
+	// acks is the acknowledgement queue while Run runs (nil otherwise, so a
+	// gate that never runs starts no goroutine); drains seen before are
+	// kept in pendingAcks.
+	acks        workqueue.TypedRateLimitingInterface[string]
+	pendingAcks map[string]bool
+	inFlight    map[string]bool
+	acking      map[string]bool   // acknowledgement patch under way
+	afterAck    map[string]K      // keys refused while acking, enqueued once it ends
+	acked       map[string]string // key -> the version whose drain was acknowledged, while cached
+	deleted     map[string]deletion
+	refused     map[string]refusal[K]
+	fenced      map[string]fenced[K]
+	owned       int
+}
 
-	mu       sync.Mutex
-	logger   klog.Logger // Run's, for the fence time-outs Admit logs
-	inFlight map[string]bool
-	acking   map[string]bool   // acknowledgement patch under way
-	afterAck map[string]K      // keys refused while acking, enqueued once it ends
-	acked    map[string]string // key -> the version whose drain was acknowledged
-	leaving  map[string]bool   // drain seen: refused until assigned to us again
-	fenced   map[string]fenced[K]
-	owned    int
+// deletion is an owner this member saw deleted while it was assigned here:
+// the one kind of key the gate admits without caching it. The entry lives
+// until a Reconcile of the key was admitted and the ring's LeaseDuration has
+// passed (for the events its children's deletions bring), or until the key
+// is cached here again; so the set holds recent deletions only.
+type deletion struct {
+	at       time.Time
+	admitted bool
+}
+
+// refusal is a key refused because it was not cached and not known deleted.
+// The controller's handler of an owner's deletion may run before the gate's
+// (each listener of an informer has its own goroutine): when the gate's
+// then records the deletion, it enqueues the key again. Kept for the ring's
+// LeaseDuration.
+type refusal[K Key] struct {
+	key K
+	at  time.Time
 }
 
 // fenced is a key held back by its children fence.
@@ -117,7 +143,7 @@ func NewGate[K Key](member *Member, owners Source, enqueue func(K), opts GateOpt
 	case opts.FenceTimeout < 0:
 		return bad("FenceTimeout", fmt.Sprintf("fence timeout %v must not be negative", opts.FenceTimeout))
 	}
-	g := newGate(member.Config(), owners, enqueue, metadataWriter{opts.Metadata}, opts)
+	g := newGate(member.Config(), member.holder, owners, enqueue, metadataWriter{opts.Metadata}, opts)
 	for i, c := range opts.Children {
 		if c == nil {
 			return bad("Children", fmt.Sprintf("child informer %d is nil", i))
@@ -126,12 +152,13 @@ func NewGate[K Key](member *Member, owners Source, enqueue func(K), opts GateOpt
 	return g, nil
 }
 
-func newGate[K Key](cfg Config, owners Source, enqueue func(K), w writer, opts GateOptions) *Gate[K] {
+func newGate[K Key](cfg Config, holder string, owners Source, enqueue func(K), w writer, opts GateOptions) *Gate[K] {
 	g := &Gate[K]{
-		cfg: cfg, owners: owners, enqueue: enqueue, w: w, clock: opts.Clock, metrics: opts.Metrics,
+		cfg: cfg, holder: holder, owners: owners, enqueue: enqueue, w: w, clock: opts.Clock, metrics: opts.Metrics,
 		timeout: opts.FenceTimeout, children: opts.Children,
-		logger:   klog.Background().WithValues("ring", cfg.Ring, "member", cfg.Identity),
-		inFlight: map[string]bool{}, acking: map[string]bool{}, afterAck: map[string]K{}, acked: map[string]string{}, leaving: map[string]bool{}, fenced: map[string]fenced[K]{},
+		logger:      klog.Background().WithValues("ring", cfg.Ring, "member", cfg.Identity),
+		pendingAcks: map[string]bool{}, inFlight: map[string]bool{}, acking: map[string]bool{}, afterAck: map[string]K{},
+		acked: map[string]string{}, deleted: map[string]deletion{}, refused: map[string]refusal[K]{}, fenced: map[string]fenced[K]{},
 	}
 	if g.clock == nil {
 		g.clock = clock.RealClock{}
@@ -142,10 +169,16 @@ func newGate[K Key](cfg Config, owners Source, enqueue func(K), w writer, opts G
 	for _, c := range opts.Children {
 		g.trackers = append(g.trackers, &rvTracker{resource: c.GVR().GroupResource().String(), onRaise: g.releaseFenced})
 	}
-	g.acks = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](10*time.Millisecond, cfg.RetryPeriod),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "shard-acks-" + cfg.Ring, Clock: g.clock})
 	return g
+}
+
+// requestAck asks for the drain of k to be acknowledged. g.mu is held.
+func (g *Gate[K]) requestAck(k string) {
+	if g.acks != nil {
+		g.acks.Add(k)
+		return
+	}
+	g.pendingAcks[k] = true
 }
 
 // ownerState reads the cached owner of key.
@@ -158,8 +191,15 @@ func (g *Gate[K]) ownerState(key string) (obj metav1.Object, mine, draining bool
 	if err != nil {
 		return nil, false, false
 	}
-	l := m.GetLabels()
-	return m, l[Label(g.cfg.Ring)] == g.cfg.Identity, l[DrainLabel(g.cfg.Ring)] != ""
+	return m, g.assignedHere(m), m.GetLabels()[DrainLabel(g.cfg.Ring)] != ""
+}
+
+// assignedHere reports whether m is assigned to this member's process: its
+// label and the holder the sharder stamped it for. A key stamped for an
+// earlier process of the same identity is not this one's: the sharder
+// assigns it again once it sees the Lease's new holder.
+func (g *Gate[K]) assignedHere(m metav1.Object) bool {
+	return m.GetLabels()[Label(g.cfg.Ring)] == g.cfg.Identity && m.GetAnnotations()[HolderAnnotation(g.cfg.Ring)] == g.holder
 }
 
 // Admit reports whether a worker may reconcile key now; see Gate. An
@@ -177,18 +217,24 @@ func (g *Gate[K]) Admit(key K) bool {
 	obj, mine, draining := g.ownerState(k)
 	switch {
 	case obj == nil:
-		// Not cached: deleted, or handed over (then refused).
-		if g.leaving[k] {
+		// Not cached: admitted only as a deletion this member saw. Anything
+		// else is a key handed over (its owner left the label selector, and
+		// a retry, requeue or child event may still bring it here), or one
+		// whose owner is not here yet (its add event enqueues it).
+		d, ok := g.deleted[k]
+		if !ok {
+			g.refused[k] = refusal[K]{key: key, at: g.clock.Now()}
 			return false
 		}
+		d.admitted = true
+		g.deleted[k] = d
 	case !mine:
 		return false
 	case draining:
-		g.leaving[k] = true
-		g.acks.Add(k)
+		g.requestAck(k)
 		return false
 	default:
-		delete(g.leaving, k)
+		delete(g.deleted, k)
 		delete(g.acked, k)
 		if !g.fencePassed(k, key, obj) {
 			return false
@@ -228,15 +274,25 @@ func (g *Gate[K]) Release(key K) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.inFlight, k)
-	if g.leaving[k] {
-		g.acks.Add(k)
+	if obj, mine, draining := g.ownerState(k); obj != nil && mine && draining {
+		g.requestAck(k)
 	}
 }
 
 // releaseFenced enqueues the held-back keys whose fence has passed or
-// timed out.
+// timed out, and forgets the deletions whose time is over.
 func (g *Gate[K]) releaseFenced() {
 	g.mu.Lock()
+	for k, d := range g.deleted {
+		if d.admitted && g.clock.Since(d.at) >= g.cfg.LeaseDuration {
+			delete(g.deleted, k)
+		}
+	}
+	for k, r := range g.refused {
+		if g.clock.Since(r.at) >= g.cfg.LeaseDuration {
+			delete(g.refused, k)
+		}
+	}
 	var ready []K
 	for k, p := range g.fenced {
 		obj, mine, draining := g.ownerState(k)
@@ -263,10 +319,23 @@ func (g *Gate[K]) releaseFenced() {
 func (g *Gate[K]) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("ring", g.cfg.Ring, "member", g.cfg.Identity)
 	ctx = klog.NewContext(ctx, logger)
+	acks := workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](10*time.Millisecond, g.cfg.RetryPeriod),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "shard-acks-" + g.cfg.Ring, Clock: g.clock})
 	g.mu.Lock()
 	g.logger = logger
+	g.acks = acks
+	for k := range g.pendingAcks {
+		acks.Add(k)
+	}
+	clear(g.pendingAcks)
 	g.mu.Unlock()
-	defer g.acks.ShutDown()
+	defer func() {
+		g.mu.Lock()
+		g.acks = nil
+		g.mu.Unlock()
+		acks.ShutDown()
+	}()
 	type reg struct {
 		inf cache.SharedIndexInformer
 		r   cache.ResourceEventHandlerRegistration
@@ -284,7 +353,7 @@ func (g *Gate[K]) Run(ctx context.Context) error {
 	r, err := g.owners.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { g.ownerEvent(obj, 1) },
 		UpdateFunc: func(_, obj any) { g.ownerEvent(obj, 0) },
-		DeleteFunc: func(any) { g.ownerEvent(nil, -1) },
+		DeleteFunc: g.ownerDeleted,
 	})
 	if err != nil {
 		return fmt.Errorf("sharding: gate of ring %q: watching %s: %w", g.cfg.Ring, g.owners.Name(), err)
@@ -300,7 +369,7 @@ func (g *Gate[K]) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		for g.processAck(ctx) {
+		for g.processAck(ctx, acks) {
 		}
 	})
 	wg.Go(func() {
@@ -316,60 +385,96 @@ func (g *Gate[K]) Run(ctx context.Context) error {
 		}
 	})
 	<-ctx.Done()
-	g.acks.ShutDown()
+	acks.ShutDown()
 	wg.Wait()
 	return nil
 }
 
 // ownerEvent counts the owned keys and starts drains; delta is +1 for an
-// add, -1 for a delete.
+// add, 0 for an update.
 func (g *Gate[K]) ownerEvent(obj any, delta int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.owned += delta
 	g.metrics.ownedDelta(g.cfg.Ring, g.cfg.Identity, float64(delta))
-	if obj == nil {
-		return
-	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return
 	}
-	l := m.GetLabels()
-	if l[Label(g.cfg.Ring)] != g.cfg.Identity {
+	if !g.assignedHere(m) {
 		return
 	}
 	k, err := cache.MetaNamespaceKeyFunc(obj)
 	if err != nil {
 		return
 	}
-	if l[DrainLabel(g.cfg.Ring)] != "" {
-		g.leaving[k] = true
-		g.acks.Add(k)
+	if m.GetLabels()[DrainLabel(g.cfg.Ring)] != "" {
+		g.requestAck(k)
 	}
 }
 
-func (g *Gate[K]) processAck(ctx context.Context) bool {
-	k, shutdown := g.acks.Get()
+// ownerDeleted counts an owner leaving the cache and forgets its state. It
+// remembers the key as deleted when the owner's last state was assigned
+// here and not draining: an owner handed over leaves the cache draining
+// (the API server's watch gives the state before the acknowledgement) or
+// without this member's label (a fake's may give the state after).
+func (g *Gate[K]) ownerDeleted(obj any) {
+	g.mu.Lock()
+	r, again := g.recordDeletion(obj)
+	g.mu.Unlock()
+	if again {
+		g.enqueue(r.key)
+	}
+}
+
+// recordDeletion is ownerDeleted's part under g.mu; it returns the refusal
+// of the key to enqueue again, if any.
+func (g *Gate[K]) recordDeletion(obj any) (r refusal[K], again bool) {
+	g.owned--
+	g.metrics.ownedDelta(g.cfg.Ring, g.cfg.Identity, -1)
+	k, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return r, false
+	}
+	delete(g.acked, k)
+	delete(g.fenced, k)
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return r, false
+	}
+	if !g.assignedHere(m) || m.GetLabels()[DrainLabel(g.cfg.Ring)] != "" {
+		return r, false
+	}
+	g.deleted[k] = deletion{at: g.clock.Now()}
+	r, again = g.refused[k]
+	delete(g.refused, k)
+	return r, again
+}
+
+func (g *Gate[K]) processAck(ctx context.Context, acks workqueue.TypedRateLimitingInterface[string]) bool {
+	k, shutdown := acks.Get()
 	if shutdown {
 		return false
 	}
-	defer g.acks.Done(k)
+	defer acks.Done(k)
 	if err := g.ack(ctx, k); err != nil {
 		if ctx.Err() == nil {
 			klog.FromContext(ctx).V(2).Info("Acknowledging a drain failed; retrying", "key", k, "err", err)
-			g.acks.AddRateLimited(k)
+			acks.AddRateLimited(k)
 		}
 		return true
 	}
-	g.acks.Forget(k)
+	acks.Forget(k)
 	return true
 }
 
 // ack acknowledges the drain of k if the cache shows one and k is not being
 // reconciled. A reply lost after the write succeeded is harmless: k stays
-// refused (leaving), and the retry finds the owner gone from the cache or
-// fails its precondition.
+// refused (draining while cached, then not cached), and the retry finds the
+// owner gone from the cache or fails its precondition.
 func (g *Gate[K]) ack(ctx context.Context, k string) error {
 	g.mu.Lock()
 	obj, mine, draining := g.ownerState(k)
@@ -378,7 +483,6 @@ func (g *Gate[K]) ack(ctx context.Context, k string) error {
 		g.mu.Unlock()
 		return nil
 	}
-	g.leaving[k] = true
 	g.acking[k] = true
 	g.mu.Unlock()
 	defer func() {
@@ -397,7 +501,10 @@ func (g *Gate[K]) ack(ctx context.Context, k string) error {
 	switch {
 	case err == nil:
 		g.mu.Lock()
-		g.acked[k] = obj.GetResourceVersion()
+		// Only while cached: the owner's delete event forgets it.
+		if o, _, _ := g.ownerState(k); o != nil {
+			g.acked[k] = obj.GetResourceVersion()
+		}
 		g.mu.Unlock()
 		klog.FromContext(ctx).V(2).Info("Acknowledged a drain", "key", k)
 		return nil

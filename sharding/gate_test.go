@@ -3,6 +3,7 @@ package sharding
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -110,7 +113,7 @@ func newGateEnv(t *testing.T, clk clock.WithTicker, objs ...*corev1.ConfigMap) *
 	require.NoError(t, err)
 	ge := &gateEnv{env: env, cms: cms, secrets: secrets, log: &eventLog{}, enqueued: make(chan controller.Key, 100), metrics: m}
 	ge.w = &dynWriter{d: env.Dynamic(), log: ge.log}
-	ge.gate = newGate(cfg, cms, func(k controller.Key) { ge.enqueued <- k }, ge.w,
+	ge.gate = newGate(cfg, testHolder, cms, func(k controller.Key) { ge.enqueued <- k }, ge.w,
 		GateOptions{Children: []Source{secrets}, Metrics: m, Clock: clk, FenceTimeout: time.Second})
 	env.Sync()
 	ctx, cancel := context.WithCancel(env.Context())
@@ -123,7 +126,21 @@ func newGateEnv(t *testing.T, clk clock.WithTicker, objs ...*corev1.ConfigMap) *
 	return ge
 }
 
+// testHolder is the gate's member process, the holder of its Lease.
+const testHolder = "m_0"
+
+// configMap is an object; labelled for the test's member "m", it is also
+// stamped for the member's process, as the sharder does.
 func configMap(name string, labels, annotations map[string]string) *corev1.ConfigMap {
+	if labels[Label("r")] == "m" {
+		if _, ok := annotations[HolderAnnotation("r")]; !ok {
+			annotations = maps.Clone(annotations)
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			annotations[HolderAnnotation("r")] = testHolder
+		}
+	}
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: labels, Annotations: annotations}}
 }
 
@@ -134,10 +151,16 @@ func (ge *gateEnv) stored(t *testing.T, name string) *corev1.ConfigMap {
 	return cm
 }
 
+// label patches the labels of name; labelled for "m", it is stamped for the
+// member's process too.
 func (ge *gateEnv) label(t *testing.T, name string, labels map[string]*string) {
 	t.Helper()
+	var ann map[string]*string
+	if v := labels[Label("r")]; v != nil && *v == "m" {
+		ann = map[string]*string{HolderAnnotation("r"): ptr(testHolder)}
+	}
 	_, err := ge.env.Client().CoreV1().ConfigMaps("default").Patch(context.Background(), name, types.MergePatchType,
-		metaPatch(ge.stored(t, name).ResourceVersion, labels, nil), metav1.PatchOptions{})
+		metaPatch(ge.stored(t, name).ResourceVersion, labels, ann), metav1.PatchOptions{})
 	require.NoError(t, err)
 }
 
@@ -165,11 +188,7 @@ func TestGateAcknowledgesADrainAfterTheReconcile(t *testing.T) {
 	require.True(t, ge.gate.Admit(keyX))
 
 	ge.label(t, "x", map[string]*string{DrainLabel("r"): ptr("true")})
-	eventually(t, func() bool {
-		ge.gate.mu.Lock()
-		defer ge.gate.mu.Unlock()
-		return ge.gate.leaving["default/x"]
-	}, "the gate saw the drain")
+	eventually(t, func() bool { return ge.cached("x") != nil && ge.cached("x").Labels[DrainLabel("r")] != "" }, "the gate saw the drain")
 	assert.False(t, ge.gate.Admit(keyX), "a draining key is not dispatched")
 	assert.Equal(t, "m", ge.stored(t, "x").Labels[Label("r")], "not acknowledged while the Reconcile runs")
 
@@ -206,11 +225,7 @@ func TestGateAcknowledgementSurvivesConflictsAndLostReplies(t *testing.T) {
 	_, err := ge.env.Client().CoreV1().ConfigMaps("default").Create(context.Background(),
 		configMap("x", map[string]string{Label("r"): "m", DrainLabel("r"): "true"}, nil), metav1.CreateOptions{})
 	require.NoError(t, err)
-	eventually(t, func() bool {
-		ge.gate.mu.Lock()
-		defer ge.gate.mu.Unlock()
-		return ge.gate.leaving["default/x"]
-	}, "the gate saw the drain")
+	eventually(t, func() bool { return ge.cached("x") != nil && ge.cached("x").Labels[DrainLabel("r")] != "" }, "the gate saw the drain")
 	eventually(t, func() bool {
 		if ge.gate.Admit(keyX) {
 			ge.gate.Release(keyX)
@@ -287,7 +302,134 @@ func TestGateAdmitsDeletionsAndCountsKeys(t *testing.T) {
 	eventually(t, func() bool { return testutil.ToFloat64(ge.metrics.keysOwned.WithLabelValues("r", "m")) == 2 }, "two keys owned")
 	require.NoError(t, ge.env.Client().CoreV1().ConfigMaps("default").Delete(context.Background(), "x", metav1.DeleteOptions{}))
 	eventually(t, func() bool { return ge.cached("x") == nil }, "x deleted")
-	require.True(t, ge.gate.Admit(keyX), "a deleted owner is reconciled as usual")
+	// The controller's handler of the deletion may run before the gate's: a
+	// key refused then is enqueued again once the gate has seen the deletion.
+	if !ge.gate.Admit(keyX) {
+		select {
+		case k := <-ge.enqueued:
+			assert.Equal(t, keyX, k)
+		case <-time.After(10 * time.Second):
+			t.Fatal("a deletion refused before the gate saw it was not enqueued again")
+		}
+		require.True(t, ge.gate.Admit(keyX), "a deleted owner is reconciled as usual")
+	}
 	ge.gate.Release(keyX)
 	eventually(t, func() bool { return testutil.ToFloat64(ge.metrics.keysOwned.WithLabelValues("r", "m")) == 1 }, "one key owned")
+}
+
+// A key the gate does not cache and did not see deleted here is refused
+// (a handed-over key, or one whose owner is not here yet); when the gate
+// then sees the owner deleted while assigned here, it enqueues the key
+// again, and admits it.
+func TestGateRefusesUnknownKeysUntilItSeesThemDeleted(t *testing.T) {
+	ge := newGateEnv(t, clock.RealClock{}, configMap("y", map[string]string{Label("r"): "m"}, nil))
+	eventually(t, func() bool { return testutil.ToFloat64(ge.metrics.keysOwned.WithLabelValues("r", "m")) == 1 }, "the gate's handlers run")
+	assert.False(t, ge.gate.Admit(keyX), "never cached, never deleted")
+	ge.gate.ownerDeleted(configMap("x", map[string]string{Label("r"): "other"}, nil))
+	assert.False(t, ge.gate.Admit(keyX), "deleted while assigned elsewhere")
+	ge.gate.ownerDeleted(configMap("x", map[string]string{Label("r"): "m", DrainLabel("r"): "true"}, nil))
+	assert.False(t, ge.gate.Admit(keyX), "left the cache draining: a handover")
+	assert.Empty(t, ge.enqueued)
+	ge.gate.ownerDeleted(cache.DeletedFinalStateUnknown{Key: "default/x", Obj: configMap("x", map[string]string{Label("r"): "m"}, nil)})
+	select {
+	case k := <-ge.enqueued:
+		assert.Equal(t, keyX, k, "the refused key is enqueued again")
+	default:
+		t.Fatal("the refused key was not enqueued again")
+	}
+	require.True(t, ge.gate.Admit(keyX), "a deletion seen here is admitted")
+	ge.gate.Release(keyX)
+}
+
+// A gate that never runs (a member stopped before it joined) starts no
+// goroutine.
+func TestGateThatNeverRunsStartsNothing(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	cfg := Config{Ring: "r", Identity: "m"}.WithDefaults()
+	for range 3 {
+		newGate[controller.Key](cfg, testHolder, nil, func(controller.Key) {}, nil, GateOptions{})
+	}
+}
+
+// stateSize counts the gate's per-key entries of each kind.
+func (g *Gate[K]) stateSize() map[string]int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return map[string]int{"pendingAcks": len(g.pendingAcks), "inFlight": len(g.inFlight), "acking": len(g.acking),
+		"afterAck": len(g.afterAck), "acked": len(g.acked), "deleted": len(g.deleted), "refused": len(g.refused), "fenced": len(g.fenced)}
+}
+
+// The gate's per-key state does not grow with churn: round after round of
+// keys created here, handed over (with a stale enqueue after they left) and
+// deleted, it holds nothing once LeaseDuration has passed, and still
+// refuses the keys it handed over.
+func TestGateStateDoesNotGrowWithChurn(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	ge := newGateEnv(t, clk)
+	empty := map[string]int{"pendingAcks": 0, "inFlight": 0, "acking": 0, "afterAck": 0, "acked": 0, "deleted": 0, "refused": 0, "fenced": 0}
+	ctx := context.Background()
+	cms := ge.env.Client().CoreV1().ConfigMaps("default")
+	for round := range 3 {
+		const n = 20
+		key := func(i int) controller.Key {
+			return controller.Key{Namespace: "default", Name: fmt.Sprintf("k%d-%d", round, i)}
+		}
+		for i := range n {
+			_, err := cms.Create(ctx, configMap(key(i).Name, map[string]string{Label("r"): "m"}, nil), metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+		eventually(t, func() bool { return testutil.ToFloat64(ge.metrics.keysOwned.WithLabelValues("r", "m")) == n }, "all cached")
+		for i := range n {
+			require.True(t, ge.gate.Admit(key(i)))
+			ge.gate.Release(key(i))
+		}
+		// Half are handed over, half deleted.
+		for i := range n / 2 {
+			ge.label(t, key(i).Name, map[string]*string{DrainLabel("r"): ptr("true")})
+			require.NoError(t, cms.Delete(ctx, key(n/2+i).Name, metav1.DeleteOptions{}))
+		}
+		eventually(t, func() bool {
+			return testutil.ToFloat64(ge.metrics.keysOwned.WithLabelValues("r", "m")) == 0 && ge.gate.stateSize()["acking"] == 0
+		}, "all gone from the cache, every acknowledgement returned")
+		for i := range n {
+			admitted := ge.gate.Admit(key(i))
+			if admitted {
+				ge.gate.Release(key(i))
+			}
+			assert.Equal(t, i >= n/2, admitted, "handed over keys are refused, deleted ones admitted: %s", key(i))
+		}
+		size := ge.gate.stateSize()
+		assert.Equal(t, n/2, size["deleted"], "recent deletions")
+		assert.Equal(t, n/2, size["refused"], "recent refusals")
+		clk.Step(2 * time.Second) // the ring's LeaseDuration
+		ge.gate.releaseFenced()
+		assert.Equal(t, empty, ge.gate.stateSize(), "round %d", round)
+		for i := range n / 2 {
+			assert.False(t, ge.gate.Admit(key(i)), "still refused once forgotten: %s", key(i))
+		}
+		ge.gate.releaseFenced()
+		clk.Step(2 * time.Second)
+		ge.gate.releaseFenced()
+	}
+	assert.Equal(t, empty, ge.gate.stateSize())
+}
+
+// An object labelled for this member but stamped for another process of
+// its identity (an earlier one, whose keys the sharder has not assigned
+// again yet) is not this process's: refused, its drain not acknowledged,
+// and admitted once the sharder stamps it for this process.
+func TestGateRefusesKeysStampedForAnotherProcess(t *testing.T) {
+	other := map[string]string{HolderAnnotation("r"): "m_former"}
+	ge := newGateEnv(t, clock.RealClock{}, configMap("x", map[string]string{Label("r"): "m", DrainLabel("r"): "true"}, other))
+	eventually(t, func() bool { return ge.cached("x") != nil }, "x cached")
+	assert.False(t, ge.gate.Admit(keyX), "stamped for another process")
+	ge.label(t, "x", map[string]*string{DrainLabel("r"): nil})
+	eventually(t, func() bool { return ge.cached("x").Labels[DrainLabel("r")] == "" }, "drain label gone")
+	assert.False(t, ge.gate.Admit(keyX), "stamped for another process")
+	assert.Equal(t, "m", ge.stored(t, "x").Labels[Label("r")], "its drain was not acknowledged")
+	assert.Empty(t, ge.log.all(), "no acknowledgement written")
+	ge.label(t, "x", map[string]*string{Label("r"): ptr("m")}) // stamps it for testHolder
+	eventually(t, func() bool { return ge.cached("x").Annotations[HolderAnnotation("r")] == testHolder }, "stamped for this process")
+	require.True(t, ge.gate.Admit(keyX))
+	ge.gate.Release(keyX)
 }

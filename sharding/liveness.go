@@ -79,10 +79,15 @@ func (l *liveness) forget(lease *coordinationv1.Lease) {
 // live returns the members whose Lease has a holder and was seen renewed
 // within the lease duration, sorted.
 func (l *liveness) live() []string {
+	return slices.Sorted(maps.Keys(l.holders()))
+}
+
+// holders maps each live member (see live) to its Lease's holder.
+func (l *liveness) holders() map[string]string {
 	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []string
+	out := map[string]string{}
 	for id, o := range l.seen {
 		switch {
 		case now.Sub(o.at) >= l.duration:
@@ -90,25 +95,20 @@ func (l *liveness) live() []string {
 				delete(l.seen, id)
 			}
 		case o.holder != "":
-			out = append(out, id)
+			out[id] = o.holder
 		}
 	}
-	slices.Sort(out)
 	return out
 }
 
 // snapshot is one view of the live members.
 type snapshot struct {
 	ring *Ring
-	live map[string]bool
+	live map[string]string // member -> its Lease's holder
 }
 
-func newSnapshot(ring string, live []string) snapshot {
-	s := snapshot{ring: NewRing(ring, live), live: make(map[string]bool, len(live))}
-	for _, m := range live {
-		s.live[m] = true
-	}
-	return s
+func newSnapshot(ring string, live map[string]string) snapshot {
+	return snapshot{ring: NewRing(ring, slices.Collect(maps.Keys(live))), live: live}
 }
 
 func (s snapshot) members() []string { return slices.Sorted(maps.Keys(s.live)) }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,7 +43,7 @@ type DuplicateIdentityError struct {
 }
 
 func (e *DuplicateIdentityError) Error() string {
-	return fmt.Sprintf("%v: ring %q, identity %q: Lease held and renewed by %q for longer than two lease durations",
+	return fmt.Sprintf("%v: ring %q, identity %q: Lease held and renewed by %q",
 		ErrDuplicateIdentity, e.Ring, e.Identity, e.Holder)
 }
 
@@ -68,8 +69,9 @@ type Member struct {
 
 // MemberOptions are the optional knobs of NewMember.
 type MemberOptions struct {
-	// Clock times the wait for a duplicate identity. Default: the real
-	// clock. (Renewals are client-go's engine's, on the real clock.)
+	// Clock times the reads of the Lease that look for a duplicate
+	// identity. Default: the real clock. (Renewals are client-go's
+	// engine's, on the real clock.)
 	Clock clock.WithTicker
 }
 
@@ -150,8 +152,9 @@ func (m *Member) Joined() <-chan struct{} {
 // member runs any more.
 //
 // Run returns nil when ctx ended, an error matching ErrMembershipLost when
-// the Lease was lost, and a *DuplicateIdentityError when another live
-// process keeps the Lease of this identity for two lease durations.
+// the Lease was lost, and a *DuplicateIdentityError when, before joining,
+// it saw another process of this identity renew the Lease (a crashed former
+// process, which renews nothing, is waited out instead).
 func (m *Member) Run(ctx context.Context, work func(ctx context.Context)) error {
 	logger := klog.FromContext(ctx).WithValues("ring", m.cfg.Ring, "member", m.cfg.Identity)
 	ctx = klog.NewContext(ctx, logger)
@@ -201,15 +204,8 @@ func (m *Member) Run(ctx context.Context, work func(ctx context.Context)) error 
 
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		t := m.clock.NewTimer(2*m.cfg.LeaseDuration + 2*m.cfg.RetryPeriod)
-		defer t.Stop()
-		select {
-		case <-runCtx.Done():
-		case <-joined:
-		case <-t.C():
-			if h := el.Leader(); h != "" && h != m.holder {
-				cancel(&DuplicateIdentityError{Ring: m.cfg.Ring, Identity: m.cfg.Identity, Holder: h})
-			}
+		if h := m.watchForDuplicate(runCtx, joined); h != "" {
+			cancel(&DuplicateIdentityError{Ring: m.cfg.Ring, Identity: m.cfg.Identity, Holder: h})
 		}
 	})
 	err = el.Run(runCtx)
@@ -223,6 +219,50 @@ func (m *Member) Run(ctx context.Context, work func(ctx context.Context)) error 
 		return fmt.Errorf("%w: ring %q, member %q: %w", ErrMembershipLost, m.cfg.Ring, m.cfg.Identity, err)
 	}
 	return err
+}
+
+// watchForDuplicate reads the member Lease every RetryPeriod until the
+// member joins, and returns the holder of another process of this identity
+// once it has seen that holder renew the Lease: a live duplicate, which
+// would keep this process out for ever. A former process of this identity
+// that crashed holds the Lease without renewing it, and is waited out by
+// the election; a read that fails (a partition) tells nothing. Returns ""
+// when ctx ends or the member joined.
+func (m *Member) watchForDuplicate(ctx context.Context, joined <-chan struct{}) string {
+	leases := m.client.CoordinationV1().Leases(m.cfg.Namespace)
+	name := memberLeaseName(m.cfg.Ring, m.cfg.Identity)
+	t := m.clock.NewTicker(m.cfg.RetryPeriod)
+	defer t.Stop()
+	var holder string
+	var renewed time.Time // holder's renew time when first read
+	for {
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-joined:
+			return ""
+		case <-t.C():
+		}
+		l, err := leases.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			continue
+		}
+		h, rt := "", time.Time{}
+		if l.Spec.HolderIdentity != nil {
+			h = *l.Spec.HolderIdentity
+		}
+		if l.Spec.RenewTime != nil {
+			rt = l.Spec.RenewTime.Time
+		}
+		switch {
+		case h == "" || h == m.holder:
+			holder = ""
+		case h != holder:
+			holder, renewed = h, rt
+		case !rt.Equal(renewed):
+			return h
+		}
+	}
 }
 
 // ensureLease creates the member Lease with the ring's label, or adds the

@@ -87,8 +87,8 @@ func TestMemberRefusesADuplicateIdentity(t *testing.T) {
 	go func() {
 		done <- second.Run(env.Context(), func(context.Context) { t.Error("the duplicate joined") })
 	}()
-	// Step the duplicate's timer past two lease durations once it waits;
-	// by then it has read the Lease and seen the other holder.
+	// Step the duplicate's clock: each step is one more read of the Lease,
+	// and the first process renews it in between.
 	require.Eventually(t, clk.HasWaiters, 10*time.Second, time.Millisecond)
 	var dup *sharding.DuplicateIdentityError
 	require.Eventually(t, func() bool {
@@ -104,6 +104,42 @@ func TestMemberRefusesADuplicateIdentity(t *testing.T) {
 	assert.ErrorIs(t, dup, sharding.ErrDuplicateIdentity)
 	assert.Equal(t, "a", dup.Identity)
 	assert.Contains(t, dup.Error(), `identity "a"`)
+}
+
+// A former process of the same identity that crashed holds the Lease
+// without renewing it: however long the member's clock runs (here far past
+// the two lease durations after which the first draft reported any other
+// holder, as it did after a partition at start-up), it is waited out, and
+// the member joins once the Lease has expired.
+func TestMemberWaitsOutACrashedFormerProcess(t *testing.T) {
+	renewed := metav1.NewMicroTime(time.Now())
+	env := controllertest.NewFake(t, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: ringName + ".a", Labels: map[string]string{sharding.RingLabel: ringName}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptrTo("a_crashed"), LeaseDurationSeconds: ptrTo(int32(2)),
+			AcquireTime: &renewed, RenewTime: &renewed}})
+	clk := testingclock.NewFakeClock(time.Now())
+	m, err := sharding.NewMember(env.Client(), memberConfig("a"), sharding.MemberOptions{Clock: clk})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(env.Context())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx, func(ctx context.Context) { <-ctx.Done() }) }()
+	require.Eventually(t, clk.HasWaiters, 10*time.Second, time.Millisecond)
+	var early error
+	require.Eventually(t, func() bool {
+		clk.Step(time.Second)
+		select {
+		case early = <-done:
+			return true
+		case <-m.Joined():
+			return true
+		default:
+			return false
+		}
+	}, 20*time.Second, 20*time.Millisecond)
+	require.NoError(t, early, "Run ended before joining")
+	assert.True(t, m.IsMember())
+	cancel()
+	require.NoError(t, <-done)
 }
 
 func TestNewMemberAndSharderRejectBadInput(t *testing.T) {

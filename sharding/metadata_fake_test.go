@@ -106,15 +106,45 @@ func (r *dynamicMetadataResource) Watch(ctx context.Context, o metav1.ListOption
 	if err != nil {
 		return nil, err
 	}
-	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+	pw := &partialWatch{in: w, out: make(chan watch.Event), done: make(chan struct{})}
+	go pw.relay()
+	return pw, nil
+}
+
+// partialWatch relays a dynamic watch's events as metadata. Unlike
+// watch.Filter, whose relay blocks for ever on an event nobody reads after
+// Stop, it ends when stopped.
+type partialWatch struct {
+	in       watch.Interface
+	out      chan watch.Event
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+func (w *partialWatch) relay() {
+	defer close(w.out)
+	for e := range w.in.ResultChan() {
 		if u, ok := e.Object.(*unstructured.Unstructured); ok {
 			if p, err := toPartial(u); err == nil {
 				e.Object = p
 			}
 		}
-		return e, true
-	}), nil
+		select {
+		case w.out <- e:
+		case <-w.done:
+			return
+		}
+	}
 }
+
+func (w *partialWatch) Stop() {
+	w.stopOnce.Do(func() {
+		close(w.done)
+		w.in.Stop()
+	})
+}
+
+func (w *partialWatch) ResultChan() <-chan watch.Event { return w.out }
 
 func (r *dynamicMetadataResource) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, o metav1.PatchOptions, sub ...string) (*metav1.PartialObjectMetadata, error) {
 	u, err := r.ri.Patch(ctx, name, pt, data, o, sub...)

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 
 	"github.com/ctrlkit/ctrlkit/controller"
@@ -108,6 +109,21 @@ type ring struct {
 	// and another member created them: a failed children fence.
 	missed atomic.Int64
 
+	// timings are the ring's Lease durations (the test constants unless a
+	// test sets its own before starting members).
+	leaseDuration, renewDeadline, retryPeriod time.Duration
+	// clients, when set, gives each member (one start of it) its own
+	// clientset for its Leases and its own metadata client for the label
+	// patches, e.g. with faults injected; otherwise every member shares the
+	// ring's metadata client and cuts its Leases with testMember.cut.
+	clients func(id string) (kubernetes.Interface, metadata.Interface)
+	// onReconcile, when set, sees every object a member reconciles, as its
+	// cache holds it.
+	onReconcile func(id string, cm *corev1.ConfigMap)
+	// beforeCreate, when set, may fail a member's creation of a child, as
+	// a failed API write.
+	beforeCreate func(id string) error
+
 	mu      sync.Mutex
 	members map[string]*testMember
 }
@@ -125,7 +141,8 @@ type testMember struct {
 }
 
 func newRing(t *testing.T, env *controllertest.Env, meta metadata.Interface, objects int, children bool) *ring {
-	r := &ring{t: t, env: env, meta: meta, checker: newOverlapChecker(), members: map[string]*testMember{}, reg: prometheus.NewRegistry(), children: children}
+	r := &ring{t: t, env: env, meta: meta, checker: newOverlapChecker(), members: map[string]*testMember{}, reg: prometheus.NewRegistry(), children: children,
+		leaseDuration: testLeaseDuration, renewDeadline: testRenewDeadline, retryPeriod: testRetryPeriod}
 	var err error
 	r.metrics, err = sharding.NewMetrics(r.reg)
 	require.NoError(t, err)
@@ -141,7 +158,7 @@ func newRing(t *testing.T, env *controllertest.Env, meta metadata.Interface, obj
 
 func (r *ring) config(id string) sharding.Config {
 	return sharding.Config{Ring: ringName, Namespace: r.env.Namespace(), Identity: id,
-		LeaseDuration: testLeaseDuration, RenewDeadline: testRenewDeadline, RetryPeriod: testRetryPeriod}
+		LeaseDuration: r.leaseDuration, RenewDeadline: r.renewDeadline, RetryPeriod: r.retryPeriod}
 }
 
 // start starts member id: its sharder candidate, and its controller inside
@@ -150,14 +167,18 @@ func (r *ring) start(id string) *testMember {
 	t, env := r.t, r.env
 	cfg := r.config(id)
 	cut := new(atomic.Bool)
-	client := partitionable{Interface: env.Client(), cut: cut}
+	var client kubernetes.Interface = partitionable{Interface: env.Client(), cut: cut}
+	meta := r.meta
+	if r.clients != nil {
+		client, meta = r.clients(id)
+	}
 	m, err := sharding.NewMember(client, cfg, sharding.MemberOptions{})
 	require.NoError(t, err)
 	sopts := sharding.SharderOptions{Resource: configMaps, Namespace: env.Namespace(), Metrics: r.metrics}
 	if r.children {
 		sopts.Children = []schema.GroupVersionResource{secrets}
 	}
-	sh, err := sharding.NewSharder(client, r.meta, cfg, sopts)
+	sh, err := sharding.NewSharder(client, meta, cfg, sopts)
 	require.NoError(t, err)
 	f := informer.NewFactory(env.Client(), informer.WithNamespace(env.Namespace()))
 	cms, err := informer.For[*corev1.ConfigMap](f, informer.WithLabelSelector[*corev1.ConfigMap](m.Selector()))
@@ -176,6 +197,9 @@ func (r *ring) start(id string) *testMember {
 		if err != nil {
 			return controller.Result{}, nil
 		}
+		if r.onReconcile != nil {
+			r.onReconcile(id, cm)
+		}
 		if r.children {
 			if err := r.ensureChild(ctx, id, cm, children); err != nil {
 				return controller.Result{}, err
@@ -191,7 +215,7 @@ func (r *ring) start(id string) *testMember {
 	}), controller.Options[controller.Key]{Workers: 4})
 	require.NoError(t, err)
 	require.NoError(t, controller.Watch(c, cms, controller.EnqueueObject))
-	gopts := sharding.GateOptions{Metadata: r.meta, Metrics: r.metrics}
+	gopts := sharding.GateOptions{Metadata: meta, Metrics: r.metrics}
 	if r.children {
 		require.NoError(t, controller.Owns(c, children, cms))
 		gopts.Children = []sharding.Source{children}
@@ -232,6 +256,11 @@ func (r *ring) ensureChild(ctx context.Context, id string, cm *corev1.ConfigMap,
 	child := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cm.Namespace, Name: name,
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: cm.Name, UID: cm.UID, Controller: ptrTo(true)}}}}
 	sharding.Inherit(cm, child)
+	if r.beforeCreate != nil {
+		if err := r.beforeCreate(id); err != nil {
+			return err
+		}
+	}
 	_, err := r.env.Client().CoreV1().Secrets(cm.Namespace).Create(ctx, child, metav1.CreateOptions{})
 	switch {
 	case err == nil:

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+	"maps"
 	"sync"
 	"time"
 
@@ -178,7 +178,10 @@ type term struct {
 	// ownerGet and childrenOf read the caches (replaced in unit tests).
 	ownerGet   func(key string) (*metav1.PartialObjectMetadata, bool)
 	childrenOf func(uid types.UID) []child
-	trackers   []*rvTracker
+	// getLease reads a member Lease from the API server, not the cache;
+	// nil in unit tests that do not look.
+	getLease func(ctx context.Context, name string) (*coordinationv1.Lease, error)
+	trackers []*rvTracker
 
 	queue workqueue.TypedRateLimitingInterface[string]
 
@@ -186,6 +189,7 @@ type term struct {
 	view       snapshot
 	drainStart map[string]drainRecord // keys this term drains, not yet reassigned
 	waitSince  map[string]time.Time   // keys waiting for the child informers before relabelling
+	readDead   map[string]time.Time   // member -> when its Lease was last read and found dead
 }
 
 // drainRecord is a drain this term wrote or saw.
@@ -219,6 +223,7 @@ func newTermState(cfg Config, opts SharderOptions, w writer) *term {
 		live:       newLiveness(cfg.Ring, cfg.LeaseDuration, opts.Clock),
 		drainStart: map[string]drainRecord{},
 		waitSince:  map[string]time.Time{},
+		readDead:   map[string]time.Time{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](10*time.Millisecond, cfg.RetryPeriod),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "sharder-" + cfg.Ring, Clock: opts.Clock}),
@@ -249,6 +254,10 @@ func (s *Sharder) newTerm(ctx context.Context) (*term, error) {
 		tr := &rvTracker{resource: gvr.GroupResource().String()}
 		t.children = append(t.children, childInformer{gvr: gvr, inf: inf, tracker: tr})
 		t.trackers = append(t.trackers, tr)
+	}
+	leases := s.client.CoordinationV1().Leases(s.cfg.Namespace)
+	t.getLease = func(ctx context.Context, name string) (*coordinationv1.Lease, error) {
+		return leases.Get(ctx, name, metav1.GetOptions{})
 	}
 	t.ownerGet = func(key string) (*metav1.PartialObjectMetadata, bool) {
 		obj, ok, err := t.owners.Informer().GetStore().GetByKey(key)
@@ -367,11 +376,13 @@ func (t *term) enqueueObject(o *metav1.PartialObjectMetadata) {
 }
 
 // refresh recomputes the live members and, when they changed, queues every
-// owner: a join or a leave can move any key.
+// owner: a join, a leave or a restart can move any key.
 func (t *term) refresh() {
-	live := t.live.live()
+	// A member restarted with the same identity has a new holder: its keys
+	// are assigned again, so the change counts too.
+	live := t.live.holders()
 	t.mu.Lock()
-	changed := t.view.ring == nil || !slices.Equal(t.view.members(), live)
+	changed := t.view.ring == nil || !maps.Equal(t.view.live, live)
 	if changed {
 		t.view = newSnapshot(t.cfg.Ring, live)
 	}

@@ -54,6 +54,10 @@ func (f *fakeAPI) add(gvr schema.GroupVersionResource, name string, labels map[s
 		Namespace: "ns", Name: name, UID: types.UID(gvr.Resource + "-" + name), Labels: labels,
 		ResourceVersion: strconv.FormatUint(f.rv, 10),
 	}}
+	if m := labels[Label("r")]; m != "" && owner == nil {
+		// Assigned: stamped for the member's process, as the sharder does.
+		o.Annotations = map[string]string{HolderAnnotation("r"): testHolderOf(m)}
+	}
 	if owner != nil {
 		o.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: owner.Name, UID: owner.UID, Controller: ptrBool(true)}}
 	}
@@ -62,6 +66,9 @@ func (f *fakeAPI) add(gvr schema.GroupVersionResource, name string, labels map[s
 }
 
 func ptrBool(b bool) *bool { return &b }
+
+// testHolderOf is the Lease holder of member m in the sharder's tests.
+func testHolderOf(m string) string { return m + "_0" }
 
 func (f *fakeAPI) refresh() {
 	f.mu.Lock()
@@ -144,7 +151,11 @@ func newTestTerm(t *testing.T, api *fakeAPI, clk *testingclock.FakeClock, m *Met
 	}
 	tm := newTermState(cfg, opts, api)
 	t.Cleanup(tm.queue.ShutDown)
-	tm.view = newSnapshot("r", live)
+	holders := map[string]string{}
+	for _, m := range live {
+		holders[m] = testHolderOf(m)
+	}
+	tm.view = newSnapshot("r", holders)
 	tm.ownerGet = func(key string) (*metav1.PartialObjectMetadata, bool) {
 		api.mu.Lock()
 		defer api.mu.Unlock()
@@ -278,6 +289,99 @@ func TestSyncGivesADeadMembersKeysAway(t *testing.T) {
 	require.NoError(t, err)
 	got := api.get(owners, name)
 	assert.Equal(t, map[string]string{Label("r"): "b"}, got.Labels, "no drain for a dead member, and its drain label goes")
+}
+
+// A key stamped for an earlier process of a live member's identity (the
+// member restarted: its Lease has a new holder) belongs to a dead process:
+// it is assigned again at once, without a drain, stamped for the process
+// holding the Lease now, and wherever the ring puts it. Found by the
+// split-brain test: a restarted member reconciled the keys its former
+// incarnation had kept, from its fresh cache, while the sharder, which had
+// not yet seen the new holder, gave them to another member as a dead
+// member's.
+func TestSyncReassignsTheKeysOfARestartedMembersFormerProcess(t *testing.T) {
+	api := newFakeAPI()
+	tm := newTestTerm(t, api, testingclock.NewFakeClock(t0), nil, false, "a", "b")
+	tm.view = newSnapshot("r", map[string]string{"a": "a_1", "b": "b_0"})
+	stay := nameFor(t, []string{"a", "b"}, "a")
+	move := nameFor(t, []string{"a", "b"}, "b")
+	api.add(owners, stay, map[string]string{Label("r"): "a"}, nil) // stamped a_0
+	api.add(owners, move, map[string]string{Label("r"): "a", DrainLabel("r"): "true"}, nil)
+	api.refresh()
+	for _, name := range []string{stay, move} {
+		_, err := tm.sync(context.Background(), "ns/"+name)
+		require.NoError(t, err)
+	}
+	got := api.get(owners, stay)
+	assert.Equal(t, map[string]string{Label("r"): "a"}, got.Labels)
+	assert.Equal(t, "a_1", got.Annotations[HolderAnnotation("r")], "stamped for a's new process")
+	got = api.get(owners, move)
+	assert.Equal(t, map[string]string{Label("r"): "b"}, got.Labels, "no drain for a dead process, and its drain label goes")
+	assert.Equal(t, "b_0", got.Annotations[HolderAnnotation("r")])
+
+	// Stamped for the live process: steady.
+	api.refresh()
+	for _, name := range []string{stay, move} {
+		_, err := tm.sync(context.Background(), "ns/"+name)
+		require.NoError(t, err)
+	}
+	assert.Len(t, api.takeWrites(), 2, "two assignments, nothing after")
+}
+
+// Before giving a member's keys away without a drain, the sharder reads
+// the member's Lease: a renewal its watch has not delivered yet keeps the
+// keys where they are; a Lease found unchanged is read once per
+// RetryPeriod, however many keys the member had.
+func TestSyncReadsALeaseBeforeGivingItsKeysAway(t *testing.T) {
+	api := newFakeAPI()
+	clk := testingclock.NewFakeClock(t0)
+	tm := newTestTerm(t, api, clk, nil, false, "a", "b")
+	lease := func(id, rv string) *coordinationv1.Lease {
+		h := testHolderOf(id)
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "r." + id, ResourceVersion: rv}, Spec: coordinationv1.LeaseSpec{HolderIdentity: &h}}
+	}
+	stored, reads := lease("c", "2"), 0
+	tm.getLease = func(_ context.Context, name string) (*coordinationv1.Lease, error) {
+		require.Equal(t, "r.c", name)
+		reads++
+		return stored, nil
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		tm.live.observe(lease(id, "1"))
+	}
+	clk.Step(3 * time.Second) // past LeaseDuration; a and b renew, c's renewal is not delivered
+	tm.live.observe(lease("a", "2"))
+	tm.live.observe(lease("b", "2"))
+	tm.refresh()
+	require.Equal(t, []string{"a", "b"}, tm.snapshot().members())
+	first, second := nameFor(t, []string{"a", "b", "c"}, "c"), ""
+	for i := range 1000 {
+		if n := fmt.Sprintf("rs-%d", i); n != first && NewRing("r", []string{"a", "b", "c"}).Owner("ns/"+n) == "c" {
+			second = n
+			break
+		}
+	}
+	api.add(owners, first, map[string]string{Label("r"): "c"}, nil)
+	api.add(owners, second, map[string]string{Label("r"): "c"}, nil)
+	api.refresh()
+
+	_, err := tm.sync(context.Background(), "ns/"+first)
+	require.NoError(t, err)
+	assert.Empty(t, api.takeWrites(), "c renewed: its key stays")
+	assert.Equal(t, []string{"a", "b", "c"}, tm.snapshot().members())
+
+	// c really stops renewing.
+	clk.Step(3 * time.Second)
+	tm.live.observe(lease("a", "3"))
+	tm.live.observe(lease("b", "3"))
+	tm.refresh()
+	reads = 0
+	for _, name := range []string{first, second} {
+		_, err := tm.sync(context.Background(), "ns/"+name)
+		require.NoError(t, err)
+		assert.NotEqual(t, "c", api.get(owners, name).Labels[Label("r")], name)
+	}
+	assert.Equal(t, 1, reads, "one read for the dead member's keys")
 }
 
 // A write whose reply was lost is not repeated blindly: the next look at
