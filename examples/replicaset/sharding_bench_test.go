@@ -7,6 +7,8 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -31,8 +33,8 @@ import (
 
 // The work of issue 17's benchmark: 200 ReplicaSets of 5 Pods.
 const (
-	benchReplicaSets = 200
-	benchReplicas    = 5
+	benchReplicaSetsDefault = 200
+	benchReplicas           = 5
 	// benchCreators create the ReplicaSets in parallel, so the start of the work is not
 	// spread over a second of sequential requests.
 	benchCreators = 8
@@ -42,6 +44,30 @@ const (
 	// benchSettleTimeout bounds start-up, the ring's settling and the teardown.
 	benchSettleTimeout = 2 * time.Minute
 )
+
+// Knobs for attributing a member's heap (docs/performance.md, "What a member keeps"):
+// envBenchReplicaSets replaces the 200 ReplicaSets by another count, and envBenchHeapProfiles
+// names a directory where each member's heap profile (after a forced GC) is saved before and
+// after the work, for go tool pprof -diff_base; the members then record every allocation
+// (GODEBUG=memprofilerate=1), as the default sampling (one per 512 kB) cannot attribute a
+// megabyte.
+const (
+	envBenchReplicaSets  = "CTRLKIT_BENCH_REPLICASETS"
+	envBenchHeapProfiles = "CTRLKIT_BENCH_HEAP_PROFILES"
+)
+
+// benchReplicaSets is the number of ReplicaSets of one run: envBenchReplicaSets, else 200.
+func benchReplicaSets(b *testing.B) int {
+	b.Helper()
+	v := os.Getenv(envBenchReplicaSets)
+	if v == "" {
+		return benchReplicaSetsDefault
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(b, err, "%s", envBenchReplicaSets)
+	require.Positive(b, n, "%s", envBenchReplicaSets)
+	return n
+}
 
 // benchRuns numbers the runs of the process, so each run's ReplicaSets have names of their own:
 // the ring hashes namespace/name, and fixed names would give every run the same split.
@@ -66,7 +92,7 @@ var benchRuns atomic.Int64
 // are then stopped with SIGTERM and the work deleted, untimed.
 //
 // Metrics: converge-s (ns/op is the same time, as the timer runs only then), heap-MB/member
-// (the largest member's HeapAlloc after a forced GC, from /debug/pprof/heap?gc=1&debug=1, in
+// (the largest member's HeapAlloc after two forced GCs, from /debug/pprof/heap?gc=1&debug=1, in
 // 10^6 bytes), cache-MB/member (the same minus that member's figure before the work was
 // created) and rs/member (the most ReplicaSets labelled for one member). With b.N > 1 each is
 // the mean over the iterations. Each run also logs, per member, its ReplicaSets, its heap
@@ -80,12 +106,16 @@ func BenchmarkShardedConverge(b *testing.B) {
 	k, err := kubelet.New(env.Client(), kubelet.Options{Namespace: in.Namespace, StartupDelay: -1})
 	require.NoError(b, err)
 	env.RunController(env.Context(), k)
+	if os.Getenv(envBenchHeapProfiles) != "" {
+		// The API server and etcd run already, so only the members see this.
+		b.Setenv("GODEBUG", strings.TrimPrefix(os.Getenv("GODEBUG")+",memprofilerate=1", ","))
+	}
 
 	for _, members := range []int{1, 2, 3} {
 		b.Run(fmt.Sprintf("members=%d", members), func(b *testing.B) {
 			var sum benchResult
 			for range b.N {
-				r := runShardedConverge(b, env.Client(), in, members)
+				r := runShardedConverge(b, env.Client(), in, members, benchReplicaSets(b))
 				sum.converge += r.converge
 				sum.heap += r.heap
 				sum.cache += r.cache
@@ -107,8 +137,9 @@ type benchResult struct {
 	rs          int
 }
 
-// runShardedConverge is one iteration of BenchmarkShardedConverge with members processes.
-func runShardedConverge(b *testing.B, client kubernetes.Interface, in *rbactest.Install, members int) benchResult {
+// runShardedConverge is one iteration of BenchmarkShardedConverge with members processes and
+// n ReplicaSets.
+func runShardedConverge(b *testing.B, client kubernetes.Interface, in *rbactest.Install, members, n int) benchResult {
 	b.StopTimer()
 	ns, run := in.Namespace, benchRuns.Add(1)
 	hc := &http.Client{Timeout: 30 * time.Second}
@@ -133,13 +164,14 @@ func runShardedConverge(b *testing.B, client kubernetes.Interface, in *rbactest.
 	reqBefore := map[string]clientStats{}
 	for _, id := range ids {
 		before[id] = readHeap(b, hc, procs[id])
+		saveHeapProfile(b, hc, procs[id], fmt.Sprintf("members=%d-run=%d-%s-before.pb.gz", members, run, id))
 		reqBefore[id] = readClientStats(b, hc, procs[id])
 	}
 
 	b.StartTimer()
 	start := time.Now()
-	createWork(b, client, ns, run)
-	awaitWorkConverged(b, client, ns, procs)
+	createWork(b, client, ns, run, n)
+	awaitWorkConverged(b, client, ns, procs, n)
 	converge := time.Since(start)
 	b.StopTimer()
 
@@ -150,6 +182,7 @@ func runShardedConverge(b *testing.B, client kubernetes.Interface, in *rbactest.
 		b.Logf("%s: during the run %s, %.1f s waited in the client's rate limiters (summed over requests)",
 			id, reqs.requestsString(), reqs.limiterWait)
 		after := readHeap(b, hc, procs[id])
+		saveHeapProfile(b, hc, procs[id], fmt.Sprintf("members=%d-run=%d-%s-after.pb.gz", members, run, id))
 		cache := float64(after.alloc) - float64(before[id].alloc)
 		r.heap, r.cache, r.rs = max(r.heap, float64(after.alloc)), max(r.cache, cache), max(r.rs, owned[id])
 		b.Logf("%s: %d ReplicaSets; HeapAlloc after GC %.1f MB before the work, %.1f MB converged (HeapInuse %.1f → %.1f MB)",
@@ -225,30 +258,68 @@ func shardMembers(hc *http.Client, p *process) (int, error) {
 	return int(v), err
 }
 
-// heapStats are runtime.MemStats figures read right after a forced GC.
+// heapStats are runtime.MemStats figures read right after two forced GCs (heapAfterGC).
 type heapStats struct{ alloc, inuse uint64 }
 
 // memStat matches a runtime.MemStats line of the heap profile's debug=1 form.
 var memStat = regexp.MustCompile(`(?m)^# (HeapAlloc|HeapInuse) = (\d+)$`)
 
-// readHeap forces a GC in p (gc=1) and reads HeapAlloc (the live heap, as the GC just ran) and
-// HeapInuse from the runtime.MemStats lines of the heap profile's text form.
+// readHeap reads p's heap with heapAfterGC.
 func readHeap(b *testing.B, hc *http.Client, p *process) heapStats {
 	b.Helper()
-	body, err := get(hc, p, "/debug/pprof/heap?gc=1&debug=1")
+	h, err := heapAfterGC(func(path string) (string, error) { return get(hc, p, path) })
 	require.NoError(b, err)
+	return h
+}
+
+// heapAfterGC forces two GCs in a process (gc=1, twice, through get, which fetches a path from
+// its pprof server) and reads HeapAlloc (the live heap, as the GC just ran) and HeapInuse from
+// the runtime.MemStats lines of the heap profile's text form. One GC is not enough: it moves
+// what sync.Pools hold to their victim caches, where it stays live until the next, and whether
+// a pool holds something depends on what was last asked of the process, not on what it keeps
+// (promhttp pools a gzip writer for each /metrics answer to a client that accepts gzip, and the
+// run reads every member's /metrics just before its reading after the work).
+func heapAfterGC(get func(path string) (string, error)) (heapStats, error) {
+	const path = "/debug/pprof/heap?gc=1&debug=1"
+	if _, err := get(path); err != nil {
+		return heapStats{}, err
+	}
+	body, err := get(path)
+	if err != nil {
+		return heapStats{}, err
+	}
 	var h heapStats
 	for _, m := range memStat.FindAllStringSubmatch(body, -1) {
 		v, err := strconv.ParseUint(m[2], 10, 64)
-		require.NoError(b, err)
+		if err != nil {
+			return heapStats{}, fmt.Errorf("%s in the heap profile: %w", m[1], err)
+		}
 		if m[1] == "HeapAlloc" {
 			h.alloc = v
 		} else {
 			h.inuse = v
 		}
 	}
-	require.NotZero(b, h.alloc, "HeapAlloc in the heap profile")
-	return h
+	if h.alloc == 0 {
+		return heapStats{}, errors.New("no HeapAlloc in the heap profile")
+	}
+	return h, nil
+}
+
+// saveHeapProfile saves p's heap profile, taken after a forced GC, as name in the directory
+// envBenchHeapProfiles names; without it, it does nothing.
+func saveHeapProfile(b *testing.B, hc *http.Client, p *process, name string) {
+	b.Helper()
+	dir := os.Getenv(envBenchHeapProfiles)
+	if dir == "" {
+		return
+	}
+	body, err := get(hc, p, "/debug/pprof/heap?gc=1")
+	require.NoError(b, err)
+	require.NoError(b, os.MkdirAll(dir, 0o755))
+	path := filepath.Join(dir, name)
+	require.NoError(b, os.WriteFile(path, []byte(body), 0o644))
+	b.Logf("heap profile saved in %s", path)
 }
 
 // clientStats are a member's client-go request counters from its /metrics.
@@ -326,8 +397,8 @@ func get(hc *http.Client, p *process, path string) (string, error) {
 	return string(body), nil
 }
 
-// createWork creates the benchmark's ReplicaSets of run in ns, benchCreators at a time.
-func createWork(b *testing.B, client kubernetes.Interface, ns string, run int64) {
+// createWork creates the benchmark's n ReplicaSets of run in ns, benchCreators at a time.
+func createWork(b *testing.B, client kubernetes.Interface, ns string, run int64, n int) {
 	b.Helper()
 	names := make(chan string)
 	var (
@@ -347,7 +418,7 @@ func createWork(b *testing.B, client kubernetes.Interface, ns string, run int64)
 			}
 		})
 	}
-	for i := range benchReplicaSets {
+	for i := range n {
 		names <- fmt.Sprintf("bench-%d-%03d", run, i)
 	}
 	close(names)
@@ -355,9 +426,9 @@ func createWork(b *testing.B, client kubernetes.Interface, ns string, run int64)
 	require.NoError(b, errors.Join(errs...))
 }
 
-// awaitWorkConverged waits until every ReplicaSet in ns reports benchReplicas ready and
-// available replicas for its current generation. A member that exits meanwhile fails the run.
-func awaitWorkConverged(b *testing.B, client kubernetes.Interface, ns string, procs map[string]*process) {
+// awaitWorkConverged waits until the n ReplicaSets in ns report benchReplicas ready and
+// available replicas for their current generation. A member that exits meanwhile fails the run.
+func awaitWorkConverged(b *testing.B, client kubernetes.Interface, ns string, procs map[string]*process, n int) {
 	b.Helper()
 	var why string
 	err := wait.PollUntilContextTimeout(b.Context(), 200*time.Millisecond, benchConvergeTimeout, true, func(ctx context.Context) (bool, error) {
@@ -381,7 +452,7 @@ func awaitWorkConverged(b *testing.B, client kubernetes.Interface, ns string, pr
 			}
 		}
 		why = fmt.Sprintf("%d of %d ReplicaSets converged", done, len(list.Items))
-		return done == benchReplicaSets && len(list.Items) == benchReplicaSets, nil
+		return done == n && len(list.Items) == n, nil
 	})
 	require.NoError(b, err, "waiting for the work to converge: %s", why)
 }
