@@ -232,7 +232,10 @@ func newTermState(cfg Config, opts SharderOptions, w writer) *term {
 
 func (s *Sharder) newTerm(ctx context.Context) (*term, error) {
 	t := newTermState(s.cfg, s.opts, s.w)
-	fopts := []informer.FactoryOption{informer.WithMetadataClient(s.meta), informer.WithLogger(klog.FromContext(ctx))}
+	fopts := []informer.FactoryOption{
+		informer.WithMetadataClient(s.meta), informer.WithLogger(klog.FromContext(ctx)),
+		informer.WithTransform(slimMetadata(s.cfg.Ring)),
+	}
 	if s.opts.Namespace != "" {
 		fopts = append(fopts, informer.WithNamespace(s.opts.Namespace))
 	}
