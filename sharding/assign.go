@@ -67,13 +67,17 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 		case drained:
 			reason = reasonDrained
 		}
+		fromAPI := false
 		if reason != reasonNew {
 			// The previous owner may have created children just before it
 			// stopped: relabel them only once this sharder's child caches
-			// have caught up with the owner's current version.
-			if wait := t.childWait(key, owner); wait > 0 {
+			// have caught up with the owner's current version, or, when they
+			// have not within RetryPeriod, as the API server lists them.
+			wait, caughtUp := t.childWait(key, owner)
+			if wait > 0 {
 				return wait, nil
 			}
+			fromAPI = !caughtUp
 		}
 		t.mu.Lock()
 		if d, ok := t.drainStart[key]; ok {
@@ -81,7 +85,7 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 			t.drainStart[key] = d
 		}
 		t.mu.Unlock()
-		if err := t.assign(ctx, owner, desired, view.live[desired]); err != nil {
+		if err := t.assign(ctx, owner, desired, view.live[desired], fromAPI); err != nil {
 			return 0, err
 		}
 		logger.V(2).Info("Assigned", "member", desired, "from", cur, "reason", reason)
@@ -109,7 +113,7 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 			t.metrics.handover(t.cfg.Ring, t.clock.Since(d.at).Seconds())
 		}
 		t.settle(key)
-		return 0, t.relabelChildren(ctx, owner, desired, nil)
+		return 0, t.relabelChildren(ctx, owner, desired, nil, false)
 	default:
 		_, err := t.w.patch(ctx, t.opts.Resource, owner.Namespace, owner.Name,
 			metaPatch(owner.ResourceVersion, map[string]*string{DrainLabel(t.cfg.Ring): ptr("true")}, nil))
@@ -176,18 +180,20 @@ func (t *term) settle(key string) {
 	t.mu.Unlock()
 }
 
-// childWait returns how long to wait before relabelling owner's children:
-// zero once every child informer has delivered owner's resourceVersion (so
-// it holds every child written before the acknowledgement), or once
+// childWait returns how long to wait before relabelling owner's children,
+// and whether the child caches are to be trusted then: zero and true once
+// every child informer has delivered owner's resourceVersion (so it holds
+// every child written before the acknowledgement); zero and false once
 // RetryPeriod has passed since the first look (a quiet child resource may
-// not deliver anything for a long time).
-func (t *term) childWait(key string, owner *metav1.PartialObjectMetadata) time.Duration {
+// not deliver anything for a long time, and a loaded process may lag), when
+// the children are read from the API server instead.
+func (t *term) childWait(key string, owner *metav1.PartialObjectMetadata) (time.Duration, bool) {
 	if len(t.trackers) == 0 {
-		return 0
+		return 0, true
 	}
 	rv, ok := parseRV(owner.ResourceVersion)
 	if !ok {
-		return 0
+		return 0, false
 	}
 	caughtUp := true
 	for _, tr := range t.trackers {
@@ -196,7 +202,7 @@ func (t *term) childWait(key string, owner *metav1.PartialObjectMetadata) time.D
 		}
 	}
 	if caughtUp {
-		return 0
+		return 0, true
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -206,17 +212,17 @@ func (t *term) childWait(key string, owner *metav1.PartialObjectMetadata) time.D
 		t.waitSince[key] = since
 	}
 	if left := t.cfg.RetryPeriod - t.clock.Since(since); left > 0 {
-		return min(left, t.cfg.RetryPeriod/4)
+		return min(left, t.cfg.RetryPeriod/4), false
 	}
-	return 0
+	return 0, false
 }
 
 // assign relabels owner's children to member, then owner itself, stamped for
 // member's process holder, with the children fence, removing any drain
 // label.
-func (t *term) assign(ctx context.Context, owner *metav1.PartialObjectMetadata, member, holder string) error {
+func (t *term) assign(ctx context.Context, owner *metav1.PartialObjectMetadata, member, holder string, fromAPI bool) error {
 	f := fence{}
-	if err := t.relabelChildren(ctx, owner, member, f); err != nil {
+	if err := t.relabelChildren(ctx, owner, member, f, fromAPI); err != nil {
 		return err
 	}
 	ann := map[string]*string{HolderAnnotation(t.cfg.Ring): ptr(holder)}
@@ -230,11 +236,20 @@ func (t *term) assign(ctx context.Context, owner *metav1.PartialObjectMetadata, 
 	return ignoreNotFound(err)
 }
 
-// relabelChildren labels every cached child of owner for member, each
-// preconditioned on the version seen; f, when not nil, collects the
+// relabelChildren labels every child of owner for member, each
+// preconditioned on the version seen: the cached children, or with fromAPI
+// those the API server lists; f, when not nil, collects the
 // resourceVersion per resource that member's caches must reach.
-func (t *term) relabelChildren(ctx context.Context, owner *metav1.PartialObjectMetadata, member string, f fence) error {
-	for _, c := range t.childrenOf(owner.UID) {
+func (t *term) relabelChildren(ctx context.Context, owner *metav1.PartialObjectMetadata, member string, f fence, fromAPI bool) error {
+	children := t.childrenOf(owner.UID)
+	if fromAPI && t.listChildren != nil {
+		listed, err := t.listChildren(ctx, owner)
+		if err != nil {
+			return err
+		}
+		children = listed
+	}
+	for _, c := range children {
 		res := c.gvr.GroupResource().String()
 		if c.obj.GetLabels()[Label(t.cfg.Ring)] == member {
 			if f != nil {

@@ -178,6 +178,10 @@ type term struct {
 	// ownerGet and childrenOf read the caches (replaced in unit tests).
 	ownerGet   func(key string) (*metav1.PartialObjectMetadata, bool)
 	childrenOf func(uid types.UID) []child
+	// listChildren reads owner's children from the API server, for a
+	// handover whose child caches have not caught up; nil in unit tests
+	// that do not look (the caches are used then).
+	listChildren func(ctx context.Context, owner *metav1.PartialObjectMetadata) ([]child, error)
 	// getLease reads a member Lease from the API server, not the cache;
 	// nil in unit tests that do not look.
 	getLease func(ctx context.Context, name string) (*coordinationv1.Lease, error)
@@ -269,6 +273,22 @@ func (s *Sharder) newTerm(ctx context.Context) (*term, error) {
 		}
 		m, ok := obj.(*metav1.PartialObjectMetadata)
 		return m, ok
+	}
+	t.listChildren = func(ctx context.Context, owner *metav1.PartialObjectMetadata) ([]child, error) {
+		var out []child
+		for _, c := range t.children {
+			list, err := s.meta.Resource(c.gvr).Namespace(owner.Namespace).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("listing %s in %s: %w", c.gvr.GroupResource(), owner.Namespace, err)
+			}
+			for i := range list.Items {
+				o := &list.Items[i]
+				if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.UID == owner.UID {
+					out = append(out, child{gvr: c.gvr, obj: o})
+				}
+			}
+		}
+		return out, nil
 	}
 	t.childrenOf = func(uid types.UID) []child {
 		var out []child

@@ -516,3 +516,49 @@ func TestSyncCountsAHandoverWhoseReplyWasLost(t *testing.T) {
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.handovers.WithLabelValues("r")))
 	assert.Equal(t, 0.0, testutil.ToFloat64(m.drainsPending.WithLabelValues("r")))
 }
+
+// A handover whose child caches have not caught up within RetryPeriod reads
+// the children from the API server: a child the previous owner created
+// just before it stopped, not cached yet, is relabelled with the others.
+func TestSyncListsTheChildrenItsCachesHaveNotCaughtUpWith(t *testing.T) {
+	api := newFakeAPI()
+	clk := testingclock.NewFakeClock(t0)
+	tm := newTestTerm(t, api, clk, nil, true, "b")
+	name := nameFor(t, []string{"b"}, "b")
+	owner := api.add(owners, name, map[string]string{Label("r"): "gone"}, nil)
+	api.add(pods, name+"-cached", map[string]string{Label("r"): "gone"}, owner)
+	api.refresh()
+	api.add(pods, name+"-late", map[string]string{Label("r"): "gone"}, owner) // not in the cache
+	listed := 0
+	tm.listChildren = func(_ context.Context, o *metav1.PartialObjectMetadata) ([]child, error) {
+		listed++
+		api.mu.Lock()
+		defer api.mu.Unlock()
+		var out []child
+		for k, c := range api.objs {
+			if k[:len(pods.Resource)] == pods.Resource && c.OwnerReferences[0].UID == o.UID {
+				out = append(out, child{gvr: pods, obj: c.DeepCopy()})
+			}
+		}
+		return out, nil
+	}
+	ctx := context.Background()
+
+	wait, err := tm.sync(ctx, "ns/"+name)
+	require.NoError(t, err)
+	assert.Positive(t, wait, "waits for the child caches first")
+	assert.Empty(t, api.takeWrites())
+	assert.Zero(t, listed)
+
+	clk.Step(300 * time.Millisecond) // RetryPeriod
+	_, err = tm.sync(ctx, "ns/"+name)
+	require.NoError(t, err)
+	assert.Equal(t, 1, listed)
+	assert.Equal(t, "b", api.get(pods, name+"-late").Labels[Label("r")], "the uncached child is relabelled")
+	assert.Equal(t, "b", api.get(pods, name+"-cached").Labels[Label("r")])
+	got := api.get(owners, name)
+	assert.Equal(t, "b", got.Labels[Label("r")])
+	late := api.get(pods, name+"-late").ResourceVersion
+	cached := api.get(pods, name+"-cached").ResourceVersion
+	assert.Equal(t, "pods="+max(late, cached), got.Annotations[FenceAnnotation("r")])
+}
