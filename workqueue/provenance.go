@@ -236,27 +236,6 @@ func (q *Queue[T]) recordLocked(e *entry[T], t *Trigger, delayed bool) {
 // it was last handed out. The record is zero when the queue has no provenance
 // (WithProvenance).
 func (q *Queue[T]) GetWithReasons() (item T, why Reasons, shutdown bool) {
-	q.lock()
-	if q.queued == 0 && q.delayed.len() > 0 {
-		q.promoteLocked(q.now())
-	}
-	if q.queued > 0 {
-		e := q.takeLocked(&why)
-		item = e.item
-		q.unlock()
-		return item, why, false
-	}
-	if q.shuttingDown {
-		q.unlock()
-		return item, why, true
-	}
-	w := q.waiterPool.Get().(*waiter[T])
-	q.waiters.push(w)
-	q.unlock()
-	<-w.ch
-	item, why, shutdown = w.item, w.why, w.shutdown
-	var zero T
-	w.item, w.why, w.shutdown = zero, Reasons{}, false
-	q.waiterPool.Put(w)
+	item, shutdown = q.get(&why)
 	return item, why, shutdown
 }

@@ -250,17 +250,12 @@ func (q *Queue[T]) Len() int {
 // within a priority. The caller owns the item until it calls Done; no other caller gets it
 // meanwhile. After ShutDown, Get still hands out the items that are ready and then reports
 // shutdown = true. Workers should keep calling Get until it does.
-func (q *Queue[T]) Get() (item T, shutdown bool) {
+func (q *Queue[T]) Get() (item T, shutdown bool) { return q.get(nil) }
+
+// get is Get that, when why is not nil, also sets *why to the item's record.
+func (q *Queue[T]) get(why *Reasons) (item T, shutdown bool) {
 	q.lock()
-	if q.queued == 0 && q.delayed.len() > 0 {
-		// Rather than wait, hand out an item whose delay has passed even if the delay
-		// goroutine has not woken yet (a fake clock stepped by a test takes effect at once).
-		// With items ready the clock is not read: reading it is the dearest step of a Get on
-		// some machines, and the delay goroutine adds due items promptly anyway.
-		q.promoteLocked(q.now())
-	}
-	if q.queued > 0 {
-		e := q.takeLocked(nil)
+	if e := q.tryTakeLocked(why); e != nil {
 		item = e.item
 		q.unlock()
 		return item, false
@@ -276,6 +271,9 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 	q.unlock()
 	<-w.ch
 	item, shutdown = w.item, w.shutdown
+	if why != nil {
+		*why = w.why
+	}
 	var zero T
 	w.item, w.shutdown = zero, false
 	if q.provenance {
@@ -283,6 +281,21 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 	}
 	q.waiterPool.Put(w)
 	return item, shutdown
+}
+
+// tryTakeLocked hands out the next ready item, as takeLocked, or returns nil when none is ready.
+func (q *Queue[T]) tryTakeLocked(why *Reasons) *entry[T] {
+	if q.queued == 0 && q.delayed.len() > 0 {
+		// Rather than wait, hand out an item whose delay has passed even if the delay
+		// goroutine has not woken yet (a fake clock stepped by a test takes effect at once).
+		// With items ready the clock is not read: reading it is the dearest step of a Get on
+		// some machines, and the delay goroutine adds due items promptly anyway.
+		q.promoteLocked(q.now())
+	}
+	if q.queued == 0 {
+		return nil
+	}
+	return q.takeLocked(why)
 }
 
 // Done marks item as processed. If it was added again while it was processed, it is queued
@@ -299,33 +312,27 @@ func (q *Queue[T]) Done(item T) {
 // wait: a worker loop hands back its item and takes the next one with one lock hand-off
 // instead of two. ok is false when nothing is ready (or the queue is shut down and empty);
 // the worker then calls Get to wait.
-func (q *Queue[T]) DoneAndTryGet(item T) (next T, ok bool) {
-	next, _, ok = q.doneAndTryGet(item, nil)
-	return next, ok
-}
+func (q *Queue[T]) DoneAndTryGet(item T) (next T, ok bool) { return q.doneAndTryGet(item, nil) }
 
 // DoneAndTryGetWithReasons is DoneAndTryGet that also returns why the next item was queued,
 // as GetWithReasons does.
 func (q *Queue[T]) DoneAndTryGetWithReasons(item T) (next T, why Reasons, ok bool) {
-	return q.doneAndTryGet(item, &why)
+	next, ok = q.doneAndTryGet(item, &why)
+	return next, why, ok
 }
 
-func (q *Queue[T]) doneAndTryGet(item T, why *Reasons) (next T, _ Reasons, ok bool) {
+// doneAndTryGet is DoneAndTryGet that, when why is not nil, also sets *why to the next item's
+// record.
+func (q *Queue[T]) doneAndTryGet(item T, why *Reasons) (next T, ok bool) {
 	h := q.items.hash(item)
 	q.items.touch(h)
 	q.lock()
 	q.doneLocked(item, h)
-	if q.queued == 0 && q.delayed.len() > 0 {
-		q.promoteLocked(q.now())
-	}
-	if q.queued > 0 {
-		next, ok = q.takeLocked(why).item, true
+	if e := q.tryTakeLocked(why); e != nil {
+		next, ok = e.item, true
 	}
 	q.unlock()
-	if why != nil {
-		return next, *why, ok
-	}
-	return next, Reasons{}, ok
+	return next, ok
 }
 
 // doneLocked is Done of item, whose hash is h.
