@@ -12,23 +12,22 @@ import (
 // queue from newQueue (so its growth from empty is part of the cost); the producers split keys
 // between them, which must be distinct. ns/item is the time per key.
 func Burst[Q Queue](b *testing.B, newQueue func() Q, add func(q Q, key string), shutdown func(q Q), producers, consumers int, keys []string) {
-	b.ReportAllocs()
-	cpu := startCPU()
-	for b.Loop() {
-		q := newQueue()
-		burst(q, consumer{q: q}, add, shutdown, producers, consumers, keys)
-	}
-	perItem(b, cpu, len(keys))
+	bursts(b, newQueue, func(q Q) consumer { return consumer{q: q} }, add, shutdown, producers, consumers, keys)
 }
 
 // BurstWorkerLoop is Burst with consumers that hand back each item and take the next with
 // DoneAndTryGet, as ctrlkit's controllers do.
 func BurstWorkerLoop[Q WorkerLoop](b *testing.B, newQueue func() Q, add func(q Q, key string), shutdown func(q Q), producers, consumers int, keys []string) {
+	bursts(b, newQueue, func(q Q) consumer { return consumer{q: q, loop: q} }, add, shutdown, producers, consumers, keys)
+}
+
+// bursts times one burst per op, each through a new queue taken by the consumer cq returns.
+func bursts[Q Queue](b *testing.B, newQueue func() Q, cq func(Q) consumer, add func(q Q, key string), shutdown func(q Q), producers, consumers int, keys []string) {
 	b.ReportAllocs()
 	cpu := startCPU()
 	for b.Loop() {
 		q := newQueue()
-		burst(q, consumer{q: q, loop: q}, add, shutdown, producers, consumers, keys)
+		burst(q, cq(q), add, shutdown, producers, consumers, keys)
 	}
 	perItem(b, cpu, len(keys))
 }
