@@ -620,20 +620,6 @@ func (c *Controller[K]) processChained(ctx context.Context, q *runQueue[K], logg
 	return false
 }
 
-// processNext waits for one key and handles it; it returns false once the
-// queue is shut down and empty.
-func (c *Controller[K]) processNext(ctx context.Context, q *runQueue[K], logger klog.Logger) bool {
-	key, why, shutdown := q.get()
-	if shutdown {
-		return false
-	}
-	c.inFlight.Add(1)
-	defer c.inFlight.Add(-1)
-	defer q.Done(key)
-	c.processKey(ctx, q, logger, key, why)
-	return true
-}
-
 // processKey handles key, handed out by the queue with the reasons why;
 // the caller hands it back (Done) afterwards, also when it panics.
 func (c *Controller[K]) processKey(ctx context.Context, q *runQueue[K], logger klog.Logger, key K, why Reasons) {

@@ -424,7 +424,7 @@ func TestRePanicPropagatesAfterDone(t *testing.T) {
 	var recovered any
 	func() {
 		defer func() { recovered = recover() }()
-		c.processNext(context.Background(), q, klog.Background())
+		c.worker(context.Background(), q, klog.Background())
 	}()
 	assert.Equal(t, "crash", recovered)
 	assert.Equal(t, 0, c.Stats().InFlight)
