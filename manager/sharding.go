@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/featuregate"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/object"
 	"github.com/ctrlkit/ctrlkit/sharding"
 )
 
@@ -197,7 +197,7 @@ func AddSharded[K sharding.Key](m *Manager, c ShardedController[K], owners shard
 	if m.shard == nil {
 		return fmt.Errorf("manager: AddSharded: %w: set Options.Sharding", ErrNotSharded)
 	}
-	if isNil(c) || isNil(owners) {
+	if object.IsNil(c) || object.IsNil(owners) {
 		return field("needs a controller and its owners' informer")
 	}
 	s := m.shard
@@ -205,7 +205,7 @@ func AddSharded[K sharding.Key](m *Manager, c ShardedController[K], owners shard
 		return field(fmt.Sprintf("owners informer %s serves %s, the ring %q shards %s", owners.Name(), got.GroupResource(), s.cfg.Ring, want.GroupResource()))
 	}
 	for i, ch := range children {
-		if isNil(ch) {
+		if object.IsNil(ch) {
 			return field(fmt.Sprintf("child informer %d is nil", i))
 		}
 		if !slices.Contains(s.opts.Sharder.Children, ch.GVR()) {
@@ -234,16 +234,6 @@ func AddSharded[K sharding.Key](m *Manager, c ShardedController[K], owners shard
 		s.selectChecks = append(s.selectChecks, &selectorCheck{src: src, ring: s.cfg.Ring, label: sharding.Label(s.cfg.Ring), identity: s.cfg.Identity})
 	}
 	return nil
-}
-
-// isNil reports whether v is nil or a typed nil pointer, which would panic at
-// its first method call.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	r := reflect.ValueOf(v)
-	return r.Kind() == reflect.Pointer && r.IsNil()
 }
 
 // gateRunnable runs a sharded controller's gate and the controller together:

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 // ClaimerOptions configures a Claimer beyond what NewClaimer takes. The zero value is the
@@ -80,11 +82,11 @@ func NewClaimerWithOptions[T metav1.Object](owner metav1.Object, ownerGVK schema
 
 func (c *Claimer[T]) validate() error {
 	switch {
-	case isNil(c.owner):
+	case object.IsNil(c.owner):
 		return fmt.Errorf("%w: nil owner", ErrInvalidClaimer)
 	case c.owner.GetUID() == "":
 		return fmt.Errorf("%w: owner %s %s: %w", ErrInvalidClaimer, c.ownerGVK.Kind, objectName(c.owner), ErrMissingUID)
-	case isNil(c.patcher):
+	case object.IsNil(c.patcher):
 		return fmt.Errorf("%w: nil patcher for %s %s", ErrInvalidClaimer, c.ownerGVK.Kind, objectName(c.owner))
 	case c.patchType != types.StrategicMergePatchType && c.patchType != types.MergePatchType:
 		return fmt.Errorf("%w: patch type %q for %s %s; use %q or %q", ErrInvalidClaimer, c.patchType,
@@ -127,7 +129,7 @@ func (c *Claimer[T]) ClaimObjects(ctx context.Context, objs []T, filters ...func
 	var claimed []T
 	var errs []error
 	for i, obj := range objs {
-		if isNil(obj) {
+		if object.IsNil(obj) {
 			errs = append(errs, fmt.Errorf("%w at index %d of the objects claimed by %s %s", ErrNilObject, i, c.ownerGVK.Kind, objectName(c.owner)))
 			continue
 		}
@@ -149,7 +151,7 @@ func (c *Claimer[T]) ClaimObject(ctx context.Context, obj T, filters ...func(T) 
 	if err := c.validate(); err != nil {
 		return false, err
 	}
-	if isNil(obj) {
+	if object.IsNil(obj) {
 		return false, fmt.Errorf("%w claimed by %s %s", ErrNilObject, c.ownerGVK.Kind, objectName(c.owner))
 	}
 	return c.claim(ctx, obj, filters)
@@ -213,7 +215,7 @@ func (c *Claimer[T]) Adopt(ctx context.Context, obj T) error {
 	if err := c.validate(); err != nil {
 		return err
 	}
-	if isNil(obj) {
+	if object.IsNil(obj) {
 		return fmt.Errorf("%w adopted by %s %s", ErrNilObject, c.ownerGVK.Kind, objectName(c.owner))
 	}
 	if obj.GetUID() == "" {
@@ -240,7 +242,7 @@ func (c *Claimer[T]) Release(ctx context.Context, obj T) error {
 	if err := c.validate(); err != nil {
 		return err
 	}
-	if isNil(obj) {
+	if object.IsNil(obj) {
 		return fmt.Errorf("%w released by %s %s", ErrNilObject, c.ownerGVK.Kind, objectName(c.owner))
 	}
 	return c.release(ctx, obj)

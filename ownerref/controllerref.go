@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 // SetControllerReference makes owner the controller of obj: it adds (or, for the same owner,
@@ -34,7 +36,7 @@ import (
 // Calling it again with the same owner changes nothing. The name and rules are
 // controller-runtime's controllerutil.SetControllerReference.
 func SetControllerReference(owner, obj metav1.Object, opts ...Option) error {
-	if isNil(owner) || isNil(obj) {
+	if object.IsNil(owner) || object.IsNil(obj) {
 		return fmt.Errorf("set controller reference: %w", ErrNilObject)
 	}
 	child := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}

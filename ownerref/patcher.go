@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 // Patcher sends a patch to one object of kind T. It is all a Claimer needs from a client, so
@@ -51,7 +53,7 @@ func ClientPatcher[T metav1.Object, C PatchClient[T]](forNamespace func(namespac
 
 // PodsPatcher patches Pods through client.CoreV1().
 func PodsPatcher(client kubernetes.Interface) Patcher[*corev1.Pod] {
-	if isNil(client) {
+	if object.IsNil(client) {
 		return PatcherFunc[*corev1.Pod](func(context.Context, string, string, types.PatchType, []byte) error {
 			return fmt.Errorf("%w: PodsPatcher was given a nil clientset", ErrInvalidClaimer)
 		})

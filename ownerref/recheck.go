@@ -6,6 +6,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 // RecheckDeletionTimestamp returns a canAdopt function, as kube-controller-manager's: it
@@ -33,7 +35,7 @@ func RecheckDeletionTimestamp(getFresh func(ctx context.Context) (metav1.Object,
 //	canAdopt := ownerref.RecheckOwner(rs, ownerref.GetFresh(client.AppsV1().ReplicaSets(rs.Namespace).Get, rs.Name))
 func RecheckOwner(owner metav1.Object, getFresh func(ctx context.Context) (metav1.Object, error)) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		if isNil(owner) {
+		if object.IsNil(owner) {
 			return fmt.Errorf("%w: RecheckOwner was given a nil owner", ErrInvalidClaimer)
 		}
 		if owner.GetUID() == "" {
@@ -75,7 +77,7 @@ func fetchFresh(ctx context.Context, getFresh func(ctx context.Context) (metav1.
 	if err != nil {
 		return nil, fmt.Errorf("cannot recheck the owner uncached: %w", err)
 	}
-	if isNil(fresh) {
+	if object.IsNil(fresh) {
 		return nil, fmt.Errorf("cannot recheck the owner uncached: the getter returned no object")
 	}
 	return fresh, nil

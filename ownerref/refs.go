@@ -1,17 +1,17 @@
 package ownerref
 
 import (
-	"reflect"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 // ControllerOf returns a copy of obj's controller reference (the owner reference with
 // controller: true), or nil when obj has none or obj is nil. The API server allows at most
 // one controller reference per object.
 func ControllerOf(obj metav1.Object) *metav1.OwnerReference {
-	if isNil(obj) {
+	if object.IsNil(obj) {
 		return nil
 	}
 	ref := controllerOfNoCopy(obj)
@@ -38,7 +38,7 @@ func controllerOfNoCopy(obj metav1.Object) *metav1.OwnerReference {
 // nothing: an owner without a UID (not read from the API server) controls nothing, and a
 // controller reference without a UID points at no owner.
 func IsControlledBy(obj, owner metav1.Object) bool {
-	if isNil(obj) || isNil(owner) || owner.GetUID() == "" {
+	if object.IsNil(obj) || object.IsNil(owner) || owner.GetUID() == "" {
 		return false
 	}
 	ref := controllerOfNoCopy(obj)
@@ -51,7 +51,7 @@ func IsControlledBy(obj, owner metav1.Object) bool {
 // cannot be read from owner). A nil owner gives nil. An owner without a UID (not read from the
 // API server) gives a reference without one, which the API server rejects.
 func NewControllerRef(owner metav1.Object, gvk schema.GroupVersionKind) *metav1.OwnerReference {
-	if isNil(owner) {
+	if object.IsNil(owner) {
 		return nil
 	}
 	yes := true
@@ -64,18 +64,4 @@ func NewControllerRef(owner metav1.Object, gvk schema.GroupVersionKind) *metav1.
 		Controller:         &yes,
 		BlockOwnerDeletion: &block,
 	}
-}
-
-// isNil reports whether v is nil or a typed nil pointer (a nil *corev1.Pod in a metav1.Object
-// or a T); calling its accessors would panic.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
-		return rv.IsNil()
-	}
-	return false
 }

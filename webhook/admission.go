@@ -72,7 +72,7 @@ func NewDefaulting[T Object](gvk schema.GroupVersionKind, d Defaulter[T]) (*Admi
 	if err != nil {
 		return nil, err
 	}
-	if isNil(d) {
+	if object.IsNil(d) {
 		return nil, fmt.Errorf("%w: nil Defaulter for %s", ErrInvalidHandler, gvk)
 	}
 	a.defaulter = d
@@ -86,7 +86,7 @@ func NewValidating[T Object](gvk schema.GroupVersionKind, v Validator[T]) (*Admi
 	if err != nil {
 		return nil, err
 	}
-	if isNil(v) {
+	if object.IsNil(v) {
 		return nil, fmt.Errorf("%w: nil Validator for %s", ErrInvalidHandler, gvk)
 	}
 	a.validator = v
@@ -102,18 +102,6 @@ func newAdmission[T Object](gvk schema.GroupVersionKind) (*Admission[T], error) 
 		return nil, fmt.Errorf("%w: kind %q needs a version and a kind", ErrInvalidHandler, gvk.String())
 	}
 	return &Admission[T]{gvk: gvk, elem: t.Elem(), maxBytes: DefaultMaxRequestBytes}, nil
-}
-
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Interface, reflect.Chan:
-		return rv.IsNil()
-	}
-	return false
 }
 
 // GVK returns the kind the handler admits.

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ctrlkit/ctrlkit/certwatcher"
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 // Defaults of ServerOptions, controller-runtime's where it has one.
@@ -182,7 +183,7 @@ func (s *Server) Register(path string, h http.Handler) error {
 		return fmt.Errorf("registering %q: %w", path, ErrAlreadyStarted)
 	case !strings.HasPrefix(path, "/") || strings.ContainsAny(path, " {}"):
 		return fmt.Errorf("%w: path %q must be absolute and literal", ErrInvalidOptions, path)
-	case isNil(h):
+	case object.IsNil(h):
 		return fmt.Errorf("%w: nil handler for %q", ErrInvalidOptions, path)
 	}
 	for _, p := range s.paths {

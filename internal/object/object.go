@@ -6,6 +6,8 @@
 package object
 
 import (
+	"reflect"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -17,4 +19,19 @@ type Object interface {
 	comparable
 	metav1.Object
 	runtime.Object
+}
+
+// IsNil reports whether v is nil or a typed nil (a nil *corev1.Pod in a metav1.Object, or a nil
+// pointer, map, slice, func or channel in any interface): calling its methods would panic, so
+// callers refuse it with an error naming the argument.
+func IsNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package object_test
 
 import (
 	"fmt"
+	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,4 +15,27 @@ func nameOf[T object.Object](obj T) string { return obj.GetNamespace() + "/" + o
 func Example() {
 	fmt.Println(nameOf(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-0"}}))
 	// Output: default/web-0
+}
+
+func TestIsNil(t *testing.T) {
+	var pod *corev1.Pod
+	var obj metav1.Object = pod
+	var m map[string]string
+	var f func()
+	for name, c := range map[string]struct {
+		v    any
+		want bool
+	}{
+		"nil":                   {nil, true},
+		"typed nil pointer":     {pod, true},
+		"nil pointer in object": {obj, true},
+		"nil map":               {m, true},
+		"nil func":              {f, true},
+		"pointer":               {&corev1.Pod{}, false},
+		"string":                {"", false},
+	} {
+		if got := object.IsNil(c.v); got != c.want {
+			t.Errorf("%s: IsNil = %v, want %v", name, got, c.want)
+		}
+	}
 }
