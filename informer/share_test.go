@@ -93,14 +93,23 @@ func TestSharingConcurrentReaders(t *testing.T) {
 	if err != nil || len(list) != 40 {
 		t.Fatalf("%d pods cached (%v), want 40", len(list), err)
 	}
-	// The first pod seen keeps its own labels (sharing starts at the second
-	// sighting); the others share one map.
-	labelMaps := map[uintptr]bool{}
+	// Most pods share one labels map. Not all: the first pod seen keeps its
+	// own (a node is admitted at its second sighting), and the admission
+	// filter is lossy, so a filter slot reused by another hash in between
+	// delays admission by one more pod. A canonical map dropped while still
+	// in use would split the pods into large groups instead.
+	holders := map[uintptr][]string{}
 	for _, p := range list {
-		labelMaps[reflect.ValueOf(p.Labels).Pointer()] = true
+		k := reflect.ValueOf(p.Labels).Pointer()
+		holders[k] = append(holders[k], p.Name)
 	}
-	if len(labelMaps) > 2 {
-		t.Errorf("the factory shared nothing: %d pods of one template hold %d label maps", len(list), len(labelMaps))
+	most := 0
+	for _, names := range holders {
+		most = max(most, len(names))
+	}
+	if most < len(list)-4 {
+		t.Errorf("the factory shared too little: %d pods of one template hold %d label maps, at most %d pods one map; holders: %v",
+			len(list), len(holders), most, holders)
 	}
 	for _, p := range list {
 		if _, ok := p.Labels["x"]; ok {
