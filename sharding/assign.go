@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 )
 
@@ -24,12 +25,26 @@ const (
 // sync moves one owner key one step through the protocol. It returns a delay
 // after which to look again, or an error to retry with backoff.
 func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
+	view := t.snapshot()
+	// Taken after the view and before the owner are read: children listed
+	// after the mark include every child written before either showed a
+	// member stopped (a Lease expired, a drain acknowledged). The mark of
+	// the event that brought this version of the owner is earlier and as
+	// good; it lets the keys of one burst of handovers share a LIST.
+	var mark uint64
+	if t.lists != nil {
+		mark = t.lists.observe()
+	}
 	owner, ok := t.ownerGet(key)
 	if !ok {
 		t.settle(key)
 		return 0, nil
 	}
-	view := t.snapshot()
+	t.mu.Lock()
+	if m, ok := t.marks[key]; ok && m.rv == owner.ResourceVersion {
+		mark = m.mark
+	}
+	t.mu.Unlock()
 	if len(view.live) == 0 {
 		return 0, nil // nobody to assign to; a member joining queues every key
 	}
@@ -67,25 +82,21 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 		case drained:
 			reason = reasonDrained
 		}
-		fromAPI := false
-		if reason != reasonNew {
-			// The previous owner may have created children just before it
-			// stopped: relabel them only once this sharder's child caches
-			// have caught up with the owner's current version, or, when they
-			// have not within RetryPeriod, as the API server lists them.
-			wait, caughtUp := t.childWait(key, owner)
-			if wait > 0 {
-				return wait, nil
-			}
-			fromAPI = !caughtUp
-		}
+		// An owner that had a member (it is labelled, or stamped with a
+		// holder) may have children labelled for it: the previous member
+		// may have created one just before it stopped, so they are read
+		// from the API server, not from a cache that may lag. An owner
+		// never assigned has only children without the ring's label,
+		// which the sharder caches.
+		_, stamped := owner.GetAnnotations()[HolderAnnotation(t.cfg.Ring)]
+		fromAPI := cur != "" || stamped
 		t.mu.Lock()
 		if d, ok := t.drainStart[key]; ok {
 			d.assigning = true
 			t.drainStart[key] = d
 		}
 		t.mu.Unlock()
-		if err := t.assign(ctx, owner, desired, view.live[desired], fromAPI); err != nil {
+		if err := t.assign(ctx, owner, desired, view.live[desired], fromAPI, mark); err != nil {
 			return 0, err
 		}
 		logger.V(2).Info("Assigned", "member", desired, "from", cur, "reason", reason)
@@ -113,7 +124,7 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 			t.metrics.handover(t.cfg.Ring, t.clock.Since(d.at).Seconds())
 		}
 		t.settle(key)
-		return 0, t.relabelChildren(ctx, owner, desired, nil, false)
+		return 0, t.relabelChildren(ctx, owner, desired, nil, false, 0)
 	default:
 		_, err := t.w.patch(ctx, t.opts.Resource, owner.Namespace, owner.Name,
 			metaPatch(owner.ResourceVersion, map[string]*string{DrainLabel(t.cfg.Ring): ptr("true")}, nil))
@@ -175,54 +186,17 @@ func (t *term) noteDrain(key string) {
 func (t *term) settle(key string) {
 	t.mu.Lock()
 	delete(t.drainStart, key)
-	delete(t.waitSince, key)
+	delete(t.marks, key)
 	t.metrics.setDrainsPending(t.cfg.Ring, len(t.drainStart))
 	t.mu.Unlock()
 }
 
-// childWait returns how long to wait before relabelling owner's children,
-// and whether the child caches are to be trusted then: zero and true once
-// every child informer has delivered owner's resourceVersion (so it holds
-// every child written before the acknowledgement); zero and false once
-// RetryPeriod has passed since the first look (a quiet child resource may
-// not deliver anything for a long time, and a loaded process may lag), when
-// the children are read from the API server instead.
-func (t *term) childWait(key string, owner *metav1.PartialObjectMetadata) (time.Duration, bool) {
-	if len(t.trackers) == 0 {
-		return 0, true
-	}
-	rv, ok := parseRV(owner.ResourceVersion)
-	if !ok {
-		return 0, false
-	}
-	caughtUp := true
-	for _, tr := range t.trackers {
-		if tr.seen.Load() < rv {
-			caughtUp = false
-		}
-	}
-	if caughtUp {
-		return 0, true
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	since, ok := t.waitSince[key]
-	if !ok {
-		since = t.clock.Now()
-		t.waitSince[key] = since
-	}
-	if left := t.cfg.RetryPeriod - t.clock.Since(since); left > 0 {
-		return min(left, t.cfg.RetryPeriod/4), false
-	}
-	return 0, false
-}
-
 // assign relabels owner's children to member, then owner itself, stamped for
 // member's process holder, with the children fence, removing any drain
-// label.
-func (t *term) assign(ctx context.Context, owner *metav1.PartialObjectMetadata, member, holder string, fromAPI bool) error {
+// label. With fromAPI the labelled children are listed after mark.
+func (t *term) assign(ctx context.Context, owner *metav1.PartialObjectMetadata, member, holder string, fromAPI bool, mark uint64) error {
 	f := fence{}
-	if err := t.relabelChildren(ctx, owner, member, f, fromAPI); err != nil {
+	if err := t.relabelChildren(ctx, owner, member, f, fromAPI, mark); err != nil {
 		return err
 	}
 	ann := map[string]*string{HolderAnnotation(t.cfg.Ring): ptr(holder)}
@@ -233,19 +207,45 @@ func (t *term) assign(ctx context.Context, owner *metav1.PartialObjectMetadata, 
 	}
 	_, err := t.w.patch(ctx, t.opts.Resource, owner.Namespace, owner.Name, metaPatch(owner.ResourceVersion,
 		map[string]*string{Label(t.cfg.Ring): ptr(member), DrainLabel(t.cfg.Ring): nil}, ann))
-	return ignoreNotFound(err)
+	if err = ignoreNotFound(err); err != nil {
+		t.dropLists(owner.Namespace) // the children were relabelled: listed versions are stale
+	}
+	return err
+}
+
+// dropLists forgets the children lists of ns.
+func (t *term) dropLists(ns string) {
+	if t.lists == nil {
+		return
+	}
+	for _, gvr := range t.opts.Children {
+		t.lists.drop(gvr, ns)
+	}
 }
 
 // relabelChildren labels every child of owner for member, each
-// preconditioned on the version seen: the cached children, or with fromAPI
-// those the API server lists; f, when not nil, collects the
-// resourceVersion per resource that member's caches must reach.
-func (t *term) relabelChildren(ctx context.Context, owner *metav1.PartialObjectMetadata, member string, f fence, fromAPI bool) error {
+// preconditioned on the version seen: the cached children without the
+// ring's label and, with fromAPI, the labelled children of a LIST started
+// after mark; f, when not nil, collects the resourceVersion per resource
+// that member's caches must reach. A failed relabel drops the LIST, whose
+// versions the relabel may have made stale.
+func (t *term) relabelChildren(ctx context.Context, owner *metav1.PartialObjectMetadata, member string, f fence, fromAPI bool, mark uint64) error {
 	children := t.childrenOf(owner.UID)
 	if fromAPI && t.listChildren != nil {
-		listed, err := t.listChildren(ctx, owner)
+		listed, err := t.listChildren(ctx, owner, mark)
 		if err != nil {
 			return err
+		}
+		// A child labelled since the stray cache saw it is in both; the
+		// listed version is the newer.
+		seen := make(map[childKey]bool, len(listed))
+		for _, c := range listed {
+			seen[keyOf(c)] = true
+		}
+		for _, c := range children {
+			if !seen[keyOf(c)] {
+				listed = append(listed, c)
+			}
 		}
 		children = listed
 	}
@@ -263,6 +263,7 @@ func (t *term) relabelChildren(ctx context.Context, owner *metav1.PartialObjectM
 		case apierrors.IsNotFound(err):
 			continue
 		case err != nil:
+			t.dropLists(owner.Namespace)
 			return fmt.Errorf("relabelling %s %s/%s: %w", res, c.obj.Namespace, c.obj.Name, err)
 		}
 		if f != nil {
@@ -270,4 +271,14 @@ func (t *term) relabelChildren(ctx context.Context, owner *metav1.PartialObjectM
 		}
 	}
 	return nil
+}
+
+type childKey struct {
+	gvr       schema.GroupVersionResource
+	namespace string
+	name      string
+}
+
+func keyOf(c child) childKey {
+	return childKey{gvr: c.gvr, namespace: c.obj.Namespace, name: c.obj.Name}
 }

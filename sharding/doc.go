@@ -27,6 +27,12 @@
 //     annotation shard.ctrlkit.dev/<ring>-children-rv that B's Gate waits
 //     for before B's first Reconcile. A dead member's keys move once its
 //     Lease has gone unrenewed for LeaseDuration.
+//   - The sharder caches the metadata of the sharded resource, not of its
+//     children (only those without the ring's label, normally none): it
+//     reads an owner's children from the API server when the owner changes
+//     hands, one paged LIST per child resource and namespace shared by the
+//     handovers of one burst. So the sharder's member, too, caches about
+//     1/N of the children.
 //
 // A controller opts in on a manager.Manager with a few lines:
 // manager.Options.Sharding names the ring (a Config, from the flags of

@@ -170,30 +170,34 @@ type term struct {
 	metrics *Metrics
 	live    *liveness
 
-	factory  *informer.Factory // nil in unit tests
-	owners   informer.Informer[*metav1.PartialObjectMetadata]
-	children []childInformer
-	leases   informer.Informer[*coordinationv1.Lease]
+	factory *informer.Factory // nil in unit tests
+	owners  informer.Informer[*metav1.PartialObjectMetadata]
+	// strays cache the children without the ring's label, one informer per
+	// child resource; the labelled children are read from the API server
+	// (lists) when their owner changes hands.
+	strays []childInformer
+	leases informer.Informer[*coordinationv1.Lease]
+	lists  *childLists // nil in unit tests that do not look
 
-	// ownerGet and childrenOf read the caches (replaced in unit tests).
+	// ownerGet and childrenOf read the caches (replaced in unit tests);
+	// childrenOf returns an owner's children without the ring's label.
 	ownerGet   func(key string) (*metav1.PartialObjectMetadata, bool)
 	childrenOf func(uid types.UID) []child
-	// listChildren reads owner's children from the API server, for a
-	// handover whose child caches have not caught up; nil in unit tests
-	// that do not look (the caches are used then).
-	listChildren func(ctx context.Context, owner *metav1.PartialObjectMetadata) ([]child, error)
+	// listChildren reads owner's labelled children from the API server, by
+	// a LIST started after mark (childLists); nil in unit tests that do not
+	// look.
+	listChildren func(ctx context.Context, owner *metav1.PartialObjectMetadata, mark uint64) ([]child, error)
 	// getLease reads a member Lease from the API server, not the cache;
 	// nil in unit tests that do not look.
 	getLease func(ctx context.Context, name string) (*coordinationv1.Lease, error)
-	trackers []*rvTracker
 
 	queue workqueue.TypedRateLimitingInterface[string]
 
 	mu         sync.Mutex
 	view       snapshot
 	drainStart map[string]drainRecord // keys this term drains, not yet reassigned
-	waitSince  map[string]time.Time   // keys waiting for the child informers before relabelling
 	readDead   map[string]time.Time   // member -> when its Lease was last read and found dead
+	marks      map[string]ownerMark   // key -> the childLists mark of its latest owner event
 }
 
 // drainRecord is a drain this term wrote or saw.
@@ -206,12 +210,11 @@ type drainRecord struct {
 }
 
 type childInformer struct {
-	gvr     schema.GroupVersionResource
-	inf     informer.Informer[*metav1.PartialObjectMetadata]
-	tracker *rvTracker
+	gvr schema.GroupVersionResource
+	inf informer.Informer[*metav1.PartialObjectMetadata]
 }
 
-// child is one cached child of an owner.
+// child is one child of an owner, cached or listed.
 type child struct {
 	gvr schema.GroupVersionResource
 	obj *metav1.PartialObjectMetadata
@@ -226,8 +229,8 @@ func newTermState(cfg Config, opts SharderOptions, w writer) *term {
 		metrics:    opts.Metrics,
 		live:       newLiveness(cfg.Ring, cfg.LeaseDuration, opts.Clock),
 		drainStart: map[string]drainRecord{},
-		waitSince:  map[string]time.Time{},
 		readDead:   map[string]time.Time{},
+		marks:      map[string]ownerMark{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](10*time.Millisecond, cfg.RetryPeriod),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "sharder-" + cfg.Ring, Clock: opts.Clock}),
@@ -254,14 +257,16 @@ func (s *Sharder) newTerm(ctx context.Context) (*term, error) {
 		return nil, err
 	}
 	for _, gvr := range s.opts.Children {
-		inf, err := informer.ForMetadata(t.factory, gvr)
+		inf, err := informer.ForMetadata(t.factory, gvr,
+			informer.WithLabelSelector[*metav1.PartialObjectMetadata]("!"+Label(s.cfg.Ring)))
 		if err != nil {
 			return nil, err
 		}
-		tr := &rvTracker{resource: gvr.GroupResource().String()}
-		t.children = append(t.children, childInformer{gvr: gvr, inf: inf, tracker: tr})
-		t.trackers = append(t.trackers, tr)
+		t.strays = append(t.strays, childInformer{gvr: gvr, inf: inf})
 	}
+	t.lists = newChildLists(s.cfg.Ring, t.clock, func(ctx context.Context, gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+		return s.meta.Resource(gvr).Namespace(ns).List(ctx, opts)
+	})
 	leases := s.client.CoordinationV1().Leases(s.cfg.Namespace)
 	t.getLease = func(ctx context.Context, name string) (*coordinationv1.Lease, error) {
 		return leases.Get(ctx, name, metav1.GetOptions{})
@@ -274,25 +279,12 @@ func (s *Sharder) newTerm(ctx context.Context) (*term, error) {
 		m, ok := obj.(*metav1.PartialObjectMetadata)
 		return m, ok
 	}
-	t.listChildren = func(ctx context.Context, owner *metav1.PartialObjectMetadata) ([]child, error) {
-		var out []child
-		for _, c := range t.children {
-			list, err := s.meta.Resource(c.gvr).Namespace(owner.Namespace).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return nil, fmt.Errorf("listing %s in %s: %w", c.gvr.GroupResource(), owner.Namespace, err)
-			}
-			for i := range list.Items {
-				o := &list.Items[i]
-				if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.UID == owner.UID {
-					out = append(out, child{gvr: c.gvr, obj: o})
-				}
-			}
-		}
-		return out, nil
+	t.listChildren = func(ctx context.Context, owner *metav1.PartialObjectMetadata, mark uint64) ([]child, error) {
+		return t.lists.children(ctx, s.opts.Children, owner, mark)
 	}
 	t.childrenOf = func(uid types.UID) []child {
 		var out []child
-		for _, c := range t.children {
+		for _, c := range t.strays {
 			objs, err := c.inf.ByControllerUID(uid)
 			if err != nil {
 				continue
@@ -322,9 +314,8 @@ func (t *term) run(ctx context.Context) {
 		<-ctx.Done()
 		return
 	}
-	for _, c := range t.children {
-		h := t.childHandler(c.tracker)
-		if _, err := c.inf.Informer().AddEventHandler(h); err != nil {
+	for _, c := range t.strays {
+		if _, err := c.inf.Informer().AddEventHandler(t.childHandler()); err != nil {
 			logger.Error(err, "Cannot watch a child resource", "resource", c.gvr.String())
 			<-ctx.Done()
 			return
@@ -360,6 +351,7 @@ func (t *term) run(ctx context.Context) {
 				return
 			case <-tick.C():
 				t.refresh()
+				t.lists.prune(t.cfg.RetryPeriod)
 			}
 		}
 	})
@@ -374,7 +366,9 @@ func (t *term) run(ctx context.Context) {
 	wg.Wait()
 }
 
-func (t *term) childHandler(tr *rvTracker) cache.ResourceEventHandler {
+// childHandler queues the owner of a child without the ring's label, to
+// label it.
+func (t *term) childHandler() cache.ResourceEventHandler {
 	enqueueOwner := func(obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
@@ -388,14 +382,35 @@ func (t *term) childHandler(tr *rvTracker) cache.ResourceEventHandler {
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { tr.observe(obj); enqueueOwner(obj) },
-		UpdateFunc: func(_, obj any) { tr.observe(obj); enqueueOwner(obj) },
-		DeleteFunc: func(obj any) { tr.observe(obj); enqueueOwner(obj) },
+		AddFunc:    func(obj any) { enqueueOwner(obj) },
+		UpdateFunc: func(_, obj any) { enqueueOwner(obj) },
+		DeleteFunc: func(obj any) { enqueueOwner(obj) },
 	}
 }
 
+// enqueueObject queues an owner, with the mark of this event: the owner's
+// cached state is at least o's now, so a LIST started after the mark holds
+// every child written before that state.
 func (t *term) enqueueObject(o *metav1.PartialObjectMetadata) {
-	t.queue.Add(cache.NewObjectName(o.Namespace, o.Name).String())
+	key := cache.NewObjectName(o.Namespace, o.Name).String()
+	t.markOwner(key, o.ResourceVersion)
+	t.queue.Add(key)
+}
+
+// ownerMark is the childLists mark taken when an owner's version was seen.
+type ownerMark struct {
+	mark uint64
+	rv   string
+}
+
+func (t *term) markOwner(key, rv string) {
+	if t.lists == nil {
+		return
+	}
+	m := t.lists.observe()
+	t.mu.Lock()
+	t.marks[key] = ownerMark{mark: m, rv: rv}
+	t.mu.Unlock()
 }
 
 // refresh recomputes the live members and, when they changed, queues every
@@ -414,8 +429,11 @@ func (t *term) refresh() {
 	if !changed || t.owners == nil || !t.owners.HasSynced() {
 		return
 	}
-	for _, k := range t.owners.Informer().GetStore().ListKeys() {
-		t.queue.Add(k)
+	// The marks are taken after the view changed and the owners were read.
+	for _, obj := range t.owners.Informer().GetStore().List() {
+		if o, ok := obj.(*metav1.PartialObjectMetadata); ok {
+			t.enqueueObject(o)
+		}
 	}
 }
 

@@ -40,6 +40,25 @@ type fakeAPI struct {
 	// lose, when set, is asked for every write that succeeded: true loses
 	// the reply (the write stays, the caller gets an error).
 	lose func(write string) bool
+	// lists counts the sharder's reads of labelled children.
+	lists int
+}
+
+// children returns the pods in objs controlled by uid, with the ring's
+// label (labelled) or without.
+func (f *fakeAPI) children(objs map[string]*metav1.PartialObjectMetadata, uid types.UID, labelled bool) []child {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []child
+	for k, o := range objs {
+		if len(o.OwnerReferences) == 0 || o.OwnerReferences[0].UID != uid || k[:len(pods.Resource)] != pods.Resource {
+			continue
+		}
+		if _, ok := o.Labels[Label("r")]; ok == labelled {
+			out = append(out, child{gvr: pods, obj: o.DeepCopy()})
+		}
+	}
+	return out
 }
 
 func newFakeAPI() *fakeAPI {
@@ -162,19 +181,18 @@ func newTestTerm(t *testing.T, api *fakeAPI, clk *testingclock.FakeClock, m *Met
 		o, ok := api.cache[owners.Resource+"/"+key]
 		return o, ok
 	}
+	// The cache holds the children without the ring's label; the others
+	// are listed from the API server's current state.
 	tm.childrenOf = func(uid types.UID) []child {
-		api.mu.Lock()
-		defer api.mu.Unlock()
-		var out []child
-		for k, o := range api.cache {
-			if len(o.OwnerReferences) > 0 && o.OwnerReferences[0].UID == uid && k[:len(pods.Resource)] == pods.Resource {
-				out = append(out, child{gvr: pods, obj: o})
-			}
-		}
-		return out
+		return api.children(api.cache, uid, false)
 	}
 	if children {
-		tm.trackers = []*rvTracker{{resource: "pods"}}
+		tm.listChildren = func(_ context.Context, o *metav1.PartialObjectMetadata, _ uint64) ([]child, error) {
+			api.mu.Lock()
+			api.lists++
+			api.mu.Unlock()
+			return api.children(api.objs, o.UID, true), nil
+		}
 	}
 	return tm
 }
@@ -253,14 +271,8 @@ func TestSyncDrainsThenAssigns(t *testing.T) {
 	api.refresh()
 	clk.Step(1500 * time.Millisecond)
 
-	// The child cache has not delivered the acknowledgement's version: wait,
-	// at most RetryPeriod.
-	wait, err := tm.sync(ctx, "ns/"+name)
-	require.NoError(t, err)
-	assert.Positive(t, wait)
-	assert.Empty(t, api.takeWrites())
-	tm.trackers[0].seen.Store(1 << 40)
-
+	// The children are relabelled at once: the labelled one as listed, the
+	// other as cached.
 	_, err = tm.sync(ctx, "ns/"+name)
 	require.NoError(t, err)
 	writes := api.takeWrites()
@@ -277,6 +289,7 @@ func TestSyncDrainsThenAssigns(t *testing.T) {
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.handovers.WithLabelValues("r")))
 	assert.Equal(t, 0.0, testutil.ToFloat64(m.drainsPending.WithLabelValues("r")))
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.reassignments.WithLabelValues("r", reasonDrained)))
+	assert.Equal(t, 1, api.lists)
 }
 
 func TestSyncGivesADeadMembersKeysAway(t *testing.T) {
@@ -517,48 +530,141 @@ func TestSyncCountsAHandoverWhoseReplyWasLost(t *testing.T) {
 	assert.Equal(t, 0.0, testutil.ToFloat64(m.drainsPending.WithLabelValues("r")))
 }
 
-// A handover whose child caches have not caught up within RetryPeriod reads
-// the children from the API server: a child the previous owner created
-// just before it stopped, not cached yet, is relabelled with the others.
-func TestSyncListsTheChildrenItsCachesHaveNotCaughtUpWith(t *testing.T) {
+// A handover reads the owner's labelled children from the API server, at
+// once: a child the previous owner created just before it stopped, which no
+// cache may hold yet, is relabelled with the others and raises the fence.
+func TestSyncListsTheChildrenOfAHandover(t *testing.T) {
 	api := newFakeAPI()
 	clk := testingclock.NewFakeClock(t0)
 	tm := newTestTerm(t, api, clk, nil, true, "b")
 	name := nameFor(t, []string{"b"}, "b")
 	owner := api.add(owners, name, map[string]string{Label("r"): "gone"}, nil)
-	api.add(pods, name+"-cached", map[string]string{Label("r"): "gone"}, owner)
+	api.add(pods, name+"-early", map[string]string{Label("r"): "gone"}, owner)
 	api.refresh()
 	api.add(pods, name+"-late", map[string]string{Label("r"): "gone"}, owner) // not in the cache
-	listed := 0
-	tm.listChildren = func(_ context.Context, o *metav1.PartialObjectMetadata) ([]child, error) {
-		listed++
-		api.mu.Lock()
-		defer api.mu.Unlock()
-		var out []child
-		for k, c := range api.objs {
-			if k[:len(pods.Resource)] == pods.Resource && c.OwnerReferences[0].UID == o.UID {
-				out = append(out, child{gvr: pods, obj: c.DeepCopy()})
-			}
-		}
-		return out, nil
-	}
 	ctx := context.Background()
 
 	wait, err := tm.sync(ctx, "ns/"+name)
 	require.NoError(t, err)
-	assert.Positive(t, wait, "waits for the child caches first")
-	assert.Empty(t, api.takeWrites())
-	assert.Zero(t, listed)
-
-	clk.Step(300 * time.Millisecond) // RetryPeriod
-	_, err = tm.sync(ctx, "ns/"+name)
-	require.NoError(t, err)
-	assert.Equal(t, 1, listed)
+	assert.Zero(t, wait)
+	assert.Equal(t, 1, api.lists)
 	assert.Equal(t, "b", api.get(pods, name+"-late").Labels[Label("r")], "the uncached child is relabelled")
-	assert.Equal(t, "b", api.get(pods, name+"-cached").Labels[Label("r")])
+	assert.Equal(t, "b", api.get(pods, name+"-early").Labels[Label("r")])
 	got := api.get(owners, name)
 	assert.Equal(t, "b", got.Labels[Label("r")])
 	late := api.get(pods, name+"-late").ResourceVersion
-	cached := api.get(pods, name+"-cached").ResourceVersion
-	assert.Equal(t, "pods="+max(late, cached), got.Annotations[FenceAnnotation("r")])
+	early := api.get(pods, name+"-early").ResourceVersion
+	assert.Equal(t, "pods="+max(late, early), got.Annotations[FenceAnnotation("r")])
+}
+
+// An owner that never had a member lists nothing: its children can only be
+// without the ring's label, and those are cached.
+func TestSyncAssignsANewOwnerWithoutListing(t *testing.T) {
+	api := newFakeAPI()
+	tm := newTestTerm(t, api, testingclock.NewFakeClock(t0), nil, true, "a")
+	owner := api.add(owners, "rs", nil, nil)
+	api.add(pods, "rs-x", nil, owner)
+	api.refresh()
+	_, err := tm.sync(context.Background(), "ns/rs")
+	require.NoError(t, err)
+	assert.Zero(t, api.lists)
+	assert.Equal(t, "a", api.get(pods, "rs-x").Labels[Label("r")])
+	assert.Equal(t, "a", api.get(owners, "rs").Labels[Label("r")])
+
+	// Drained by an earlier sharder (both labels gone, the holder stamp
+	// left): this sharder has no record of the drain, and lists.
+	o := api.get(owners, "rs")
+	_, err = api.patch(context.Background(), owners, "ns", "rs", metaPatch(o.ResourceVersion, map[string]*string{Label("r"): nil}, nil))
+	require.NoError(t, err)
+	api.refresh()
+	_, err = tm.sync(context.Background(), "ns/rs")
+	require.NoError(t, err)
+	assert.Equal(t, 1, api.lists)
+}
+
+// The keys of one burst of handovers share a LIST of their children: each
+// key's mark is that of the event that brought its owner's version, which
+// precedes the first LIST. A key whose owner changed since its event lists
+// again, as does one after a failed relabel.
+func TestSyncHandoversShareAChildrenList(t *testing.T) {
+	api := newFakeAPI()
+	tm := newTestTerm(t, api, testingclock.NewFakeClock(t0), nil, true, "b")
+	var names []string
+	for i := range 3 {
+		name := fmt.Sprintf("rs-%d", i)
+		names = append(names, name)
+		owner := api.add(owners, name, map[string]string{Label("r"): "gone"}, nil)
+		api.add(pods, name+"-x", map[string]string{Label("r"): "gone"}, owner)
+	}
+	api.refresh()
+	f := &fakeLister{}
+	api.mu.Lock()
+	for k, o := range api.objs {
+		if k[:len(pods.Resource)] == pods.Resource {
+			f.items = append(f.items, *o.DeepCopy())
+		}
+	}
+	api.mu.Unlock()
+	tm.lists = newChildLists("r", tm.clock, f.list)
+	tm.listChildren = func(ctx context.Context, o *metav1.PartialObjectMetadata, mark uint64) ([]child, error) {
+		return tm.lists.children(ctx, []schema.GroupVersionResource{pods}, o, mark)
+	}
+	for _, name := range names[:2] {
+		tm.enqueueObject(api.get(owners, name))
+	}
+	for _, name := range names[:2] {
+		_, err := tm.sync(context.Background(), "ns/"+name)
+		require.NoError(t, err)
+		assert.Equal(t, "b", api.get(owners, name).Labels[Label("r")])
+		assert.Equal(t, "b", api.get(pods, name+"-x").Labels[Label("r")])
+	}
+	assert.Equal(t, 1, f.lists(), "one children LIST for the burst")
+	tm.mu.Lock()
+	assert.NotContains(t, tm.marks, "ns/"+names[0], "forgotten once assigned")
+	tm.mu.Unlock()
+
+	// rs-2's owner changed after its event: its mark is not good for it.
+	tm.enqueueObject(api.get(owners, names[2]))
+	o := api.get(owners, names[2])
+	_, err := api.patch(context.Background(), owners, "ns", names[2], metaPatch(o.ResourceVersion, nil, map[string]*string{"x": ptr("y")}))
+	require.NoError(t, err)
+	api.refresh()
+	_, err = tm.sync(context.Background(), "ns/"+names[2])
+	require.NoError(t, err)
+	assert.Equal(t, 2, f.lists())
+}
+
+// A relabel that fails drops the LIST it used (its versions may be stale
+// now: the write may have been applied), so the retry lists again.
+func TestSyncRetriesAFailedRelabelFromAFreshList(t *testing.T) {
+	api := newFakeAPI()
+	tm := newTestTerm(t, api, testingclock.NewFakeClock(t0), nil, true, "b")
+	owner := api.add(owners, "rs", map[string]string{Label("r"): "gone"}, nil)
+	api.add(pods, "rs-x", map[string]string{Label("r"): "gone"}, owner)
+	api.refresh()
+	tm.lists = newChildLists("r", tm.clock, func(ctx context.Context, _ schema.GroupVersionResource, _ string, _ metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+		out := &metav1.PartialObjectMetadataList{}
+		for _, c := range api.children(api.objs, owner.UID, true) {
+			out.Items = append(out.Items, *c.obj)
+		}
+		api.mu.Lock()
+		api.lists++
+		api.mu.Unlock()
+		return out, nil
+	})
+	tm.listChildren = func(ctx context.Context, o *metav1.PartialObjectMetadata, mark uint64) ([]child, error) {
+		return tm.lists.children(ctx, []schema.GroupVersionResource{pods}, o, mark)
+	}
+	tm.enqueueObject(api.get(owners, "rs"))
+	api.lose = func(string) bool { return true }
+	_, err := tm.sync(context.Background(), "ns/rs")
+	require.Error(t, err, "the child's relabel lost its reply")
+	api.lose = nil
+	_, err = tm.sync(context.Background(), "ns/rs")
+	require.NoError(t, err)
+	assert.Equal(t, 2, api.lists)
+	got := api.get(owners, "rs")
+	assert.Equal(t, "b", got.Labels[Label("r")])
+	assert.Equal(t, "pods="+api.get(pods, "rs-x").ResourceVersion, got.Annotations[FenceAnnotation("r")],
+		"the fence names the version the lost reply wrote")
 }
