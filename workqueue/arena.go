@@ -14,13 +14,18 @@ import "math/bits"
 // back once the items that were added last have left the queue.
 type arena[T comparable] struct {
 	chunks []*chunk[T]
-	// hasFree has bit c set while chunks[c] has a free entry.
+	// cur is the lowest-numbered chunk with a free entry as of the last alloc, and curIdx its
+	// number; a release into a lower chunk makes that one cur.
+	cur    *chunk[T]
+	curIdx int
+	// hasFree has bit c set while chunks[c] may have a free entry: release sets it, and alloc
+	// clears it when it finds the chunk full, so that the hot path of alloc need not.
 	hasFree []uint64
 	// low is a word of hasFree at or below its first non-zero word: where alloc starts looking.
 	low int
 	// n counts the entries handed out and not released.
 	n int
-	// limit bounds n (maxEntries; lowered by tests).
+	// limit bounds the entries, rounded up to whole chunks (maxEntries; lowered by tests).
 	limit int
 }
 
@@ -44,7 +49,7 @@ const (
 	maxEntries = 1 << 31
 )
 
-func newArena[T comparable]() arena[T] { return arena[T]{limit: maxEntries} }
+func newArena[T comparable]() arena[T] { return arena[T]{limit: maxEntries, curIdx: -1} }
 
 // at returns the entry at idx, which must have been handed out by alloc.
 func (a *arena[T]) at(idx uint32) *entry[T] {
@@ -55,42 +60,57 @@ func (a *arena[T]) at(idx uint32) *entry[T] {
 // them (seq and waitSeq must survive reuse: stale ring and heap slots may still point at it).
 // It returns nil when the arena holds limit entries.
 func (a *arena[T]) alloc() *entry[T] {
-	if a.n >= a.limit {
+	// The steady state: reuse the entry released last into the current chunk.
+	if ch := a.cur; ch != nil && ch.free != 0 {
+		e := &ch.e[ch.free-1]
+		ch.free = e.next
+		ch.live++
+		a.n++
+		return e
+	}
+	return a.allocSlow()
+}
+
+func (a *arena[T]) allocSlow() *entry[T] {
+	for w := a.low; w < len(a.hasFree); w++ {
+		for a.hasFree[w] != 0 {
+			c := w*64 + bits.TrailingZeros64(a.hasFree[w])
+			if ch := a.chunks[c]; ch.free != 0 || ch.used < chunkSize {
+				a.low, a.cur, a.curIdx = w, ch, c
+				return a.take(ch, c)
+			}
+			a.hasFree[w] &^= 1 << (c % 64)
+		}
+	}
+	// Every chunk is full.
+	c := len(a.chunks)
+	if c*chunkSize >= a.limit {
 		return nil
 	}
-	w := a.low
-	for w < len(a.hasFree) && a.hasFree[w] == 0 {
-		w++
+	ch := new(chunk[T])
+	a.chunks = append(a.chunks, ch)
+	w := c / 64
+	if w == len(a.hasFree) {
+		a.hasFree = append(a.hasFree, 0)
 	}
-	var c int
-	if w >= len(a.hasFree) { // every chunk is full
-		c = len(a.chunks)
-		a.chunks = append(a.chunks, new(chunk[T]))
-		w = c / 64
-		if w == len(a.hasFree) {
-			a.hasFree = append(a.hasFree, 0)
-		}
-		a.hasFree[w] |= 1 << (c % 64)
-	} else {
-		c = w*64 + bits.TrailingZeros64(a.hasFree[w])
-	}
-	a.low = w
-	ch := a.chunks[c]
-	var off uint32
+	a.hasFree[w] |= 1 << (c % 64)
+	a.low, a.cur, a.curIdx = w, ch, c
+	return a.take(ch, c)
+}
+
+// take hands out a free entry of ch, the chunk numbered c.
+func (a *arena[T]) take(ch *chunk[T], c int) *entry[T] {
+	var e *entry[T]
 	if ch.free != 0 {
-		off = ch.free - 1
-		ch.free = ch.e[off].next
+		e = &ch.e[ch.free-1]
+		ch.free = e.next
 	} else {
-		off = ch.used
+		e = &ch.e[ch.used]
+		e.idx = uint32(c)<<chunkBits | ch.used // kept from here on, through reuse
 		ch.used++
 	}
 	ch.live++
-	if ch.free == 0 && ch.used == chunkSize {
-		a.hasFree[w] &^= 1 << (c % 64)
-	}
 	a.n++
-	e := &ch.e[off]
-	e.idx = uint32(c)<<chunkBits | off
 	return e
 }
 
@@ -99,15 +119,16 @@ func (a *arena[T]) alloc() *entry[T] {
 func (a *arena[T]) release(e *entry[T]) {
 	c := int(e.idx >> chunkBits)
 	ch := a.chunks[c]
-	if ch.free == 0 && ch.used == chunkSize {
-		w := c / 64
-		a.hasFree[w] |= 1 << (c % 64)
-		a.low = min(a.low, w)
-	}
 	e.next = ch.free
 	ch.free = e.idx&(chunkSize-1) + 1
 	ch.live--
 	a.n--
+	w := c / 64
+	a.hasFree[w] |= 1 << (c % 64)
+	a.low = min(a.low, w)
+	if c < a.curIdx {
+		a.cur, a.curIdx = ch, c
+	}
 	if ch.live == 0 && c >= keepChunks-1 {
 		a.trim()
 	}
@@ -132,6 +153,9 @@ func (a *arena[T]) trim() {
 	}
 	a.chunks = a.chunks[:n]
 	a.low = min(a.low, len(a.hasFree))
+	if a.curIdx >= n {
+		a.cur, a.curIdx = nil, -1
+	}
 	// Give back the directory too once it is mostly unused.
 	if cap(a.chunks) > 64 && 4*n < cap(a.chunks) {
 		a.chunks = append([]*chunk[T](nil), a.chunks...)

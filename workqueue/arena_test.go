@@ -89,37 +89,43 @@ func TestArenaReusesTheLastReleasedEntry(t *testing.T) {
 // TestArenaLimit: alloc refuses beyond the limit and works again once entries are released.
 func TestArenaLimit(t *testing.T) {
 	a := newArena[int]()
-	a.limit = 3
+	a.limit = chunkSize
 	var es []*entry[int]
-	for range 3 {
-		es = append(es, a.alloc())
+	for range chunkSize {
+		e := a.alloc()
+		require.NotNil(t, e)
+		es = append(es, e)
 	}
 	require.Nil(t, a.alloc())
 	a.release(es[1])
 	require.Same(t, es[1], a.alloc())
-	require.Equal(t, 3, a.n)
+	require.Equal(t, chunkSize, a.n)
+	require.Len(t, a.chunks, 1)
 }
 
 // TestQueueBeyondMaxEntries: at the limit, adds of new items are dropped (also delayed ones);
-// items already known still dedup and requeue, and nothing is corrupted.
+// items already known still dedup, change priority and requeue, and nothing is corrupted.
 func TestQueueBeyondMaxEntries(t *testing.T) {
 	q, clk := newTestQueue(t)
-	q.items.arena.limit = 3
-	q.Add("a")
-	q.Add("b")
-	q.Add("c")
-	q.Add("d")
-	q.AddAfter("e", time.Second)
-	q.AddWithOpts(AddOpts{Priority: 1}, "f", "a")
+	q.items.arena.limit = chunkSize
+	var want []string
+	for i := range chunkSize {
+		q.Add(strconv.Itoa(i))
+		want = append(want, strconv.Itoa(i))
+	}
+	q.Add("new")
+	q.AddAfter("delayed", time.Second)
+	q.AddWithOpts(AddOpts{Priority: 1}, "raised", "5")
 	clk.Step(time.Second)
-	require.Equal(t, 3, q.Len())
+	require.Equal(t, chunkSize, q.Len())
 	item, _ := q.Get()
-	require.Equal(t, "a", item, "the known item keeps its raised priority")
-	q.Add("a") // dirty: requeued at Done
-	q.Done("a")
-	require.Equal(t, []string{"b", "c", "a"}, drain(q))
-	q.Add("g")
-	require.Equal(t, []string{"g"}, drain(q))
+	require.Equal(t, "5", item, "the known item keeps its raised priority")
+	q.Add("5") // dirty: requeued at Done
+	q.Done("5")
+	want = append(append(want[:5:5], want[6:]...), "5")
+	require.Equal(t, want, drain(q))
+	q.Add("after")
+	require.Equal(t, []string{"after"}, drain(q))
 	assertEmptyInside(t, q)
 }
 

@@ -139,7 +139,7 @@ func New[T comparable](opts ...Option[T]) *Queue[T] {
 
 // Add marks item as needing processing, at priority 0. An item already waiting to be handed out
 // is not queued twice; an item being processed is handed out again after its Done. Adds after
-// ShutDown are ignored.
+// ShutDown are ignored, as is an add of a new item while the queue holds 2^31 items.
 func (q *Queue[T]) Add(item T) {
 	h := q.items.hash(item)
 	q.items.touch(h)
