@@ -131,7 +131,9 @@ func (q *Queue[T]) deadline(d time.Duration) time.Duration {
 func (q *Queue[T]) delayLocked(item T, h uint64, at time.Duration, prio int, t *Trigger) {
 	e := q.items.get(h, item)
 	if e == nil {
-		e = q.newEntryLocked(item, h)
+		if e = q.newEntryLocked(item, h); e == nil {
+			return
+		}
 	}
 	if q.provenance {
 		q.recordLocked(e, t, true)

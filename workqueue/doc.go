@@ -36,6 +36,14 @@
 //     GetWithReasons hands out with the item. A delayed add's trigger joins when the delay
 //     ends. Off by default, and then it costs no allocation.
 //
+// # Limits
+//
+// A queue holds at most 2^31 distinct items at once (ready, being processed or waiting for a
+// delay): its entries are addressed by 32-bit indices. An add of an item the queue does not
+// hold is dropped while it is full; items it holds are added, delayed and handed out as usual.
+// Memory follows the queue down after a burst once the items added last have been handed out
+// and are Done.
+//
 // # The worker loop
 //
 // Every worker runs the same loop; Done must be called for every item Get returned:

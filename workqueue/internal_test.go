@@ -68,8 +68,10 @@ func assertEmptyInside(t *testing.T, q *Queue[string]) {
 			}
 		}
 	}
-	for _, e := range q.free {
-		assert.Zero(t, e.item, "a recycled entry keeps its item")
+	for _, ch := range q.items.arena.chunks {
+		for i := range ch.used {
+			assert.Zero(t, ch.e[i].item, "a recycled entry keeps its item")
+		}
 	}
 }
 
@@ -277,7 +279,7 @@ func TestRingsShrinkAfterABurst(t *testing.T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	assert.LessOrEqual(t, len(q.ready.ring(0).buf), keepRing)
-	assert.LessOrEqual(t, len(q.free), maxFree)
+	assert.LessOrEqual(t, len(q.items.arena.chunks), keepChunks, "chunks kept after the burst")
 }
 
 func TestIdleLevelsAreBounded(t *testing.T) {

@@ -28,7 +28,6 @@ type Queue[T comparable] struct {
 	provenance   bool             // keep a Reasons record per entry (WithProvenance)
 	shuttingDown bool
 	draining     bool
-	free         []*entry[T] // recycled entries, so steady-state adds allocate nothing
 	delayed      delayHeap[T]
 	waitSeq      uint64
 
@@ -80,9 +79,10 @@ const (
 	stDirty
 )
 
+// entry is what the queue knows of one item. Entries live in the table's arena (arena.go),
+// which recycles them.
 type entry[T comparable] struct {
 	item T
-	h    uint64 // hash of item in Queue.items
 	prio int    // priority of the ready slot, or of the re-add when dirty
 	seq  uint64 // matches the entry's live slot in ready; bumped on every enqueue
 
@@ -92,6 +92,10 @@ type entry[T comparable] struct {
 
 	mx  *entryMetrics[T] // nil unless metrics are on; kept when the entry is recycled
 	why *provenance      // nil unless provenance is on; kept when the entry is recycled
+
+	tag  uint32 // the table's tag of item's hash
+	idx  uint32 // where the entry is in the arena
+	next uint32 // the arena's list of free entries, while released
 
 	state   uint8
 	waiting bool // in delayed
@@ -135,7 +139,7 @@ func New[T comparable](opts ...Option[T]) *Queue[T] {
 
 // Add marks item as needing processing, at priority 0. An item already waiting to be handed out
 // is not queued twice; an item being processed is handed out again after its Done. Adds after
-// ShutDown are ignored.
+// ShutDown are ignored, as is an add of a new item while the queue holds 2^31 items.
 func (q *Queue[T]) Add(item T) {
 	h := q.items.hash(item)
 	q.items.touch(h)
@@ -413,7 +417,9 @@ func (q *Queue[T]) shutDown(drain bool) {
 func (q *Queue[T]) addLocked(item T, h uint64, prio int, t *Trigger) {
 	e := q.items.get(h, item)
 	if e == nil {
-		e = q.newEntryLocked(item, h)
+		if e = q.newEntryLocked(item, h); e == nil {
+			return
+		}
 		q.enqueueLocked(e, prio)
 		if q.metrics != nil {
 			q.metrics.added(e)
@@ -535,28 +541,17 @@ func (q *Queue[T]) unlock() {
 	}
 }
 
+// newEntryLocked adds an entry for item, whose hash is h and which the queue does not know, or
+// returns nil when the queue already holds maxEntries items (the add is then dropped).
 func (q *Queue[T]) newEntryLocked(item T, h uint64) *entry[T] {
-	var e *entry[T]
-	if n := len(q.free); n > 0 {
-		e = q.free[n-1]
-		q.free[n-1] = nil
-		q.free = q.free[:n-1]
-	} else {
-		e = &entry[T]{}
-	}
-	e.item, e.h = item, h
-	q.items.put(e)
-	return e
+	return q.items.insert(item, h)
 }
-
-// maxFree bounds the recycled entries kept after a burst.
-const maxFree = 1024
 
 // releaseLocked forgets an entry that is neither ready, processing nor waiting. Its seq and
 // waitSeq are kept: a stale slot may still point at it and must stay stale if the entry is
 // reused.
 func (q *Queue[T]) releaseLocked(e *entry[T]) {
-	q.items.remove(e)
+	q.items.delete(e)
 	var zero T
 	e.item = zero
 	e.state = 0
@@ -565,9 +560,6 @@ func (q *Queue[T]) releaseLocked(e *entry[T]) {
 	}
 	if e.why != nil {
 		*e.why = provenance{}
-	}
-	if len(q.free) < maxFree {
-		q.free = append(q.free, e)
 	}
 }
 

@@ -4,33 +4,28 @@ package workqueue
 
 import (
 	"hash/maphash"
+	"math/bits"
 	"sync/atomic"
 )
 
 // table maps items to their entries: open addressing with linear probing and backward-shift
-// deletion (no tombstones), 16-byte slots holding the item's hash and its entry.
+// deletion (no tombstones). A slot is 8 bytes, tag<<32 | index: the tag is the high 32 bits of
+// the item's hash (never 0, so 0 is an empty slot) and the index is the entry's in the arena,
+// which the table owns. Slots hold no pointers, so the collector does not scan the slot array.
 //
 // It replaces a Go map so that the hash is computed before the queue's lock is taken (hash only
 // reads the immutable seed): under contention every nanosecond inside the lock is paid by every
-// waiting goroutine. The entry stores its hash, so removing it needs no rehash.
+// waiting goroutine. A slot's position comes from the top bits of its tag, so neither a resize
+// nor a deletion needs an entry's hash or the entry itself; the entry stores its tag so that
+// removing it starts at the right slot.
 type table[T comparable] struct {
 	seed  maphash.Seed
-	slots []tslot[T] // len is 0 or a power of two
+	slots []uint64 // len is 0 or a power of two
+	shift uint8    // 32 - log2(len(slots)): a slot's home is tag >> shift
 	n     int
 	// view is slots as of the last resize, for touch, which runs without the queue's lock.
-	view atomic.Pointer[[]tslot[T]]
-}
-
-// A slot's h is written with atomic stores, so that touch may read it without the lock; e is
-// only ever read under the lock.
-type tslot[T comparable] struct {
-	h uint64
-	e *entry[T] // nil: empty
-}
-
-func (s *tslot[T]) set(o tslot[T]) {
-	atomic.StoreUint64(&s.h, o.h)
-	s.e = o.e
+	view  atomic.Pointer[[]uint64]
+	arena arena[T]
 }
 
 const (
@@ -40,10 +35,20 @@ const (
 	keepTable = 4096
 )
 
-func newTable[T comparable]() table[T] { return table[T]{seed: maphash.MakeSeed()} }
+func newTable[T comparable]() table[T] {
+	return table[T]{seed: maphash.MakeSeed(), arena: newArena[T]()}
+}
 
 // hash may be called without the queue's lock.
 func (t *table[T]) hash(item T) uint64 { return maphash.Comparable(t.seed, item) }
+
+// tagOf is the tag of hash h: its high 32 bits, with 0 (the empty slot) taken as 1.
+func tagOf(h uint64) uint32 {
+	if tag := uint32(h >> 32); tag != 0 {
+		return tag
+	}
+	return 1
+}
 
 // touch reads the slot where a lookup of hash h starts, without the queue's lock, and returns
 // what it read (callers ignore it). Called before taking the lock, it brings the slot's cache
@@ -56,7 +61,8 @@ func (t *table[T]) touch(h uint64) uint64 {
 		return 0
 	}
 	sl := *v
-	return atomic.LoadUint64(&sl[h&uint64(len(sl)-1)].h)
+	shift := 33 - bits.Len(uint(len(sl)))
+	return atomic.LoadUint64(&sl[tagOf(h)>>shift])
 }
 
 func (t *table[T]) len() int { return t.n }
@@ -66,46 +72,55 @@ func (t *table[T]) get(h uint64, item T) *entry[T] {
 	if t.n == 0 {
 		return nil
 	}
+	tag := tagOf(h)
 	mask := uint64(len(t.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		s := &t.slots[i]
-		if s.e == nil {
+	for i := uint64(tag >> t.shift); ; i = (i + 1) & mask {
+		s := t.slots[i]
+		if s == 0 {
 			return nil
 		}
-		if s.h == h && s.e.item == item {
-			return s.e
+		if uint32(s>>32) == tag {
+			if e := t.arena.at(uint32(s)); e.item == item {
+				return e
+			}
 		}
 	}
 }
 
-// put adds e, whose item is not in the table; e.h must be set.
-func (t *table[T]) put(e *entry[T]) {
+// insert adds an entry for item, whose hash is h and which is not in the table, and returns
+// it; nil when the queue already holds maxEntries items.
+func (t *table[T]) insert(item T, h uint64) *entry[T] {
+	e := t.arena.alloc()
+	if e == nil {
+		return nil
+	}
 	if 4*(t.n+1) > 3*len(t.slots) {
 		t.resize(max(minTable, 2*len(t.slots)))
 	}
-	t.place(tslot[T]{h: e.h, e: e})
+	tag := tagOf(h)
+	e.item, e.tag = item, tag
+	atomic.StoreUint64(&t.slots[t.free(tag)], uint64(tag)<<32|uint64(e.idx))
 	t.n++
+	return e
 }
 
-func (t *table[T]) place(s tslot[T]) {
-	t.slots[t.free(s.h)].set(s)
-}
-
-// free returns the first empty slot of h's probe run.
-func (t *table[T]) free(h uint64) uint64 {
+// free returns the first empty slot of tag's probe run.
+func (t *table[T]) free(tag uint32) uint64 {
 	mask := uint64(len(t.slots) - 1)
-	i := h & mask
-	for t.slots[i].e != nil {
+	i := uint64(tag >> t.shift)
+	for t.slots[i] != 0 {
 		i = (i + 1) & mask
 	}
 	return i
 }
 
-// remove deletes e, which must be in the table.
-func (t *table[T]) remove(e *entry[T]) {
+// delete removes e, which must be in the table, and gives it back to the arena; the caller
+// has cleared what must not stay reachable.
+func (t *table[T]) delete(e *entry[T]) {
 	mask := uint64(len(t.slots) - 1)
-	i := e.h & mask
-	for t.slots[i].e != e {
+	want := uint64(e.tag)<<32 | uint64(e.idx)
+	i := uint64(e.tag >> t.shift)
+	for t.slots[i] != want {
 		i = (i + 1) & mask
 	}
 	// Backward shift: move later slots of the probe run into the hole unless their home
@@ -113,18 +128,19 @@ func (t *table[T]) remove(e *entry[T]) {
 	for j := i; ; {
 		j = (j + 1) & mask
 		s := t.slots[j]
-		if s.e == nil {
+		if s == 0 {
 			break
 		}
-		home := s.h & mask
+		home := uint64(uint32(s>>32) >> t.shift)
 		if (j-home)&mask < (j-i)&mask {
 			continue
 		}
-		t.slots[i].set(s)
+		atomic.StoreUint64(&t.slots[i], s)
 		i = j
 	}
-	t.slots[i].set(tslot[T]{})
+	atomic.StoreUint64(&t.slots[i], 0)
 	t.n--
+	t.arena.release(e)
 	if len(t.slots) > keepTable && 16*t.n < len(t.slots) {
 		t.resize(len(t.slots) / 2)
 	}
@@ -132,11 +148,12 @@ func (t *table[T]) remove(e *entry[T]) {
 
 func (t *table[T]) resize(size int) {
 	old := t.slots
-	t.slots = make([]tslot[T], size)
+	t.slots = make([]uint64, size)
+	t.shift = uint8(33 - bits.Len(uint(size)))
 	for _, s := range old {
-		if s.e != nil {
+		if s != 0 {
 			// Plain stores: touch cannot see the new slots before view is stored below.
-			t.slots[t.free(s.h)] = s
+			t.slots[t.free(uint32(s>>32))] = s
 		}
 	}
 	view := t.slots
@@ -146,8 +163,8 @@ func (t *table[T]) resize(size int) {
 // all calls f for every entry (tests only).
 func (t *table[T]) all(f func(*entry[T])) {
 	for _, s := range t.slots {
-		if s.e != nil {
-			f(s.e)
+		if s != 0 {
+			f(t.arena.at(uint32(s)))
 		}
 	}
 }

@@ -8,16 +8,20 @@ package workqueue
 //
 //	go test -tags wqmap -run '^$' -bench 'Fill|Burst' ./workqueue/
 //
-// A map never shrinks, so a new one replaces it when it empties after a burst.
+// A map never shrinks, so a new one replaces it when it empties after a burst. The entries live
+// in the same arena as with the table.
 
 type table[T comparable] struct {
-	m    map[T]*entry[T]
-	peak int
+	m     map[T]*entry[T]
+	peak  int
+	arena arena[T]
 }
 
 const keepTable = 4096
 
-func newTable[T comparable]() table[T] { return table[T]{m: make(map[T]*entry[T])} }
+func newTable[T comparable]() table[T] {
+	return table[T]{m: make(map[T]*entry[T]), arena: newArena[T]()}
+}
 
 func (t *table[T]) hash(item T) uint64    { return 0 }
 func (t *table[T]) touch(h uint64) uint64 { return 0 }
@@ -25,12 +29,19 @@ func (t *table[T]) len() int              { return len(t.m) }
 func (t *table[T]) get(h uint64, item T) *entry[T] {
 	return t.m[item]
 }
-func (t *table[T]) put(e *entry[T]) {
-	t.m[e.item] = e
+func (t *table[T]) insert(item T, h uint64) *entry[T] {
+	e := t.arena.alloc()
+	if e == nil {
+		return nil
+	}
+	e.item = item
+	t.m[item] = e
 	t.peak = max(t.peak, len(t.m))
+	return e
 }
-func (t *table[T]) remove(e *entry[T]) {
+func (t *table[T]) delete(e *entry[T]) {
 	delete(t.m, e.item)
+	t.arena.release(e)
 	if len(t.m) == 0 && t.peak > keepTable {
 		t.m = make(map[T]*entry[T])
 		t.peak = 0

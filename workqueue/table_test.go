@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestTableMatchesAMap runs random puts and removes against a Go map, through growth, shrinking
-// and probe runs that wrap around the end of the slot array, checking every key after each step
-// batch and that removals leave no trace.
+// TestTableMatchesAMap runs random inserts and deletes against a Go map, through growth,
+// shrinking and probe runs that wrap around the end of the slot array, checking every key after
+// each step batch and that deletions leave no trace.
 func TestTableMatchesAMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	tab := newTable[string]()
@@ -24,6 +24,7 @@ func TestTableMatchesAMap(t *testing.T) {
 	check := func() {
 		t.Helper()
 		require.Equal(t, len(ref), tab.len())
+		require.Equal(t, len(ref), tab.arena.n)
 		for _, k := range keys[:2000] {
 			got := tab.get(tab.hash(k), k)
 			require.Equal(t, ref[k], got, "key %s", k)
@@ -38,11 +39,12 @@ func TestTableMatchesAMap(t *testing.T) {
 		for steps := 0; steps < 40_000; steps++ {
 			k := keys[rng.IntN(len(keys))]
 			if e, ok := ref[k]; ok && (len(ref) > target || rng.IntN(3) == 0) {
-				tab.remove(e)
+				tab.delete(e)
 				delete(ref, k)
 			} else if !ok && len(ref) < target {
-				e := &entry[string]{item: k, h: tab.hash(k)}
-				tab.put(e)
+				e := tab.insert(k, tab.hash(k))
+				require.NotNil(t, e)
+				require.Equal(t, k, e.item)
 				ref[k] = e
 			}
 			if steps%5000 == 0 {
@@ -52,36 +54,50 @@ func TestTableMatchesAMap(t *testing.T) {
 		check()
 	}
 	for _, e := range ref {
-		tab.remove(e)
+		tab.delete(e)
 	}
 	require.Zero(t, tab.len())
 	for _, s := range tab.slots {
-		require.Nil(t, s.e)
+		require.Zero(t, s)
 	}
 	require.LessOrEqual(t, len(tab.slots), keepTable)
 }
 
-// TestTableCollidingHashes forces every key into one probe run, so that backward-shift deletion
-// is exercised on runs that wrap around.
+// TestTableCollidingHashes forces every key into two neighbouring probe runs at the end of the
+// slot array, so that backward-shift deletion is exercised on runs that wrap around.
 func TestTableCollidingHashes(t *testing.T) {
 	tab := newTable[int]()
-	ref := map[int]*entry[int]{}
+	type kept struct {
+		e *entry[int]
+		h uint64
+	}
+	ref := map[int]kept{}
 	rng := rand.New(rand.NewPCG(5, 6))
 	for step := range 20_000 {
 		k := rng.IntN(12)
-		if e, ok := ref[k]; ok {
-			tab.remove(e)
+		if r, ok := ref[k]; ok {
+			tab.delete(r.e)
 			delete(ref, k)
 		} else {
-			// Homes near the end of the array make runs wrap; h is not the real hash, so look
-			// up by probing with the same h.
-			e := &entry[int]{item: k, h: uint64(14 + k%3)}
-			tab.put(e)
-			ref[k] = e
+			// 12 keys fit a table of 16 slots, whose home is the tag's top 4 bits: homes 14
+			// and 15 make the runs wrap. h is not the real hash, so look up with the same h.
+			h := uint64(14+k%2)<<60 | uint64(k+1)<<32
+			ref[k] = kept{tab.insert(k, h), h}
 		}
-		for k, e := range ref {
-			require.Same(t, e, tab.get(e.h, k), "step %d key %d", step, k)
+		for k, r := range ref {
+			require.Same(t, r.e, tab.get(r.h, k), "step %d key %d", step, k)
 		}
 		require.Equal(t, len(ref), tab.len())
+		require.Len(t, tab.slots, minTable)
 	}
+}
+
+// TestTagIsNeverZero checks that a hash whose high half is zero still gets a full slot.
+func TestTagIsNeverZero(t *testing.T) {
+	tab := newTable[int]()
+	e := tab.insert(7, 42) // tag 0 before the fix-up
+	require.Same(t, e, tab.get(42, 7))
+	require.Equal(t, 1, tab.len())
+	tab.delete(e)
+	require.Nil(t, tab.get(42, 7))
 }
