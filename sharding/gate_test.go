@@ -179,6 +179,18 @@ func eventually(t *testing.T, cond func() bool, msg string) {
 
 var keyX = controller.Key{Namespace: "default", Name: "x"}
 
+// awaitEnqueued waits up to 10 s for the gate to enqueue a key, checks that
+// it is key, and fails with missing when none comes.
+func (ge *gateEnv) awaitEnqueued(t *testing.T, key controller.Key, missing string) {
+	t.Helper()
+	select {
+	case k := <-ge.enqueued:
+		assert.Equal(t, key, k)
+	case <-time.After(10 * time.Second):
+		t.Fatal(missing)
+	}
+}
+
 // A drain waits for the in-flight Reconcile, is acknowledged with one
 // patch, and the key stays refused after the object left the cache, until
 // it is assigned here again.
@@ -206,12 +218,7 @@ func TestGateAcknowledgesADrainAfterTheReconcile(t *testing.T) {
 	// Refused only while the acknowledgement's reply is still on its way,
 	// and then enqueued again.
 	if !ge.gate.Admit(keyX) {
-		select {
-		case k := <-ge.enqueued:
-			assert.Equal(t, keyX, k)
-		case <-time.After(10 * time.Second):
-			t.Fatal("a key refused during the acknowledgement was not enqueued again")
-		}
+		ge.awaitEnqueued(t, keyX, "a key refused during the acknowledgement was not enqueued again")
 		require.True(t, ge.gate.Admit(keyX), "assigned here again")
 	}
 	ge.gate.Release(keyX)
@@ -260,12 +267,7 @@ func TestGateWaitsForTheChildrenFence(t *testing.T) {
 			Name: n, Labels: map[string]string{Label("r"): "m"}}}, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	select {
-	case k := <-ge.enqueued:
-		assert.Equal(t, keyX, k)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the key was not enqueued when the fence passed")
-	}
+	ge.awaitEnqueued(t, keyX, "the key was not enqueued when the fence passed")
 	require.True(t, ge.gate.Admit(keyX))
 	ge.gate.Release(keyX)
 	assert.Equal(t, 0.0, testutil.ToFloat64(ge.metrics.fenceTimeouts.WithLabelValues("r", "m")))
@@ -305,12 +307,7 @@ func TestGateAdmitsDeletionsAndCountsKeys(t *testing.T) {
 	// The controller's handler of the deletion may run before the gate's: a
 	// key refused then is enqueued again once the gate has seen the deletion.
 	if !ge.gate.Admit(keyX) {
-		select {
-		case k := <-ge.enqueued:
-			assert.Equal(t, keyX, k)
-		case <-time.After(10 * time.Second):
-			t.Fatal("a deletion refused before the gate saw it was not enqueued again")
-		}
+		ge.awaitEnqueued(t, keyX, "a deletion refused before the gate saw it was not enqueued again")
 		require.True(t, ge.gate.Admit(keyX), "a deleted owner is reconciled as usual")
 	}
 	ge.gate.Release(keyX)
