@@ -231,8 +231,8 @@ func (t *term) dropLists(ns string) {
 // versions the relabel may have made stale.
 func (t *term) relabelChildren(ctx context.Context, owner *metav1.PartialObjectMetadata, member string, f fence, fromAPI bool, mark uint64) error {
 	children := t.childrenOf(owner.UID)
-	if fromAPI && t.listChildren != nil {
-		listed, err := t.listChildren(ctx, owner, mark)
+	if fromAPI && t.lists != nil {
+		listed, err := t.lists.children(ctx, t.opts.Children, owner, mark)
 		if err != nil {
 			return err
 		}

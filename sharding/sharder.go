@@ -177,16 +177,12 @@ type term struct {
 	// (lists) when their owner changes hands.
 	strays []childInformer
 	leases informer.Informer[*coordinationv1.Lease]
-	lists  *childLists // nil in unit tests that do not look
+	lists  *childLists // reads labelled children from the API server; nil in unit tests that do not look
 
 	// ownerGet and childrenOf read the caches (replaced in unit tests);
 	// childrenOf returns an owner's children without the ring's label.
 	ownerGet   func(key string) (*metav1.PartialObjectMetadata, bool)
 	childrenOf func(uid types.UID) []child
-	// listChildren reads owner's labelled children from the API server, by
-	// a LIST started after mark (childLists); nil in unit tests that do not
-	// look.
-	listChildren func(ctx context.Context, owner *metav1.PartialObjectMetadata, mark uint64) ([]child, error)
 	// getLease reads a member Lease from the API server, not the cache;
 	// nil in unit tests that do not look.
 	getLease func(ctx context.Context, name string) (*coordinationv1.Lease, error)
@@ -278,9 +274,6 @@ func (s *Sharder) newTerm(ctx context.Context) (*term, error) {
 		}
 		m, ok := obj.(*metav1.PartialObjectMetadata)
 		return m, ok
-	}
-	t.listChildren = func(ctx context.Context, owner *metav1.PartialObjectMetadata, mark uint64) ([]child, error) {
-		return t.lists.children(ctx, s.opts.Children, owner, mark)
 	}
 	t.childrenOf = func(uid types.UID) []child {
 		var out []child

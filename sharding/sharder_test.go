@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	testingclock "k8s.io/utils/clock/testing"
@@ -42,6 +44,25 @@ type fakeAPI struct {
 	lose func(write string) bool
 	// lists counts the sharder's reads of labelled children.
 	lists int
+}
+
+// list serves the sharder's LISTs of children from the current state: the
+// pods of ns its label selector selects, in one page; lists counts them.
+func (f *fakeAPI) list(_ context.Context, gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	sel, err := labels.Parse(opts.LabelSelector)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lists++
+	out := &metav1.PartialObjectMetadataList{}
+	for k, o := range f.objs {
+		if strings.HasPrefix(k, gvr.Resource+"/"+ns+"/") && sel.Matches(labels.Set(o.Labels)) {
+			out.Items = append(out.Items, *o.DeepCopy())
+		}
+	}
+	return out, nil
 }
 
 // children returns the pods in objs controlled by uid, with the ring's
@@ -187,12 +208,7 @@ func newTestTerm(t *testing.T, api *fakeAPI, clk *testingclock.FakeClock, m *Met
 		return api.children(api.cache, uid, false)
 	}
 	if children {
-		tm.listChildren = func(_ context.Context, o *metav1.PartialObjectMetadata, _ uint64) ([]child, error) {
-			api.mu.Lock()
-			api.lists++
-			api.mu.Unlock()
-			return api.children(api.objs, o.UID, true), nil
-		}
+		tm.lists = newChildLists("r", clk, api.list)
 	}
 	return tm
 }
@@ -597,18 +613,6 @@ func TestSyncHandoversShareAChildrenList(t *testing.T) {
 		api.add(pods, name+"-x", map[string]string{Label("r"): "gone"}, owner)
 	}
 	api.refresh()
-	f := &fakeLister{}
-	api.mu.Lock()
-	for k, o := range api.objs {
-		if k[:len(pods.Resource)] == pods.Resource {
-			f.items = append(f.items, *o.DeepCopy())
-		}
-	}
-	api.mu.Unlock()
-	tm.lists = newChildLists("r", tm.clock, f.list)
-	tm.listChildren = func(ctx context.Context, o *metav1.PartialObjectMetadata, mark uint64) ([]child, error) {
-		return tm.lists.children(ctx, []schema.GroupVersionResource{pods}, o, mark)
-	}
 	for _, name := range names[:2] {
 		tm.enqueueObject(api.get(owners, name))
 	}
@@ -618,7 +622,7 @@ func TestSyncHandoversShareAChildrenList(t *testing.T) {
 		assert.Equal(t, "b", api.get(owners, name).Labels[Label("r")])
 		assert.Equal(t, "b", api.get(pods, name+"-x").Labels[Label("r")])
 	}
-	assert.Equal(t, 1, f.lists(), "one children LIST for the burst")
+	assert.Equal(t, 1, api.lists, "one children LIST for the burst")
 	tm.mu.Lock()
 	assert.NotContains(t, tm.marks, "ns/"+names[0], "forgotten once assigned")
 	tm.mu.Unlock()
@@ -631,7 +635,7 @@ func TestSyncHandoversShareAChildrenList(t *testing.T) {
 	api.refresh()
 	_, err = tm.sync(context.Background(), "ns/"+names[2])
 	require.NoError(t, err)
-	assert.Equal(t, 2, f.lists())
+	assert.Equal(t, 2, api.lists)
 }
 
 // A relabel that fails drops the LIST it used (its versions may be stale
@@ -642,19 +646,6 @@ func TestSyncRetriesAFailedRelabelFromAFreshList(t *testing.T) {
 	owner := api.add(owners, "rs", map[string]string{Label("r"): "gone"}, nil)
 	api.add(pods, "rs-x", map[string]string{Label("r"): "gone"}, owner)
 	api.refresh()
-	tm.lists = newChildLists("r", tm.clock, func(ctx context.Context, _ schema.GroupVersionResource, _ string, _ metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
-		out := &metav1.PartialObjectMetadataList{}
-		for _, c := range api.children(api.objs, owner.UID, true) {
-			out.Items = append(out.Items, *c.obj)
-		}
-		api.mu.Lock()
-		api.lists++
-		api.mu.Unlock()
-		return out, nil
-	})
-	tm.listChildren = func(ctx context.Context, o *metav1.PartialObjectMetadata, mark uint64) ([]child, error) {
-		return tm.lists.children(ctx, []schema.GroupVersionResource{pods}, o, mark)
-	}
 	tm.enqueueObject(api.get(owners, "rs"))
 	api.lose = func(string) bool { return true }
 	_, err := tm.sync(context.Background(), "ns/rs")
