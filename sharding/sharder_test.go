@@ -65,17 +65,17 @@ func (f *fakeAPI) list(_ context.Context, gvr schema.GroupVersionResource, ns st
 	return out, nil
 }
 
-// children returns the pods in objs controlled by uid, with the ring's
-// label (labelled) or without.
-func (f *fakeAPI) children(objs map[string]*metav1.PartialObjectMetadata, uid types.UID, labelled bool) []child {
+// strays returns the cached pods controlled by uid without the ring's label:
+// what the sharder caches of the children.
+func (f *fakeAPI) strays(uid types.UID) []child {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []child
-	for k, o := range objs {
-		if len(o.OwnerReferences) == 0 || o.OwnerReferences[0].UID != uid || k[:len(pods.Resource)] != pods.Resource {
+	for k, o := range f.cache {
+		if len(o.OwnerReferences) == 0 || o.OwnerReferences[0].UID != uid || !strings.HasPrefix(k, pods.Resource+"/") {
 			continue
 		}
-		if _, ok := o.Labels[Label("r")]; ok == labelled {
+		if _, ok := o.Labels[Label("r")]; !ok {
 			out = append(out, child{gvr: pods, obj: o.DeepCopy()})
 		}
 	}
@@ -205,7 +205,7 @@ func newTestTerm(t *testing.T, api *fakeAPI, clk *testingclock.FakeClock, m *Met
 	// The cache holds the children without the ring's label; the others
 	// are listed from the API server's current state.
 	tm.childrenOf = func(uid types.UID) []child {
-		return api.children(api.cache, uid, false)
+		return api.strays(uid)
 	}
 	if children {
 		tm.lists = newChildLists("r", clk, api.list)
