@@ -73,6 +73,12 @@ func assertEmptyInside(t *testing.T, q *Queue[string]) {
 			assert.Zero(t, ch.e[i].item, "a recycled entry keeps its item")
 		}
 	}
+	assert.Zero(t, q.nRetired, "retired entries not flushed")
+	for _, e := range q.handed {
+		if e != nil {
+			assert.Zero(t, e.item, "handed keeps an item")
+		}
+	}
 }
 
 type payload struct{ data [64]byte }
@@ -399,3 +405,127 @@ func (noopProvider) NewLongestRunningProcessorSecondsMetric(string) kworkqueue.S
 	return noopMetric{}
 }
 func (noopProvider) NewRetriesMetric(string) kworkqueue.CounterMetric { return noopMetric{} }
+
+// TestDoneRetiresInBatches: while the queue is busy, the entries Done finishes stay in the table
+// until retireBatch of them have gathered; an add of one of them meanwhile reuses its entry;
+// they leave at once when the queue goes idle, a getter waits or the queue shuts down.
+func TestDoneRetiresInBatches(t *testing.T) {
+	entries := func(q *Queue[string]) int {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.items.len()
+	}
+	busy := func(t *testing.T) *Queue[string] {
+		q, _ := newTestQueue(t)
+		q.Add("busy") // kept processing: the queue is never idle
+		item, _ := q.Get()
+		require.Equal(t, "busy", item)
+		return q
+	}
+
+	t.Run("batch", func(t *testing.T) {
+		q := busy(t)
+		for i := range retireBatch - 1 {
+			q.Add(strconv.Itoa(i))
+			item, _ := q.Get()
+			q.Done(item)
+		}
+		assert.Equal(t, retireBatch, entries(q), "busy and the finished ones, retired")
+		assert.Zero(t, q.Len())
+		q.Add("last")
+		item, _ := q.Get()
+		q.Done(item)
+		assert.Equal(t, 1, entries(q), "only busy once the batch is full")
+		q.Done("busy")
+		assertEmptyInside(t, q)
+	})
+
+	t.Run("re-added while retired", func(t *testing.T) {
+		q := busy(t)
+		q.Add("a")
+		item, _ := q.Get()
+		q.Done(item)
+		q.Add("a")
+		q.Add("a")
+		assert.Equal(t, 1, q.Len(), "a retired item added twice is queued once")
+		item, _ = q.Get()
+		require.Equal(t, "a", item)
+		q.Add("a") // dirty
+		q.Done("a")
+		item, _ = q.Get()
+		require.Equal(t, "a", item, "re-added while processing: handed out again after Done")
+		q.Done("a")
+		q.Done("a") // not processing: nothing
+		q.AddAfter("a", time.Hour)
+		q.mu.Lock()
+		q.flushRetiredLocked()
+		q.mu.Unlock()
+		assert.Equal(t, 2, entries(q), "an entry waiting for a delay stays in the table")
+		q.ShutDown()
+		q.Done("busy")
+		assertEmptyInside(t, q)
+	})
+
+	t.Run("idle", func(t *testing.T) {
+		q, _ := newTestQueue(t)
+		for i := range 10 {
+			q.Add(strconv.Itoa(i))
+		}
+		drain(q)
+		assertEmptyInside(t, q)
+	})
+
+	t.Run("waiting getter", func(t *testing.T) {
+		q := busy(t)
+		q.Add("a")
+		item, _ := q.Get()
+		q.Done(item)
+		require.Equal(t, 2, entries(q))
+		got := make(chan string)
+		go func() {
+			item, _ := q.Get()
+			got <- item
+		}()
+		require.Eventually(t, func() bool { return entries(q) == 1 }, waitTimeout, time.Millisecond,
+			"a Get that waits takes the retired entries out")
+		q.Add("b")
+		assert.Equal(t, "b", <-got)
+		q.Done("b")
+		q.Done("busy")
+		assertEmptyInside(t, q)
+	})
+
+	t.Run("shutdown", func(t *testing.T) {
+		q := busy(t)
+		q.Add("a")
+		item, _ := q.Get()
+		q.Done(item)
+		q.ShutDown()
+		assert.Equal(t, 1, entries(q))
+		q.Done("busy")
+		assertEmptyInside(t, q)
+	})
+
+	t.Run("many processing", func(t *testing.T) {
+		// More items out at once than handed has slots: Done finds some through the table.
+		q, _ := newTestQueue(t)
+		const n = 4 * handedSize
+		for i := range n {
+			q.Add(strconv.Itoa(i))
+		}
+		out := make([]string, 0, n)
+		for range n {
+			item, _ := q.Get()
+			out = append(out, item)
+		}
+		for _, item := range out {
+			q.Add(item) // dirty
+		}
+		for _, item := range out {
+			q.Done(item)
+		}
+		assert.Equal(t, n, q.Len(), "every Done found its entry")
+		drain(q)
+		assertEmptyInside(t, q)
+	})
+}

@@ -31,6 +31,15 @@ type Queue[T comparable] struct {
 	delayed      delayHeap[T]
 	waitSeq      uint64
 
+	// handed caches the entries Get handed out, by the low bits of their tag, so that Done
+	// finds its entry without a table lookup (a cache miss in a deep queue).
+	handed [handedSize]*entry[T]
+	// retired holds entries Done finished that are to leave the table; they leave in batches
+	// (see retireLocked).
+	retired  [retireBatch]*entry[T]
+	nRetired int
+	sink     uint64 // written by flushRetiredLocked so that its loads are not dropped
+
 	drained sync.Cond // on mu; signalled while draining when nothing is queued or processing
 	down    atomic.Bool
 
@@ -99,6 +108,7 @@ type entry[T comparable] struct {
 
 	state   uint8
 	waiting bool // in delayed
+	retired bool // in Queue.retired: done, and to leave the table with its batch
 }
 
 // New returns a running queue. Call ShutDown (or ShutDownWithDrain) when done with it: that stops
@@ -268,6 +278,10 @@ func (q *Queue[T]) get(why *Reasons) (item T, shutdown bool) {
 		q.unlock()
 		return item, true
 	}
+	// Nothing is ready, so the retired entries need not wait for a full batch.
+	if q.nRetired > 0 {
+		q.flushRetiredLocked()
+	}
 	// Wait for an item to be handed over directly (see dispatchLocked): the waker does the
 	// bookkeeping under its lock, so a woken getter need not take the lock again.
 	w := q.waiterPool.Get().(*waiter[T])
@@ -306,7 +320,6 @@ func (q *Queue[T]) tryTakeLocked(why *Reasons) *entry[T] {
 // again now. Done of an item that is not being processed does nothing.
 func (q *Queue[T]) Done(item T) {
 	h := q.items.hash(item)
-	q.items.touch(h)
 	q.lock()
 	q.doneLocked(item, h)
 	q.unlock()
@@ -329,7 +342,6 @@ func (q *Queue[T]) DoneAndTryGetWithReasons(item T) (next T, why Reasons, ok boo
 // record.
 func (q *Queue[T]) doneAndTryGet(item T, why *Reasons) (next T, ok bool) {
 	h := q.items.hash(item)
-	q.items.touch(h)
 	q.lock()
 	q.doneLocked(item, h)
 	if e := q.tryTakeLocked(why); e != nil {
@@ -341,8 +353,11 @@ func (q *Queue[T]) doneAndTryGet(item T, why *Reasons) (next T, ok bool) {
 
 // doneLocked is Done of item, whose hash is h.
 func (q *Queue[T]) doneLocked(item T, h uint64) {
-	e := q.items.get(h, item)
-	if e == nil || e.state&stProcessing == 0 {
+	tag := tagOf(h)
+	e := q.handed[tag&(handedSize-1)]
+	if e != nil && e.tag == tag && e.item == item && e.state&stProcessing != 0 {
+		q.handed[tag&(handedSize-1)] = nil
+	} else if e = q.items.get(h, item); e == nil || e.state&stProcessing == 0 {
 		return
 	}
 	q.processing--
@@ -358,7 +373,7 @@ func (q *Queue[T]) doneLocked(item T, h uint64) {
 	} else {
 		e.state = 0
 		if !e.waiting {
-			q.releaseLocked(e)
+			q.retireLocked(e)
 		}
 	}
 	if q.draining && q.processing == 0 && q.queued == 0 {
@@ -386,6 +401,7 @@ func (q *Queue[T]) shutDown(drain bool) {
 		q.shuttingDown = true
 		q.down.Store(true)
 		q.dropDelayedLocked()
+		q.flushRetiredLocked()
 	}
 	// Getters wait only while nothing is ready, so each of them can be told to quit.
 	for w := q.waiters.pop(); w != nil; w = q.waiters.pop() {
@@ -483,6 +499,7 @@ func (q *Queue[T]) takeLocked(why *Reasons) *entry[T] {
 	q.queued--
 	e.state = stProcessing
 	q.processing++
+	q.handed[e.tag&(handedSize-1)] = e
 	if q.metrics != nil {
 		q.metrics.started(e)
 	}
@@ -547,10 +564,84 @@ func (q *Queue[T]) newEntryLocked(item T, h uint64) *entry[T] {
 	return q.items.insert(item, h)
 }
 
+// tagOf is the tag of hash h: its high 32 bits, with 0 (the empty slot) taken as 1.
+func tagOf(h uint64) uint32 {
+	if tag := uint32(h >> 32); tag != 0 {
+		return tag
+	}
+	return 1
+}
+
+const (
+	handedSize  = 64
+	retireBatch = 32
+)
+
+// retireLocked takes e, which Done left neither ready, processing nor waiting, out of the
+// table, in batches: while the queue is busy, e stays in the table until retireBatch entries
+// have gathered, and leaves with them. In a deep queue the table's slots are cache misses; a
+// batch loads all of its slots before it changes any, so that the misses overlap instead of each
+// stalling the lock's holder in turn. The batch leaves early when the queue goes idle, a getter
+// waits or the queue shuts down, so a retired item stays reachable only while the queue is busy.
+// An add of an item whose entry is retired reuses the entry.
+func (q *Queue[T]) retireLocked(e *entry[T]) {
+	idle := q.processing == 0 && q.queued == 0
+	if idle && !e.retired {
+		// Nothing to batch with (a single worker's round trip ends here).
+		if q.nRetired > 0 {
+			q.flushRetiredLocked()
+		}
+		q.releaseLocked(e)
+		return
+	}
+	if e.mx != nil {
+		*e.mx = entryMetrics[T]{}
+	}
+	if e.why != nil {
+		*e.why = provenance{}
+	}
+	if !e.retired {
+		e.retired = true
+		q.retired[q.nRetired] = e
+		q.nRetired++
+	}
+	if idle || q.nRetired == retireBatch {
+		q.flushRetiredLocked()
+	}
+}
+
+// flushRetiredLocked takes the retired entries that are still neither ready, processing nor
+// waiting out of the table. The list may hold entries released since (by ShutDown dropping
+// their delay) and reused; their retired flag is false, and they are skipped.
+func (q *Queue[T]) flushRetiredLocked() {
+	rs := q.retired[:q.nRetired]
+	var x uint64
+	for _, e := range rs {
+		if e.retired {
+			x += q.items.peek(e.tag) // independent loads: their misses overlap
+		}
+	}
+	q.sink = x // keeps the loads
+	for _, e := range rs {
+		if e.retired {
+			e.retired = false
+			if e.state == 0 && !e.waiting {
+				q.releaseLocked(e)
+			}
+		}
+	}
+	clear(rs)
+	q.nRetired = 0
+}
+
 // releaseLocked forgets an entry that is neither ready, processing nor waiting. Its seq and
 // waitSeq are kept: a stale slot may still point at it and must stay stale if the entry is
 // reused.
 func (q *Queue[T]) releaseLocked(e *entry[T]) {
+	e.retired = false
+	if q.handed[e.tag&(handedSize-1)] == e {
+		q.handed[e.tag&(handedSize-1)] = nil
+	}
 	q.items.delete(e)
 	var zero T
 	e.item = zero

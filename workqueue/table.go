@@ -42,14 +42,6 @@ func newTable[T comparable]() table[T] {
 // hash may be called without the queue's lock.
 func (t *table[T]) hash(item T) uint64 { return maphash.Comparable(t.seed, item) }
 
-// tagOf is the tag of hash h: its high 32 bits, with 0 (the empty slot) taken as 1.
-func tagOf(h uint64) uint32 {
-	if tag := uint32(h >> 32); tag != 0 {
-		return tag
-	}
-	return 1
-}
-
 // touch reads the slot where a lookup of hash h starts, without the queue's lock, and returns
 // what it read (callers ignore it). Called before taking the lock, it brings the slot's cache
 // line in while the caller may still wait for the lock, rather than while it holds it and every
@@ -64,6 +56,9 @@ func (t *table[T]) touch(h uint64) uint64 {
 	shift := 33 - bits.Len(uint(len(sl)))
 	return atomic.LoadUint64(&sl[tagOf(h)>>shift])
 }
+
+// peek loads the slot where tag's probe run starts (under the queue's lock).
+func (t *table[T]) peek(tag uint32) uint64 { return t.slots[tag>>t.shift] }
 
 func (t *table[T]) len() int { return t.n }
 

@@ -23,9 +23,10 @@ func newTable[T comparable]() table[T] {
 	return table[T]{m: make(map[T]*entry[T]), arena: newArena[T]()}
 }
 
-func (t *table[T]) hash(item T) uint64    { return 0 }
-func (t *table[T]) touch(h uint64) uint64 { return 0 }
-func (t *table[T]) len() int              { return len(t.m) }
+func (t *table[T]) hash(item T) uint64     { return 0 }
+func (t *table[T]) touch(h uint64) uint64  { return 0 }
+func (t *table[T]) peek(tag uint32) uint64 { return 0 }
+func (t *table[T]) len() int               { return len(t.m) }
 func (t *table[T]) get(h uint64, item T) *entry[T] {
 	return t.m[item]
 }
@@ -34,7 +35,7 @@ func (t *table[T]) insert(item T, h uint64) *entry[T] {
 	if e == nil {
 		return nil
 	}
-	e.item = item
+	e.item, e.tag = item, tagOf(h)
 	t.m[item] = e
 	t.peak = max(t.peak, len(t.m))
 	return e
