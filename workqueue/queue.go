@@ -317,7 +317,8 @@ func (q *Queue[T]) tryTakeLocked(why *Reasons) *entry[T] {
 }
 
 // Done marks item as processed. If it was added again while it was processed, it is queued
-// again now. Done of an item that is not being processed does nothing.
+// again now. Done of an item that is not being processed does nothing. A busy queue may keep
+// the item reachable until 31 more are Done (see Limits in the package documentation).
 func (q *Queue[T]) Done(item T) {
 	h := q.items.hash(item)
 	q.lock()
