@@ -3,6 +3,7 @@ package workqueue_test
 import (
 	"math/rand/v2"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -88,6 +89,67 @@ func BenchmarkParallel(b *testing.B) {
 		add := func(i int, key string) { q.AddWithOpts(workqueue.AddOpts{Priority: i & 3}, key) }
 		benchload.ParallelWorkerLoop(b, q, 8, benchKeys, add, q.ShutDownWithDrain)
 	})
+}
+
+// BenchmarkParallelFloor runs the load of BenchmarkParallel/workers=8 through floorQueue, the
+// least a queue can do under it, for the floor the load and one lock set on a machine.
+func BenchmarkParallelFloor(b *testing.B) {
+	q := &floorQueue{}
+	q.ready.L = &q.mu
+	benchload.Parallel(b, q, 8, benchKeys, func(_ int, key string) { q.add(key) }, q.shutDown)
+}
+
+// floorQueue is one mutex around a FIFO slice: no deduplication, no processing set, no
+// priorities, no delays. It is not a work queue; it measures the benchmark load and the lock.
+type floorQueue struct {
+	mu    sync.Mutex
+	ready sync.Cond
+	items []string
+	head  int
+	down  bool
+}
+
+func (q *floorQueue) add(item string) {
+	q.mu.Lock()
+	q.items = append(q.items, item)
+	q.mu.Unlock()
+	q.ready.Signal()
+}
+
+func (q *floorQueue) Get() (string, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.head == len(q.items) && !q.down {
+		q.ready.Wait()
+	}
+	if q.head == len(q.items) {
+		return "", true
+	}
+	item := q.items[q.head]
+	q.items[q.head] = ""
+	if q.head++; q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	}
+	return item, false
+}
+
+// Done takes the lock, as a queue's Done does.
+func (q *floorQueue) Done(string) {
+	q.mu.Lock()
+	q.mu.Unlock() //nolint:staticcheck // an empty critical section on purpose
+}
+
+func (q *floorQueue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items) - q.head
+}
+
+func (q *floorQueue) shutDown() {
+	q.mu.Lock()
+	q.down = true
+	q.mu.Unlock()
+	q.ready.Broadcast()
 }
 
 func parallel(b *testing.B, workers int, add func(q *workqueue.Queue[string], i int, key string)) {

@@ -422,6 +422,15 @@ func TestDoneRetiresInBatches(t *testing.T) {
 		require.Equal(t, "busy", item)
 		return q
 	}
+	// busyRetired is busy with "a" handed out and Done: retired, still in the table.
+	busyRetired := func(t *testing.T) *Queue[string] {
+		q := busy(t)
+		q.Add("a")
+		item, _ := q.Get()
+		q.Done(item)
+		require.Equal(t, 2, entries(q))
+		return q
+	}
 
 	t.Run("batch", func(t *testing.T) {
 		q := busy(t)
@@ -441,14 +450,11 @@ func TestDoneRetiresInBatches(t *testing.T) {
 	})
 
 	t.Run("re-added while retired", func(t *testing.T) {
-		q := busy(t)
-		q.Add("a")
-		item, _ := q.Get()
-		q.Done(item)
+		q := busyRetired(t)
 		q.Add("a")
 		q.Add("a")
 		assert.Equal(t, 1, q.Len(), "a retired item added twice is queued once")
-		item, _ = q.Get()
+		item, _ := q.Get()
 		require.Equal(t, "a", item)
 		q.Add("a") // dirty
 		q.Done("a")
@@ -476,11 +482,7 @@ func TestDoneRetiresInBatches(t *testing.T) {
 	})
 
 	t.Run("waiting getter", func(t *testing.T) {
-		q := busy(t)
-		q.Add("a")
-		item, _ := q.Get()
-		q.Done(item)
-		require.Equal(t, 2, entries(q))
+		q := busyRetired(t)
 		got := make(chan string)
 		go func() {
 			item, _ := q.Get()
@@ -496,10 +498,7 @@ func TestDoneRetiresInBatches(t *testing.T) {
 	})
 
 	t.Run("shutdown", func(t *testing.T) {
-		q := busy(t)
-		q.Add("a")
-		item, _ := q.Get()
-		q.Done(item)
+		q := busyRetired(t)
 		q.ShutDown()
 		assert.Equal(t, 1, entries(q))
 		q.Done("busy")
