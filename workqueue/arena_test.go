@@ -127,6 +127,24 @@ func TestQueueBeyondMaxEntries(t *testing.T) {
 	q.Add("after")
 	require.Equal(t, []string{"after"}, drain(q))
 	assertEmptyInside(t, q)
+
+	// Retired entries, which a busy queue keeps until their batch is full, do not count.
+	for i := range chunkSize {
+		q.Add(strconv.Itoa(i))
+	}
+	busy, _ := q.Get()
+	const done = chunkSize/2 + retireBatch/2 // not a whole number of batches
+	for range done {
+		item, _ := q.Get()
+		q.Done(item)
+	}
+	for i := range done {
+		q.Add("refill" + strconv.Itoa(i))
+	}
+	require.Equal(t, chunkSize-1, q.Len(), "no add dropped while retired entries held the room")
+	q.Done(busy)
+	drain(q)
+	assertEmptyInside(t, q)
 }
 
 // TestStaleSlotsIntoDroppedChunks: ring slots left stale by a priority raise still point into

@@ -560,9 +560,16 @@ func (q *Queue[T]) unlock() {
 }
 
 // newEntryLocked adds an entry for item, whose hash is h and which the queue does not know, or
-// returns nil when the queue already holds maxEntries items (the add is then dropped).
+// returns nil when the queue already holds maxEntries items, retired ones not counted (the add
+// is then dropped).
 func (q *Queue[T]) newEntryLocked(item T, h uint64) *entry[T] {
-	return q.items.insert(item, h)
+	e := q.items.insert(item, h)
+	if e == nil && q.nRetired > 0 {
+		// Full, but retired entries are only waiting for their batch: free them first.
+		q.flushRetiredLocked()
+		e = q.items.insert(item, h)
+	}
+	return e
 }
 
 // tagOf is the tag of hash h: its high 32 bits, with 0 (the empty slot) taken as 1.
