@@ -483,7 +483,7 @@ func TestDoneRetiresInBatches(t *testing.T) {
 
 	t.Run("waiting getter", func(t *testing.T) {
 		q := busyRetired(t)
-		got := make(chan string)
+		got := make(chan string, 1) // the getter never blocks, even if the test fails first
 		go func() {
 			item, _ := q.Get()
 			got <- item
