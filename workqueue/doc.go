@@ -44,10 +44,8 @@
 // Memory follows the queue down after a burst once the items added last have been handed out
 // and are Done.
 //
-// The queue keeps no item reachable once it is Done and not added again, with one bound: while
-// the queue is busy, the last 31 items Done may stay in its table, to leave it together (which
-// makes a deep queue faster). They leave at once when nothing is ready or being processed, when
-// a Get waits, or at ShutDown.
+// The queue keeps no item reachable once it is Done and not added again (nor waiting for a
+// delay), as client-go's does.
 //
 // # The worker loop
 //

@@ -406,9 +406,44 @@ func (noopProvider) NewLongestRunningProcessorSecondsMetric(string) kworkqueue.S
 }
 func (noopProvider) NewRetriesMetric(string) kworkqueue.CounterMetric { return noopMetric{} }
 
+// TestItemsAreCollectableWhileRetired: in a busy queue the slot of an item Done leaves the
+// table with a batch, but the queue lets go of the item itself at Done.
+func TestItemsAreCollectableWhileRetired(t *testing.T) {
+	q := New[*payload]()
+	defer q.ShutDown()
+	busy := &payload{}
+	q.Add(busy)
+	if item, _ := q.Get(); item != busy {
+		t.Fatal("the busy item was not handed out")
+	}
+	var collected []func() bool
+	for range 3 {
+		p := &payload{}
+		collected = append(collected, collectable(p))
+		q.Add(p)
+		item, _ := q.Get()
+		q.Done(item)
+	}
+	q.mu.Lock()
+	retired := q.nRetired
+	q.mu.Unlock()
+	require.Equal(t, 3, retired, "the queue is busy: the entries wait for their batch")
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		for _, done := range collected {
+			if !done() {
+				return false
+			}
+		}
+		return true
+	}, waitTimeout, 10*time.Millisecond, "an item Done in a busy queue was not garbage collected")
+	q.Done(busy)
+	runtime.KeepAlive(busy)
+}
+
 // TestDoneRetiresInBatches: while the queue is busy, the entries Done finishes stay in the table
-// until retireBatch of them have gathered; an add of one of them meanwhile reuses its entry;
-// they leave at once when the queue goes idle, a getter waits or the queue shuts down.
+// until retireBatch of them have gathered; an add of one of their items meanwhile makes a new
+// entry; they leave at once when the queue goes idle, a getter waits or the queue shuts down.
 func TestDoneRetiresInBatches(t *testing.T) {
 	entries := func(q *Queue[string]) int {
 		q.mu.Lock()
@@ -454,6 +489,7 @@ func TestDoneRetiresInBatches(t *testing.T) {
 		q.Add("a")
 		q.Add("a")
 		assert.Equal(t, 1, q.Len(), "a retired item added twice is queued once")
+		assert.Equal(t, 3, entries(q), "busy, the retired entry and a new one")
 		item, _ := q.Get()
 		require.Equal(t, "a", item)
 		q.Add("a") // dirty

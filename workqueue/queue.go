@@ -34,8 +34,8 @@ type Queue[T comparable] struct {
 	// handed caches the entries Get handed out, by the low bits of their tag, so that Done
 	// finds its entry without a table lookup (a cache miss in a deep queue).
 	handed [handedSize]*entry[T]
-	// retired holds entries Done finished that are to leave the table; they leave in batches
-	// (see retireLocked).
+	// retired holds entries Done finished whose slots are to leave the table; they leave in
+	// batches (see retireLocked).
 	retired  [retireBatch]*entry[T]
 	nRetired int
 	sink     uint64 // written by flushRetiredLocked so that its loads are not dropped
@@ -108,7 +108,7 @@ type entry[T comparable] struct {
 
 	state   uint8
 	waiting bool // in delayed
-	retired bool // in Queue.retired: done, and to leave the table with its batch
+	retired bool // in Queue.retired: done, its item let go, its slot to leave with the batch
 }
 
 // New returns a running queue. Call ShutDown (or ShutDownWithDrain) when done with it: that stops
@@ -317,8 +317,7 @@ func (q *Queue[T]) tryTakeLocked(why *Reasons) *entry[T] {
 }
 
 // Done marks item as processed. If it was added again while it was processed, it is queued
-// again now. Done of an item that is not being processed does nothing. A busy queue may keep
-// the item reachable until 31 more are Done (see Limits in the package documentation).
+// again now. Done of an item that is not being processed does nothing.
 func (q *Queue[T]) Done(item T) {
 	h := q.items.hash(item)
 	q.lock()
@@ -586,16 +585,14 @@ const (
 )
 
 // retireLocked takes e, which Done left neither ready, processing nor waiting, out of the
-// table, in batches: while the queue is busy, e stays in the table until retireBatch entries
-// have gathered, and leaves with them. In a deep queue the table's slots are cache misses; a
-// batch loads all of its slots before it changes any, so that the misses overlap instead of each
-// stalling the lock's holder in turn. The batch leaves early when the queue goes idle, a getter
-// waits or the queue shuts down, so a retired item stays reachable only while the queue is busy.
-// An add of an item whose entry is retired reuses the entry.
+// table, in batches: while the queue is busy, e's item is let go at once (the entry's copy is
+// zeroed, and lookups skip a retired entry), but its slot stays in the table until retireBatch
+// entries have gathered, and leaves with them. In a deep queue the table's slots are cache
+// misses; a batch loads all of its slots before it changes any, so that the misses overlap
+// instead of each stalling the lock's holder in turn. An add of the item meanwhile makes a new
+// entry. When the queue is idle the entry leaves at once: nothing to batch with.
 func (q *Queue[T]) retireLocked(e *entry[T]) {
-	idle := q.processing == 0 && q.queued == 0
-	if idle && !e.retired {
-		// Nothing to batch with (a single worker's round trip ends here).
+	if q.processing == 0 && q.queued == 0 {
 		if q.nRetired > 0 {
 			q.flushRetiredLocked()
 		}
@@ -608,35 +605,25 @@ func (q *Queue[T]) retireLocked(e *entry[T]) {
 	if e.why != nil {
 		*e.why = provenance{}
 	}
-	if !e.retired {
-		e.retired = true
-		q.retired[q.nRetired] = e
-		q.nRetired++
-	}
-	if idle || q.nRetired == retireBatch {
+	q.items.retire(e)
+	e.retired = true
+	q.retired[q.nRetired] = e
+	q.nRetired++
+	if q.nRetired == retireBatch {
 		q.flushRetiredLocked()
 	}
 }
 
-// flushRetiredLocked takes the retired entries that are still neither ready, processing nor
-// waiting out of the table. The list may hold entries released since (by ShutDown dropping
-// their delay) and reused; their retired flag is false, and they are skipped.
+// flushRetiredLocked takes the retired entries out of the table.
 func (q *Queue[T]) flushRetiredLocked() {
 	rs := q.retired[:q.nRetired]
 	var x uint64
 	for _, e := range rs {
-		if e.retired {
-			x += q.items.peek(e.tag) // independent loads: their misses overlap
-		}
+		x += q.items.peek(e.tag) // independent loads: their misses overlap
 	}
 	q.sink = x // keeps the loads
 	for _, e := range rs {
-		if e.retired {
-			e.retired = false
-			if e.state == 0 && !e.waiting {
-				q.releaseLocked(e)
-			}
-		}
+		q.releaseLocked(e)
 	}
 	clear(rs)
 	q.nRetired = 0

@@ -57,6 +57,13 @@ func (t *table[T]) touch(h uint64) uint64 {
 	return atomic.LoadUint64(&sl[tagOf(h)>>shift])
 }
 
+// retire lets go of e's item while e keeps its slot until delete: lookups skip e from here on
+// (get checks entry.retired, which the caller sets), and delete finds e's slot by tag and index.
+func (t *table[T]) retire(e *entry[T]) {
+	var zero T
+	e.item = zero
+}
+
 // peek loads the slot where tag's probe run starts (under the queue's lock).
 func (t *table[T]) peek(tag uint32) uint64 { return t.slots[tag>>t.shift] }
 
@@ -75,7 +82,7 @@ func (t *table[T]) get(h uint64, item T) *entry[T] {
 			return nil
 		}
 		if uint32(s>>32) == tag {
-			if e := t.arena.at(uint32(s)); e.item == item {
+			if e := t.arena.at(uint32(s)); e.item == item && !e.retired {
 				return e
 			}
 		}

@@ -13,6 +13,7 @@ package workqueue
 
 type table[T comparable] struct {
 	m     map[T]*entry[T]
+	n     int // entries, retired ones included (they have left m)
 	peak  int
 	arena arena[T]
 }
@@ -26,7 +27,7 @@ func newTable[T comparable]() table[T] {
 func (t *table[T]) hash(item T) uint64     { return 0 }
 func (t *table[T]) touch(h uint64) uint64  { return 0 }
 func (t *table[T]) peek(tag uint32) uint64 { return 0 }
-func (t *table[T]) len() int               { return len(t.m) }
+func (t *table[T]) len() int               { return t.n }
 func (t *table[T]) get(h uint64, item T) *entry[T] {
 	return t.m[item]
 }
@@ -37,11 +38,20 @@ func (t *table[T]) insert(item T, h uint64) *entry[T] {
 	}
 	e.item, e.tag = item, tagOf(h)
 	t.m[item] = e
+	t.n++
 	t.peak = max(t.peak, len(t.m))
 	return e
 }
-func (t *table[T]) delete(e *entry[T]) {
+func (t *table[T]) retire(e *entry[T]) {
 	delete(t.m, e.item)
+	var zero T
+	e.item = zero
+}
+func (t *table[T]) delete(e *entry[T]) {
+	if t.m[e.item] == e { // a retired entry has left the map already
+		delete(t.m, e.item)
+	}
+	t.n--
 	t.arena.release(e)
 	if len(t.m) == 0 && t.peak > keepTable {
 		t.m = make(map[T]*entry[T])
