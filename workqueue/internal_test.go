@@ -90,6 +90,20 @@ func collectable(obj *payload) func() bool {
 	return done.Load
 }
 
+// requireCollected waits until every finalizer collectable registered has run.
+func requireCollected(t *testing.T, collected []func() bool, msg string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		for _, done := range collected {
+			if !done() {
+				return false
+			}
+		}
+		return true
+	}, waitTimeout, 10*time.Millisecond, msg)
+}
+
 // TestItemsAreCollectableOnEveryPath sends pointer items through every path (plain, re-added
 // while processing, priority raised, delayed, rate-limited then forgotten, dropped by shutdown,
 // a burst that grows and shrinks the rings) and checks the queue keeps none of them alive.
@@ -147,15 +161,7 @@ func TestItemsAreCollectableOnEveryPath(t *testing.T) {
 	q.ShutDown()
 
 	runtime.KeepAlive(q)
-	require.Eventually(t, func() bool {
-		runtime.GC()
-		for _, done := range collected {
-			if !done() {
-				return false
-			}
-		}
-		return true
-	}, waitTimeout, 10*time.Millisecond, "an item added then Done was not garbage collected")
+	requireCollected(t, collected, "an item added then Done was not garbage collected")
 	runtime.KeepAlive(q)
 }
 
@@ -428,15 +434,7 @@ func TestItemsAreCollectableWhileRetired(t *testing.T) {
 	retired := q.nRetired
 	q.mu.Unlock()
 	require.Equal(t, 3, retired, "the queue is busy: the entries wait for their batch")
-	require.Eventually(t, func() bool {
-		runtime.GC()
-		for _, done := range collected {
-			if !done() {
-				return false
-			}
-		}
-		return true
-	}, waitTimeout, 10*time.Millisecond, "an item Done in a busy queue was not garbage collected")
+	requireCollected(t, collected, "an item Done in a busy queue was not garbage collected")
 	q.Done(busy)
 	runtime.KeepAlive(busy)
 }
