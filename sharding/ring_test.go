@@ -468,6 +468,12 @@ func exercise(t *testing.T, r *ring) {
 	took := r.waitSettled([]string{"a", "b", "c"}, settleWait)
 	shares := r.shares([]string{"a", "b", "c"})
 	t.Logf("c joined: settled in %v, shares %v", took, shares)
+	// The takeovers below are held to Lease timing plus a slack for reconciling the moved keys.
+	// Moving a third of the keys with no Lease to wait for, as c's join just did, measures what
+	// that costs on this machine under this run's injected faults: the slack is half as much
+	// again, and at least the 2 s it was before (a fixed 2 s was 0.22 s short once on a loaded
+	// CI machine).
+	slack := max(2*time.Second, took+took/2)
 	for id, n := range shares {
 		// Within hashing noise of a third.
 		require.InDelta(t, float64(len(r.keys))/3, n, float64(len(r.keys))/5, "share of %s", id)
@@ -496,7 +502,7 @@ func exercise(t *testing.T, r *ring) {
 	// Lease has gone unrenewed for LeaseDuration, and a sharder Lease left
 	// held is first waited out by the next sharder, which then gives a's
 	// Lease a LeaseDuration of its own observation.
-	bound := testLeaseDuration + testRetryPeriod + 2*time.Second
+	bound := testLeaseDuration + testRetryPeriod + slack
 	if keptMember || keptSharder {
 		bound += time.Second
 	}
@@ -504,7 +510,7 @@ func exercise(t *testing.T, r *ring) {
 		bound += testLeaseDuration
 	}
 	require.Less(t, took, bound,
-		"a's keys were not taken over within LeaseDuration+RetryPeriod (and slack for a loaded machine)")
+		"a's keys were not taken over within LeaseDuration+RetryPeriod and a slack of %v", slack)
 
 	r.start("a")
 	took = r.waitSettled([]string{"a", "b", "c"}, settleWait)
@@ -537,7 +543,7 @@ func exercise(t *testing.T, r *ring) {
 	took = time.Since(partitioned)
 	t.Logf("b partitioned (sharder: %v): it stopped after %v, its keys reconciled by a and c %v after the partition",
 		wasSharder, stoppedAfter, took)
-	bound = testLeaseDuration + testRetryPeriod + testRenewDeadline + 3*time.Second
+	bound = testLeaseDuration + testRetryPeriod + testRenewDeadline + slack + time.Second
 	if wasSharder {
 		bound += testLeaseDuration
 	}
