@@ -32,7 +32,9 @@ type Queue[T comparable] struct {
 	waitSeq      uint64
 
 	// handed caches the entries Get handed out, by the low bits of their tag, so that Done
-	// finds its entry without a table lookup (a cache miss in a deep queue).
+	// finds its entry without a table lookup (a cache miss in a deep queue). It holds only
+	// entries being processed: an entry's Done always finds it here if it is here, and clears
+	// the slot, so no released entry is left in it.
 	handed [handedSize]*entry[T]
 	// retired holds entries Done finished whose slots are to leave the table; they leave in
 	// batches (see retireLocked).
@@ -599,13 +601,7 @@ func (q *Queue[T]) retireLocked(e *entry[T]) {
 		q.releaseLocked(e)
 		return
 	}
-	if e.mx != nil {
-		*e.mx = entryMetrics[T]{}
-	}
-	if e.why != nil {
-		*e.why = provenance{}
-	}
-	q.items.retire(e)
+	q.items.retire(e) // its metrics and provenance records are cleared when the batch leaves
 	e.retired = true
 	q.retired[q.nRetired] = e
 	q.nRetired++
@@ -634,9 +630,6 @@ func (q *Queue[T]) flushRetiredLocked() {
 // reused.
 func (q *Queue[T]) releaseLocked(e *entry[T]) {
 	e.retired = false
-	if q.handed[e.tag&(handedSize-1)] == e {
-		q.handed[e.tag&(handedSize-1)] = nil
-	}
 	q.items.delete(e)
 	var zero T
 	e.item = zero
