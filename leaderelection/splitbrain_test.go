@@ -275,17 +275,33 @@ func TestNoSplitBrain(t *testing.T) {
 	}
 	t.Logf("seed %d, %d runs of %v, 4 candidates each", seed, runs, d)
 
-	results := make([]chaosStats, runs)
 	sem := make(chan struct{}, 4) // runs in flight
-	var wg sync.WaitGroup
-	for i := range runs {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			results[i] = chaosRun(t, seed+uint64(i), 4, d, configs[i%len(configs)])
-		})
+	batch := func(from int) []chaosStats {
+		out := make([]chaosStats, runs)
+		var wg sync.WaitGroup
+		for j := range runs {
+			i := from + j
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				out[j] = chaosRun(t, seed+uint64(i), 4, d, configs[i%len(configs)])
+			})
+		}
+		wg.Wait()
+		return out
 	}
-	wg.Wait()
+	results := batch(0)
+	// A schedule may by chance partition no leader long enough to lose its lease; the runs
+	// must include losses (asserted below), so one more batch of seeds runs when none did.
+	if lost := func() (n int) {
+		for _, r := range results {
+			n += r.lost
+		}
+		return n
+	}(); lost == 0 {
+		t.Logf("no lease lost in %d runs: %d more", runs, runs)
+		results = append(results, batch(runs)...)
+	}
 
 	var total chaosStats
 	total.closestGap = -1
