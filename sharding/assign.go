@@ -3,7 +3,6 @@ package sharding
 import (
 	"context"
 	"fmt"
-	"maps"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,6 +37,7 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 	owner, ok := t.ownerGet(key)
 	if !ok {
 		t.settle(key)
+		t.setRelabelling(key, "")
 		return 0, nil
 	}
 	t.mu.Lock()
@@ -45,30 +45,37 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 		mark = m.mark
 	}
 	t.mu.Unlock()
-	if len(view.live) == 0 {
-		return 0, nil // nobody to assign to; a member joining queues every key
-	}
-	desired := view.ring.Owner(key)
 	labels := owner.GetLabels()
 	cur, draining := labels[Label(t.cfg.Ring)], labels[DrainLabel(t.cfg.Ring)] != ""
 	// The key is cur's only while it is stamped for the process holding
 	// cur's Lease now: a process restarted with cur's identity does not
 	// reconcile the keys of its former incarnation (dead, since its Lease
 	// has a new holder), which are assigned again like any dead member's.
-	curLive := cur != "" && view.live[cur] != "" && owner.GetAnnotations()[HolderAnnotation(t.cfg.Ring)] == view.live[cur]
-	logger := klog.FromContext(ctx).WithValues("key", key)
-
+	holder := owner.GetAnnotations()[HolderAnnotation(t.cfg.Ring)]
+	curLive := cur != "" && view.live[cur] != "" && holder == view.live[cur]
 	if !curLive && cur != "" {
 		// The view comes from a watch, which may lag: before giving a
-		// member's keys away without a drain, read its Lease.
-		alive, err := t.readLease(ctx, cur)
+		// member's keys away without a drain, read its Lease. The verdict
+		// is the view after the read, not whether the read changed it:
+		// the other worker's read, or the watch, may have refreshed the
+		// view since this sync took it.
+		read, err := t.readLease(ctx, cur)
 		if err != nil {
 			return 0, err
 		}
-		if alive {
-			return 0, nil // refresh saw the change and queued every key
+		view = t.snapshot()
+		curLive = view.live[cur] != "" && holder == view.live[cur]
+		if read && !curLive && t.lists != nil {
+			// Children listed after this mark include every child written
+			// before the read showed cur stopped.
+			mark = t.lists.observe()
 		}
 	}
+	if len(view.live) == 0 {
+		return 0, nil // nobody to assign to; a member joining queues every key
+	}
+	desired := view.ring.Owner(key)
+	logger := klog.FromContext(ctx).WithValues("key", key)
 
 	switch {
 	case !curLive:
@@ -96,9 +103,11 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 			t.drainStart[key] = d
 		}
 		t.mu.Unlock()
+		t.setRelabelling(key, desired)
 		if err := t.assign(ctx, owner, desired, view.live[desired], fromAPI, mark); err != nil {
 			return 0, err
 		}
+		t.setRelabelling(key, "")
 		logger.V(2).Info("Assigned", "member", desired, "from", cur, "reason", reason)
 		t.metrics.reassigned(t.cfg.Ring, reason)
 		t.mu.Lock()
@@ -124,7 +133,25 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 			t.metrics.handover(t.cfg.Ring, t.clock.Since(d.at).Seconds())
 		}
 		t.settle(key)
-		return 0, t.relabelChildren(ctx, owner, desired, nil, false, 0)
+		t.mu.Lock()
+		to, failed := t.relabelling[key]
+		t.mu.Unlock()
+		if !failed || to == desired {
+			t.setRelabelling(key, "")
+			return 0, t.relabelChildren(ctx, owner, desired, nil, false, 0)
+		}
+		// An assignment to another member labelled the children for it, then
+		// failed to write the owner; cur was live again when looked at next.
+		// Children labelled for a member are not in this sharder's cache, so
+		// they are listed.
+		if t.lists != nil {
+			mark = t.lists.observe()
+		}
+		if err := t.relabelChildren(ctx, owner, desired, nil, true, mark); err != nil {
+			return 0, err
+		}
+		t.setRelabelling(key, "")
+		return 0, nil
 	default:
 		_, err := t.w.patch(ctx, t.opts.Resource, owner.Namespace, owner.Name,
 			metaPatch(owner.ResourceVersion, map[string]*string{DrainLabel(t.cfg.Ring): ptr("true")}, nil))
@@ -139,18 +166,19 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 	}
 }
 
-// readLease reads member's Lease from the API server and reports whether
-// that changed the sharder's view (a renewal or a new holder its watch had
-// not delivered yet). A member found dead is not read again for
-// RetryPeriod, so a dead member's keys cost one read, not one per key.
-func (t *term) readLease(ctx context.Context, member string) (changed bool, err error) {
+// readLease reads member's Lease from the API server into the sharder's
+// view, and reports whether it read. A member whose Lease holder in the
+// view is what the last read left there is not read again for
+// RetryPeriod, so the keys of a dead member, or of a restarted member's
+// former process, cost one read, not one per key.
+func (t *term) readLease(ctx context.Context, member string) (read bool, err error) {
 	if t.getLease == nil {
 		return false, nil
 	}
 	t.mu.Lock()
-	at, ok := t.readDead[member]
+	last, ok := t.leaseReads[member]
 	t.mu.Unlock()
-	if ok && t.clock.Since(at) < t.cfg.RetryPeriod {
+	if ok && t.clock.Since(last.at) < t.cfg.RetryPeriod && t.snapshot().live[member] == last.holder {
 		return false, nil
 	}
 	lease, err := t.getLease(ctx, memberLeaseName(t.cfg.Ring, member))
@@ -160,16 +188,29 @@ func (t *term) readLease(ctx context.Context, member string) (changed bool, err 
 		return false, fmt.Errorf("reading the Lease of member %q: %w", member, err)
 	default:
 		t.live.observe(lease)
-		before := t.snapshot()
+		// A change queues every key, this sync's included.
 		t.refresh()
-		if after := t.snapshot(); !maps.Equal(before.live, after.live) {
-			return true, nil
-		}
+	}
+	holder := t.snapshot().live[member]
+	t.mu.Lock()
+	t.leaseReads[member] = leaseRead{at: t.clock.Now(), holder: holder}
+	t.mu.Unlock()
+	return true, nil
+}
+
+// setRelabelling records that key's children may be labelled for member
+// by an assignment not known to be stored; "" forgets key.
+func (t *term) setRelabelling(key, member string) {
+	if len(t.opts.Children) == 0 {
+		return
 	}
 	t.mu.Lock()
-	t.readDead[member] = t.clock.Now()
-	t.mu.Unlock()
-	return false, nil
+	defer t.mu.Unlock()
+	if member == "" {
+		delete(t.relabelling, key)
+	} else {
+		t.relabelling[key] = member
+	}
 }
 
 // noteDrain records a drain of key, timed from its first note.

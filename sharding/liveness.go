@@ -3,6 +3,7 @@ package sharding
 import (
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -25,6 +26,7 @@ type liveness struct {
 
 type observation struct {
 	version string // what changes on every renewal
+	rv      uint64 // the resourceVersion as a number; 0 when it is not one
 	holder  string
 	at      time.Time // when this version was first observed
 	deleted bool      // the Lease is gone: forget it once expired
@@ -35,7 +37,12 @@ func newLiveness(ring string, duration time.Duration, clk clock.PassiveClock) *l
 }
 
 // observe records a Lease as seen now if it changed since the last
-// observation. A Lease not named <ring>.<identity> is ignored.
+// observation. A Lease not named <ring>.<identity> is ignored, and so is
+// one older than the last observation: the sharder's reads and its watch
+// race, so either may bring a state the other has already passed (a slow
+// reply from before a new process acquired the Lease would show it
+// released). Versions are compared as numbers, as etcd's revisions are;
+// one that is not a number is taken as it comes.
 func (l *liveness) observe(lease *coordinationv1.Lease) {
 	id, ok := identityOf(l.ring, lease.Name)
 	if !ok || id == "" {
@@ -51,12 +58,16 @@ func (l *liveness) observe(lease *coordinationv1.Lease) {
 	if lease.Spec.HolderIdentity != nil {
 		holder = *lease.Spec.HolderIdentity
 	}
+	rv, err := strconv.ParseUint(lease.ResourceVersion, 10, 64)
+	if err != nil {
+		rv = 0
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if o, ok := l.seen[id]; ok && o.version == version {
+	if o, ok := l.seen[id]; ok && (o.version == version || rv != 0 && rv < o.rv) {
 		return
 	}
-	l.seen[id] = observation{version: version, holder: holder, at: l.clock.Now()}
+	l.seen[id] = observation{version: version, rv: rv, holder: holder, at: l.clock.Now()}
 }
 
 // forget handles a deleted Lease. A deletion is not a release: whoever

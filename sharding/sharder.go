@@ -192,8 +192,19 @@ type term struct {
 	mu         sync.Mutex
 	view       snapshot
 	drainStart map[string]drainRecord // keys this term drains, not yet reassigned
-	readDead   map[string]time.Time   // member -> when its Lease was last read and found dead
+	leaseReads map[string]leaseRead   // member -> its Lease's last read
 	marks      map[string]ownerMark   // key -> the childLists mark of its latest owner event
+	// relabelling is the keys whose children an assignment may have
+	// labelled without its owner write being known to be stored: key ->
+	// the member they were labelled for.
+	relabelling map[string]string
+}
+
+// leaseRead is the last read of a member's Lease from the API server: when,
+// and the member's holder in the view it left ("" for dead).
+type leaseRead struct {
+	at     time.Time
+	holder string
 }
 
 // drainRecord is a drain this term wrote or saw.
@@ -218,15 +229,16 @@ type child struct {
 
 func newTermState(cfg Config, opts SharderOptions, w writer) *term {
 	return &term{
-		cfg:        cfg,
-		opts:       opts,
-		w:          w,
-		clock:      opts.Clock,
-		metrics:    opts.Metrics,
-		live:       newLiveness(cfg.Ring, cfg.LeaseDuration, opts.Clock),
-		drainStart: map[string]drainRecord{},
-		readDead:   map[string]time.Time{},
-		marks:      map[string]ownerMark{},
+		cfg:         cfg,
+		opts:        opts,
+		w:           w,
+		clock:       opts.Clock,
+		metrics:     opts.Metrics,
+		live:        newLiveness(cfg.Ring, cfg.LeaseDuration, opts.Clock),
+		drainStart:  map[string]drainRecord{},
+		leaseReads:  map[string]leaseRead{},
+		marks:       map[string]ownerMark{},
+		relabelling: map[string]string{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](10*time.Millisecond, cfg.RetryPeriod),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "sharder-" + cfg.Ring, Clock: opts.Clock}),
