@@ -133,25 +133,21 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 			t.metrics.handover(t.cfg.Ring, t.clock.Since(d.at).Seconds())
 		}
 		t.settle(key)
+		// An assignment to another member that labelled the children for it,
+		// then failed to write the owner (cur was live again when looked at
+		// next), left them out of this sharder's cache: they are listed.
 		t.mu.Lock()
 		to, failed := t.relabelling[key]
 		t.mu.Unlock()
-		if !failed || to == desired {
-			t.setRelabelling(key, "")
-			return 0, t.relabelChildren(ctx, owner, desired, nil, false, 0)
-		}
-		// An assignment to another member labelled the children for it, then
-		// failed to write the owner; cur was live again when looked at next.
-		// Children labelled for a member are not in this sharder's cache, so
-		// they are listed.
-		if t.lists != nil {
+		fromAPI := failed && to != desired
+		if fromAPI && t.lists != nil {
 			mark = t.lists.observe()
 		}
-		if err := t.relabelChildren(ctx, owner, desired, nil, true, mark); err != nil {
-			return 0, err
+		err := t.relabelChildren(ctx, owner, desired, nil, fromAPI, mark)
+		if err == nil {
+			t.setRelabelling(key, "")
 		}
-		t.setRelabelling(key, "")
-		return 0, nil
+		return 0, err
 	default:
 		_, err := t.w.patch(ctx, t.opts.Resource, owner.Namespace, owner.Name,
 			metaPatch(owner.ResourceVersion, map[string]*string{DrainLabel(t.cfg.Ring): ptr("true")}, nil))

@@ -3,7 +3,6 @@ package sharding
 import (
 	"maps"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -58,10 +57,7 @@ func (l *liveness) observe(lease *coordinationv1.Lease) {
 	if lease.Spec.HolderIdentity != nil {
 		holder = *lease.Spec.HolderIdentity
 	}
-	rv, err := strconv.ParseUint(lease.ResourceVersion, 10, 64)
-	if err != nil {
-		rv = 0
-	}
+	rv, _ := parseRV(lease.ResourceVersion) // 0 when not a number
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if o, ok := l.seen[id]; ok && (o.version == version || rv != 0 && rv < o.rv) {

@@ -378,14 +378,7 @@ func TestSyncReadsALeaseBeforeGivingItsKeysAway(t *testing.T) {
 		reads++
 		return stored, nil
 	}
-	for _, id := range []string{"a", "b", "c"} {
-		tm.live.observe(lease(id, "1"))
-	}
-	clk.Step(3 * time.Second) // past LeaseDuration; a and b renew, c's renewal is not delivered
-	tm.live.observe(lease("a", "2"))
-	tm.live.observe(lease("b", "2"))
-	tm.refresh()
-	require.Equal(t, []string{"a", "b"}, tm.snapshot().members())
+	renewalOfCNotDelivered(t, tm, clk)
 	first, second := nameFor(t, []string{"a", "b", "c"}, "c"), ""
 	for i := range 1000 {
 		if n := fmt.Sprintf("rs-%d", i); n != first && NewRing("r", []string{"a", "b", "c"}).Owner("ns/"+n) == "c" {
@@ -674,14 +667,7 @@ func TestSyncJudgesOnTheViewAfterTheLeaseRead(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	tm := newTestTerm(t, api, clk, nil, false, "a", "b")
 	lease := func(id, rv string) *coordinationv1.Lease { return testLease(id, testHolderOf(id), rv) }
-	for _, id := range []string{"a", "b", "c"} {
-		tm.live.observe(lease(id, "1"))
-	}
-	clk.Step(3 * time.Second) // past LeaseDuration; c's renewal is not delivered yet
-	tm.live.observe(lease("a", "2"))
-	tm.live.observe(lease("b", "2"))
-	tm.refresh()
-	require.Equal(t, []string{"a", "b"}, tm.snapshot().members())
+	renewalOfCNotDelivered(t, tm, clk)
 	stored := lease("c", "2")
 	tm.getLease = func(context.Context, string) (*coordinationv1.Lease, error) {
 		// Between this sync's view and its read, the renewal reaches the
@@ -732,6 +718,21 @@ func TestSyncReadsARestartedMembersLeaseOnce(t *testing.T) {
 	assert.Equal(t, 1, reads, "one read for the former process's keys")
 }
 
+// renewalOfCNotDelivered has members a, b and c seen at version 1, then
+// LeaseDuration pass with a's and b's renewals (version 2) delivered and
+// c's not: the view holds a and b.
+func renewalOfCNotDelivered(t *testing.T, tm *term, clk *testingclock.FakeClock) {
+	t.Helper()
+	for _, id := range []string{"a", "b", "c"} {
+		tm.live.observe(testLease(id, testHolderOf(id), "1"))
+	}
+	clk.Step(3 * time.Second) // past LeaseDuration
+	tm.live.observe(testLease("a", testHolderOf("a"), "2"))
+	tm.live.observe(testLease("b", testHolderOf("b"), "2"))
+	tm.refresh()
+	require.Equal(t, []string{"a", "b"}, tm.snapshot().members())
+}
+
 // testLease is member id's Lease held by holder at version rv.
 func testLease(id, holder, rv string) *coordinationv1.Lease {
 	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "r." + id, ResourceVersion: rv}, Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
@@ -746,13 +747,7 @@ func TestSyncRelabelsTheChildrenOfAFailedAssignment(t *testing.T) {
 	api := newFakeAPI()
 	clk := testingclock.NewFakeClock(t0)
 	tm := newTestTerm(t, api, clk, nil, true, "a", "b")
-	for _, id := range []string{"a", "b", "c"} {
-		tm.live.observe(testLease(id, testHolderOf(id), "1"))
-	}
-	clk.Step(3 * time.Second) // c's renewal is late
-	tm.live.observe(testLease("a", testHolderOf("a"), "2"))
-	tm.live.observe(testLease("b", testHolderOf("b"), "2"))
-	tm.refresh()
+	renewalOfCNotDelivered(t, tm, clk)
 	name := nameFor(t, []string{"a", "b", "c"}, "c")
 	owner := api.add(owners, name, map[string]string{Label("r"): "c"}, nil)
 	api.add(pods, name+"-x", map[string]string{Label("r"): "c"}, owner)
