@@ -178,9 +178,9 @@ type Controller[K comparable] struct {
 	// registered is set once Run registered the watches: HasSynced is false
 	// before, whatever sources says.
 	registered bool
-	stopped    bool // Run returned: Enqueue is ignored
+	stopped    bool // a Run returned and no other began: Enqueue is ignored
 
-	started  atomic.Bool
+	running  atomic.Bool // a Run is in progress
 	inFlight atomic.Int64
 	cm       *controllerMetrics // set by Run before the workers start
 
@@ -402,13 +402,27 @@ func (c *Controller[K]) markRetrying(key K, retrying bool) {
 // cancelled), removes its event handlers and returns nil. It returns an
 // error matching ErrCacheSyncTimeout (an *informer.CacheSyncError naming the
 // informers) when the caches did not sync within CacheSyncTimeout, and
-// ErrAlreadyStarted when called twice: a Controller runs once.
+// ErrAlreadyStarted while another Run of the controller is in progress.
+//
+// Run may be called again once it returned, as a manager.Manager does when
+// this process wins back a Lease it lost: each Run is a fresh term with a
+// new queue, whose watches replay every cached object, so keys enqueued
+// between two Runs are not kept (those enqueued before the first Run are).
+// A controller built with Options.Queue runs once: that queue is shut down
+// when Run returns.
 //
 // Metrics go to Options.Metrics, else to the Metrics in ctx (WithMetrics; a
 // manager.Manager puts its own there), else nowhere.
 func (c *Controller[K]) Run(ctx context.Context) error {
-	if !c.started.CompareAndSwap(false, true) {
+	if !c.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("controller %q: %w", c.name, ErrAlreadyStarted)
+	}
+	defer c.running.Store(false)
+	c.mu.Lock()
+	again := c.ran
+	c.mu.Unlock()
+	if again && c.prebuilt != nil {
+		return fmt.Errorf("controller %q: %w: its Options.Queue was shut down when the last Run returned", c.name, ErrAlreadyStarted)
 	}
 	logger := c.logger
 	if logger.GetSink() == nil {
@@ -480,9 +494,13 @@ func (c *Controller[K]) start(m *Metrics) *runQueue[K] {
 		}
 	}
 	c.cm = m.forController(c.name, c.workers)
+	// A key left retrying by an earlier Run is not waiting in this queue.
+	c.retryMu.Lock()
+	clear(c.retrying)
+	c.retryMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.ran = true
+	c.ran, c.stopped = true, false
 	for _, p := range c.pending {
 		p.t.After = 0
 		if !p.at.IsZero() {
@@ -496,11 +514,15 @@ func (c *Controller[K]) start(m *Metrics) *runQueue[K] {
 	return rq
 }
 
-// stop makes later Enqueues no-ops; the queue is shut down by then.
+// stop makes later Enqueues no-ops until the next Run; the queue is shut
+// down by then. HasSynced is false again: the handlers are gone.
 func (c *Controller[K]) stop() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.stopped = true
+	c.stopped, c.registered = true, false
+	c.sources = nil
+	c.q.Store(nil)
+	c.fences.Store(nil)
 }
 
 // register adds the event handlers of every Watch, feeding q. It returns the

@@ -42,7 +42,7 @@
 //		MetricsAddr:     ":8080",     // /metrics
 //	})
 //	mgr.Add(c)
-//	if err := mgr.Start(ctx); err != nil { // returns when ctx ends, or with leaderelection.ErrLeaseLost
+//	if err := mgr.Start(ctx); err != nil { // returns when ctx ends, or on a fatal error
 //		klog.FromContext(ctx).Error(err, "manager failed")
 //		os.Exit(1)
 //	}

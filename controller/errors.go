@@ -13,8 +13,10 @@ var (
 	ErrTerminal = errors.New("terminal error")
 	// ErrInvalidOptions is matched by every *OptionsError.
 	ErrInvalidOptions = errors.New("invalid options")
-	// ErrAlreadyStarted is returned by a second Run (or manager Start), and by
-	// Watch after Run started.
+	// ErrAlreadyStarted is returned by Run while another Run of the same
+	// controller is in progress (and by a second Run of a controller with a
+	// prebuilt Options.Queue), by a second manager Start, and by Watch after
+	// the first Run started.
 	ErrAlreadyStarted = errors.New("already started")
 	// ErrPanic is matched by every *PanicError.
 	ErrPanic = errors.New("reconcile panicked")

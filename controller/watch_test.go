@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	kworkqueue "k8s.io/client-go/util/workqueue"
 
 	"github.com/ctrlkit/ctrlkit/informer"
 )
@@ -171,6 +172,57 @@ func TestWatchTypedMappingAndLifecycle(t *testing.T) {
 	assert.Eventually(t, func() bool { return cmInf.Informer().IsStopped() || handlerCount(cmInf) == 0 }, 10*time.Second, time.Millisecond)
 	c.Enqueue(Key{Name: "late"})
 	assert.Equal(t, 0, c.Stats().Queued, "Enqueue after Run returned is ignored")
+}
+
+// A controller runs again after Run returned, as a Manager runs it each time
+// it wins back a lost Lease: the second term replays every cached object
+// through its watches, sees events again, and a concurrent Run refuses.
+func TestRunAgainAfterRunReturned(t *testing.T) {
+	client := fake.NewClientset()
+	f := informer.NewFactory(client)
+	cmInf, err := informer.For[*corev1.ConfigMap](f)
+	require.NoError(t, err)
+	var rec keyRecorder
+	c, err := New("again", Reconciler[Key](&rec), Options[Key]{})
+	require.NoError(t, err)
+	require.NoError(t, Watch(c, cmInf, EnqueueObject[*corev1.ConfigMap]))
+	ctx, _ := testLogger(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	f.Start(ctx)
+	defer f.Shutdown()
+	a, b := Key{Namespace: "ns", Name: "a"}, Key{Namespace: "ns", Name: "b"}
+	create := func(name string) {
+		_, err := client.CoreV1().ConfigMaps("ns").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+
+	stop := startController(t, ctx, c)
+	create("a")
+	require.Eventually(t, func() bool { return rec.count(a) == 1 }, 10*time.Second, time.Millisecond)
+	waitIdle(t, c)
+	stop()
+	assert.False(t, c.HasSynced(), "a stopped controller has no handlers, so it has not synced")
+
+	stop = startController(t, ctx, c)
+	require.Eventually(t, func() bool { return rec.count(a) == 2 }, 10*time.Second, time.Millisecond,
+		"the second term's watch replays the cached object")
+	require.Eventually(t, c.HasSynced, 10*time.Second, time.Millisecond)
+	assert.ErrorIs(t, c.Run(ctx), ErrAlreadyStarted, "one Run at a time")
+	create("b")
+	require.Eventually(t, func() bool { return rec.count(b) == 1 }, 10*time.Second, time.Millisecond,
+		"the second term sees new events")
+	waitIdle(t, c)
+	stop()
+	assert.Eventually(t, func() bool { return handlerCount(cmInf) == 0 }, 10*time.Second, time.Millisecond,
+		"each term removes the handler it registered")
+
+	// A prebuilt queue is shut down when Run returns: such a controller runs once.
+	q := kworkqueue.NewTypedRateLimitingQueue(kworkqueue.DefaultTypedControllerRateLimiter[Key]())
+	once, err := New("once", Reconciler[Key](&rec), Options[Key]{Queue: q})
+	require.NoError(t, err)
+	startController(t, ctx, once)()
+	assert.ErrorIs(t, once.Run(ctx), ErrAlreadyStarted)
 }
 
 // handlerCount reports whether the informer still has handlers by adding and

@@ -17,7 +17,7 @@
 //	c, _ := controller.New("replicaset", r, controller.Options[controller.Key]{Workers: 5})
 //	controller.Watch(c, rs, controller.EnqueueObject)
 //	mgr.Add(c) // r records events through mgr.EventRecorder("replicaset")
-//	if err := mgr.Start(ctx); err != nil { // returns when ctx ends, or with leaderelection.ErrLeaseLost
+//	if err := mgr.Start(ctx); err != nil { // returns when ctx ends, or on a fatal error
 //		os.Exit(1) // the binary decides; this package never exits the process
 //	}
 //
@@ -123,9 +123,20 @@
 // Start shuts down in this order: stop the Runnables (each controller stops
 // intake and drains its in-flight Reconciles), stop the informers, end the
 // election (releasing the lease with ReleaseOnCancel, only after the work
-// stopped), stop events and HTTP. It returns the first fatal error
-// (leaderelection.ErrLeaseLost, a Runnable's Run error, a cache sync
-// timeout) instead of exiting the process.
+// stopped), stop events and HTTP. It returns the first fatal error (a
+// Runnable's Run error, a cache sync timeout, leaderelection.ErrLeaseLost
+// with Options.ExitOnLeaseLoss) instead of exiting the process.
+//
+// # Losing the Lease
+//
+// A lost Lease is not fatal by default: the Manager stops the Runnables that
+// need leader election, waits for them (up to the graceful shutdown timeout;
+// past it, it is fatal), and contends again; everything else (webhooks,
+// probes, metrics, informers, Runnables that need no election) keeps
+// running. Winning again runs the leader's Runnables anew: a
+// controller.Controller starts a fresh term whose watches replay the cache.
+// Options.ExitOnLeaseLoss makes the loss fatal instead, as in
+// kube-controller-manager.
 //
 // Runnables get Options.GracefulShutdownTimeout (30 s by default, as in
 // controller-runtime) to return. A Reconcile that ignores its context past

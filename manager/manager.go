@@ -121,6 +121,19 @@ type Options struct {
 	// stopped. nil or Enabled false means no election: everything runs.
 	LeaderElection *leaderelection.Config
 
+	// ExitOnLeaseLoss makes a lost Lease fatal, as in kube-controller-manager
+	// and controller-runtime: Start stops everything and returns an error
+	// matching leaderelection.ErrLeaseLost, and the caller exits. By default
+	// (false) a lost Lease stops only the Runnables that need leader
+	// election, waits for them (up to GracefulShutdownTimeout; past it the
+	// loss is fatal after all) and contends for the Lease again, Running
+	// them anew when it wins; webhooks, probes, metrics, informers and the
+	// Runnables that need no election keep serving throughout. A
+	// controller.Controller runs again as a fresh term; a Runnable of your
+	// own that needs leader election must allow Run after Run returned, or
+	// return an error from the second Run (fatal), or set this.
+	ExitOnLeaseLoss bool
+
 	// Sharding, when non-nil, makes this replica a member of a ring
 	// (package sharding): the replicas of the binary split the objects of
 	// the controllers added with AddSharded, and their caches, instead of
@@ -220,6 +233,7 @@ type Manager struct {
 	// shutdownTimeout is Options.GracefulShutdownTimeout, defaulted; < 0
 	// means none.
 	shutdownTimeout time.Duration
+	exitOnLoss      bool // Options.ExitOnLeaseLoss
 	clock           clock.Clock
 
 	mu         sync.Mutex
@@ -295,6 +309,7 @@ func New(opts Options) (_ *Manager, err error) {
 		live:        map[*Runnable]struct{}{},
 
 		shutdownTimeout: gracefulShutdownTimeout(opts.GracefulShutdownTimeout),
+		exitOnLoss:      opts.ExitOnLeaseLoss,
 		clock:           clock.RealClock{},
 	}
 	if m.factory == nil {
@@ -482,11 +497,16 @@ func (m *Manager) MetricsAddr() string {
 //     a controller that needs leader election is still running), stop
 //     events and the HTTP servers.
 //
+// A lost Lease stops the Runnables that need leader election and starts
+// the campaign again; everything else keeps running (see
+// Options.ExitOnLeaseLoss for kube-controller-manager's exit instead).
+//
 // It returns nil after a cancelled ctx, or the first fatal error: a
 // Runnable's Run error, a cache sync timeout (matching
-// informer.ErrCacheSyncTimeout), or leaderelection.ErrLeaseLost
-// (wrapped) when the lease was lost — the caller exits, as
-// kube-controller-manager does, instead of this package calling os.Exit.
+// informer.ErrCacheSyncTimeout), or, with ExitOnLeaseLoss,
+// leaderelection.ErrLeaseLost (wrapped) when the lease was lost — the
+// caller exits, as kube-controller-manager does, instead of this package
+// calling os.Exit.
 // Runnables still running after the graceful shutdown timeout are
 // abandoned, each logged, and the error (joined to a fatal one, if any)
 // matches ErrShutdownTimeout; a *ShutdownTimeoutError names them. The
@@ -578,11 +598,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		logger.Info("Contending for leadership", "identity", m.elector.Identity(),
 			"controllers", len(leaders), "controllersOnEveryReplica", len(always))
 		electorDone = make(chan error, 1)
-		go func() {
-			err := m.elector.Run(electionCtx)
-			leaderElectionEnded(m.leaseName())
-			electorDone <- err
-		}()
+		go func() { electorDone <- m.campaign(electionCtx) }()
 	}
 	m.running.Store(true)
 	logger.Info("Manager started", "controllers", len(active))
@@ -685,7 +701,7 @@ func (m *Manager) goRunLocked(ctx context.Context, r Runnable, wg *sync.WaitGrou
 		delete(m.live, key)
 		m.mu.Unlock()
 		if err != nil {
-			m.fatal <- fmt.Errorf("controller %q: %w", r.Name(), err)
+			m.reportFatal(fmt.Errorf("controller %q: %w", r.Name(), err))
 		}
 	}()
 }

@@ -421,9 +421,9 @@ func TestLeaderElectionIntegration(t *testing.T) {
 	require.NoError(t, stopB())
 }
 
-// A lost lease stops the controllers that need it and makes Start return
-// ErrLeaseLost instead of exiting the process.
-func TestLostLeaseIsFatal(t *testing.T) {
+// With ExitOnLeaseLoss, a lost lease stops the controllers that need it and
+// makes Start return ErrLeaseLost instead of exiting the process.
+func TestLostLeaseIsFatalWithExitOnLeaseLoss(t *testing.T) {
 	client := fake.NewClientset(configMap("ns", "a"))
 	var failRenewals atomic.Bool
 	client.PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
@@ -434,7 +434,7 @@ func TestLostLeaseIsFatal(t *testing.T) {
 	})
 	le := fastElection("one")
 	le.HealthTolerance = time.Millisecond
-	m, err := New(Options{Client: client, LeaderElection: le})
+	m, err := New(Options{Client: client, LeaderElection: le, ExitOnLeaseLoss: true})
 	require.NoError(t, err)
 	var ctxEnded atomic.Bool
 	started := make(chan struct{})
@@ -467,6 +467,70 @@ func TestLostLeaseIsFatal(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond)
 	_, body := get(t, m.HealthzHandler(), "/healthz")
 	assert.Contains(t, body, "lease not renewed")
+}
+
+// By default a lost lease stops only the controllers that need it: the
+// Manager keeps running (the controller that runs on every replica keeps
+// working, /readyz and /healthz stay ok), contends again, and once it leads
+// again runs the leader's controller as a fresh term.
+func TestLostLeaseStepsDownAndLeadsAgain(t *testing.T) {
+	client := fake.NewClientset(configMap("ns", "a"))
+	var failRenewals atomic.Bool
+	client.PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if failRenewals.Load() {
+			return true, nil, errors.New("injected: etcd unavailable")
+		}
+		return false, nil, nil
+	})
+	m, err := New(Options{Client: client, LeaderElection: fastElection("one")})
+	require.NoError(t, err)
+	var terms, ended atomic.Int32
+	var anyRepl keyRecorder
+	leader := controller.ReconcilerFunc[controller.Key](func(ctx context.Context, _ controller.Key) (controller.Result, error) {
+		terms.Add(1)
+		<-ctx.Done()
+		ended.Add(1)
+		return controller.Result{}, nil
+	})
+	require.NoError(t, m.Add(
+		configMapController(t, m.Factory(), "guarded", leader, controller.Options[controller.Key]{}),
+		configMapController(t, m.Factory(), "every-replica", &anyRepl, controller.Options[controller.Key]{NeedLeaderElection: new(false)}),
+	))
+	ctx, _ := testLogger(t)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- m.Start(ctx) }()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(20 * time.Second):
+			t.Error("Start did not return after ctx ended")
+		}
+	}()
+	require.Eventually(t, func() bool { return terms.Load() == 1 }, 10*time.Second, time.Millisecond)
+
+	failRenewals.Store(true)
+	require.Eventually(t, func() bool { return ended.Load() == 1 && !m.Elector().IsLeader() }, 20*time.Second, time.Millisecond,
+		"the lost lease ended the guarded Reconcile's context")
+	select {
+	case err := <-done:
+		t.Fatalf("Start returned after a lost lease: %v", err)
+	default:
+	}
+	_, err = client.CoreV1().ConfigMaps("ns").Create(ctx, configMap("ns", "b"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return anyRepl.Count(controller.Key{Namespace: "ns", Name: "b"}) == 1 }, 10*time.Second, time.Millisecond,
+		"the controller that needs no election keeps working")
+	for _, path := range []string{"/readyz", "/healthz"} {
+		code, body := get(t, m.Handler(), path)
+		assert.Equal(t, http.StatusOK, code, "%s while not leading: %s", path, body)
+	}
+
+	failRenewals.Store(false)
+	require.Eventually(t, func() bool { return m.Elector().IsLeader() && terms.Load() >= 2 }, 20*time.Second, time.Millisecond,
+		"leading again runs the guarded controller again, over the cached objects")
 }
 
 func TestManagerCacheSyncTimeoutIsFatal(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,7 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/ctrlkit/ctrlkit/controller"
@@ -155,6 +158,7 @@ func TestShutdownTimeoutAbandonsStuckLeaderController(t *testing.T) {
 		goleak.IgnoreAnyFunction("github.com/ctrlkit/ctrlkit/manager.(*Manager).goRunLocked.func1"),
 		goleak.IgnoreAnyFunction("github.com/ctrlkit/ctrlkit/manager.(*Manager).waitForRunnables.func1"),
 		goleak.IgnoreAnyFunction("github.com/ctrlkit/ctrlkit/manager.(*Manager).onStartedLeading"),
+		goleak.IgnoreAnyFunction("github.com/ctrlkit/ctrlkit/manager.(*Manager).onStartedLeading.func1"),
 		goleak.IgnoreAnyFunction("github.com/ctrlkit/ctrlkit/leaderelection.(*Elector).Run"),
 		goleak.IgnoreAnyFunction("github.com/ctrlkit/ctrlkit/leaderelection.(*session).deliver"),
 	)
@@ -253,4 +257,36 @@ func TestGracefulShutdownTimeoutDefaults(t *testing.T) {
 		assert.Equal(t, tc.want, m.shutdownTimeout, "GracefulShutdownTimeout %v", tc.opt)
 	}
 	assert.True(t, errors.Is(&ShutdownTimeoutError{Runnables: []string{"x"}}, ErrShutdownTimeout))
+}
+
+// Leader work that does not stop within the graceful shutdown timeout of a
+// lost Lease would act next to the new leader: the Manager then shuts down,
+// naming it, instead of contending again.
+func TestLostLeaseWithStuckLeaderWorkIsFatal(t *testing.T) {
+	client := fake.NewClientset(configMap("ns", "a"))
+	var failRenewals atomic.Bool
+	client.PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if failRenewals.Load() {
+			return true, nil, errors.New("injected: etcd unavailable")
+		}
+		return false, nil, nil
+	})
+	m, err := New(Options{Client: client, LeaderElection: fastElection("one"), GracefulShutdownTimeout: stuckTimeout})
+	require.NoError(t, err)
+	stuck := newStuckReconciler()
+	t.Cleanup(func() { close(stuck.release) })
+	require.NoError(t, m.Add(configMapController(t, m.Factory(), "stuck", stuck, controller.Options[controller.Key]{})))
+	ctx, _ := testLogger(t)
+	done := make(chan error, 1)
+	go func() { done <- m.Start(ctx) }()
+	waitFor(t, stuck.entered, "the stuck Reconcile")
+	failRenewals.Store(true)
+	var got error
+	select {
+	case got = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Start did not return after the lost Lease's leader work outlived the timeout")
+	}
+	require.ErrorIs(t, got, ErrShutdownTimeout)
+	assert.Contains(t, got.Error(), `lease kube-system/ctrlkit-test lost, and controllers "stuck" that need leader election did not stop within 2s`)
 }

@@ -431,7 +431,7 @@ func start(ctx context.Context, p Program, s *Settings) error {
 		if p.RealClusterHint != "" {
 			logger.Info(p.RealClusterHint)
 		}
-		return mgr.Start(ctx) // until interrupted, or the Lease is lost
+		return mgr.Start(ctx) // until interrupted, or a fatal error
 	}
 	return runInMemory(ctx, p, s, env)
 }
