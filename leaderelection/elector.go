@@ -202,7 +202,7 @@ func (e *Elector) Run(ctx context.Context) error {
 		close(notesDone)
 	}
 
-	le.Run(ctx)
+	le.Run(context.WithValue(ctx, engineRunKey{}, true))
 	// client-go's engine returns without waiting for OnStartedLeading; do it here.
 	led, done := s.stopLeading()
 	if led {

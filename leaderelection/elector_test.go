@@ -250,14 +250,57 @@ func TestReleaseAbandonedWhileOnStartedLeadingRuns(t *testing.T) {
 	s.entered = true // OnStartedLeading is running and will not return
 	inner := &scriptedLock{holder: "a"}
 	l := &guardedLock{inner: inner, s: s, read: new(leaseVersion)}
-	_, _, err = l.Get(context.Background())
+	_, _, err = l.Get(context.WithValue(context.Background(), engineRunKey{}, true)) // a renewal's
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background()) // the release's, timed out
 	cancel()
+	_, _, err = l.Get(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), "OnStartedLeading has not returned")
 	err = l.Update(ctx, resourcelock.LeaderElectionRecord{})
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Contains(t, err.Error(), "OnStartedLeading has not returned")
 	assert.Empty(t, inner.updates)
+}
+
+// probeLock is a lock whose Get reports whether the leader's ctx had ended by then.
+type probeLock struct {
+	scriptedLock
+	lead       context.Context
+	endedFirst bool
+}
+
+func (p *probeLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	p.endedFirst = p.lead.Err() != nil
+	return p.scriptedLock.Get(ctx)
+}
+
+// After a failed renewal the engine releases before it cancels OnStartedLeading's ctx, and
+// with the API server unreachable its first read alone lasts up to RenewDeadline, past the
+// point where a standby may take the expired Lease. The guard ends leadership before that
+// read; the engine's own reads (acquire, renew) leave it alone.
+func TestReleaseEndsLeadershipBeforeItsFirstRead(t *testing.T) {
+	e, err := NewElector(fake.NewClientset(), fastConfig("a"), Callbacks{})
+	require.NoError(t, err)
+	s := &session{e: e, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	lead, cancel := context.WithCancel(context.Background())
+	s.lead, s.cancel, s.entered = lead, cancel, true
+	go func() { // OnStartedLeading: returns when its ctx ends
+		<-lead.Done()
+		close(s.done)
+	}()
+	inner := &probeLock{scriptedLock: scriptedLock{holder: "a"}, lead: lead}
+	l := &guardedLock{inner: inner, s: s, read: new(leaseVersion)}
+
+	_, _, err = l.Get(context.WithValue(context.Background(), engineRunKey{}, true))
+	require.NoError(t, err)
+	assert.False(t, inner.endedFirst, "a renewal's read ended leadership")
+	assert.True(t, s.leading())
+
+	_, _, err = l.Get(context.Background()) // the release's
+	require.NoError(t, err)
+	assert.True(t, inner.endedFirst, "the release read the Lease while the leader's code still ran")
+	assert.False(t, s.leading())
 }
 
 func TestNilCallbacks(t *testing.T) {

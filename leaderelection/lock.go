@@ -16,8 +16,9 @@ import (
 // two hazards in the engine's release path, which runs when ReleaseOnCancel is set:
 //
 //   - On a lost lease the engine releases before it cancels OnStartedLeading's ctx, so a
-//     standby could acquire the emptied Lease while the old leader's guarded code still
-//     runs. Here a release first ends leadership and waits for OnStartedLeading to return;
+//     standby could acquire the emptied Lease (or, with the API server unreachable, the
+//     expired one) while the old leader's guarded code still runs. Here a release first
+//     ends leadership and waits for OnStartedLeading to return, before its first read;
 //     if it does not return within the engine's release timeout (RenewDeadline) the Lease
 //     is left to expire instead.
 //   - The engine decides a release is its to make from its last observation, not from the
@@ -46,6 +47,16 @@ type guardedLock struct {
 var _ resourcelock.Interface = (*guardedLock)(nil)
 
 func (l *guardedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	if !fromEngineRun(ctx) {
+		// The engine's release: it reads before it writes, on a ctx of its own. Leadership
+		// ends here, not at the write: after a failed renewal the engine releases before
+		// it cancels OnStartedLeading's ctx, and with the API server unreachable this read
+		// alone can take RenewDeadline, while a standby may take over once LeaseDuration
+		// passed since the last renewal.
+		if err := l.s.stepDown(ctx); err != nil {
+			return nil, nil, fmt.Errorf("leaderelection: not releasing lease %s: %w", l.inner.Describe(), err)
+		}
+	}
 	rec, raw, err := l.inner.Get(ctx)
 	l.lastHolderOK = err == nil
 	if err != nil {
@@ -85,6 +96,12 @@ func (l *guardedLock) Update(ctx context.Context, ler resourcelock.LeaderElectio
 func (l *guardedLock) RecordEvent(s string) { l.inner.RecordEvent(s) }
 func (l *guardedLock) Identity() string     { return l.inner.Identity() }
 func (l *guardedLock) Describe() string     { return l.inner.Describe() }
+
+// engineRunKey marks the ctx Elector.Run hands to the engine: every lock call the engine makes
+// while it acquires or renews carries it; its release runs on a ctx of its own.
+type engineRunKey struct{}
+
+func fromEngineRun(ctx context.Context) bool { return ctx.Value(engineRunKey{}) != nil }
 
 // leaseVersion is what tells two writes of a Lease apart.
 type leaseVersion struct {
