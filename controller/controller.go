@@ -391,7 +391,8 @@ type Stats struct {
 	// (Options.MaxRetries) and are tried again every
 	// Options.SlowRetryInterval until they succeed. Like keys waiting out a
 	// RequeueAfter, they are not work to wait for (controllertest.WaitForQuiet
-	// does not): nothing is due for them before the interval.
+	// does not): nothing is due for them before the interval. Both retry
+	// counts are 0 once Run returned: nothing is retried any more.
 	SlowRetrying int
 	// Fenced is how many keys were due but are held back until the informer
 	// shows their last Reconcile's writes (Options.Fences).
@@ -509,7 +510,7 @@ func (c *Controller[K]) start(m *Metrics) *runQueue[K] {
 		}
 	}
 	c.cm = m.forController(c.name, c.workers)
-	c.retries.reportTo(c.cm)
+	c.retries.reset(c.cm)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ran = true
@@ -528,6 +529,7 @@ func (c *Controller[K]) start(m *Metrics) *runQueue[K] {
 
 // stop makes later Enqueues no-ops; the queue is shut down by then.
 func (c *Controller[K]) stop() {
+	c.retries.reset(c.cm) // nothing is retried any more
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stopped = true

@@ -136,13 +136,15 @@ func (s *retrySet[K]) clear(key K) {
 	}
 }
 
-// reportTo makes every change of the number of slow-retrying keys go to
-// cm's gauge.
-func (s *retrySet[K]) reportTo(cm *controllerMetrics) {
+// reset forgets every key, when a Run starts or returns: no key is waiting
+// in the queue of a Run that has not begun or has ended. Later changes of
+// the number of slow-retrying keys go to cm's gauge.
+func (s *retrySet[K]) reset(cm *controllerMetrics) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	clear(s.keys)
 	s.onSlow = cm.setSlowRetryKeys
-	s.onSlow(s.slow)
+	s.setSlowLocked(0)
 }
 
 // counts returns how many keys are backing off and how many retry slowly.

@@ -286,3 +286,33 @@ func TestSlowRetryKeepsPriorityAndNamesItsTrigger(t *testing.T) {
 		assert.Equal(t, ckqueue.Trigger{Kind: ckqueue.TriggerRetry, Retry: 2, After: time.Minute}, last[k], "key %s", k)
 	}
 }
+
+// When Run returns, nothing is retried any more: the keys it was retrying leave Stats and the
+// gauge, so a stopped controller (a standby after losing its Lease) reports none.
+func TestRunReturningForgetsRetryingKeys(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	s := newScript(clk, func(int, string) (Result, error) { return Result{}, errBoom })
+	m, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	q := newSpyQueue("stopped", clk, workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), m)
+	c, err := New("stopped", Reconciler[string](s), Options[string]{Queue: q, Metrics: m, MaxRetries: 1})
+	require.NoError(t, err)
+	ctx, _ := testLogger(t)
+	stop := startController(t, ctx, c)
+	c.Enqueue("slow")
+	s.next(t)
+	q.waitDelayed(t)
+	clk.Step(time.Second)
+	s.next(t)
+	q.waitDelayed(t)
+	c.Enqueue("fast")
+	s.next(t)
+	q.waitDelayed(t)
+	waitIdle(t, c)
+	require.Equal(t, Stats{Retrying: 1, SlowRetrying: 1}, c.Stats())
+	require.Equal(t, 1.0, testutil.ToFloat64(m.slowRetryKeys.WithLabelValues("stopped")))
+
+	stop()
+	assert.Equal(t, Stats{}, c.Stats())
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.slowRetryKeys.WithLabelValues("stopped")))
+}
