@@ -23,23 +23,27 @@ import (
 	ckqueue "github.com/ctrlkit/ctrlkit/workqueue"
 )
 
-// DefaultMaxRetries is how many times a failing key is retried (with
-// exponential backoff) before the loop gives up on it, as in
-// kube-controller-manager's controllers: with the default limiter the 15th
-// retry comes after about 160 s of backoff, and a key that fails that long is
-// usually waiting for a change that will bring its own event (a fixed spec, a
-// created dependency), so dropping it bounds the work spent on hopeless keys.
+// DefaultMaxRetries is how many times a failing key is retried with
+// exponential backoff before the loop slows down: with the default limiter
+// the 15th retry comes about 164 s after the first failure (kube-controller-
+// manager's endpoint controllers stop there too). After that the key is tried
+// again every Options.SlowRetryInterval (DefaultSlowRetryInterval, 5 minutes)
+// until it succeeds, so a fault fixed later (a permission restored) is
+// repaired without an event for the key; Options.Exhausted = GiveUp drops it
+// instead.
 const DefaultMaxRetries = 15
 
-// RetryForever, as Options.MaxRetries, retries a failing key until it
-// succeeds (backing off up to the limiter's cap, 1000 s by default), as
-// controller-runtime does by default: right for controllers whose failures
-// are usually transient (an API server or a cloud API briefly unavailable)
-// and that must not depend on another event to try again.
+// RetryForever, as Options.MaxRetries, backs a failing key off through the
+// rate limiter until it succeeds (up to the limiter's cap, 1000 s by
+// default), as controller-runtime and kube-controller-manager's ReplicaSet
+// controller do. The default instead switches to Options.SlowRetryInterval
+// after MaxRetries, which waits less than the cap and shows the keys that
+// keep failing (Stats.SlowRetrying, ctrlkit_controller_slow_retry_keys).
 const RetryForever = -1
 
 // Options configure a Controller. The zero value is valid: one worker, 15
-// retries, client-go's default controller rate limiter, a ctrlkit queue,
+// retries with backoff and then one every 5 minutes until the key succeeds,
+// client-go's default controller rate limiter, a ctrlkit queue,
 // the logger from Run's context, no metrics unless a Manager supplies them,
 // no reconcile deadline, leader election required, no feature gate.
 type Options[K comparable] struct {
@@ -48,19 +52,40 @@ type Options[K comparable] struct {
 	Workers int
 
 	// MaxRetries is how many times a key whose Reconcile failed is added back
-	// with backoff before the loop logs the error and forgets it. 0 means
-	// DefaultMaxRetries (15, kube-controller-manager's): the first call plus
-	// 15 retries is 16 calls. RetryForever (controller-runtime's default)
-	// never gives up; any other negative value is an error. To never retry,
-	// set NoRetries (or return Terminal errors, which are never retried
-	// whatever MaxRetries says).
+	// with backoff (through RateLimiter) before its retries are exhausted and
+	// Exhausted decides: by default the key then comes back every
+	// SlowRetryInterval until it succeeds. 0 means DefaultMaxRetries (15):
+	// the first call plus 15 retries is 16 calls before the slow retries.
+	// RetryForever (controller-runtime's and kube-controller-manager's
+	// ReplicaSet controller's policy) backs off up to the limiter's cap
+	// forever; any other negative value is an error. To never retry, set
+	// NoRetries (or return Terminal errors, which are never retried whatever
+	// MaxRetries says).
 	// The count is the queue's NumRequeues, that is the rate limiter's
 	// per-item count: a limiter without per-item state (a bare bucket)
 	// reports 0 and retries forever.
 	MaxRetries int
 
+	// Exhausted is what happens to a key that failed after its MaxRetries
+	// retries. The zero value, SlowRetry, tries it again every
+	// SlowRetryInterval until a Reconcile succeeds (which forgets its
+	// failures) or fails terminally; an event for the key meanwhile
+	// reconciles it at once. GiveUp logs the error and forgets the key until
+	// its next event. GiveUp with RetryForever or NoRetries is an error:
+	// RetryForever never exhausts a key's retries, NoRetries always gives up.
+	Exhausted ExhaustedPolicy
+
+	// SlowRetryInterval is how long a key whose retries are exhausted waits
+	// before each further try (Exhausted SlowRetry). 0 means
+	// DefaultSlowRetryInterval (5 minutes, under the 1000 s cap of the
+	// default limiter); negative is an error, and so is setting it with
+	// GiveUp, RetryForever or NoRetries. The wait is a plain delay: the rate
+	// limiter neither paces nor counts it.
+	SlowRetryInterval time.Duration
+
 	// NoRetries makes a failed key be logged and forgotten at once (the
-	// effective MaxRetries is 0). It cannot be combined with MaxRetries.
+	// effective MaxRetries is 0, with Exhausted GiveUp). It cannot be
+	// combined with MaxRetries or SlowRetryInterval.
 	NoRetries bool
 
 	// RateLimiter paces retries and Result.Requeue. nil means client-go's
@@ -147,6 +172,8 @@ type Controller[K comparable] struct {
 	r          Reconciler[K]
 	workers    int
 	maxRetries int
+	exhausted  ExhaustedPolicy
+	slowRetry  time.Duration // Options.SlowRetryInterval, defaulted
 	timeout    time.Duration
 	syncWait   time.Duration
 	needLeader bool
@@ -184,11 +211,8 @@ type Controller[K comparable] struct {
 	inFlight atomic.Int64
 	cm       *controllerMetrics // set by Run before the workers start
 
-	// retrying holds the keys whose last Reconcile failed and that wait out a
-	// backoff: the queue does not count them (client-go's Len counts only
-	// ready keys), yet a test kit waiting for a settled world must.
-	retryMu  sync.Mutex
-	retrying map[K]struct{}
+	// retries holds the keys whose last Reconcile failed (retry.go).
+	retries retrySet[K]
 }
 
 // pendingKey is a key enqueued before Run, with the time it is due.
@@ -225,6 +249,14 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		return bad("MaxRetries", fmt.Sprintf("%d is negative (RetryForever is %d; set NoRetries to never retry)", opts.MaxRetries, RetryForever))
 	case opts.NoRetries && opts.MaxRetries != 0:
 		return bad("MaxRetries", fmt.Sprintf("%d conflicts with NoRetries", opts.MaxRetries))
+	case opts.Exhausted != SlowRetry && opts.Exhausted != GiveUp:
+		return bad("Exhausted", fmt.Sprintf("unknown %v; use SlowRetry or GiveUp", opts.Exhausted))
+	case opts.Exhausted == GiveUp && (opts.NoRetries || opts.MaxRetries == RetryForever):
+		return bad("Exhausted", "GiveUp set with NoRetries or RetryForever, which never exhaust a key's retries")
+	case opts.SlowRetryInterval < 0:
+		return bad("SlowRetryInterval", fmt.Sprintf("%v is negative", opts.SlowRetryInterval))
+	case opts.SlowRetryInterval > 0 && (opts.Exhausted == GiveUp || opts.NoRetries || opts.MaxRetries == RetryForever):
+		return bad("SlowRetryInterval", fmt.Sprintf("%v set with GiveUp, NoRetries or RetryForever, which never retry a key slowly", opts.SlowRetryInterval))
 	case opts.ReconcileTimeout < 0:
 		return bad("ReconcileTimeout", fmt.Sprintf("%v is negative", opts.ReconcileTimeout))
 	case opts.CacheSyncTimeout < 0:
@@ -241,6 +273,8 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		r:          r,
 		workers:    max(opts.Workers, 1),
 		maxRetries: opts.MaxRetries,
+		exhausted:  opts.Exhausted,
+		slowRetry:  opts.SlowRetryInterval,
 		timeout:    opts.ReconcileTimeout,
 		syncWait:   opts.CacheSyncTimeout,
 		needLeader: opts.NeedLeaderElection == nil || *opts.NeedLeaderElection,
@@ -263,9 +297,12 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 	}
 	switch {
 	case opts.NoRetries:
-		c.maxRetries = 0
+		c.maxRetries, c.exhausted = 0, GiveUp
 	case c.maxRetries == 0:
 		c.maxRetries = DefaultMaxRetries
+	}
+	if c.slowRetry == 0 {
+		c.slowRetry = DefaultSlowRetryInterval
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
@@ -347,8 +384,16 @@ type Stats struct {
 	InFlight int
 	// Retrying is how many keys failed their last Reconcile and wait out a
 	// backoff before their next try. A key leaves the count when a Reconcile
-	// of it succeeds, fails terminally or runs out of retries.
+	// of it succeeds, fails terminally or runs out of retries (and then
+	// counts in SlowRetrying, unless Options.Exhausted is GiveUp).
 	Retrying int
+	// SlowRetrying is how many keys failed after their last retry
+	// (Options.MaxRetries) and are tried again every
+	// Options.SlowRetryInterval until they succeed. Like keys waiting out a
+	// RequeueAfter, they are not work to wait for (controllertest.WaitForQuiet
+	// does not): nothing is due for them before the interval. Both retry
+	// counts are 0 once Run returned: nothing is retried any more.
+	SlowRetrying int
 	// Fenced is how many keys were due but are held back until the informer
 	// shows their last Reconcile's writes (Options.Fences).
 	Fenced int
@@ -374,26 +419,11 @@ func (c *Controller[K]) Stats() Stats {
 		s.Queued = len(c.pending)
 		c.mu.Unlock()
 	}
-	c.retryMu.Lock()
-	s.Retrying = len(c.retrying)
-	c.retryMu.Unlock()
+	s.Retrying, s.SlowRetrying = c.retries.counts()
 	if ft := c.fences.Load(); ft != nil {
 		s.Fenced = ft.heldKeys()
 	}
 	return s
-}
-
-func (c *Controller[K]) markRetrying(key K, retrying bool) {
-	c.retryMu.Lock()
-	defer c.retryMu.Unlock()
-	if !retrying {
-		delete(c.retrying, key)
-		return
-	}
-	if c.retrying == nil {
-		c.retrying = make(map[K]struct{})
-	}
-	c.retrying[key] = struct{}{}
 }
 
 // Run builds the queue, registers the watches, waits for every watched
@@ -494,10 +524,7 @@ func (c *Controller[K]) start(m *Metrics) *runQueue[K] {
 		}
 	}
 	c.cm = m.forController(c.name, c.workers)
-	// A key left retrying by an earlier Run is not waiting in this queue.
-	c.retryMu.Lock()
-	clear(c.retrying)
-	c.retryMu.Unlock()
+	c.retries.reset(c.cm)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ran, c.stopped = true, false
@@ -517,6 +544,7 @@ func (c *Controller[K]) start(m *Metrics) *runQueue[K] {
 // stop makes later Enqueues no-ops until the next Run; the queue is shut
 // down by then. HasSynced is false again: the handlers are gone.
 func (c *Controller[K]) stop() {
+	c.retries.reset(c.cm) // nothing is retried any more
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stopped, c.registered = true, false
@@ -653,7 +681,7 @@ func (c *Controller[K]) processKey(ctx context.Context, q *runQueue[K], logger k
 	if c.gate != nil {
 		if !c.gate.Admit(key) {
 			q.Forget(key)
-			c.markRetrying(key, false)
+			c.retries.clear(key)
 			return
 		}
 		// Deferred last, so it runs before q.Done can hand key to another worker.
@@ -735,7 +763,7 @@ func (c *Controller[K]) handle(logger klog.Logger, q *runQueue[K], key K, res Re
 	case err == nil:
 		// Success clears the failure history whatever comes next.
 		q.Forget(key)
-		c.markRetrying(key, false)
+		c.retries.clear(key)
 		switch {
 		case res.RequeueAfter > 0:
 			c.cm.result(ResultRequeueAfter)
@@ -751,7 +779,7 @@ func (c *Controller[K]) handle(logger klog.Logger, q *runQueue[K], key K, res Re
 	case IsTerminal(err):
 		c.cm.failed(true)
 		q.Forget(key)
-		c.markRetrying(key, false)
+		c.retries.clear(key)
 		logger.Error(err, "Reconcile failed with a terminal error; not retrying")
 	default:
 		c.cm.failed(false)
@@ -763,16 +791,7 @@ func (c *Controller[K]) handle(logger klog.Logger, q *runQueue[K], key K, res Re
 		if errors.As(err, &pe) {
 			logger.Error(err, "Observed a panic in Reconcile", "stack", string(pe.Stack))
 		}
-		if n := q.NumRequeues(key); c.maxRetries == RetryForever || n < c.maxRetries {
-			logger.Error(err, "Reconcile failed; retrying with backoff", "retries", n, "maxRetries", c.maxRetries)
-			c.markRetrying(key, true)
-			q.add(key, res.Priority, 0, true, retryTrigger(n+1))
-			return true
-		}
-		c.cm.gaveUp()
-		logger.Error(err, "Reconcile failed too many times; dropping the key until its next event", "maxRetries", c.maxRetries)
-		q.Forget(key)
-		c.markRetrying(key, false)
+		return c.retry(logger, q, key, res.Priority, err)
 	}
 	return false
 }

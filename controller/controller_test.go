@@ -44,6 +44,13 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"negative timeout", "c", ok, Options[string]{ReconcileTimeout: -time.Second}, "ReconcileTimeout"},
 		{"negative sync timeout", "c", ok, Options[string]{CacheSyncTimeout: -time.Second}, "CacheSyncTimeout"},
 		{"queue and limiter", "c", ok, Options[string]{Queue: q, RateLimiter: workqueue.DefaultTypedControllerRateLimiter[string]()}, "RateLimiter"},
+		{"unknown exhausted policy", "c", ok, Options[string]{Exhausted: ExhaustedPolicy(7)}, "Exhausted"},
+		{"give up with no retries", "c", ok, Options[string]{Exhausted: GiveUp, NoRetries: true}, "Exhausted"},
+		{"give up with retry forever", "c", ok, Options[string]{Exhausted: GiveUp, MaxRetries: RetryForever}, "Exhausted"},
+		{"negative slow retry interval", "c", ok, Options[string]{SlowRetryInterval: -time.Second}, "SlowRetryInterval"},
+		{"slow retry interval with give up", "c", ok, Options[string]{SlowRetryInterval: time.Minute, Exhausted: GiveUp}, "SlowRetryInterval"},
+		{"slow retry interval with no retries", "c", ok, Options[string]{SlowRetryInterval: time.Minute, NoRetries: true}, "SlowRetryInterval"},
+		{"slow retry interval with retry forever", "c", ok, Options[string]{SlowRetryInterval: time.Minute, MaxRetries: RetryForever}, "SlowRetryInterval"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,6 +72,8 @@ func TestNewDefaults(t *testing.T) {
 	assert.Equal(t, "defaults", c.Name())
 	assert.Equal(t, 1, c.workers)
 	assert.Equal(t, DefaultMaxRetries, c.maxRetries)
+	assert.Equal(t, SlowRetry, c.exhausted, "a key past its retries is retried slowly, not dropped")
+	assert.Equal(t, DefaultSlowRetryInterval, c.slowRetry)
 	assert.True(t, c.NeedLeaderElection(), "controllers need leader election unless they opt out")
 
 	c2, err := New("standby-safe", ReconcilerFunc[Key](func(context.Context, Key) (Result, error) { return Result{}, nil }),
@@ -72,6 +81,7 @@ func TestNewDefaults(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, c2.NeedLeaderElection())
 	assert.Equal(t, 0, c2.maxRetries)
+	assert.Equal(t, GiveUp, c2.exhausted, "NoRetries never retries, not even slowly")
 	assert.Equal(t, 4, c2.workers)
 }
 
@@ -98,51 +108,13 @@ func TestSuccessForgets(t *testing.T) {
 	assert.Len(t, s.Calls(), 1)
 }
 
-// The headline rule: an always-failing key is called once plus
-// MaxRetries (15) times = 16, with the default limiter's exponential delays
-// between calls, and then forgotten.
-func TestErrorBacksOffExponentiallyAndGivesUp(t *testing.T) {
-	clk := testingclock.NewFakeClock(t0)
-	s := newScript(clk, func(int, string) (Result, error) { return Result{}, errBoom })
-	limiter := &recordingLimiter[string]{TypedRateLimiter: workqueue.DefaultTypedControllerRateLimiter[string]()}
-	q := newSpyQueue("backoff", clk, workqueue.TypedRateLimiter[string](limiter), nil)
-	c, err := New("backoff", Reconciler[string](s), Options[string]{Queue: q})
-	require.NoError(t, err)
-	ctx, logs := testLogger(t)
-	stop := startController(t, ctx, c)
-
-	c.Enqueue("k")
-	s.next(t)
-	want := []time.Duration{}
-	for i := range DefaultMaxRetries {
-		d := 5 * time.Millisecond << i
-		want = append(want, d)
-		q.waitDelayed(t)
-		clk.Step(d)
-		got := s.next(t)
-		calls := s.Calls()
-		assert.Equal(t, d, got.at.Sub(calls[len(calls)-2].at), "delay before retry %d", i+1)
-	}
-	waitIdle(t, c)
-	// Nothing is pending: a long step brings no 17th call.
-	clk.Step(time.Hour)
-	waitIdle(t, c)
-	stop()
-
-	assert.Len(t, s.Calls(), DefaultMaxRetries+1)
-	assert.Equal(t, want, limiter.Delays())
-	assert.Equal(t, 0, q.NumRequeues("k"), "the key is forgotten after giving up")
-	msgs := strings.Join(messages(logs), "\n")
-	assert.Contains(t, msgs, "Reconcile failed too many times; dropping the key")
-}
-
 func TestMaxRetriesAndNoRetries(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		opts  Options[string]
 		calls int
 	}{
-		{"MaxRetries 3", Options[string]{MaxRetries: 3}, 4},
+		{"MaxRetries 3, then give up", Options[string]{MaxRetries: 3, Exhausted: GiveUp}, 4},
 		{"NoRetries", Options[string]{NoRetries: true}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

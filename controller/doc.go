@@ -62,9 +62,21 @@
 //   - an error made by Terminal (errors.Is(err, ErrTerminal)): logged once,
 //     forgotten, never retried.
 //   - any other error: AddRateLimited while the queue's NumRequeues is below
-//     Options.MaxRetries (15 by default: 16 calls in all), then logged and
-//     forgotten until the next event. A RequeueAfter returned with an error
-//     is ignored, and the log says so.
+//     Options.MaxRetries (15 by default: 16 calls in about 164 s with the
+//     default limiter). A RequeueAfter returned with an error is ignored,
+//     and the log says so.
+//   - an error after the last retry: the retries are exhausted, and the key
+//     is never stranded: it is added back after Options.SlowRetryInterval
+//     (5 minutes by default) and again after each further failure, until a
+//     Reconcile succeeds (Forget: a later failure starts a new round of
+//     retries) or fails terminally. Each such failure is logged with when
+//     the key comes back. The limiter's count is not reset meanwhile, so an
+//     event for the key reconciles it at once but a failure then waits the
+//     slow interval again rather than restarting the fast retries.
+//     Options.Exhausted = GiveUp forgets the key until its next event
+//     instead, as the loop did before; RetryForever backs off to the
+//     limiter's cap (1000 s by default) forever, as controller-runtime and
+//     kube-controller-manager's ReplicaSet controller do.
 //   - a panic: recovered, counted, handled as an error (a *PanicError with
 //     the stack), unless Options.RePanic is set.
 //   - Done, always.
@@ -140,7 +152,16 @@
 // # Test kits
 //
 // Stats is a snapshot of the load (keys ready, Reconciles running, keys in
-// retry backoff), stable API for test kits such as
-// controllertest.WaitForQuiet, which wait for a settled world instead of
-// sleeping.
+// retry backoff, keys past their retries that come back at the slow
+// interval), stable API for test kits such as controllertest.WaitForQuiet,
+// which wait for a settled world instead of sleeping.
+//
+// # Metrics of the error policy
+//
+// Besides controller-runtime's series (docs/metrics.md), three count what
+// happens past the retries: ctrlkit_controller_retries_exhausted_total (a
+// key failed after its last retry), ctrlkit_controller_slow_retries_total
+// (each failure answered by a slow retry) and the gauge
+// ctrlkit_controller_slow_retry_keys (keys retried slowly now, which an
+// alert can watch: a key there is failing for minutes on end).
 package controller

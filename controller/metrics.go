@@ -41,10 +41,12 @@ var allResults = []string{ResultSuccess, ResultError, ResultRequeue, ResultReque
 //	workqueue_work_duration_seconds, workqueue_unfinished_work_seconds,
 //	workqueue_longest_running_processor_seconds, workqueue_retries_total{name,controller}
 //
-// and one series controller-runtime has no counterpart for, so it carries
+// and series controller-runtime has no counterpart for, so they carry
 // ctrlkit's prefix:
 //
-//	ctrlkit_controller_retries_exhausted_total{controller}      keys dropped after MaxRetries
+//	ctrlkit_controller_retries_exhausted_total{controller}      keys that failed after their MaxRetries retries
+//	ctrlkit_controller_slow_retries_total{controller}           failures answered by a retry SlowRetryInterval later
+//	ctrlkit_controller_slow_retry_keys{controller}              gauge, keys retried slowly now (Stats.SlowRetrying)
 //	ctrlkit_controller_fence_timeouts_total{controller}         write fences released by their TTL (Options.Fences)
 //
 // Metrics implements workqueue.MetricsProvider, so it can be given to any
@@ -60,6 +62,8 @@ type Metrics struct {
 	workers          *prometheus.GaugeVec
 	activeWorkers    *prometheus.GaugeVec
 	retriesExhausted *prometheus.CounterVec
+	slowRetries      *prometheus.CounterVec
+	slowRetryKeys    *prometheus.GaugeVec
 	fenceTimeouts    *prometheus.CounterVec
 
 	depth          *prometheus.GaugeVec
@@ -107,7 +111,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		timeouts:         counter("controller_runtime_reconcile_timeouts_total", "Total number of reconciliation timeouts per controller", ctl),
 		workers:          gauge("controller_runtime_max_concurrent_reconciles", "Maximum number of concurrent reconciles per controller", ctl),
 		activeWorkers:    gauge("controller_runtime_active_workers", "Number of currently used workers per controller", ctl),
-		retriesExhausted: counter("ctrlkit_controller_retries_exhausted_total", "Keys dropped after their last allowed retry failed, per controller", ctl),
+		retriesExhausted: counter("ctrlkit_controller_retries_exhausted_total", "Keys whose last allowed retry failed (then retried slowly, or dropped with GiveUp), per controller", ctl),
+		slowRetries:      counter("ctrlkit_controller_slow_retries_total", "Failed reconciles of keys past their retries, put back after the slow retry interval, per controller", ctl),
+		slowRetryKeys:    gauge("ctrlkit_controller_slow_retry_keys", "Keys past their retries that are retried at the slow interval until they succeed, per controller", ctl),
 		fenceTimeouts:    counter("ctrlkit_controller_fence_timeouts_total", "Write fences released by their TTL instead of by the informer showing the write, per controller", ctl),
 
 		depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -123,7 +129,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{
 		m.reconcileTotal, m.reconcileErrors, m.terminalErrors, m.panics, m.reconcileTime, m.timeouts,
-		m.workers, m.activeWorkers, m.retriesExhausted, m.fenceTimeouts,
+		m.workers, m.activeWorkers, m.retriesExhausted, m.slowRetries, m.slowRetryKeys, m.fenceTimeouts,
 		m.depth, m.adds, m.latency, m.workDuration, m.unfinished, m.longestRunning, m.retries,
 	} {
 		if err := reg.Register(c); err != nil {
@@ -149,6 +155,8 @@ type controllerMetrics struct {
 	panics    prometheus.Counter
 	timeouts  prometheus.Counter
 	exhausted prometheus.Counter
+	slow      prometheus.Counter
+	slowKeys  prometheus.Gauge
 	fenceTTL  prometheus.Counter
 }
 
@@ -165,6 +173,8 @@ func (m *Metrics) forController(name string, workers int) *controllerMetrics {
 		panics:    m.panics.WithLabelValues(name),
 		timeouts:  m.timeouts.WithLabelValues(name),
 		exhausted: m.retriesExhausted.WithLabelValues(name),
+		slow:      m.slowRetries.WithLabelValues(name),
+		slowKeys:  m.slowRetryKeys.WithLabelValues(name),
 		fenceTTL:  m.fenceTimeouts.WithLabelValues(name),
 	}
 	// Creating every child now makes the series visible (at 0) from the first
@@ -224,9 +234,22 @@ func (cm *controllerMetrics) fenceTimedOut() {
 	}
 }
 
-func (cm *controllerMetrics) gaveUp() {
+// exhaustedRetries counts a key whose last allowed retry failed.
+func (cm *controllerMetrics) exhaustedRetries() {
 	if cm != nil {
 		cm.exhausted.Inc()
+	}
+}
+
+func (cm *controllerMetrics) slowRetried() {
+	if cm != nil {
+		cm.slow.Inc()
+	}
+}
+
+func (cm *controllerMetrics) setSlowRetryKeys(n int) {
+	if cm != nil {
+		cm.slowKeys.Set(float64(n))
 	}
 }
 

@@ -74,16 +74,23 @@ controller_runtime_terminal_reconcile_errors_total{controller="metered"} 1
 # HELP controller_runtime_max_concurrent_reconciles Maximum number of concurrent reconciles per controller
 # TYPE controller_runtime_max_concurrent_reconciles gauge
 controller_runtime_max_concurrent_reconciles{controller="metered"} 2
-# HELP ctrlkit_controller_retries_exhausted_total Keys dropped after their last allowed retry failed, per controller
+# HELP ctrlkit_controller_retries_exhausted_total Keys whose last allowed retry failed (then retried slowly, or dropped with GiveUp), per controller
 # TYPE ctrlkit_controller_retries_exhausted_total counter
 ctrlkit_controller_retries_exhausted_total{controller="metered"} 1
+# HELP ctrlkit_controller_slow_retries_total Failed reconciles of keys past their retries, put back after the slow retry interval, per controller
+# TYPE ctrlkit_controller_slow_retries_total counter
+ctrlkit_controller_slow_retries_total{controller="metered"} 0
+# HELP ctrlkit_controller_slow_retry_keys Keys past their retries that are retried at the slow interval until they succeed, per controller
+# TYPE ctrlkit_controller_slow_retry_keys gauge
+ctrlkit_controller_slow_retry_keys{controller="metered"} 0
 # HELP workqueue_adds_total Total number of adds handled by workqueue
 # TYPE workqueue_adds_total counter
 workqueue_adds_total{controller="metered",name="metered"} 4
 `
 	assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(expected),
 		"controller_runtime_reconcile_total", "controller_runtime_reconcile_errors_total", "controller_runtime_terminal_reconcile_errors_total",
-		"controller_runtime_max_concurrent_reconciles", "ctrlkit_controller_retries_exhausted_total", "workqueue_adds_total"))
+		"controller_runtime_max_concurrent_reconciles", "ctrlkit_controller_retries_exhausted_total",
+		"ctrlkit_controller_slow_retries_total", "ctrlkit_controller_slow_retry_keys", "workqueue_adds_total"))
 }
 
 // A Reconcile that runs past Options.ReconcileTimeout is counted as a timeout.

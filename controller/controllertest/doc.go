@@ -62,8 +62,9 @@
 //
 // RunController runs a controller (anything with Name, Run and Stats, as ctrlkit's
 // controller.Controller has) until the test ends, and WaitForQuiet waits until every controller
-// has had an empty queue, no reconcile in flight and no key in retry backoff for a while, so a
-// test asserts on a settled world instead of sleeping:
+// has had an empty queue, no reconcile in flight and no key in retry backoff for a while (a key
+// past its retries, retried only every Options.SlowRetryInterval, does not count), so a test
+// asserts on a settled world instead of sleeping:
 //
 //	env.RunController(env.Context(), c)
 //	env.WaitForQuiet(10 * time.Second)

@@ -104,7 +104,9 @@ var ErrNotQuiet = errors.New("controllers did not become quiet")
 // with RunController has been idle (empty queue, no reconcile running) for DefaultQuietPeriod,
 // failing the test after timeout with each busy controller's queue length and reconciles in
 // flight. Keys waiting out a RequeueAfter do not count as work: quiet means "nothing to do right
-// now"; keys waiting out a retry backoff do.
+// now"; keys waiting out a retry backoff do, until their retries are exhausted: a key then
+// retried only every Options.SlowRetryInterval (Stats.SlowRetrying) is as settled as it gets,
+// as a key dropped after its retries used to be.
 // Assert on the world after it instead of sleeping.
 func (e *Env) WaitForQuiet(timeout time.Duration) {
 	e.t.Helper()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
@@ -119,4 +120,24 @@ func TestWaitForQuietWaitsForRetries(t *testing.T) {
 
 	r.retries.Store(0)
 	require.NoError(t, env.QuietContext(env.Context(), 10*time.Second, 10*time.Millisecond))
+}
+
+// A key past its retries is retried only every SlowRetryInterval: WaitForQuiet does not wait for
+// that, as it does not wait for a RequeueAfter, but it does wait for the fast retries before.
+func TestWaitForQuietDoesNotWaitForSlowRetries(t *testing.T) {
+	env := controllertest.NewFake(t)
+	var calls atomic.Int32
+	c, err := controller.New("failing", controller.ReconcilerFunc[string](func(context.Context, string) (controller.Result, error) {
+		calls.Add(1)
+		return controller.Result{}, errors.New("boom")
+	}), controller.Options[string]{
+		MaxRetries: 1, SlowRetryInterval: time.Hour,
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Millisecond),
+	})
+	require.NoError(t, err)
+	c.Enqueue("k")
+	env.RunController(env.Context(), c)
+	env.WaitForQuiet(10 * time.Second)
+	require.Equal(t, controller.Stats{SlowRetrying: 1}, c.Stats())
+	require.Equal(t, int32(2), calls.Load(), "the first call and its one fast retry, then quiet")
 }

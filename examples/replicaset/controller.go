@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
-	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -27,7 +27,6 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/ownerref"
 	"github.com/ctrlkit/ctrlkit/replicas"
-	"github.com/ctrlkit/ctrlkit/sharding"
 	ckqueue "github.com/ctrlkit/ctrlkit/workqueue"
 )
 
@@ -58,6 +57,16 @@ type Options struct {
 	// RateLimiter paces retries of failed syncs. nil means client-go's controller default
 	// (5 ms doubling to 1000 s per ReplicaSet, 10 qps overall). Tests shorten it.
 	RateLimiter workqueue.TypedRateLimiter[controller.Key]
+	// MaxRetries is how many times a failed sync is retried through RateLimiter before the
+	// ReplicaSet is only retried every SlowRetryInterval, until a sync succeeds (the worker
+	// loop's controller.Options fields of the same names). 0 means the controller package's
+	// defaults: 15 retries, then one every 5 minutes. Tests shorten both.
+	MaxRetries        int
+	SlowRetryInterval time.Duration
+	// Recorder records events on ReplicaSets (SuccessfulCreate, FailedCreate,
+	// SuccessfulDelete, FailedDelete, as kube-controller-manager does); pass
+	// Manager.EventRecorderFor(ControllerName). nil means no events.
+	Recorder record.EventRecorder
 	// Logger is for the informer event handlers, which have no context. Default
 	// klog.Background(). Reconcile logs through its context's logger.
 	Logger klog.Logger
@@ -92,19 +101,23 @@ type Options struct {
 //   - Status writes are fenced (controller.Fence): the next sync of a ReplicaSet waits until
 //     the informer shows its last status write, so it never works from the status it just
 //     replaced (and never conflicts with its own write).
+//   - Every create and delete is reported as an event on the ReplicaSet (Options.Recorder),
+//     with kube-controller-manager's reasons and messages, so kubectl describe shows why a
+//     ReplicaSet is short of Pods.
 type ReplicaSetController struct {
 	// The worker loop: a Manager runs a ReplicaSetController as it is, and tests run it with
 	// controllertest or call Reconcile directly.
 	*controller.Controller[controller.Key]
 
-	client kubernetes.Interface
-	rss    informer.Informer[*appsv1.ReplicaSet]
-	pods   informer.Informer[*corev1.Pod]
-	exp    *expectations.UIDTracking[controller.Key]
-	gate   featuregate.Gates
-	burst  int
-	clock  clock.WithTicker
-	logger klog.Logger
+	client   kubernetes.Interface
+	rss      informer.Informer[*appsv1.ReplicaSet]
+	pods     informer.Informer[*corev1.Pod]
+	exp      *expectations.UIDTracking[controller.Key]
+	gate     featuregate.Gates
+	burst    int
+	clock    clock.WithTicker
+	logger   klog.Logger
+	recorder record.EventRecorder
 }
 
 // NewReplicaSetController builds the controller on informers of f and writes through client.
@@ -122,13 +135,17 @@ func NewReplicaSetController(f *informer.Factory, client kubernetes.Interface, o
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = klog.Background()
 	}
+	if opts.Recorder == nil {
+		opts.Recorder = discardRecorder{}
+	}
 	c := &ReplicaSetController{
-		client: client,
-		exp:    expectations.NewUIDTracking[controller.Key](expectations.WithClock(opts.Clock), expectations.WithLogger(opts.Logger)),
-		gate:   opts.FeatureGate,
-		burst:  opts.BurstReplicas,
-		clock:  opts.Clock,
-		logger: opts.Logger.WithValues("controller", ControllerName),
+		client:   client,
+		exp:      expectations.NewUIDTracking[controller.Key](expectations.WithClock(opts.Clock), expectations.WithLogger(opts.Logger)),
+		gate:     opts.FeatureGate,
+		burst:    opts.BurstReplicas,
+		clock:    opts.Clock,
+		logger:   opts.Logger.WithValues("controller", ControllerName),
+		recorder: opts.Recorder,
 	}
 	var err error
 	if c.rss, err = informer.For[*appsv1.ReplicaSet](f); err != nil {
@@ -139,6 +156,7 @@ func NewReplicaSetController(f *informer.Factory, client kubernetes.Interface, o
 	}
 	c.Controller, err = controller.New(ControllerName, c, controller.Options[controller.Key]{
 		Workers: opts.Workers, RateLimiter: opts.RateLimiter, Clock: opts.Clock,
+		MaxRetries: opts.MaxRetries, SlowRetryInterval: opts.SlowRetryInterval,
 		// Every sync says why it runs (which ReplicaSet or Pod event, retry, requeue) on a
 		// "Reconciling" line at -v=2, and in ReasonsFrom(ctx).
 		Provenance: &controller.Provenance{},
@@ -413,129 +431,6 @@ func logClaims(logger klog.Logger, rs *appsv1.ReplicaSet, before, claimed []*cor
 			logger.Info("Released pod", "pod", klog.KObj(p))
 		}
 	}
-}
-
-// manageReplicas creates or deletes Pods to bring len(pods) to spec.replicas, as
-// kube-controller-manager's manageReplicas does: creates in slow-start batches, deletes all at
-// once. Expectations are set before the first request (the informer may deliver a new Pod
-// before Create even returns) and lowered for every request that will produce no event.
-func (c *ReplicaSetController) manageReplicas(ctx context.Context, key controller.Key, rs *appsv1.ReplicaSet, pods []*corev1.Pod) error {
-	logger := klog.FromContext(ctx)
-	want := int(ptrOr(rs.Spec.Replicas, 1))
-	diff := len(pods) - want
-	switch {
-	case diff < 0:
-		n := min(-diff, c.burst)
-		batch := replicas.SlowStartInitialBatchSize
-		if c.gate != nil && !c.gate.Enabled(ReplicaSetSlowStartBatching) {
-			batch = n // one batch: everything at once
-		}
-		c.exp.ExpectCreations(key, n)
-		logger.Info("Too few replicas, creating pods", "have", len(pods), "want", want, "creating", n)
-		ok, err := replicas.SlowStartBatch(ctx, n, batch, func() error {
-			_, err := c.client.CoreV1().Pods(rs.Namespace).Create(ctx, newPod(rs), metav1.CreateOptions{})
-			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-				// The namespace and this ReplicaSet are going away: no error of this sync,
-				// but no event will come either.
-				c.exp.LowerExpectations(key, 1, 0)
-				return nil
-			}
-			return err
-		})
-		if skipped := n - ok; skipped > 0 {
-			// Failed or never sent: no event will come for these.
-			logger.V(2).Info("Lowering expectations for pods not created", "skipped", skipped)
-			c.exp.LowerExpectations(key, skipped, 0)
-		}
-		return err
-	case diff > 0:
-		related, err := c.relatedPods(rs, pods)
-		if err != nil {
-			// Only the spreading suffers: rank by its own Pods, as upstream goes on too.
-			logger.Error(err, "Listing the Pods of related ReplicaSets")
-			related = pods
-		}
-		victims := replicas.PodsToDelete(pods, related, min(diff, c.burst), c.clock.Now())
-		uids := make([]types.UID, len(victims))
-		for i, p := range victims {
-			uids[i] = p.UID
-		}
-		c.exp.ExpectDeletions(key, uids)
-		logger.Info("Too many replicas, deleting pods", "have", len(pods), "want", want, "deleting", len(victims))
-		return replicas.InParallel(victims, 0, func(p *corev1.Pod) error {
-			err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
-			if err == nil {
-				return nil
-			}
-			// No delete event will come for this UID (NotFound: it came already, or is on its
-			// way; either way observing it twice is harmless).
-			c.exp.DeletionObserved(key, p.UID)
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			logger.V(2).Info("Failed to delete pod, lowered expectations", "pod", klog.KObj(p), "err", err)
-			return err
-		})
-	}
-	return nil
-}
-
-// relatedPods returns the Pods that PodsToDelete counts per node to spread the survivors: as
-// kube-controller-manager's getIndirectlyRelatedPods, those of every ReplicaSet controlled by
-// rs's controller (a Deployment's old and new ReplicaSets, rs among them), so that scaling one
-// down also thins out the nodes the others crowd. A ReplicaSet without a controller has only
-// its own Pods (upstream ranks none then, and logs an error).
-func (c *ReplicaSetController) relatedPods(rs *appsv1.ReplicaSet, own []*corev1.Pod) ([]*corev1.Pod, error) {
-	ref := metav1.GetControllerOf(rs)
-	if ref == nil {
-		return own, nil
-	}
-	rss, err := c.rss.Lister().Namespace(rs.Namespace).List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	var related []*corev1.Pod
-	seen := map[types.UID]bool{}
-	for _, other := range rss {
-		if o := metav1.GetControllerOf(other); o == nil || o.UID != ref.UID {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(other.Spec.Selector)
-		if err != nil || sel.Empty() {
-			continue // selects nothing (the API server refuses both)
-		}
-		pods, err := c.pods.Lister().Namespace(rs.Namespace).List(sel)
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range pods {
-			if !seen[p.UID] {
-				seen[p.UID] = true
-				related = append(related, p)
-			}
-		}
-	}
-	return related, nil
-}
-
-// newPod is the Pod rs's template describes, controlled by rs. Run sharded (--sharded), it
-// carries rs's assignment label (sharding.Inherit), so it is in the cache of rs's member from
-// its first event instead of after the sharder labelled it; unsharded, rs has no such label.
-func newPod(rs *appsv1.ReplicaSet) *corev1.Pod {
-	t := rs.Spec.Template
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName:    rs.Name + "-",
-			Namespace:       rs.Namespace,
-			Labels:          maps.Clone(t.Labels),
-			Annotations:     maps.Clone(t.Annotations),
-			Finalizers:      slices.Clone(t.Finalizers),
-			OwnerReferences: []metav1.OwnerReference{*ownerref.NewControllerRef(rs, rsKind)},
-		},
-		Spec: *t.Spec.DeepCopy(),
-	}
-	sharding.Inherit(rs, pod)
-	return pod
 }
 
 func ptrOr[T any](p *T, def T) T {

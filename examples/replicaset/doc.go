@@ -22,9 +22,11 @@
 // # Reading it
 //
 //   - controller.go: the controller. NewReplicaSetController wires informers and handlers
-//     (read its type's comment first: it says why each piece exists), Reconcile is the sync,
-//     manageReplicas creates and deletes with the helpers of package replicas (slow-start
-//     batches for creates, parallel deletes, which Pods a scale-down deletes first).
+//     (read its type's comment first: it says why each piece exists), Reconcile is the sync.
+//   - manage.go: manageReplicas creates and deletes with the helpers of package replicas
+//     (slow-start batches for creates, parallel deletes, which Pods a scale-down deletes
+//     first), and records each as an event on the ReplicaSet (SuccessfulCreate,
+//     FailedCreate, SuccessfulDelete, FailedDelete) as kube-controller-manager does.
 //   - status.go: the status a sync computes, and the write that happens only on change.
 //   - features.go: the ReplicaSetSlowStartBatching gate.
 //   - main.go: flags, the choice of cluster, the Manager (leader election, gates, probes,
@@ -34,6 +36,10 @@
 // ReplicaSet or Pod, add, update or delete), retries and requeues merged into it while it
 // waited (controller.Options.Provenance; the handlers name their events with
 // EnqueueWithTrigger).
+//
+// A sync that keeps failing (a Pod create refused) is retried with backoff, then every 5
+// minutes until it succeeds (controller.Options.SlowRetryInterval): a ReplicaSet is never left
+// short of Pods after the cause is fixed, even without an edit of it.
 //
 // Copying it for your own kind of children: keep the handler structure (observe expectations
 // and enqueue in the same handler), the claim before acting, and the rule that a sync acts only

@@ -43,8 +43,8 @@ func program() demo.Program {
 				// Only this replica's ReplicaSets, and their Pods, are listed and cached.
 				factory = env.Manager.ShardFactory()
 			}
-			rsc, err := NewReplicaSetController(factory, env.Client,
-				Options{Workers: env.Workers, FeatureGate: env.Gate, Logger: klog.FromContext(ctx)})
+			rsc, err := NewReplicaSetController(factory, env.Client, Options{Workers: env.Workers, FeatureGate: env.Gate,
+				Logger: klog.FromContext(ctx), Recorder: env.Manager.EventRecorderFor(ControllerName)})
 			if err != nil {
 				return err
 			}

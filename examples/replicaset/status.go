@@ -41,9 +41,9 @@ func calculateStatus(rs *appsv1.ReplicaSet, pods []*corev1.Pod, manageErr error,
 	failure := findCondition(st.Conditions, appsv1.ReplicaSetReplicaFailure)
 	switch {
 	case manageErr != nil && failure == nil:
-		reason := "FailedCreate"
+		reason := ReasonFailedCreate
 		if len(pods) > int(ptrOr(rs.Spec.Replicas, 1)) {
-			reason = "FailedDelete"
+			reason = ReasonFailedDelete
 		}
 		st.Conditions = append(st.Conditions, appsv1.ReplicaSetCondition{
 			Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue, Reason: reason,

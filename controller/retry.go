@@ -1,0 +1,162 @@
+package controller
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/workqueue"
+)
+
+// DefaultSlowRetryInterval is how long a key that used up its retries waits
+// before each further try (Options.SlowRetryInterval). It is shorter than the
+// 1000 s cap of client-go's default limiter, so a fault fixed while the key
+// waits (a permission restored, a quota raised, a webhook back) is repaired
+// sooner than kube-controller-manager, which keeps backing off, would repair
+// it, while a key that fails for good costs one Reconcile every 5 minutes.
+const DefaultSlowRetryInterval = 5 * time.Minute
+
+// ExhaustedPolicy is what the worker loop does with a key whose Reconcile
+// failed again after its last retry (Options.MaxRetries). Its zero value is
+// SlowRetry.
+type ExhaustedPolicy int
+
+const (
+	// SlowRetry tries the key again every Options.SlowRetryInterval until a
+	// Reconcile of it succeeds or fails terminally: a key is never stranded
+	// waiting for an event that may not come, as kube-controller-manager's
+	// and controller-runtime's loops, which retry forever, never strand one.
+	SlowRetry ExhaustedPolicy = iota
+	// GiveUp forgets the key until its next event (kube-controller-manager's
+	// endpoint controllers do this after 15 retries). Choose it for
+	// controllers where every fix arrives as an event of the key (a corrected
+	// spec, a created dependency) and retrying without one is wasted work.
+	GiveUp
+)
+
+// String returns the policy's Go name, as options errors and logs show it.
+func (p ExhaustedPolicy) String() string {
+	switch p {
+	case SlowRetry:
+		return "SlowRetry"
+	case GiveUp:
+		return "GiveUp"
+	}
+	return "ExhaustedPolicy(" + strconv.Itoa(int(p)) + ")"
+}
+
+// retry is the error policy for a failed, non-terminal Reconcile of key: back
+// off through the rate limiter while retries are left, then (by default)
+// come back every slowRetry, or forget the key with GiveUp. It reports
+// whether it put the key back.
+func (c *Controller[K]) retry(logger klog.Logger, q *runQueue[K], key K, priority *int, err error) bool {
+	n := q.NumRequeues(key)
+	if c.maxRetries == RetryForever || n < c.maxRetries {
+		logger.Error(err, "Reconcile failed; retrying with backoff", "retries", n, "maxRetries", c.maxRetries)
+		c.retries.backoff(key)
+		q.add(key, priority, 0, true, retryTrigger(n+1))
+		return true
+	}
+	if c.exhausted == GiveUp {
+		c.cm.exhaustedRetries()
+		logger.Error(err, "Reconcile failed too many times; dropping the key until its next event", "maxRetries", c.maxRetries)
+		q.Forget(key)
+		c.retries.clear(key)
+		return false
+	}
+	// The limiter's count is not reset (no Forget): NumRequeues stays at
+	// maxRetries, so every later failure comes here again instead of
+	// starting another round of fast retries. A success forgets it.
+	slow := c.retries.slowRetry(key)
+	if slow == 1 {
+		c.cm.exhaustedRetries()
+	}
+	c.cm.slowRetried()
+	logger.Error(err, "Reconcile failed after its last retry; retrying at the slow interval until it succeeds",
+		"retries", n+slow-1, "maxRetries", c.maxRetries, "retryAfter", c.slowRetry, "retryAt", c.clock.Now().Add(c.slowRetry))
+	q.add(key, priority, c.slowRetry, false, Trigger{Kind: workqueue.TriggerRetry, Retry: n + slow, After: c.slowRetry})
+	return true
+}
+
+// retrySet holds the keys whose last Reconcile failed: those backing off
+// (their value 0) and those past their retries, with how many slow retries
+// each has had. The queue does not count delayed keys (client-go's Len
+// counts only ready ones), yet Stats must.
+type retrySet[K comparable] struct {
+	mu   sync.Mutex
+	keys map[K]int
+	slow int // keys with a value > 0
+	// onSlow reports the number of slow-retrying keys whenever it changes
+	// (the gauge); nil without metrics.
+	onSlow func(int)
+}
+
+// backoff records that key is backing off through the rate limiter.
+func (s *retrySet[K]) backoff(key K) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys == nil {
+		s.keys = make(map[K]int)
+	}
+	if _, ok := s.keys[key]; !ok {
+		s.keys[key] = 0
+	}
+}
+
+// slowRetry records one more slow retry of key and returns how many it has
+// had, this one included.
+func (s *retrySet[K]) slowRetry(key K) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys == nil {
+		s.keys = make(map[K]int)
+	}
+	n := s.keys[key] + 1
+	s.keys[key] = n
+	if n == 1 {
+		s.setSlowLocked(s.slow + 1)
+	}
+	return n
+}
+
+// clear forgets key: it succeeded, failed terminally, was given up or is not
+// this member's any more.
+func (s *retrySet[K]) clear(key K) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.keys[key]
+	if !ok {
+		return
+	}
+	delete(s.keys, key)
+	if n > 0 {
+		s.setSlowLocked(s.slow - 1)
+	}
+}
+
+// reset forgets every key, when a Run starts or returns: no key is waiting
+// in the queue of a Run that has not begun or has ended. Later changes of
+// the number of slow-retrying keys go to cm's gauge.
+func (s *retrySet[K]) reset(cm *controllerMetrics) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.keys)
+	s.onSlow = cm.setSlowRetryKeys
+	s.setSlowLocked(0)
+}
+
+// counts returns how many keys are backing off and how many retry slowly.
+func (s *retrySet[K]) counts() (backoff, slow int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.keys) - s.slow, s.slow
+}
+
+func (s *retrySet[K]) setSlowLocked(n int) {
+	s.slow = n
+	if s.onSlow != nil {
+		s.onSlow(n)
+	}
+}
