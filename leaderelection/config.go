@@ -89,7 +89,10 @@ type Config struct {
 	// still ours), so a standby takes over at its next attempt — within (1+JitterFactor)×RetryPeriod,
 	// client-go's jittered poll — instead of after a LeaseDuration.
 	// ctrlkit releases only after OnStartedLeading has returned, so a standby never starts
-	// while the old leader's guarded code still runs. Default false.
+	// while the old leader's guarded code still runs. The release's reads and writes give
+	// up together after min(RenewDeadline, 2×RetryPeriod), 4 s by default, leaving the
+	// Lease to expire: with the API server unreachable, a shutdown waits no longer than
+	// that for it. Default false.
 	ReleaseOnCancel bool
 
 	// HealthTolerance is how long past an expired, unrenewed lease [Elector.Check] still

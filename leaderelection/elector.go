@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -99,6 +100,12 @@ func NewElector(client kubernetes.Interface, cfg Config, cb Callbacks) (*Elector
 // Identity is this candidate's identity (cfg.Identity after defaulting).
 func (e *Elector) Identity() string { return e.cfg.Identity }
 
+// ReleaseTimeout is how long a release (ReleaseOnCancel) may take before the Lease is left
+// to expire instead: min(RenewDeadline, 2×RetryPeriod).
+func (e *Elector) ReleaseTimeout() time.Duration {
+	return min(e.cfg.RenewDeadline, 2*e.cfg.RetryPeriod)
+}
+
 // Config is the configuration in use, defaults applied.
 func (e *Elector) Config() Config { return e.cfg }
 
@@ -168,6 +175,9 @@ func (e *Elector) Run(ctx context.Context) error {
 		},
 		s:    s,
 		read: read,
+		// Two tries' worth: a release that cannot finish by then would only
+		// beat the Lease's expiry by little, and a shutdown waits for it.
+		releaseTimeout: e.ReleaseTimeout(),
 	}
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,

@@ -42,6 +42,23 @@ type guardedLock struct {
 
 	lastHolder   string // holder in the last successful Get
 	lastHolderOK bool
+
+	// releaseTimeout bounds the release's calls together (the engine gives each
+	// RenewDeadline): a release only hands over sooner than expiry would, so with
+	// the API server unreachable it should not hold up a shutdown for long.
+	releaseTimeout time.Duration
+	releaseBy      time.Time // set by the release's first call
+}
+
+// releasing bounds ctx, a call of the engine's release, by releaseTimeout from the first.
+func (l *guardedLock) releasing(ctx context.Context) (context.Context, context.CancelFunc) {
+	if l.releaseTimeout <= 0 {
+		return ctx, func() {}
+	}
+	if l.releaseBy.IsZero() {
+		l.releaseBy = time.Now().Add(l.releaseTimeout)
+	}
+	return context.WithDeadline(ctx, l.releaseBy)
 }
 
 var _ resourcelock.Interface = (*guardedLock)(nil)
@@ -56,6 +73,9 @@ func (l *guardedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionReco
 		if err := l.s.stepDown(ctx); err != nil {
 			return nil, nil, fmt.Errorf("leaderelection: not releasing lease %s: %w", l.inner.Describe(), err)
 		}
+		var cancel context.CancelFunc
+		ctx, cancel = l.releasing(ctx)
+		defer cancel()
 	}
 	rec, raw, err := l.inner.Get(ctx)
 	l.lastHolderOK = err == nil
@@ -85,6 +105,9 @@ func (l *guardedLock) Update(ctx context.Context, ler resourcelock.LeaderElectio
 			return fmt.Errorf("leaderelection: not releasing lease %s: it is held by %q, not %q",
 				l.inner.Describe(), l.lastHolder, l.inner.Identity())
 		}
+		var cancel context.CancelFunc
+		ctx, cancel = l.releasing(ctx)
+		defer cancel()
 	}
 	if err := l.inner.Update(ctx, ler); err != nil {
 		return err

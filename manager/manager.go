@@ -193,6 +193,14 @@ type Options struct {
 	// means wait as long as it takes (/readyz fails meanwhile).
 	CacheSyncTimeout time.Duration
 
+	// APIServerProbeInterval is how often the Manager asks the API server
+	// for /readyz, each ask bounded by the interval, to log an outage when
+	// it begins ("The API server does not answer"), every 30 s while it
+	// lasts, and when it ends. 0 means the leader election's RetryPeriod
+	// (2 s by default) or, without election, leaderelection.DefaultRetryPeriod;
+	// negative means no probe.
+	APIServerProbeInterval time.Duration
+
 	// GracefulShutdownTimeout bounds how long Start waits, once ctx ended or
 	// a fatal error occurred, for the Runnables to return from Run (a
 	// controller waits for its in-flight Reconciles). After it, Start logs
@@ -233,7 +241,8 @@ type Manager struct {
 	// shutdownTimeout is Options.GracefulShutdownTimeout, defaulted; < 0
 	// means none.
 	shutdownTimeout time.Duration
-	exitOnLoss      bool // Options.ExitOnLeaseLoss
+	exitOnLoss      bool          // Options.ExitOnLeaseLoss
+	probeEvery      time.Duration // Options.APIServerProbeInterval, defaulted; < 0: none
 	clock           clock.Clock
 
 	mu         sync.Mutex
@@ -395,6 +404,11 @@ func New(opts Options) (_ *Manager, err error) {
 		}
 		m.elector = e
 	}
+	retry := leaderelection.DefaultRetryPeriod
+	if m.elector != nil {
+		retry = m.elector.Config().RetryPeriod
+	}
+	m.probeEvery = probeInterval(opts.APIServerProbeInterval, retry)
 	return m, nil
 }
 
@@ -559,6 +573,13 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 	m.startEvents()
 	m.factory.Start(base)
+	probeCtx, stopProbe := context.WithCancel(base)
+	var probe sync.WaitGroup
+	defer probe.Wait()
+	defer stopProbe()
+	if m.probeEvery > 0 {
+		probe.Go(func() { m.probeAPIServer(probeCtx, m.probeEvery) })
+	}
 
 	var always, leaders, active []Runnable
 	for _, r := range rs {
@@ -624,6 +645,8 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.stopping = true
 	m.mu.Unlock()
 	stopControllers()
+	stopProbe()
+	logger.Info("Waiting for the controllers to finish their in-flight reconciles", "timeout", m.shutdownTimeout)
 	stuck := m.waitForRunnables(logger)
 	<-syncDone
 	// 4: stop informers.
@@ -639,8 +662,13 @@ func (m *Manager) Start(ctx context.Context) error {
 		if m.leaderWorkAbandoned(stuck) {
 			logger.Info("Not releasing the lease while abandoned controllers that need leader election run; it expires after its lease duration",
 				"lease", m.leaseName(), "leaseDuration", m.elector.Config().LeaseDuration)
-		} else if err := <-electorDone; err != nil && first == nil {
-			first = err
+		} else {
+			if m.elector.Config().ReleaseOnCancel {
+				logger.Info("Releasing the lease", "lease", m.leaseName(), "timeout", m.elector.ReleaseTimeout())
+			}
+			if err := <-electorDone; err != nil && first == nil {
+				first = err
+			}
 		}
 	}
 	m.stopEvents()

@@ -1,0 +1,89 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
+)
+
+// outageLogInterval is how often an outage that lasts is logged again.
+const outageLogInterval = 30 * time.Second
+
+// probeAPIServer asks the API server for /readyz every interval, each ask
+// bounded by the interval, until ctx ends, and logs an outage when an ask
+// fails and when it ends: an informer waiting on a dead watch connection,
+// or a controller with nothing to do, says nothing for minutes otherwise.
+// A refusal below 500 (401, 403) is an answer: the server is up.
+func (m *Manager) probeAPIServer(ctx context.Context, interval time.Duration) {
+	rc := m.probeClient()
+	if rc == nil {
+		return
+	}
+	logger := m.log()
+	var down time.Time // start of the outage; zero while the server answers
+	var failed int
+	var logged time.Time
+	for {
+		askCtx, cancel := context.WithTimeout(ctx, interval)
+		start := m.clock.Now()
+		err := rc.Get().AbsPath("/readyz").Do(askCtx).Error()
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		var st apierrors.APIStatus
+		if errors.As(err, &st) && st.Status().Code < 500 {
+			err = nil
+		}
+		now := m.clock.Now()
+		switch {
+		case err != nil && down.IsZero():
+			down, failed, logged = start, 1, now
+			logger.Error(err, "The API server does not answer: informers and controllers wait for it; leader election ends after its renew deadline",
+				"probeInterval", interval)
+		case err != nil:
+			failed++
+			if now.Sub(logged) >= outageLogInterval {
+				logged = now
+				logger.Error(err, "The API server still does not answer", "for", now.Sub(down).Round(time.Second), "failedProbes", failed)
+			}
+		case !down.IsZero():
+			logger.Info("The API server answers again", "after", now.Sub(down).Round(time.Millisecond), "failedProbes", failed)
+			down = time.Time{}
+		}
+		t := m.clock.NewTimer(max(interval-now.Sub(start), 0))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// probeClient is the REST client of the Manager's clientset, nil for a
+// clientset without one (client-go's fake).
+func (m *Manager) probeClient() rest.Interface {
+	rc := m.client.Discovery().RESTClient()
+	if rc == nil {
+		return nil
+	}
+	if v := reflect.ValueOf(rc); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil
+	}
+	return rc
+}
+
+// probeInterval is Options.APIServerProbeInterval, defaulted: the leader
+// election's retry period, so an outage is noticed as soon as the elector
+// would notice it.
+func probeInterval(d time.Duration, retryPeriod time.Duration) time.Duration {
+	if d != 0 {
+		return d
+	}
+	return retryPeriod
+}
