@@ -116,8 +116,11 @@
 // itself. A fenced key taken from the queue is held (Stats.Fenced) until
 // the informer's event shows the write, a newer version or a delete (a
 // relist counts), or Fences.TTL passes (logged, and counted in
-// ctrlkit_controller_fence_timeouts_total). docs/design/fences.md has the
-// design, docs/performance.md the cost.
+// ctrlkit_controller_fence_timeouts_total). A fence never outlives its
+// object: a write that removed the object (its last finalizer) waits only
+// until the cache no longer has it, and no fence is recorded when the
+// informer already showed the object deleted after the write.
+// docs/design/fences.md has the design, docs/performance.md the cost.
 //
 // # Tracing
 //
