@@ -143,7 +143,9 @@
 // # Test kits
 //
 // Stats is a snapshot of the load (keys ready, Reconciles running, keys in
-// retry backoff), stable API for test kits such as
+// retry backoff, keys held by fences), stable API for test kits such as
 // controllertest.WaitForQuiet, which wait for a settled world instead of
-// sleeping.
+// sleeping. Waiting names the keys behind those counts (the held keys with
+// what their fences wait for, the retrying keys), for the message of a wait
+// that timed out.
 package controller
