@@ -19,7 +19,6 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/featuregate"
 	"github.com/ctrlkit/ctrlkit/informer"
-	"github.com/ctrlkit/ctrlkit/internal/fencehook"
 	ckqueue "github.com/ctrlkit/ctrlkit/workqueue"
 )
 
@@ -713,7 +712,9 @@ func (c *Controller[K]) processKey(ctx context.Context, q *runQueue[K], logger k
 		rctx = withReconcile(rctx, id, nil)
 	}
 	if ft != nil {
-		rctx = fencehook.With(rctx, &keyFencer[K]{ft: ft, key: key})
+		var reconciled func()
+		rctx, reconciled = ft.recorder(rctx, key)
+		defer reconciled()
 	}
 	var span trace.Span
 	if c.tracing != nil {

@@ -128,8 +128,11 @@
 // itself. A fenced key taken from the queue is held (Stats.Fenced) until
 // the informer's event shows the write, a newer version or a delete (a
 // relist counts), or Fences.TTL passes (logged, and counted in
-// ctrlkit_controller_fence_timeouts_total). docs/design/fences.md has the
-// design, docs/performance.md the cost.
+// ctrlkit_controller_fence_timeouts_total). A fence never outlives its
+// object: a write that removed the object (its last finalizer) waits only
+// until the cache no longer has it, and no fence is recorded when the
+// informer already showed the object deleted after the write.
+// docs/design/fences.md has the design, docs/performance.md the cost.
 //
 // # Tracing
 //
@@ -152,9 +155,12 @@
 // # Test kits
 //
 // Stats is a snapshot of the load (keys ready, Reconciles running, keys in
-// retry backoff, keys past their retries that come back at the slow
-// interval), stable API for test kits such as controllertest.WaitForQuiet,
-// which wait for a settled world instead of sleeping.
+// retry backoff, keys held by fences, keys past their retries that come back
+// at the slow interval), stable API for test kits such as
+// controllertest.WaitForQuiet, which wait for a settled world instead of
+// sleeping. Waiting names the keys behind those counts (the held keys with
+// what their fences wait for, the retrying keys), for the message of a wait
+// that timed out.
 //
 // # Metrics of the error policy
 //

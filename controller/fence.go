@@ -62,11 +62,15 @@ func FenceOn[T informer.Object, K comparable](c *Controller[K], inf informer.Inf
 // one polls. A key that is queued meanwhile stays queued and is reconciled once released
 // (its Reasons then include a "fence" trigger), or when Options.Fences.TTL passes.
 //
+// A written object that shows the write removed it (a deletionTimestamp, no finalizers left and
+// no grace period: the API server deleted it) is waited for until the cache no longer has it.
+//
 // inf may be any informer that holds the object: typed, custom resource or metadata-only
 // (written need not be a T). Fence reports whether a fence was recorded: false outside a
-// Reconcile of a controller with Options.Fences, when the cache already shows the write, and
-// when written's resourceVersion is not an integer as etcd-backed API servers write them (then
-// nothing can be compared; this is logged once).
+// Reconcile of a controller with Options.Fences, when the cache already shows the write or
+// no longer has the object (the informer showed it deleted after the write, or the write
+// removed it), and when written's resourceVersion is not an integer as etcd-backed API servers
+// write them (then nothing can be compared; this is logged once).
 func Fence[T informer.Object](ctx context.Context, inf informer.Informer[T], written metav1.Object) bool {
 	return fenceFrom(ctx, inf, written, false)
 }
@@ -83,13 +87,36 @@ func fenceFrom[T informer.Object](ctx context.Context, inf informer.Informer[T],
 		return false
 	}
 	t := f.target(informerID(inf), func() *fenceTarget { return newFenceTarget(inf) })
-	return f.fence(t, obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion(), gone)
+	kind := writtenKind(obj)
+	if gone {
+		kind = goneFence
+	}
+	return f.fence(t, obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion(), kind)
+}
+
+// writtenKind is the fence of a write that returned obj: a removedFence when the write removed
+// the object, else a versionFence.
+func writtenKind(obj metav1.Object) fenceKind {
+	if removedBy(obj) {
+		return removedFence
+	}
+	return versionFence
+}
+
+// removedBy reports whether obj, the answer to an update or patch, shows that the write removed
+// the object: an API server deletes an object left with a deletionTimestamp, no finalizers and
+// no grace period (apiserver's ShouldDeleteDuringUpdate, e.g. when its last finalizer is
+// removed) and answers with that last state. A Pod in graceful termination has a grace period
+// left and stays until the kubelet deletes it.
+func removedBy(obj metav1.Object) bool {
+	g := obj.GetDeletionGracePeriodSeconds()
+	return obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 && (g == nil || *g == 0)
 }
 
 // fencer is the fence recorder a Reconcile's context carries (a *keyFencer[K]).
 type fencer interface {
 	target(id any, mk func() *fenceTarget) *fenceTarget
-	fence(t *fenceTarget, namespace, name, rv string, gone bool) bool
+	fence(t *fenceTarget, namespace, name, rv string, kind fenceKind) bool
 }
 
 // fenceTarget is one informer fences wait on, with its type erased.
@@ -127,7 +154,13 @@ func newFenceTarget[T informer.Object](inf informer.Informer[T]) *fenceTarget {
 				OnUpdate: func(_, obj T) {
 					observe(obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion(), obj.GetDeletionTimestamp() != nil, false)
 				},
+				// A watched delete carries the version the object was deleted at; a delete
+				// inferred on a relist carries the last version the cache had, which says
+				// nothing of when the object went: "" (unknown).
 				OnDelete: func(obj T) {
+					observe(obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion(), true, true)
+				},
+				OnDeleteFinalStateUnknown: func(_ string, obj T) {
 					observe(obj.GetNamespace(), obj.GetName(), "", true, true)
 				},
 			})
@@ -158,21 +191,21 @@ func (f *keyFencer[K]) target(id any, mk func() *fenceTarget) *fenceTarget {
 	return f.ft.target(id, mk)
 }
 
-func (f *keyFencer[K]) fence(t *fenceTarget, namespace, name, rv string, gone bool) bool {
-	return f.ft.add(f.key, t, namespace, name, rv, gone)
+func (f *keyFencer[K]) fence(t *fenceTarget, namespace, name, rv string, kind fenceKind) bool {
+	return f.ft.add(f.key, t, namespace, name, rv, kind)
 }
 
 // Written implements fencehook.Recorder for Fences.Auto.
 func (f *keyFencer[K]) Written(obj metav1.Object) {
 	if t := f.ft.autoTarget(reflect.TypeOf(obj)); t != nil {
-		f.ft.add(f.key, t, obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion(), false)
+		f.ft.add(f.key, t, obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion(), writtenKind(obj))
 	}
 }
 
 // Deleted implements fencehook.Recorder for Fences.Auto.
 func (f *keyFencer[K]) Deleted(typ reflect.Type, namespace, name string) {
 	if t := f.ft.autoTarget(typ); t != nil {
-		f.ft.add(f.key, t, namespace, name, "", true)
+		f.ft.add(f.key, t, namespace, name, "", goneFence)
 	}
 }
 

@@ -38,7 +38,7 @@ func BenchmarkFence(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
 			k := keys[i&1023]
-			ft.add(k, t, k.Namespace, k.Name, "12345", false)
+			ft.add(k, t, k.Namespace, k.Name, "12345", versionFence)
 			ft.observe(objRef{t: t, namespace: k.Namespace, name: k.Name}, "12345", false, false)
 		}
 	})
@@ -47,7 +47,7 @@ func BenchmarkFence(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
 			k := keys[i&1023]
-			ft.add(k, t, k.Namespace, k.Name, "12345", false)
+			ft.add(k, t, k.Namespace, k.Name, "12345", versionFence)
 			ft.hold(k, Reasons{})
 			ft.observe(objRef{t: t, namespace: k.Namespace, name: k.Name}, "12345", false, false)
 		}
@@ -63,7 +63,7 @@ func BenchmarkFence(b *testing.B) {
 	b.Run("event/other-open", func(b *testing.B) {
 		ft, t := newTable()
 		for _, k := range keys[:1000] {
-			ft.add(k, t, k.Namespace, k.Name, "12345", false)
+			ft.add(k, t, k.Namespace, k.Name, "12345", versionFence)
 		}
 		ref := objRef{t: t, namespace: "ns", name: "x"}
 		b.ReportAllocs()

@@ -21,12 +21,42 @@ type objRef struct {
 	namespace, name string
 }
 
+// fenceKind is what releases a fence.
+type fenceKind uint8
+
+const (
+	// versionFence waits for the object at the written version or newer, or its deletion: a
+	// create, update, patch or apply (Fence).
+	versionFence fenceKind = iota
+	// goneFence waits for the object's deletion or its deletionTimestamp: a delete (FenceGone).
+	goneFence
+	// removedFence waits for the object to leave the cache: a write whose answer shows that it
+	// removed the object (see removedBy). A version newer than the written one (a new object
+	// of that name) releases it too.
+	removedFence
+)
+
 // fenceRec is one open fence of a key.
 type fenceRec struct {
-	ref      objRef
-	rv       string // the version the cache must reach; "" for gone
-	gone     bool
-	deadline time.Time
+	ref   objRef
+	rv    string // the version the write returned; "" for goneFence
+	kind  fenceKind
+	since time.Time // when it was (last) recorded: its TTL runs from here
+}
+
+// satisfiedBy reports whether an informer event releases f: the object at rv, being deleted
+// (deleting), or gone from the cache (deleted, a delete is newer than any write).
+func (f *fenceRec) satisfiedBy(rv string, deleting, deleted bool) bool {
+	switch {
+	case deleted:
+		return true
+	case f.kind == goneFence:
+		return deleting
+	case f.kind == removedFence:
+		return rvNewer(rv, f.rv)
+	default:
+		return rvAtLeast(rv, f.rv)
+	}
 }
 
 // keyFences is what one key waits for.
@@ -61,6 +91,12 @@ type fenceTable[K comparable] struct {
 	open     atomic.Int64 // len(objs): events skip the lock when no fence is open
 	carrying atomic.Int64 // len(carry)
 	badRV    sync.Once
+
+	// reconciling counts the Reconciles running with a recorder; while there are any, deletes
+	// remembers the deletes the informers show (fence_deletes.go).
+	reconciling atomic.Int64
+	deletes     map[objRef]deletion
+	remembered  atomic.Int64 // len(deletes)
 }
 
 func newFenceTable[K comparable](opts *Fences, clk clock.Clock) *fenceTable[K] {
@@ -130,10 +166,11 @@ func (ft *fenceTable[K]) unregister() {
 	}
 }
 
-// add records a fence of key on t's object namespace/name, then looks at the cache: an event
-// that came before the fence was recorded has updated the cache already.
-func (ft *fenceTable[K]) add(key K, t *fenceTarget, namespace, name, rv string, gone bool) bool {
-	if !gone {
+// add records a fence of kind on t's object namespace/name for key, written at rv, then looks
+// at the cache: an event that came before the fence was recorded has updated the cache
+// already. It reports whether the fence is open.
+func (ft *fenceTable[K]) add(key K, t *fenceTarget, namespace, name, rv string, kind fenceKind) bool {
+	if kind != goneFence {
 		if _, err := resourceversion.CompareResourceVersion(rv, rv); err != nil {
 			ft.badRV.Do(func() {
 				ft.logger.Info("Not fencing: the resourceVersion is not an integer, so the cache cannot be compared with it (logged once)",
@@ -143,8 +180,14 @@ func (ft *fenceTable[K]) add(key K, t *fenceTarget, namespace, name, rv string, 
 		}
 	}
 	ref := objRef{t: t, namespace: namespace, name: name}
-	deadline := ft.clock.Now().Add(ft.ttl)
+	now := ft.clock.Now()
 	ft.mu.Lock()
+	if kind == versionFence && ft.deletedSinceLocked(ref, rv) {
+		// The informer showed the object deleted, at or after this write, before the fence was
+		// recorded: no event will show the write any more, and the cache is newer than it.
+		ft.mu.Unlock()
+		return false
+	}
 	kf := ft.keys[key]
 	if kf == nil {
 		kf = &keyFences{}
@@ -153,17 +196,20 @@ func (ft *fenceTable[K]) add(key K, t *fenceTarget, namespace, name, rv string, 
 	i := slices.IndexFunc(kf.fences, func(f fenceRec) bool { return f.ref == ref })
 	switch {
 	case i < 0:
-		kf.fences = append(kf.fences, fenceRec{ref: ref, rv: rv, gone: gone, deadline: deadline})
+		kf.fences = append(kf.fences, fenceRec{ref: ref, rv: rv, kind: kind, since: now})
 		if len(ft.objs[ref]) == 0 {
 			ft.open.Add(1)
 		}
 		ft.objs[ref] = append(ft.objs[ref], key)
 	default:
+		// The later write decides, except that a version write only raises a version fence:
+		// after a delete or a removal, the object's deletion is what the cache must show.
 		f := &kf.fences[i]
-		f.deadline = deadline
-		if gone {
-			f.gone, f.rv = true, ""
-		} else if !f.gone && !rvAtLeast(f.rv, rv) {
+		f.since = now
+		switch {
+		case kind != versionFence:
+			f.kind, f.rv = kind, rv
+		case f.kind == versionFence && !rvAtLeast(f.rv, rv):
 			f.rv = rv
 		}
 	}
@@ -173,14 +219,37 @@ func (ft *fenceTable[K]) add(key K, t *fenceTarget, namespace, name, rv string, 
 	switch {
 	case found:
 		ft.observe(ref, cur, deleting, false)
-	case gone:
-		ft.observe(ref, "", true, true)
+	case kind != versionFence:
+		// Not in the cache: what a gone or removed fence waits for. (A version fence cannot
+		// tell: the object may be one the informer has not seen created yet.)
+		ft.mu.Lock()
+		requeue := ft.dropLocked(key, ref)
+		ft.mu.Unlock()
+		if requeue {
+			ft.requeue(key, Trigger{Kind: workqueue.TriggerFence, Source: t.name, Namespace: namespace, Name: name})
+		}
 	}
 	ft.mu.Lock()
 	kf, still := ft.keys[key]
 	still = still && slices.ContainsFunc(kf.fences, func(f fenceRec) bool { return f.ref == ref })
 	ft.mu.Unlock()
 	return still
+}
+
+// dropLocked removes k's fence on ref, if any, and reports whether k was held and has no
+// fence left (then it must be queued again).
+func (ft *fenceTable[K]) dropLocked(k K, ref objRef) bool {
+	kf := ft.keys[k]
+	if kf == nil {
+		return false
+	}
+	i := slices.IndexFunc(kf.fences, func(f fenceRec) bool { return f.ref == ref })
+	if i < 0 {
+		return false
+	}
+	kf.fences = slices.Delete(kf.fences, i, i+1)
+	ft.setObjLocked(ref, slices.DeleteFunc(ft.objs[ref], func(x K) bool { return x == k }))
+	return ft.releaseLocked(k, kf)
 }
 
 // rvAtLeast reports whether have is want or newer. A version that is not an integer cannot
@@ -190,14 +259,25 @@ func rvAtLeast(have, want string) bool {
 	return err != nil || c >= 0
 }
 
+// rvNewer reports whether have is newer than want, or cannot be compared with it.
+func rvNewer(have, want string) bool {
+	c, err := resourceversion.CompareResourceVersion(have, want)
+	return err != nil || c > 0
+}
+
 // observe is every event (and the cache look after a fence is recorded): it releases the
-// fences the object's new state satisfies.
+// fences the object's new state satisfies. A delete (deleted) is remembered while Reconciles
+// run, for the fences their writes record after it (rememberLocked).
 func (ft *fenceTable[K]) observe(ref objRef, rv string, deleting, deleted bool) {
-	if ft.open.Load() == 0 {
+	remember := deleted && ft.reconciling.Load() > 0
+	if !remember && ft.open.Load() == 0 {
 		return
 	}
 	var released []K
 	ft.mu.Lock()
+	if remember {
+		ft.rememberLocked(ref, rv)
+	}
 	keys := ft.objs[ref]
 	if len(keys) == 0 {
 		ft.mu.Unlock()
@@ -207,8 +287,7 @@ func (ft *fenceTable[K]) observe(ref objRef, rv string, deleting, deleted bool) 
 	for _, k := range keys {
 		kf := ft.keys[k]
 		i := slices.IndexFunc(kf.fences, func(f fenceRec) bool { return f.ref == ref })
-		f := kf.fences[i]
-		if !(deleted || f.gone && deleting || !f.gone && rvAtLeast(rv, f.rv)) {
+		if !kf.fences[i].satisfiedBy(rv, deleting, deleted) {
 			kept = append(kept, k)
 			continue
 		}
@@ -302,6 +381,7 @@ func (ft *fenceTable[K]) heldKeys() int {
 // expire drops the fences whose TTL passed by now, logging and counting each, and queues the
 // held keys that have no fence left.
 func (ft *fenceTable[K]) expire(now time.Time) {
+	ft.forgetDeletes(now)
 	if ft.open.Load() == 0 {
 		return
 	}
@@ -315,7 +395,7 @@ func (ft *fenceTable[K]) expire(now time.Time) {
 	for k, kf := range ft.keys {
 		n := len(kf.fences)
 		kf.fences = slices.DeleteFunc(kf.fences, func(f fenceRec) bool {
-			if f.deadline.After(now) {
+			if f.since.Add(ft.ttl).After(now) {
 				return false
 			}
 			expired = append(expired, timeout{key: k, f: f})
@@ -334,7 +414,7 @@ func (ft *fenceTable[K]) expire(now time.Time) {
 		ft.cm.fenceTimedOut()
 		ft.logger.Info("Write fence timed out: the informer did not show the write within the TTL; reconciling anyway",
 			"key", e.key, "informer", e.f.ref.t.name, "object", klog.KRef(e.f.ref.namespace, e.f.ref.name),
-			"resourceVersion", e.f.rv, "gone", e.f.gone, "ttl", ft.ttl)
+			"resourceVersion", e.f.rv, "gone", e.f.kind != versionFence, "ttl", ft.ttl)
 	}
 	for _, k := range released {
 		ft.requeue(k, Trigger{Kind: workqueue.TriggerFence, Source: "timeout"})

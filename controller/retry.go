@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -145,6 +146,14 @@ func (s *retrySet[K]) reset(cm *controllerMetrics) {
 	clear(s.keys)
 	s.onSlow = cm.setSlowRetryKeys
 	s.setSlowLocked(0)
+}
+
+// list returns the keys with how many slow retries each has had (0: backing
+// off).
+func (s *retrySet[K]) list() map[K]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.keys)
 }
 
 // counts returns how many keys are backing off and how many retry slowly.

@@ -131,16 +131,25 @@ func (c *Config) setFixedDefaults() {
 	}
 }
 
-// defaultIdentity is kube-controller-manager's hostname_<unique> with a shorter suffix; the
-// suffix keeps two replicas on one host (or a restarted pod reusing its name) distinct.
+// defaultIdentity is kube-controller-manager's hostname_<unique> with a shorter suffix.
 func defaultIdentity() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (it aborts the program instead)
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "ctrlkit"
 	}
-	return host + "_" + hex.EncodeToString(b[:])
+	return UniqueIdentity(host)
+}
+
+// UniqueIdentity returns name + "_" + 12 random hex digits, a fresh value on every call: the
+// Identity of a candidate whose name others may share. Two replicas on one host, or a Pod
+// restarted under its name while its former process still runs behind a partition, would
+// otherwise each read the other's holder as their own and both lead. The default Identity is
+// UniqueIdentity(hostname), as kube-controller-manager's is hostname_<UUID>; package sharding
+// makes its member and sharder holders so from the ring identity.
+func UniqueIdentity(name string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (it aborts the program instead)
+	return name + "_" + hex.EncodeToString(b[:])
 }
 
 // Validate checks c exactly as it is — it does not apply defaults, so validate

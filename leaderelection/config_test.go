@@ -137,6 +137,8 @@ func TestWithDefaults(t *testing.T) {
 	require.NoError(t, err)
 	assert.Regexp(t, "^"+regexp.QuoteMeta(host)+"_[0-9a-f]{12}$", d.Identity)
 	assert.NotEqual(t, d.Identity, Config{}.WithDefaults().Identity, "each defaulting draws a new suffix")
+	assert.Regexp(t, "^web-0_[0-9a-f]{12}$", UniqueIdentity("web-0"))
+	assert.NotEqual(t, UniqueIdentity("web-0"), UniqueIdentity("web-0"), "each call draws a new suffix")
 
 	set := Config{Namespace: "ns", Name: "x", Identity: "me", LeaseDuration: time.Minute,
 		RenewDeadline: 30 * time.Second, RetryPeriod: 5 * time.Second, HealthTolerance: time.Second}

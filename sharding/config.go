@@ -190,6 +190,16 @@ func FenceAnnotation(ring string) string { return LabelPrefix + ring + fenceSuff
 // again.
 func HolderAnnotation(ring string) string { return LabelPrefix + ring + holderSuffix }
 
+// IdentityOfHolder returns the ring identity of a Lease holder of the ring:
+// a member Lease's holder, the sharder Lease's or a HolderAnnotation are
+// <identity>_<12 hex digits> (leaderelection.UniqueIdentity, one suffix per
+// process), and an identity has no '_'. A holder without a suffix is
+// returned as it is.
+func IdentityOfHolder(holder string) string {
+	id, _, _ := strings.Cut(holder, "_")
+	return id
+}
+
 // Selector is the label selector of the objects assigned to identity in
 // ring, for informer.WithLabelSelector.
 func Selector(ring, identity string) string { return Label(ring) + "=" + identity }

@@ -9,7 +9,9 @@
 //     renew within RenewDeadline stops its work, as a leader that loses its
 //     Lease does.
 //   - One sharder: every member runs a Sharder, and the holder of the Lease
-//     <ring>-sharder (package leaderelection) writes each object's
+//     <ring>-sharder (package leaderelection; the holder is the identity and
+//     a per-process suffix, as a member Lease's, so two processes of one
+//     identity never both lead) writes each object's
 //     assignment as the label shard.ctrlkit.dev/<ring>=<identity>, chosen by
 //     rendezvous hashing over the members whose Leases it has seen renewed
 //     within LeaseDuration of its own clock, and stamps it with that

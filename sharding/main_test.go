@@ -4,10 +4,13 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 )
 
 // Every goroutine a Member, Sharder or Gate starts ends before its Run
-// returns.
+// returns. The shared API server (for the tests that use one) is stopped
+// before goleak looks.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(controllertest.WithSharedAPIServer(m))
 }

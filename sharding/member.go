@@ -2,8 +2,6 @@ package sharding
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -85,9 +83,7 @@ func NewMember(client kubernetes.Interface, cfg Config, opts MemberOptions) (*Me
 	if client == nil {
 		return nil, &ConfigError{Field: "client", Rule: "client must not be nil"}
 	}
-	var b [6]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	m := &Member{cfg: cfg, client: client, holder: cfg.Identity + "_" + hex.EncodeToString(b[:]), clock: opts.Clock, joined: make(chan struct{})}
+	m := &Member{cfg: cfg, client: client, holder: leaderelection.UniqueIdentity(cfg.Identity), clock: opts.Clock, joined: make(chan struct{})}
 	if m.clock == nil {
 		m.clock = clock.RealClock{}
 	}

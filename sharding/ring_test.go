@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -297,8 +296,7 @@ func (r *ring) unreleased(id string) (member, sharder bool) {
 			return false
 		}
 		require.NoError(r.t, err)
-		h := ptrValue(l.Spec.HolderIdentity)
-		return h == id || strings.HasPrefix(h, id+"_")
+		return sharding.IdentityOfHolder(ptrValue(l.Spec.HolderIdentity)) == id
 	}
 	return held(ringName + "." + id), held(ringName + "-sharder")
 }

@@ -56,6 +56,7 @@ type SharderOptions struct {
 // it leads, the sharded resource, its children and the member Leases.
 type Sharder struct {
 	cfg     Config
+	holder  string // its election identity: the ring identity and a per-process suffix
 	opts    SharderOptions
 	client  kubernetes.Interface
 	meta    metadata.Interface
@@ -105,8 +106,12 @@ func NewSharder(client kubernetes.Interface, meta metadata.Interface, cfg Config
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	s := &Sharder{cfg: cfg, opts: opts, client: client, meta: meta, w: metadataWriter{meta}, clock: opts.Clock}
+	s := &Sharder{cfg: cfg, holder: leaderelection.UniqueIdentity(cfg.Identity), opts: opts, client: client, meta: meta, w: metadataWriter{meta}, clock: opts.Clock}
 	le := cfg.election(cfg.Ring + sharderSuffix)
+	// Per process, as the member Lease's holder: two processes of one identity (one host name,
+	// or a Pod restarted while its former process runs on behind a partition) would otherwise
+	// each take the other's holder for their own and both shard.
+	le.Identity = s.holder
 	// Released only after the term's writers have returned (leaderelection
 	// guarantees it), so the next sharder starts at once.
 	le.ReleaseOnCancel = true
@@ -125,6 +130,12 @@ func (s *Sharder) Name() string { return "sharder/" + s.cfg.Ring }
 
 // IsLeader reports whether this sharder is the ring's writer now.
 func (s *Sharder) IsLeader() bool { return s.elector.IsLeader() }
+
+// Holder is the sharder's identity in its election: the holder of the Lease <ring>-sharder
+// while it leads. It is the ring identity and a per-process suffix
+// (leaderelection.UniqueIdentity), so that two processes of one identity never both lead;
+// IdentityOfHolder maps it back to the identity.
+func (s *Sharder) Holder() string { return s.holder }
 
 // Run contends for the sharder's Lease until ctx ends, sharding while it
 // leads. A sharder that loses the Lease stops writing at once and contends

@@ -62,13 +62,21 @@
 //
 // RunController runs a controller (anything with Name, Run and Stats, as ctrlkit's
 // controller.Controller has) until the test ends, and WaitForQuiet waits until every controller
-// has had an empty queue, no reconcile in flight and no key in retry backoff for a while (a key
-// past its retries, retried only every Options.SlowRetryInterval, does not count), so a test
-// asserts on a settled world instead of sleeping:
+// has had an empty queue, no reconcile in flight, no key in retry backoff and no key held by a
+// write fence for a while (a key past its retries, retried only every
+// Options.SlowRetryInterval, does not count), so a test asserts on a settled world instead of
+// sleeping:
 //
 //	env.RunController(env.Context(), c)
 //	env.WaitForQuiet(10 * time.Second)
 //	// assert on env.Client() or the listers
+//
+// When the timeout passes first, the failure says why, controller by controller; for
+// controller.Controller (its Waiting method) it names the keys:
+//
+//	controllers did not become quiet within 10s: website: 0 queued, 0 in flight, 1 retrying,
+//	1 held by write fences: key demo/site waits for demo/site at resourceVersion 12 or newer in
+//	configmaps (fenced since 15:04:05.000), key demo/blog retrying (8 retries)
 //
 // Methods that fail the test (Sync, WaitForQuiet, FailWrites, ...) do so through the
 // testing.TB the Env was built with; from a subtest use the error-returning forms (SyncContext,

@@ -101,12 +101,14 @@ func (e *Env) stopControllers() {
 var ErrNotQuiet = errors.New("controllers did not become quiet")
 
 // WaitForQuiet waits until the informers of Factory have synced and every controller started
-// with RunController has been idle (empty queue, no reconcile running) for DefaultQuietPeriod,
-// failing the test after timeout with each busy controller's queue length and reconciles in
-// flight. Keys waiting out a RequeueAfter do not count as work: quiet means "nothing to do right
-// now"; keys waiting out a retry backoff do, until their retries are exhausted: a key then
-// retried only every Options.SlowRetryInterval (Stats.SlowRetrying) is as settled as it gets,
-// as a key dropped after its retries used to be.
+// with RunController has been idle (empty queue, no reconcile running, no key held by a write
+// fence) for DefaultQuietPeriod, failing the test after timeout with each controller's queue
+// length, reconciles in flight, keys retrying and keys held, naming the held keys with their
+// fences (informer, object, resourceVersion awaited, since when) and the retrying keys
+// (controller.Controller's Waiting). Keys waiting out a RequeueAfter do not count as work:
+// quiet means "nothing to do right now"; keys waiting out a retry backoff do, until their
+// retries are exhausted: a key then retried only every Options.SlowRetryInterval
+// (Stats.SlowRetrying) is as settled as it gets, as a key dropped after its retries used to be.
 // Assert on the world after it instead of sleeping.
 func (e *Env) WaitForQuiet(timeout time.Duration) {
 	e.t.Helper()
@@ -162,7 +164,9 @@ func (e *Env) QuietContext(ctx context.Context, timeout, period time.Duration) e
 	}
 }
 
-// busy describes the controllers' load for a timeout message.
+// busy describes the controllers' load for a timeout message: the counts, and for a controller
+// that can name them (controller.Controller's Waiting), the keys held by write fences, with
+// what each fence waits for, and the keys retrying.
 func busy(rs []*running) string {
 	if len(rs) == 0 {
 		return "no controllers running"
@@ -170,7 +174,11 @@ func busy(rs []*running) string {
 	parts := make([]string, 0, len(rs))
 	for _, r := range rs {
 		st := r.c.Stats()
-		parts = append(parts, fmt.Sprintf("%s: %d queued, %d in flight, %d retrying", r.c.Name(), st.Queued, st.InFlight, st.Retrying))
+		part := fmt.Sprintf("%s: %d queued, %d in flight, %d retrying, %d held by write fences", r.c.Name(), st.Queued, st.InFlight, st.Retrying, st.Fenced)
+		if w, ok := r.c.(interface{ Waiting() controller.Waiting }); ok && (st.Fenced > 0 || st.Retrying > 0) {
+			part += ": " + w.Waiting().String()
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, "; ")
 }

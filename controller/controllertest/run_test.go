@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/workqueue"
+	kworkqueue "k8s.io/client-go/util/workqueue"
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/informer"
 )
 
 // ctrlkit's controller is what RunController is for.
@@ -122,6 +124,54 @@ func TestWaitForQuietWaitsForRetries(t *testing.T) {
 	require.NoError(t, env.QuietContext(env.Context(), 10*time.Second, 10*time.Millisecond))
 }
 
+// When the controllers do not become quiet, the error says why: which key a write fence holds
+// (the informer, the object and the resourceVersion it waits for, since when) and which keys
+// are retrying, not only how many (issue 28: "0 queued, 0 in flight, 0 retrying" named nothing).
+func TestWaitForQuietNamesHeldAndRetryingKeys(t *testing.T) {
+	env := controllertest.NewFake(t, configMap("demo", "held"), configMap("demo", "failing"))
+	cms, err := informer.For[*corev1.ConfigMap](env.Factory())
+	require.NoError(t, err)
+	c, err := controller.New("website", controller.ReconcilerFunc[controller.Key](func(ctx context.Context, key controller.Key) (controller.Result, error) {
+		if key.Name == "failing" {
+			return controller.Result{}, errors.New("boom")
+		}
+		// A write the informer never shows: a version far ahead of the fake cluster's.
+		written := configMap(key.Namespace, key.Name)
+		written.ResourceVersion = "999999"
+		controller.Fence(ctx, cms, written)
+		return controller.Result{Requeue: true}, nil
+	}), controller.Options[controller.Key]{
+		Fences:      &controller.Fences{TTL: time.Hour},
+		RateLimiter: kworkqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](time.Millisecond, 10*time.Millisecond),
+		MaxRetries:  controller.RetryForever,
+	})
+	require.NoError(t, err)
+	require.NoError(t, controller.Watch(c, cms, controller.EnqueueObject))
+	env.RunController(env.Context(), c)
+	require.Eventually(t, func() bool { st := c.Stats(); return st.Fenced == 1 && st.Retrying == 1 }, 10*time.Second, time.Millisecond)
+
+	err = env.QuietContext(env.Context(), 50*time.Millisecond, 10*time.Millisecond)
+	require.ErrorIs(t, err, controllertest.ErrNotQuiet)
+	msg := err.Error()
+	require.Contains(t, msg, "1 held by write fences")
+	require.Regexp(t, `key demo/held waits for demo/held at resourceVersion 999999 or newer in configmaps \(fenced since \d\d:\d\d:\d\d\.\d{3}\)`, msg)
+	require.Regexp(t, `key demo/failing retrying \(\d+ retries\)`, msg)
+
+	w := c.Waiting()
+	require.Len(t, w.Fenced, 1)
+	require.Equal(t, controller.Key{Namespace: "demo", Name: "held"}, w.Fenced[0].Key)
+	require.Len(t, w.Fenced[0].Fences, 1)
+	f := w.Fenced[0].Fences[0]
+	require.Equal(t, "configmaps", f.Informer)
+	require.Equal(t, "demo/held", f.Object.String())
+	require.Equal(t, "999999", f.ResourceVersion)
+	require.False(t, f.Gone)
+	require.False(t, f.Since.IsZero())
+	require.Len(t, w.Retrying, 1)
+	require.Equal(t, controller.Key{Namespace: "demo", Name: "failing"}, w.Retrying[0].Key)
+	require.Positive(t, w.Retrying[0].Retries)
+}
+
 // A key past its retries is retried only every SlowRetryInterval: WaitForQuiet does not wait for
 // that, as it does not wait for a RequeueAfter, but it does wait for the fast retries before.
 func TestWaitForQuietDoesNotWaitForSlowRetries(t *testing.T) {
@@ -132,7 +182,7 @@ func TestWaitForQuietDoesNotWaitForSlowRetries(t *testing.T) {
 		return controller.Result{}, errors.New("boom")
 	}), controller.Options[string]{
 		MaxRetries: 1, SlowRetryInterval: time.Hour,
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Millisecond),
+		RateLimiter: kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Millisecond),
 	})
 	require.NoError(t, err)
 	c.Enqueue("k")

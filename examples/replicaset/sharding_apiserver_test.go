@@ -107,7 +107,7 @@ func TestAPIServerShardedThreeProcesses(t *testing.T) {
 	require.NoError(t, err)
 	victim := ""
 	for _, id := range ids {
-		if id != ptr.Deref(sharder.Spec.HolderIdentity, "") {
+		if id != sharding.IdentityOfHolder(ptr.Deref(sharder.Spec.HolderIdentity, "")) {
 			victim = id
 			break
 		}

@@ -211,10 +211,11 @@ func awaitRingSettled(b *testing.B, hc *http.Client, client kubernetes.Interface
 			why = err.Error()
 			return false, nil
 		}
-		sharder = ptr.Deref(lease.Spec.HolderIdentity, "")
+		holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+		sharder = sharding.IdentityOfHolder(holder)
 		p := procs[sharder]
 		if p == nil {
-			why = fmt.Sprintf("the sharder Lease is held by %q", sharder)
+			why = fmt.Sprintf("the sharder Lease is held by %q", holder)
 			return false, nil
 		}
 		live, err := shardMembers(hc, p)
