@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -148,7 +149,15 @@ func TestShutdownTimeoutAbandonsStuckLeaderController(t *testing.T) {
 	// The elector stopped renewing and tried to release the Lease; it gave up
 	// because the leader's work had not returned. The Lease still names this
 	// replica and will expire.
-	require.Eventually(t, func() bool { return hasLog(logs, "Failed to release lease", "", nil) }, 20*time.Second, 5*time.Millisecond)
+	// (The release gives up before its first read, which client-go logs as a failed read.)
+	require.Eventually(t, func() bool {
+		for _, e := range logged(logs) {
+			if e.Message == "error retrieving resource lock" && e.Err != nil && strings.Contains(e.Err.Error(), "OnStartedLeading has not returned") {
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second, 5*time.Millisecond)
 	assert.Equal(t, "one", leaseHolder(t, client), "the lease was released under a running Reconcile")
 
 	// Only the stuck controller's goroutines, and those waiting for it,

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
@@ -103,4 +104,20 @@ func TestRunServesAndInstallsItsWebhooks(t *testing.T) {
 		return err == nil && ps.Status.Replicas == 2, nil
 	})
 	assert.Contains(t, out.String(), `"PodSet webhooks installed"`)
+
+	// The README's patch names the version: the same merge patch through v1beta1 (what a bare
+	// "kubectl patch podset" uses once this CRD is installed) is pruned as unknown and changes
+	// nothing, through v1alpha1 it scales.
+	patch := []byte(`{"spec":{"replicas":5}}`)
+	_, err = env.Dynamic().Resource(v1beta1.GVR).Namespace(ns).Patch(ctx, "web", types.MergePatchType, patch, metav1.PatchOptions{})
+	require.NoError(t, err)
+	ps, err = alpha.Get(ctx, ns, "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), ps.Spec.DesiredReplicas(), "spec.replicas through v1beta1 is pruned")
+	_, err = env.Dynamic().Resource(v1alpha1.GVR).Namespace(ns).Patch(ctx, "web", types.MergePatchType, patch, metav1.PatchOptions{})
+	require.NoError(t, err)
+	poll("the patch through v1alpha1 scales the PodSet to 5", func(ctx context.Context) (bool, error) {
+		ps, err := beta.Get(ctx, ns, "web", metav1.GetOptions{})
+		return err == nil && ps.Spec.Scale != nil && ps.Spec.Scale.Replicas == 5 && ps.Status.Replicas == 5, nil
+	})
 }
