@@ -75,4 +75,13 @@
 // --leader-elect-resource-lock (only "leases"), --leader-elect-resource-name and
 // --leader-elect-resource-namespace. Config.Enabled holds --leader-elect; this package
 // never reads it (the caller decides whether to elect at all).
+//
+// # The Lease's namespace
+//
+// Config.Namespace defaults to the namespace of the Pod the process runs in (the
+// ServiceAccount's namespace file, as controller-runtime reads it), else DefaultNamespace,
+// "ctrlkit-system" — not kube-controller-manager's "kube-system": a controller's Role for its
+// Lease lives in its own namespace, as in every manifest ctrlkit ships, and a copy run from a
+// laptop then contends with the deployed one. The sharding package's Leases default the same
+// way (DefaultLeaseNamespace).
 package leaderelection
