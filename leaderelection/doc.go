@@ -62,7 +62,11 @@
 //     only after an OnStartedLeading, and OnNewLeader calls arrive in order from one
 //     goroutine.
 //   - Elector exposes IsLeader, Leader and Check (a healthz check with client-go's
-//     watchdog semantics) for the Manager's /healthz.
+//     watchdog semantics) for the Manager's /healthz, and ReadyCheck for its /readyz: it
+//     fails, naming the Lease, the verb and the API server's answer, while the candidate
+//     cannot read or write its Lease (a Role without the rule, a namespace that does not
+//     exist), which client-go's engine only logs — such a candidate never leads, yet is
+//     healthy. A standby that reads the Lease while another candidate holds it is ready.
 //
 // Elections use real time: client-go's engine has no clock to inject. Tests of code that
 // runs under an Elector should use short durations (1s/600ms/200ms satisfy Validate) and
