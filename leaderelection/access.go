@@ -14,15 +14,15 @@ import (
 // API server's answer.
 var ErrLeaseAccess = errors.New("leaderelection: cannot access the lease")
 
-// LeaseAccessError is a get, create or update of the Lease that failed: refused by RBAC, in a
-// namespace that does not exist, or unanswered. It unwraps to the API server's error, so
-// apierrors.IsForbidden and the like see it.
+// LeaseAccessError is a get, create or update of the Lease that the API server refused: RBAC
+// forbids it, the namespace does not exist, the credentials are not accepted. It unwraps to the
+// API server's error, so apierrors.IsForbidden and the like see it.
 type LeaseAccessError struct {
 	// Lease is "<namespace>/<name>".
 	Lease string
 	// Verb is the request that failed: "get", "create" or "update".
 	Verb string
-	// Err is the API server's answer (or the client's error when there was none).
+	// Err is the API server's answer.
 	Err error
 }
 
@@ -43,12 +43,16 @@ func (e *LeaseAccessError) Is(target error) bool { return target == ErrLeaseAcce
 // passes, since a restart would not help; without this check nothing but its log would say
 // that it never leads.
 //
-// It fails once a get, create or update of the Lease failed, and passes again after the next
-// one that succeeds. A Conflict or AlreadyExists is the election at work (another candidate
-// wrote first; the server had authorized the write) and counts as a success. A standby that
-// reads the Lease while another candidate holds and renews it is ready, even when its last
-// attempt to take the Lease over failed: it needs no write while the holder lives. It passes
-// before Run, and after a Run that ended with its ctx.
+// It fails once the API server refused a get, create or update of the Lease (a 4xx answer:
+// Forbidden, Unauthorized, NotFound for a namespace that does not exist, ...), and passes again
+// after the next one that succeeds. A Conflict or AlreadyExists is the election at work
+// (another candidate wrote first; the server had authorized the write) and counts as a
+// success. Server errors, timeouts, throttling and an unreachable server change nothing: they
+// strike every replica at once, taking them all out of their Services would not help, and the
+// engine's retries (and losing the lease) deal with them. A standby that reads the Lease while
+// another candidate holds and renews it is ready, even when its last attempt to take the Lease
+// over was refused: it needs no write while the holder lives. It passes before Run, and after
+// a Run that ended with its ctx.
 func (e *Elector) ReadyCheck(*http.Request) error {
 	e.mu.Lock()
 	s := e.cur
@@ -79,7 +83,9 @@ func (a *leaseAccess) got(lease, me, holder string, v leaseVersion, err error) {
 	defer a.mu.Unlock()
 	switch {
 	case err != nil && !apierrors.IsNotFound(err): // NotFound reads fine: the engine creates the Lease next
-		a.failed, a.before = &LeaseAccessError{Lease: lease, Verb: "get", Err: err}, leaseVersion{}
+		if refused(err) {
+			a.failed, a.before = &LeaseAccessError{Lease: lease, Verb: "get", Err: err}, leaseVersion{}
+		}
 	case a.failed == nil:
 	case a.failed.Verb == "get":
 		a.failed = nil // reading works again; a write that follows reports itself
@@ -94,11 +100,28 @@ func (a *leaseAccess) got(lease, me, holder string, v leaseVersion, err error) {
 func (a *leaseAccess) wrote(lease, verb string, v leaseVersion, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err == nil || apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+	switch {
+	case err == nil || apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
 		a.failed = nil
-		return
+	case refused(err):
+		a.failed, a.before = &LeaseAccessError{Lease: lease, Verb: verb, Err: err}, v
 	}
-	a.failed, a.before = &LeaseAccessError{Lease: lease, Verb: verb, Err: err}, v
+}
+
+// refused reports whether err is the API server refusing this client the request: a 4xx
+// answer but a Conflict (AlreadyExists too), a request timeout or throttling, which pass. A
+// refusal lasts until someone changes RBAC or the cluster.
+func refused(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false // no answer: the server was not reached
+	}
+	switch code := status.Status().Code; code {
+	case http.StatusConflict, http.StatusRequestTimeout, http.StatusTooManyRequests:
+		return false
+	default:
+		return code >= 400 && code < 500
+	}
 }
 
 func (a *leaseAccess) err() error {

@@ -55,7 +55,15 @@ func TestLeaseAccessStates(t *testing.T) {
 		{"a leader's renewal refused", []op{get(me, v1, nil), write("update", v1, forbidden("update")), get(me, v1, nil)}, "update"},
 		{"a released Lease, its take-over refused",
 			[]op{write("update", v1, forbidden("update")), get("", v2, nil)}, "update"},
-		{"an API server that does not answer", []op{get("", v1, errors.New("dial tcp: connection refused"))}, "get"},
+		{"the namespace does not exist", []op{get("", leaseVersion{}, notFound), write("create", leaseVersion{}, notFound)}, "create"},
+		// What strikes every replica at once is the engine's to retry, not a readiness failure.
+		{"an API server that does not answer", []op{get("", v1, errors.New("dial tcp: connection refused"))}, ""},
+		{"a server error", []op{get(me, v1, nil), write("update", v1, apierrors.NewInternalError(errors.New("etcd unavailable")))}, ""},
+		{"throttled", []op{get("", v1, apierrors.NewTooManyRequests("slow down", 1))}, ""},
+		{"a timeout", []op{write("update", v1, apierrors.NewTimeoutError("took too long", 1))}, ""},
+		{"a refusal stays through a server error",
+			[]op{get("", v1, forbidden("get")), get("", v1, apierrors.NewServiceUnavailable("restarting"))}, "get"},
+		{"credentials not accepted", []op{get("", v1, apierrors.NewUnauthorized("token expired"))}, "get"},
 	} {
 		var a leaseAccess
 		for _, o := range tc.ops {
