@@ -13,17 +13,46 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 )
 
-// Defaults are kube-controller-manager's (component-base's LeaderElectionConfiguration and
-// the 20 s watchdog kube-controller-manager hands to its healthz adaptor). WithDefaults applies
-// them to zero fields, and AddFlags does the same before it registers them as the flags'
-// defaults.
+// Defaults of the durations are kube-controller-manager's (component-base's
+// LeaderElectionConfiguration and the 20 s watchdog kube-controller-manager hands to its healthz
+// adaptor). WithDefaults applies them to zero fields, and AddFlags does the same before it
+// registers them as the flags' defaults.
 const (
 	DefaultLeaseDuration   = 15 * time.Second
 	DefaultRenewDeadline   = 10 * time.Second
 	DefaultRetryPeriod     = 2 * time.Second
 	DefaultHealthTolerance = 20 * time.Second
-	DefaultNamespace       = "kube-system"
+	// DefaultNamespace is the Lease's namespace when the process does not run in a Pod: the
+	// namespace every manifest ctrlkit ships (examples/*/deploy) deploys to and grants the
+	// Lease in. In a Pod the default is the Pod's namespace: see DefaultLeaseNamespace.
+	DefaultNamespace = "ctrlkit-system"
 )
+
+// ServiceAccountNamespaceFile is where the kubelet mounts the namespace of a Pod's
+// ServiceAccount, which is the Pod's namespace. client-go's in-cluster config and
+// controller-runtime's leader election read it too.
+const ServiceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// namespaceFile is the file DefaultLeaseNamespace reads; tests point it at files of their own.
+var namespaceFile = ServiceAccountNamespaceFile
+
+// DefaultLeaseNamespace is the default of Config.Namespace, and of the sharding package's
+// Leases: the namespace of the Pod this process runs in, read from
+// ServiceAccountNamespaceFile (as controller-runtime finds its leader election namespace), so
+// the Lease lives next to the Role a deployment grants in its own namespace; outside a Pod (no
+// such file, or an empty one), DefaultNamespace.
+func DefaultLeaseNamespace() string { return namespaceFrom(namespaceFile) }
+
+// namespaceFrom reads a namespace file: its content without surrounding white space, or
+// DefaultNamespace when it cannot be read or is empty. A file that names no valid namespace
+// is left to Validate, which names the value.
+func namespaceFrom(path string) string {
+	b, err := os.ReadFile(path)
+	if ns := strings.TrimSpace(string(b)); err == nil && ns != "" {
+		return ns
+	}
+	return DefaultNamespace
+}
 
 // resourceLock is the one lock kind client-go still has, the only value
 // --leader-elect-resource-lock accepts and its default.
@@ -66,7 +95,10 @@ type Config struct {
 	// controller Manager) to decide whether to run an election at all. Run always elects.
 	Enabled bool
 
-	// Namespace of the Lease. Default "kube-system" (kube-controller-manager's).
+	// Namespace of the Lease. Default DefaultLeaseNamespace(): the namespace of the Pod the
+	// process runs in, else DefaultNamespace ("ctrlkit-system"). kube-controller-manager's
+	// "kube-system" is not the default: a controller's Role for its Lease lives in its own
+	// namespace, as in every manifest ctrlkit ships.
 	Namespace string
 	// Name of the Lease; required: it names the thing being led, e.g. "my-controller".
 	Name string
@@ -104,19 +136,20 @@ type Config struct {
 // default. Identity gets a fresh random suffix each call, so call it once per process.
 func (c Config) WithDefaults() Config {
 	c.setFixedDefaults()
+	if c.Namespace == "" {
+		c.Namespace = DefaultLeaseNamespace()
+	}
 	if c.Identity == "" {
 		c.Identity = defaultIdentity()
 	}
 	return c
 }
 
-// setFixedDefaults sets every zero field that has a fixed default. It is the one place the
-// defaults are applied: WithDefaults (which adds the per-process Identity) and AddFlags (whose
-// help text shows them) both call it.
+// setFixedDefaults sets every zero field whose default does not depend on the process. It is
+// the one place those defaults are applied: WithDefaults (which adds the Namespace, read from
+// where the process runs, and the per-process Identity) and AddFlags (whose help text shows
+// them) both call it.
 func (c *Config) setFixedDefaults() {
-	if c.Namespace == "" {
-		c.Namespace = DefaultNamespace
-	}
 	if c.LeaseDuration == 0 {
 		c.LeaseDuration = DefaultLeaseDuration
 	}

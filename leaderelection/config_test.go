@@ -125,6 +125,7 @@ func TestValidateMessagesNameTheCulprit(t *testing.T) {
 }
 
 func TestWithDefaults(t *testing.T) {
+	outsidePod(t)
 	d := Config{Name: "x"}.WithDefaults()
 	assert.Equal(t, DefaultNamespace, d.Namespace)
 	assert.Equal(t, 15*time.Second, d.LeaseDuration)

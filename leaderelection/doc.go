@@ -62,7 +62,11 @@
 //     only after an OnStartedLeading, and OnNewLeader calls arrive in order from one
 //     goroutine.
 //   - Elector exposes IsLeader, Leader and Check (a healthz check with client-go's
-//     watchdog semantics) for the Manager's /healthz.
+//     watchdog semantics) for the Manager's /healthz, and ReadyCheck for its /readyz: it
+//     fails, naming the Lease, the verb and the API server's answer, while the candidate
+//     cannot read or write its Lease (a Role without the rule, a namespace that does not
+//     exist), which client-go's engine only logs — such a candidate never leads, yet is
+//     healthy. A standby that reads the Lease while another candidate holds it is ready.
 //
 // Elections use real time: client-go's engine has no clock to inject. Tests of code that
 // runs under an Elector should use short durations (1s/600ms/200ms satisfy Validate) and
@@ -75,4 +79,13 @@
 // --leader-elect-resource-lock (only "leases"), --leader-elect-resource-name and
 // --leader-elect-resource-namespace. Config.Enabled holds --leader-elect; this package
 // never reads it (the caller decides whether to elect at all).
+//
+// # The Lease's namespace
+//
+// Config.Namespace defaults to the namespace of the Pod the process runs in (the
+// ServiceAccount's namespace file, as controller-runtime reads it), else DefaultNamespace,
+// "ctrlkit-system" — not kube-controller-manager's "kube-system": a controller's Role for its
+// Lease lives in its own namespace, as in every manifest ctrlkit ships, and a copy run from a
+// laptop then contends with the deployed one. The sharding package's Leases default the same
+// way (DefaultLeaseNamespace).
 package leaderelection

@@ -46,10 +46,10 @@ type Callbacks struct {
 }
 
 // Elector contends for one Lease with client-go's leader-election engine. Create it with
-// NewElector, start it with Run; IsLeader, Leader, Identity and Check are safe to call from
-// any goroutine at any time, including before Run and after it returned. Run may be called
-// again after it returned (each Run starts with no observations, like a restarted process,
-// but keeps the Identity).
+// NewElector, start it with Run; IsLeader, Leader, Identity, Check and ReadyCheck are safe to
+// call from any goroutine at any time, including before Run and after it returned. Run may be
+// called again after it returned (each Run starts with no observations, like a restarted
+// process, but keeps the Identity).
 type Elector struct {
 	client  kubernetes.Interface
 	cfg     Config
@@ -250,6 +250,8 @@ type session struct {
 	notes    []string           // holders not yet delivered to OnNewLeader
 
 	wake chan struct{} // capacity 1: a note is waiting
+
+	access leaseAccess // for ReadyCheck
 }
 
 // started is the engine's OnStartedLeading; the engine runs it in a goroutine of its own.

@@ -377,6 +377,7 @@ func TestNewElectorErrors(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidConfig)
 	assert.ErrorContains(t, err, "renewDeadline 600ms must be greater than JitterFactor 1.2 × retryPeriod 1s = 1.2s")
 
+	outsidePod(t)
 	e, err := NewElector(fake.NewClientset(), Config{Name: "x"}, Callbacks{})
 	require.NoError(t, err, "zero values mean defaults")
 	got := e.Config()

@@ -112,12 +112,15 @@ func ExampleConfig_AddFlags() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(cfg.Enabled, cfg.Namespace+"/"+cfg.Name, cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod)
+	fmt.Println(cfg.Enabled, cfg.Name, cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod)
+	// Left empty, the namespace is the Pod's (else ctrlkit-system), which WithDefaults reads.
+	fmt.Printf("namespace %q\n", cfg.Namespace)
 	fmt.Println("valid:", cfg.WithDefaults().Validate() == nil)
 
 	fmt.Println(fs.Parse([]string{"--leader-elect-retry-period=soon"}) != nil)
 	// Output:
-	// true kube-system/my-controller 30s 20s 2s
+	// true my-controller 30s 20s 2s
+	// namespace ""
 	// valid: true
 	// true
 }

@@ -2,16 +2,19 @@ package leaderelection
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/spf13/pflag"
 )
 
 // AddFlags registers kube-controller-manager's leader-election flags on fs, bound to c's
-// fields. Zero fields are first set to the defaults WithDefaults applies (all but Identity,
-// which WithDefaults draws per process), so the help text shows the values Run will use; set
-// c.Enabled (and c.Name) before calling to choose their defaults. A malformed duration is
-// reported by fs.Parse; rules between values (such as lease duration > renew deadline) are
-// left to Validate.
+// fields. Zero durations are first set to the defaults WithDefaults applies, so the help text
+// shows the values Run will use; set c.Enabled (and c.Name) before calling to choose their
+// defaults. An empty Namespace stays empty, and --leader-elect-resource-namespace's help says
+// what WithDefaults makes of it (DefaultLeaseNamespace: the Pod's namespace, else
+// "ctrlkit-system"), so the help text is the same wherever it is printed. A malformed
+// duration is reported by fs.Parse; rules between values (such as lease duration > renew
+// deadline) are left to Validate.
 //
 // --leader-elect-resource-lock is accepted for command-line compatibility, but only with
 // its one supported value, "leases".
@@ -38,7 +41,9 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Name, "leader-elect-resource-name", c.Name, ""+
 		"The name of resource object that is used for locking during leader election.")
 	fs.StringVar(&c.Namespace, "leader-elect-resource-namespace", c.Namespace, ""+
-		"The namespace of resource object that is used for locking during leader election.")
+		"The namespace of resource object that is used for locking during leader election. "+
+		"Empty: the namespace of the Pod this process runs in (read from "+ServiceAccountNamespaceFile+"), "+
+		"else "+strconv.Quote(DefaultNamespace)+".")
 }
 
 // ValidateFlags checks a Config that AddFlags bound and fs.Parse filled: the durations

@@ -32,7 +32,7 @@ func TestAddFlagsDefaults(t *testing.T) {
 		"leader-elect-renew-deadline":     "10s",
 		"leader-elect-retry-period":       "2s",
 		"leader-elect-resource-lock":      "leases",
-		"leader-elect-resource-namespace": "kube-system",
+		"leader-elect-resource-namespace": "", // the Pod's, else ctrlkit-system: WithDefaults decides
 		"leader-elect-resource-name":      "",
 	} {
 		f := fs.Lookup(name)
@@ -87,11 +87,13 @@ func TestAddFlagsErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "leaseDuration 5s must be greater than renewDeadline 10s")
 }
 
-// The flags' defaults are WithDefaults' values: both come from setFixedDefaults.
+// The flags' defaults are WithDefaults' values, both from setFixedDefaults, but for the
+// namespace, which WithDefaults reads from where the process runs.
 func TestFlagDefaultsAreWithDefaults(t *testing.T) {
 	var cfg Config
 	fs := newFlagSet(&cfg)
 	d := Config{}.WithDefaults()
+	d.Namespace = ""
 	for name, want := range map[string]string{
 		"leader-elect":                    strconv.FormatBool(d.Enabled),
 		"leader-elect-lease-duration":     d.LeaseDuration.String(),
@@ -103,7 +105,8 @@ func TestFlagDefaultsAreWithDefaults(t *testing.T) {
 	} {
 		assert.Equal(t, want, fs.Lookup(name).DefValue, name)
 	}
-	// Binding the flags left cfg as WithDefaults would, but for the per-process identity.
+	// Binding the flags left cfg as WithDefaults would, but for the per-process identity and
+	// namespace.
 	d.Identity = ""
 	assert.Equal(t, d, cfg)
 }
@@ -111,7 +114,7 @@ func TestFlagDefaultsAreWithDefaults(t *testing.T) {
 // FuzzFlags: any command line either fails to parse or yields a Config whose Validate
 // reports only *ConfigErrors matching ErrInvalidConfig; nothing panics.
 func FuzzFlags(f *testing.F) {
-	f.Add("15s", "10s", "2s", "kube-system", "ctrl")
+	f.Add("15s", "10s", "2s", "ctrlkit-system", "ctrl")
 	f.Add("1s", "1s", "0s", "", "")
 	f.Add("-1h", "1.5s", "1ns", "a.b", "A_B")
 	f.Add("9999999999h", "0", "1µs", "x", "y")

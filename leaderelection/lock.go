@@ -6,6 +6,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -33,6 +34,9 @@ import (
 // expires — before the old leader has given up, with short durations. Get appends the
 // Lease's resourceVersion (every write changes it) and its renew time in microseconds (for
 // fake clientsets, which leave resourceVersion empty) to the bytes the engine compares.
+//
+// And it reports the outcome of every get, create and update to the session's leaseAccess,
+// for Elector.ReadyCheck.
 //
 // The engine calls a lock from its Run goroutine only, so the fields need no mutex.
 type guardedLock struct {
@@ -79,17 +83,24 @@ func (l *guardedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionReco
 	}
 	rec, raw, err := l.inner.Get(ctx)
 	l.lastHolderOK = err == nil
+	holder := ""
+	if err == nil {
+		holder = rec.HolderIdentity
+	}
+	l.s.access.got(l.inner.Describe(), l.inner.Identity(), holder, *l.read, err)
 	if err != nil {
 		return rec, raw, err
 	}
-	l.lastHolder = rec.HolderIdentity
+	l.lastHolder = holder
 	l.s.observe(rec.HolderIdentity)
 	raw = fmt.Appendf(raw[:len(raw):len(raw)], "\x00resourceVersion=%s\x00renewTime=%s", l.read.resourceVersion, l.read.renewTime)
 	return rec, raw, nil
 }
 
 func (l *guardedLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
-	if err := l.inner.Create(ctx, ler); err != nil {
+	err := l.inner.Create(ctx, ler)
+	l.s.access.wrote(l.inner.Describe(), "create", *l.read, err)
+	if err != nil {
 		return err
 	}
 	l.s.observe(ler.HolderIdentity)
@@ -109,7 +120,9 @@ func (l *guardedLock) Update(ctx context.Context, ler resourcelock.LeaderElectio
 		ctx, cancel = l.releasing(ctx)
 		defer cancel()
 	}
-	if err := l.inner.Update(ctx, ler); err != nil {
+	err := l.inner.Update(ctx, ler)
+	l.s.access.wrote(l.inner.Describe(), "update", *l.read, err)
+	if err != nil {
 		return err
 	}
 	l.s.observe(ler.HolderIdentity)
@@ -150,6 +163,9 @@ type versionLeaseInterface struct {
 
 func (l versionLeaseInterface) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
 	lease, err := l.LeaseInterface.Get(ctx, name, opts)
+	if apierrors.IsNotFound(err) {
+		*l.read = leaseVersion{} // what was read before is gone
+	}
 	if err == nil {
 		l.read.resourceVersion = lease.ResourceVersion
 		l.read.renewTime = ""

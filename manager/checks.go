@@ -53,6 +53,13 @@ func (m *Manager) addCheck(list *[]namedCheck, endpoint, name string, check Chec
 	return nil
 }
 
+// addElectionReadyzCheck adds the elector's ReadyCheck to /readyz, named as the elector's
+// /healthz check: a replica that cannot read or write its Lease never leads, yet its caches
+// sync and its watchdog passes, so without it both probes said ok.
+func (m *Manager) addElectionReadyzCheck() error {
+	return m.AddReadyzCheck(m.elector.Name(), m.elector.ReadyCheck)
+}
+
 // runChecks returns the failures of checks, one "name: error" each, in the order added.
 func runChecks(checks []namedCheck, req *http.Request) []string {
 	var failed []string

@@ -3,13 +3,18 @@ package manager
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/ctrlkit/ctrlkit/controller"
 )
@@ -53,5 +58,42 @@ func TestUserHealthAndReadinessChecks(t *testing.T) {
 	assert.Contains(t, body, "worker-pool: no progress for 10m")
 
 	assert.ErrorIs(t, m.AddReadyzCheck("late", func(*http.Request) error { return nil }), controller.ErrAlreadyStarted)
+	require.NoError(t, stop())
+}
+
+// With leader election, /readyz fails while the replica may not create its Lease, naming the
+// check, the Lease and the verb, while /healthz passes; allowed, it leads and is ready. The
+// check's name is taken.
+func TestReadyzFailsWithoutLeaseAccess(t *testing.T) {
+	client := fake.NewClientset()
+	var refuse atomic.Bool
+	refuse.Store(true)
+	client.PrependReactor("create", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if refuse.Load() {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "",
+				errors.New(`User "ctrl" cannot create resource "leases"`))
+		}
+		return false, nil, nil
+	})
+	m, err := New(Options{Client: client, LeaderElection: fastElection("a")})
+	require.NoError(t, err)
+	assert.ErrorIs(t, m.AddReadyzCheck("leaderelection", func(*http.Request) error { return nil }), ErrDuplicateCheck)
+	ctx, _ := testLogger(t)
+	stop := startManager(t, ctx, m)
+	h := m.Handler()
+	var body string
+	require.Eventually(t, func() bool {
+		var code int
+		code, body = get(t, h, "/readyz")
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "cannot create lease")
+	}, 10*time.Second, time.Millisecond)
+	assert.Contains(t, body, `leaderelection: cannot create lease kube-system/ctrlkit-test: leases.coordination.k8s.io is forbidden`)
+	code, _ := get(t, h, "/healthz")
+	assert.Equal(t, http.StatusOK, code, "a restart would not help")
+	assert.False(t, m.Elector().IsLeader())
+
+	refuse.Store(false)
+	require.Eventually(t, m.Elector().IsLeader, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { code, _ := get(t, h, "/readyz"); return code == http.StatusOK }, 10*time.Second, time.Millisecond)
 	require.NoError(t, stop())
 }

@@ -58,7 +58,10 @@
 // and not released). /readyz is ok once the Manager runs, its factory's
 // caches synced and every running Runnable with a HasSynced method reports
 // synced (a standby's leader-only controllers, not running yet, are not
-// waited for). /metrics serves Options.Registerer's metrics, a private
+// waited for), and, with leader election, while the replica can read and
+// write its Lease: the check "leaderelection" (leaderelection's
+// Elector.ReadyCheck) names the Lease, the verb and the API server's answer
+// when it cannot, such as a Role without the rule. /metrics serves Options.Registerer's metrics, a private
 // registry by default, never Prometheus' global one; see controller.Metrics
 // for the series. Handler serves all three on one mux for tests.
 //

@@ -38,7 +38,9 @@ func (m *Manager) HealthzHandler() http.Handler {
 // cache synced (the factory's, and the watches of each running Runnable that
 // has HasSynced) and every AddReadyzCheck check passes, else 503 naming what
 // is not ready. Standbys are ready: their caches are warm, and the controllers
-// they do not run yet are not waited for.
+// they do not run yet are not waited for. With leader election, a replica that
+// cannot read or write its Lease is not (the check "leaderelection" names the
+// Lease, the verb and the API server's answer): it could never lead.
 func (m *Manager) ReadyzHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := m.ready(); err != nil {

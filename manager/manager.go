@@ -118,7 +118,10 @@ type Options struct {
 	// (other Runnables, the informer caches) runs on every replica so
 	// standbys are warm. Set ReleaseOnCancel to hand the Lease over at once
 	// on shutdown; the Manager releases it only after every controller
-	// stopped. nil or Enabled false means no election: everything runs.
+	// stopped. /readyz gets a check "leaderelection" that fails while this
+	// replica cannot read or write the Lease (leaderelection's
+	// Elector.ReadyCheck: a standby that reads it is ready). nil or Enabled
+	// false means no election: everything runs.
 	LeaderElection *leaderelection.Config
 
 	// ExitOnLeaseLoss makes a lost Lease fatal, as in kube-controller-manager
@@ -403,6 +406,9 @@ func New(opts Options) (_ *Manager, err error) {
 			return nil, fmt.Errorf("manager leader election: %w", err)
 		}
 		m.elector = e
+		if err := m.addElectionReadyzCheck(); err != nil {
+			return nil, err
+		}
 	}
 	retry := leaderelection.DefaultRetryPeriod
 	if m.elector != nil {

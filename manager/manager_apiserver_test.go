@@ -54,6 +54,7 @@ func TestManagerLeaderElectionAPIServer(t *testing.T) {
 	t.Run("ReleaseOnCancel", func(t *testing.T) { testHandoverWithRelease(t, env) })
 	t.Run("LeaseExpiry", func(t *testing.T) { testHandoverByExpiry(t, env) })
 	t.Run("ClientGoMetrics", func(t *testing.T) { testClientGoMetrics(t, env) })
+	t.Run("LeaseAccess", func(t *testing.T) { testLeaseAccess(t, env) })
 }
 
 // With ReleaseOnCancel the leader empties the Lease on its way out, so the standby takes over

@@ -67,7 +67,8 @@ type Config struct {
 	// must be a DNS-1123 label (it is also part of Lease names) of at most
 	// MaxRingLength characters. Required.
 	Ring string
-	// Namespace holds the Leases. Default "kube-system".
+	// Namespace holds the Leases. Default leaderelection.DefaultLeaseNamespace(), as for
+	// leader election: the namespace of the Pod the process runs in, else "ctrlkit-system".
 	Namespace string
 	// Identity names this member: the value of the assignment label on the
 	// objects it owns. It must be a valid label value that can also end a
@@ -91,7 +92,7 @@ type Config struct {
 // to its default.
 func (c Config) WithDefaults() Config {
 	if c.Namespace == "" {
-		c.Namespace = leaderelection.DefaultNamespace
+		c.Namespace = leaderelection.DefaultLeaseNamespace()
 	}
 	if c.LeaseDuration == 0 {
 		c.LeaseDuration = DefaultLeaseDuration

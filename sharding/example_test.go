@@ -124,9 +124,10 @@ func ExampleConfig_AddFlags() {
 	fs := pflag.NewFlagSet("controller", pflag.ContinueOnError)
 	ring.AddFlags(fs)
 	_ = fs.Parse([]string{"--shard-ring=replicasets", "--shard-identity=controller-0", "--shard-renew-deadline=20s"})
-	fmt.Println(ring.Sharded(), ring.Ring, ring.Identity, ring.Namespace)
+	// Left empty, the namespace is the Pod's (else ctrlkit-system), which WithDefaults reads.
+	fmt.Printf("%v %s %s %q\n", ring.Sharded(), ring.Ring, ring.Identity, ring.Namespace)
 	fmt.Println(ring.ValidateFlags())
 	// Output:
-	// true replicasets controller-0 kube-system
+	// true replicasets controller-0 ""
 	// --shard-lease-duration: invalid sharding config: leaseDuration 15s must be greater than renewDeadline 20s
 }

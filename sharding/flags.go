@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/ctrlkit/ctrlkit/leaderelection"
 )
 
 // EnvPodName is the environment variable DefaultIdentity reads first: a
@@ -42,12 +45,14 @@ var flagNames = map[string]string{
 // --shard-identity (default DefaultIdentity), --shard-lease-duration,
 // --shard-renew-deadline and --shard-retry-period. Zero fields are first set
 // to their defaults (WithDefaults, and DefaultIdentity), so the help text
-// shows the values the ring will use. A malformed duration is reported by
-// fs.Parse; every other rule by ValidateFlags.
+// shows the values the ring will use — except an empty Namespace, which
+// stays empty, as leaderelection's does: its help says what WithDefaults
+// makes of it. A malformed duration is reported by fs.Parse; every other
+// rule by ValidateFlags.
 func (c *Config) AddFlags(fs *pflag.FlagSet) {
-	ring, identity := c.Ring, c.Identity
+	ring, identity, namespace := c.Ring, c.Identity, c.Namespace
 	*c = c.WithDefaults()
-	c.Ring = ring
+	c.Ring, c.Namespace = ring, namespace
 	if identity == "" {
 		identity = DefaultIdentity()
 	}
@@ -58,7 +63,9 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"Leases and the label shard.ctrlkit.dev/<ring> on the objects). Empty: not sharded.")
 	fs.StringVar(&c.Namespace, "shard-namespace", c.Namespace, ""+
 		"Namespace of the ring's Leases (one per member, <ring>.<identity>, and <ring>-sharder). "+
-		"Every replica must use the same.")
+		"Every replica must use the same. Empty: the namespace of the Pod this process runs in "+
+		"(read from "+leaderelection.ServiceAccountNamespaceFile+"), else "+strconv.Quote(leaderelection.DefaultNamespace)+", "+
+		"as for --leader-elect-resource-namespace.")
 	fs.StringVar(&c.Identity, "shard-identity", c.Identity, ""+
 		"This replica's name in the ring, unique among the live replicas: the value of the "+
 		"assignment label on the objects it owns. Default: $"+EnvPodName+", else the host name, "+

@@ -28,7 +28,7 @@ func TestAddFlagsDefaults(t *testing.T) {
 	fs := newFlagSet(&cfg)
 	for name, def := range map[string]string{
 		"shard-ring":           "",
-		"shard-namespace":      "kube-system",
+		"shard-namespace":      "", // the Pod's, else ctrlkit-system: WithDefaults decides
 		"shard-identity":       "web-0",
 		"shard-lease-duration": "15s",
 		"shard-renew-deadline": "10s",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"regexp"
 	"testing"
 	"time"
@@ -39,9 +40,10 @@ func leastPrivilegeEnv(t *testing.T, files ...string) (*controllertest.Env, *rba
 
 // The shipped manifests are least privilege, proven on a real API server, here for a right the
 // binary needs before its controllers start: without "create leases" it cannot lead, logs the
-// refusal (verb, resource and group) and keeps contending instead of exiting; given the right,
-// it leads and propagates, with deploy/rbac.yaml and its ServiceAccount's token as its only
-// credentials.
+// refusal (verb, resource and group) and keeps contending instead of exiting, and its /readyz
+// fails naming the Lease, the verb and the refusal, as an operator's kubectl describe pod shows
+// it (its /healthz passes: a restart would not help); given the right, it leads, is ready and
+// propagates, with deploy/rbac.yaml and its ServiceAccount's token as its only credentials.
 func TestAPIServerLeastPrivilege(t *testing.T) {
 	env, in, target := leastPrivilegeEnv(t, "deploy/rbac.yaml")
 	createLease := rbactest.Access{Verb: "create", Group: "coordination.k8s.io", Resource: "leases"}
@@ -50,14 +52,19 @@ func TestAPIServerLeastPrivilege(t *testing.T) {
 	p := in.Start(run)
 	line := p.AwaitForbidden(in, createLease, 2)
 	assert.Contains(t, line, `"Error initially creating lease lock"`)
+	body := p.AwaitProbe("/readyz", http.StatusServiceUnavailable, "cannot create lease")
+	assert.Contains(t, body, "leaderelection: cannot create lease "+in.Namespace+"/ctrlkit-multi-controller: ")
+	assert.Contains(t, body, rbactest.ForbiddenMessage(in.User, "create", "leases", "coordination.k8s.io"))
+	code, _ := p.Probe("/healthz")
+	assert.Equal(t, http.StatusOK, code, "healthy: a restart would not give it the right")
 	assert.Nil(t, copyData(t, env, target, "settings"), "no controller runs before the binary leads")
-	p.AwaitProbes() // a standby is healthy and ready: it waits for the Lease, and says why
 	rbactest.CheckMetricsAccess(p, in, "ctrlkit-multi-controller-metrics-reader")
 
 	restore()
 	require.Eventually(t, func() bool { return copyData(t, env, target, "settings")["k"] == "v" },
 		30*time.Second, 20*time.Millisecond, "no copy")
 	assert.Contains(t, p.Output(), `"Successfully acquired lease"`)
+	p.AwaitProbes() // ready once it leads
 	assert.Equal(t, 0, p.Stop(), "a clean exit when interrupted")
 }
 

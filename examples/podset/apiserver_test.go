@@ -56,7 +56,9 @@ func TestRunAgainstARealAPIServer(t *testing.T) {
 	done := make(chan int, 1)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, demo.WriteKubeconfig(kubeconfig, env.Config()))
-	go func() { done <- run(runCtx, []string{"--kubeconfig", kubeconfig, "--namespace", ns, "-v", "2"}, out) }()
+	go func() {
+		done <- run(runCtx, []string{"--kubeconfig", kubeconfig, "--namespace", ns, "--leader-elect-resource-namespace", ns, "-v", "2"}, out)
+	}()
 	stopped := false
 	stop := func() int {
 		cancel()

@@ -26,6 +26,11 @@
 //	go run ./examples/podset --kubeconfig ~/.kube/config \
 //		--webhook-addr 127.0.0.1:9443 --webhook-url https://127.0.0.1:9443
 //
+// It writes them by server-side apply, each by name, so the rights --webhook-url needs on top of
+// deploy/rbac.yaml are create and patch of the CRD podsets.examples.ctrlkit.dev and of the two
+// configurations podset-webhooks, and no more: deploy/rbac-webhook.yaml grants them to the
+// ServiceAccount. Without that file the binary exits at start naming the refused patch.
+//
 // The controller itself is package podset (./podset), the API types and the CRD manifests are
 // packages v1alpha1 and v1beta1 (./api/...), the webhooks package podsetwebhook. This command
 // only wires them: clients, one informer factory with the dynamic client, a Manager with a

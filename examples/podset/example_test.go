@@ -20,7 +20,7 @@ func Example_help() {
 	//       --leader-elect-renew-deadline duration     The interval between attempts by the acting master to renew a leadership slot before it stops leading. This must be less than the lease duration. This is only applicable if leader election is enabled. (default 10s)
 	//       --leader-elect-resource-lock string        The type of resource object that is used for locking during leader election. Supported options are 'leases'. (default "leases")
 	//       --leader-elect-resource-name string        The name of resource object that is used for locking during leader election. (default "ctrlkit-podset")
-	//       --leader-elect-resource-namespace string   The namespace of resource object that is used for locking during leader election. (default "kube-system")
+	//       --leader-elect-resource-namespace string   The namespace of resource object that is used for locking during leader election. Empty: the namespace of the Pod this process runs in (read from /var/run/secrets/kubernetes.io/serviceaccount/namespace), else "ctrlkit-system".
 	//       --leader-elect-retry-period duration       The duration the clients should wait between attempting acquisition and renewal of a leadership. This is only applicable if leader election is enabled. (default 2s)
 	//       --metrics-addr string                      address of /metrics, host:port ("" disables); the demo picks a free loopback port unless set (default ":8080")
 	//       --metrics-cert-dir string                  directory holding tls.crt and tls.key for --metrics-secure, reloaded when they change; empty: a self-signed certificate

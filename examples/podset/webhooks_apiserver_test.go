@@ -51,7 +51,7 @@ func TestRunServesAndInstallsItsWebhooks(t *testing.T) {
 	out := &rbactest.LogBuffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- run(runCtx, []string{"--kubeconfig", kubeconfig, "--namespace", ns, "-v", "2",
+		done <- run(runCtx, []string{"--kubeconfig", kubeconfig, "--namespace", ns, "--leader-elect-resource-namespace", ns, "-v", "2",
 			"--health-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
 			"--webhook-addr", addr, "--webhook-url", "https://" + addr}, out)
 	}()

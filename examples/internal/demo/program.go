@@ -417,7 +417,7 @@ func start(ctx context.Context, p Program, s *Settings) error {
 			FactoryOptions: fopts,
 		}
 		logger.Info("Sharded: this replica reconciles the objects the ring assigns it", "ring", s.Shard.Ring,
-			"identity", s.Shard.Identity, "leaseNamespace", s.Shard.Namespace)
+			"identity", s.Shard.Identity, "leaseNamespace", s.Shard.WithDefaults().Namespace)
 	}
 	mgr, err := manager.New(mopts)
 	if err != nil {

@@ -154,7 +154,7 @@ func TestParseShardingFlags(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "things", s.Shard.Ring)
 	assert.Equal(t, "replica-1", s.Shard.Identity)
-	assert.Equal(t, "kube-system", s.Shard.Namespace)
+	assert.Empty(t, s.Shard.Namespace, "the Pod's namespace, else ctrlkit-system, as the Lease's: WithDefaults decides")
 	assert.False(t, s.Election.Enabled, "members share the work: no election")
 
 	s, err = parse("--kubeconfig=/k", "--sharded", "--shard-ring=other", "--shard-identity=replica-1", "--leader-elect")

@@ -11,9 +11,10 @@
 // apart), mints a token for the ServiceAccount (TokenRequest) and writes the kubeconfig the
 // Deployment mounts with that token and the cluster's CA as the only credentials. Start then
 // runs the binary in-process with the Deployment's own arguments, Process.AwaitProbes asks its
-// health address what the Deployment's probes ask, Revoke takes one verb away from a role (and
-// waits until the authorizer agrees), and Process.AwaitForbidden waits for the binary's error
-// line that names it. CheckMetricsAccess proves /metrics is read only by those granted it: 401
+// health address what the Deployment's probes ask (Process.AwaitProbe waits for one answer and
+// reason), Revoke takes one verb away from a role (and waits until the authorizer agrees), Grant
+// applies an opt-in file of roles later, as an admin would, and Process.AwaitForbidden waits for
+// the binary's error line that names a refusal. CheckMetricsAccess proves /metrics is read only by those granted it: 401
 // without a token, 403 to the ServiceAccount's token, 200 once the manifests' metrics reader is
 // bound to it (GrantMetrics).
 //

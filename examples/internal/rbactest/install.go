@@ -75,45 +75,7 @@ func Apply(t testing.TB, env *controllertest.Env, m *Manifests) *Install {
 	ns := env.Namespace()
 	in := &Install{t: t, env: env, client: env.Client(), m: m, names: map[string]string{}, Namespace: ns,
 		User: "system:serviceaccount:" + ns + ":" + m.ServiceAccount}
-	ctx := env.Context()
-	for _, u := range m.Objects {
-		if k := kinds[u.GroupVersionKind()]; !k.namespaced && u.GetKind() != "Namespace" {
-			in.names[u.GetKind()+"/"+u.GetName()] = u.GetName() + "-" + ns
-		}
-	}
-	var created []func()
-	for _, orig := range m.Objects {
-		if orig.GetKind() == "Namespace" {
-			continue
-		}
-		u, err := in.rewrite(orig)
-		if err != nil {
-			t.Fatalf("rbactest: %s %q: %v", orig.GetKind(), orig.GetName(), err)
-		}
-		k := kinds[u.GroupVersionKind()]
-		opts := metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}
-		if u.GetKind() == "Deployment" {
-			opts.DryRun = []string{metav1.DryRunAll}
-		}
-		res := env.Dynamic().Resource(k.resource)
-		if k.namespaced {
-			_, err = res.Namespace(ns).Create(ctx, u, opts)
-		} else {
-			_, err = res.Create(ctx, u, opts)
-			name := u.GetName()
-			created = append(created, func() { _ = res.Delete(context.Background(), name, metav1.DeleteOptions{}) })
-		}
-		if err != nil {
-			t.Fatalf("rbactest: applying %s %q: %v", u.GetKind(), u.GetName(), err)
-		}
-	}
-	// Cluster-scoped objects outlive the test's namespace: remove them so the next test on
-	// the shared server starts from the same cluster.
-	t.Cleanup(func() {
-		for _, del := range created {
-			del()
-		}
-	})
+	in.create(m.Objects)
 	in.awaitGranted()
 	if m.Deployment == nil {
 		in.writeTokenKubeconfig()
@@ -122,6 +84,43 @@ func Apply(t testing.TB, env *controllertest.Env, m *Manifests) *Install {
 	in.checkPodSecurity()
 	in.writeKubeconfig()
 	return in
+}
+
+// create creates objs (but the Namespace) on the server as Apply describes.
+func (in *Install) create(objs []*unstructured.Unstructured) {
+	in.t.Helper()
+	ctx := in.env.Context()
+	for _, u := range objs {
+		if k := kinds[u.GroupVersionKind()]; !k.namespaced && u.GetKind() != "Namespace" {
+			in.names[u.GetKind()+"/"+u.GetName()] = u.GetName() + "-" + in.Namespace
+		}
+	}
+	for _, orig := range objs {
+		if orig.GetKind() == "Namespace" {
+			continue
+		}
+		u, err := in.rewrite(orig)
+		if err != nil {
+			in.t.Fatalf("rbactest: %s %q: %v", orig.GetKind(), orig.GetName(), err)
+		}
+		k := kinds[u.GroupVersionKind()]
+		opts := metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}
+		if u.GetKind() == "Deployment" {
+			opts.DryRun = []string{metav1.DryRunAll}
+		}
+		res := in.env.Dynamic().Resource(k.resource)
+		if k.namespaced {
+			_, err = res.Namespace(in.Namespace).Create(ctx, u, opts)
+		} else if _, err = res.Create(ctx, u, opts); err == nil {
+			// Cluster-scoped objects outlive the test's namespace: remove them so the next
+			// test on the shared server starts from the same cluster.
+			name := u.GetName()
+			in.t.Cleanup(func() { _ = res.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		}
+		if err != nil {
+			in.t.Fatalf("rbactest: applying %s %q: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
 }
 
 // rewrite returns a copy of a manifest object placed for the test.

@@ -140,18 +140,7 @@ func (m *Manifests) check() error {
 		case "Deployment":
 			deployments = append(deployments, u)
 		case "ClusterRole", "Role":
-			var r rbacv1.ClusterRole // a Role's fields are a subset
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r); err != nil {
-				bad(u, "%v", err)
-				continue
-			}
-			for i, rule := range r.Rules {
-				for field, values := range map[string][]string{"apiGroups": rule.APIGroups, "resources": rule.Resources, "verbs": rule.Verbs, "nonResourceURLs": rule.NonResourceURLs} {
-					if slices.ContainsFunc(values, func(v string) bool { return strings.Contains(v, "*") }) {
-						bad(u, "rule %d: a wildcard in %s %q grants more than the binary uses", i, field, values)
-					}
-				}
-			}
+			errs = append(errs, checkRules(u)...)
 		}
 	}
 	if m.ServiceAccount == "" {
@@ -174,6 +163,27 @@ func (m *Manifests) check() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkRules reports what is wrong with the rules of a ClusterRole or Role: a wildcard anywhere.
+func checkRules(u *unstructured.Unstructured) []error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s %q: %w: %s", u.GetKind(), u.GetName(), ErrInvalidManifest, fmt.Sprintf(format, args...)))
+	}
+	var r rbacv1.ClusterRole // a Role's fields are a subset
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r); err != nil {
+		bad("%v", err)
+		return errs
+	}
+	for i, rule := range r.Rules {
+		for field, values := range map[string][]string{"apiGroups": rule.APIGroups, "resources": rule.Resources, "verbs": rule.Verbs, "nonResourceURLs": rule.NonResourceURLs} {
+			if slices.ContainsFunc(values, func(v string) bool { return strings.Contains(v, "*") }) {
+				bad("rule %d: a wildcard in %s %q grants more than the binary uses", i, field, values)
+			}
+		}
+	}
+	return errs
 }
 
 // CheckDeployment checks what the restricted Pod Security Standard and a controller's operator

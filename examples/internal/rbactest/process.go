@@ -172,6 +172,25 @@ func (p *Process) AwaitProbes() {
 	}
 }
 
+// AwaitProbe waits until the binary's health address answers path with code and a body that
+// holds want, and returns that body: a probe the kubelet would see fail (or pass) for a reason.
+func (p *Process) AwaitProbe(path string, code int, want string) string {
+	p.t.Helper()
+	var got int
+	var body string
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, awaitTimeout, true, func(context.Context) (bool, error) {
+		if c, exited := p.Exited(); exited {
+			return false, fmt.Errorf("the binary exited with %d", c)
+		}
+		got, body = p.Probe(path)
+		return got == code && strings.Contains(body, want), nil
+	})
+	if err != nil {
+		p.t.Fatalf("rbactest: probe %s: want %d with %q: %v (last answer: %d %s)", path, code, want, err, got, body)
+	}
+	return body
+}
+
 // Probe asks the binary's health address for path (once it serves) and returns the status code
 // and body of the answer; 0 and the error when there was none.
 func (p *Process) Probe(path string) (int, string) {

@@ -3,19 +3,21 @@ package podsetwebhook
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1beta1"
@@ -41,10 +43,12 @@ type InstallOptions struct {
 	Name string
 }
 
-// Install points the API server at the webhooks: it creates or updates the mutating and
-// validating configurations, and applies the two-version CRD (v1beta1.CRDManifest) with its
-// conversion webhook at opts.URL, then waits until the CRD is established. It is idempotent:
-// run at every start, it keeps the caBundle and URL current.
+// Install points the API server at the webhooks: it applies (server-side, as FieldManager) the
+// two-version CRD (v1beta1.CRDManifest) with its conversion webhook at opts.URL, waits until
+// the CRD is established, and applies the mutating and validating configurations. It is
+// idempotent: run at every start, it keeps the caBundle and URL current. Every write names its
+// object, so the rights it needs can be granted for those names only
+// (examples/podset/deploy/rbac-webhook.yaml).
 func Install(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface, opts InstallOptions) error {
 	if opts.URL == "" || len(opts.CABundle) == 0 {
 		return errors.New("podsetwebhook: Install needs a URL and a CA bundle")
@@ -62,41 +66,35 @@ func Install(ctx context.Context, client kubernetes.Interface, dyn dynamic.Inter
 		sel := &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: opts.Namespace}}
 		mutating.Webhooks[0].NamespaceSelector, validating.Webhooks[0].NamespaceSelector = sel, sel
 	}
-	mapi := client.AdmissionregistrationV1().MutatingWebhookConfigurations()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := mapi.Get(ctx, opts.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			_, err = mapi.Create(ctx, mutating, metav1.CreateOptions{})
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		cur.Webhooks = mutating.Webhooks
-		_, err = mapi.Update(ctx, cur, metav1.UpdateOptions{})
+	admission := client.AdmissionregistrationV1()
+	if err := applyConfiguration(ctx, "MutatingWebhookConfiguration", mutating, admission.MutatingWebhookConfigurations().Patch); err != nil {
 		return err
-	})
-	if err != nil {
-		return fmt.Errorf("podsetwebhook: MutatingWebhookConfiguration %s: %w", opts.Name, err)
 	}
-	vapi := client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := vapi.Get(ctx, opts.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			_, err = vapi.Create(ctx, validating, metav1.CreateOptions{})
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		cur.Webhooks = validating.Webhooks
-		_, err = vapi.Update(ctx, cur, metav1.UpdateOptions{})
+	if err := applyConfiguration(ctx, "ValidatingWebhookConfiguration", validating, admission.ValidatingWebhookConfigurations().Patch); err != nil {
 		return err
-	})
-	if err != nil {
-		return fmt.Errorf("podsetwebhook: ValidatingWebhookConfiguration %s: %w", opts.Name, err)
 	}
 	logger.Info("PodSet webhooks installed", "url", opts.URL, "configurations", opts.Name, "crd", v1beta1.CRDName)
+	return nil
+}
+
+// applyConfiguration writes a webhook configuration by server-side apply (field manager
+// FieldManager): one request whether it exists or not, which the API server authorizes as a
+// patch of that name and, when it creates the object, a create of that name. So RBAC can
+// grant both for the one name (resourceNames), where a plain create could only be granted for
+// every webhook configuration, which would let its holder intercept any request.
+func applyConfiguration[T interface {
+	runtime.Object
+	GetName() string
+}](ctx context.Context, kind string, obj T, patch func(context.Context, string, types.PatchType, []byte, metav1.PatchOptions, ...string) (T, error)) error {
+	name := obj.GetName()
+	obj.GetObjectKind().SetGroupVersionKind(admissionregistrationv1.SchemeGroupVersion.WithKind(kind)) // apply needs them
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return fmt.Errorf("podsetwebhook: %s %s: %w", kind, name, err)
+	}
+	if _, err := patch(ctx, name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true)}); err != nil {
+		return fmt.Errorf("podsetwebhook: %s %s: %w", kind, name, err)
+	}
 	return nil
 }
 
