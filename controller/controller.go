@@ -333,6 +333,13 @@ func (c *Controller[K]) Name() string { return c.name }
 // manager.LeaderElectionRunnable.
 func (c *Controller[K]) NeedLeaderElection() bool { return c.needLeader }
 
+// Restartable reports whether Run may be called again after it returned:
+// true unless the controller was built with a prebuilt Options.Queue, which
+// its first Run shuts down. It makes a Controller a
+// manager.RestartableRunnable, which a Manager runs again when it wins back
+// a lost Lease.
+func (c *Controller[K]) Restartable() bool { return c.prebuilt == nil }
+
 // Feature returns the feature gate the controller is behind ("" for none).
 // It makes a Controller a manager.GatedRunnable.
 func (c *Controller[K]) Feature() featuregate.Feature { return c.feature }
@@ -449,10 +456,12 @@ func (c *Controller[K]) Run(ctx context.Context) error {
 	defer c.running.Store(false)
 	c.mu.Lock()
 	again := c.ran
-	c.mu.Unlock()
 	if again && c.prebuilt != nil {
+		c.mu.Unlock()
 		return fmt.Errorf("controller %q: %w: its Options.Queue was shut down when the last Run returned", c.name, ErrAlreadyStarted)
 	}
+	c.stopped = false // keys enqueued from here on wait for this Run's queue
+	c.mu.Unlock()
 	logger := c.logger
 	if logger.GetSink() == nil {
 		logger = klog.FromContext(ctx)
@@ -543,13 +552,21 @@ func (c *Controller[K]) start(m *Metrics) *runQueue[K] {
 // stop makes later Enqueues no-ops until the next Run; the queue is shut
 // down by then. HasSynced is false again: the handlers are gone.
 func (c *Controller[K]) stop() {
+	if c.prebuilt == nil {
+		// The next Run's queue shares the limiter: its keys start their
+		// retries afresh, as in a restarted process.
+		for k := range c.retries.list() {
+			c.limiter.Forget(k)
+		}
+	}
 	c.retries.reset(c.cm) // nothing is retried any more
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stopped, c.registered = true, false
 	c.sources = nil
 	c.q.Store(nil)
-	c.fences.Store(nil)
+	// The fence table is kept: a write of this Run the cache does not show
+	// yet still holds its key in the next (see fenceTable.nextTerm).
 }
 
 // register adds the event handlers of every Watch, feeding q. It returns the

@@ -224,6 +224,10 @@ func (c *Controller[K]) startFences(logger klog.Logger, q *runQueue[K]) *fenceTa
 	if c.fenceOpts == nil {
 		return nil
 	}
+	if ft := c.fences.Load(); ft != nil { // kept from an earlier Run
+		ft.nextTerm(logger, c.cm, q.addTrigger)
+		return ft
+	}
 	ft := newFenceTable[K](c.fenceOpts, c.clock)
 	ft.logger = logger
 	ft.cm = c.cm

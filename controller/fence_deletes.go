@@ -60,11 +60,13 @@ func (ft *fenceTable[K]) rememberLocked(ref objRef, rv string) {
 	ft.remembered.Store(int64(len(ft.deletes)))
 }
 
-// deletedSinceLocked reports whether the informer showed ref deleted at rv or later, or at a
-// version it does not know (a fence never waits on what it cannot judge).
+// deletedSinceLocked reports whether the informer showed ref deleted at rv or later. A delete
+// at an unknown version (inferred on a relist) says nothing: the write may be a re-create
+// after it, whose fence must hold until the informer shows the new object; such a fence that
+// no event releases waits out the TTL instead.
 func (ft *fenceTable[K]) deletedSinceLocked(ref objRef, rv string) bool {
 	d, ok := ft.deletes[ref]
-	return ok && rvAtLeast(d.rv, rv)
+	return ok && d.rv != "" && rvAtLeast(d.rv, rv)
 }
 
 // forgetDeletes prunes the deletes remembered for longer than the TTL.

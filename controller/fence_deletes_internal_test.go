@@ -43,8 +43,44 @@ func TestFenceTableRemembersDeletesOnlyWhileReconciling(t *testing.T) {
 	assert.Zero(t, ft.remembered.Load(), "pruned after the TTL")
 
 	ft.observe(ref, "", true, true) // a delete inferred on a relist: its version is unknown
-	assert.False(t, ft.add(key, tgt, "ns", "cm", "9", versionFence), "a fence never waits on what it cannot judge")
+	assert.True(t, ft.add(key, tgt, "ns", "cm", "9", versionFence),
+		"a write after a delete of unknown version may re-create the object: it is fenced")
 	second()
 	assert.Zero(t, ft.remembered.Load(), "dropped when the last Reconcile returned")
 	assert.Nil(t, ft.deletes)
+}
+
+// A Run that ends keeps its open fences for the next (a Lease won right back): the keys held
+// for the old queue are let go, the release handler is registered again, and each fence is
+// judged against the cache, which may have shown the write while nothing watched.
+func TestFenceTableKeepsOpenFencesForTheNextTerm(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	ft := newFenceTable[Key](&Fences{TTL: time.Minute}, clk)
+	ft.logger = klog.Background()
+	ft.requeue = func(Key, Trigger) {}
+	cache := map[string]string{"a": "1", "b": "1"}
+	registered := 0
+	tgt := &fenceTarget{
+		name: "configmaps", id: "configmaps",
+		lookup: func(_, name string) (string, bool, bool) { rv, ok := cache[name]; return rv, false, ok },
+		register: func(func(namespace, name, rv string, deleting, deleted bool)) (func() error, error) {
+			registered++
+			return func() error { return nil }, nil
+		},
+	}
+	ft.declare(tgt)
+	a, b := Key{Namespace: "ns", Name: "a"}, Key{Namespace: "ns", Name: "b"}
+	require.True(t, ft.add(a, tgt, "ns", "a", "5", versionFence))
+	require.True(t, ft.add(b, tgt, "ns", "b", "5", versionFence))
+	require.True(t, ft.hold(a, Reasons{}))
+
+	ft.unregister()
+	assert.Zero(t, ft.heldKeys(), "nothing is held for a queue that is gone")
+	cache["a"] = "5" // the cache caught up with a's write while no handler watched
+	var requeued []Key
+	ft.nextTerm(klog.Background(), nil, func(k Key, _ Trigger) { requeued = append(requeued, k) })
+	assert.Equal(t, 2, registered, "the release handler is registered again")
+	assert.False(t, ft.hold(a, Reasons{}), "a's write is in the cache: released")
+	assert.True(t, ft.hold(b, Reasons{}), "b's write is not: the new term waits for it")
+	assert.Empty(t, requeued, "the new term's watches queue the keys; nothing was held")
 }

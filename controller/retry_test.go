@@ -316,3 +316,31 @@ func TestRunReturningForgetsRetryingKeys(t *testing.T) {
 	assert.Equal(t, Stats{}, c.Stats())
 	assert.Equal(t, 0.0, testutil.ToFloat64(m.slowRetryKeys.WithLabelValues("stopped")))
 }
+
+// A controller that runs again (a Lease won back) starts its keys' retries afresh, as a
+// restarted process would: the limiter it shares across Runs forgets the last term's failures,
+// so a key exhausted then gets its fast retries again instead of the slow interval at once.
+func TestRunAgainStartsRetriesAfresh(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	s := newScript(clk, func(int, string) (Result, error) { return Result{}, errBoom })
+	c, err := New("again", Reconciler[string](s), Options[string]{Clock: clk, MaxRetries: 1, SlowRetryInterval: time.Hour,
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute)})
+	require.NoError(t, err)
+	ctx, _ := testLogger(t)
+	stop := startController(t, ctx, c)
+	c.Enqueue("k")
+	s.next(t)
+	require.Eventually(t, func() bool { return c.Stats().Retrying == 1 && clk.HasWaiters() }, 10*time.Second, time.Millisecond)
+	clk.Step(time.Second)
+	s.next(t)
+	require.Eventually(t, func() bool { return c.Stats().SlowRetrying == 1 }, 10*time.Second, time.Millisecond, "exhausted after one retry")
+	stop()
+
+	stop = startController(t, ctx, c)
+	require.Eventually(t, c.HasSynced, 10*time.Second, time.Millisecond, "the second Run began")
+	c.Enqueue("k")
+	s.next(t)
+	require.Eventually(t, func() bool { st := c.Stats(); return st.Retrying == 1 && st.SlowRetrying == 0 }, 10*time.Second, time.Millisecond,
+		"the new term backs off first: %+v", c.Stats())
+	stop()
+}

@@ -18,8 +18,9 @@ type Waiting struct {
 	// Fenced are the keys held back by write fences (counted in Stats.Fenced), ordered by
 	// their printed form.
 	Fenced []FencedKey
-	// Retrying are the keys whose last Reconcile failed and that wait out a backoff (counted in
-	// Stats.Retrying), ordered by their printed form.
+	// Retrying are the keys whose last Reconcile failed and that wait out a backoff or, past
+	// their retries, the slow interval (counted in Stats.Retrying and Stats.SlowRetrying),
+	// ordered by their printed form.
 	Retrying []RetryingKey
 }
 
@@ -49,7 +50,8 @@ type OpenFence struct {
 	Since time.Time
 }
 
-// RetryingKey is a key whose last Reconcile failed, waiting out its backoff.
+// RetryingKey is a key whose last Reconcile failed, waiting out its backoff or the slow
+// interval.
 type RetryingKey struct {
 	// Key is the key, of the controller's key type.
 	Key any

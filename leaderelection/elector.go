@@ -132,13 +132,17 @@ func (e *Elector) Name() string { return "leaderelection" }
 // Check is a healthz check with client-go's watchdog semantics: it fails, wrapping
 // ErrLeaseNotRenewed, when the Lease still names this candidate but the last renewal it saw
 // is older than LeaseDuration+HealthTolerance — the leader is stuck or lost the lease
-// without releasing it, and a restart is the cure. Standbys, candidates that released the
-// lease and Electors whose Run ended with its ctx are healthy.
+// without releasing it, and a restart is the cure. Standbys (a candidate contending again
+// after a lost Lease too), candidates that released the lease and Electors whose Run ended
+// with its ctx are healthy.
 func (e *Elector) Check(req *http.Request) error {
 	e.mu.Lock()
 	s := e.cur
 	e.mu.Unlock()
-	if s == nil || s.endedByContext() {
+	// Not while a Run contends without leading: a candidate contending again after a lost
+	// Lease reads a record that still names it, which client-go's check takes for a stuck
+	// leader.
+	if s == nil || s.endedByContext() || s.contending() {
 		return nil
 	}
 	if err := e.health.Check(req); err != nil {
@@ -300,6 +304,13 @@ func (s *session) leading() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lead != nil && s.lead.Err() == nil
+}
+
+// contending reports whether this Run is in progress and does not lead.
+func (s *session) contending() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.ended && (s.lead == nil || s.lead.Err() != nil)
 }
 
 func (s *session) end(byCtx bool) {

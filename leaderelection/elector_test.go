@@ -469,3 +469,35 @@ func TestNoGoroutineLeftAfterRun(t *testing.T) {
 	waitFor(t, recB.started, 5*time.Second, "b to take over")
 	require.NoError(t, rb.stop(t))
 }
+
+// blockingLock is a lock whose every call waits for its ctx: an API server that does not
+// answer.
+type blockingLock struct{ scriptedLock }
+
+func (b *blockingLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	<-ctx.Done()
+	return nil, nil, ctx.Err()
+}
+
+// The engine gives its release RenewDeadline; with the API server unreachable a shutdown would
+// wait that long for nothing. The guard gives the release's calls releaseTimeout together.
+func TestReleaseGivesUpAfterItsTimeout(t *testing.T) {
+	e, err := NewElector(fake.NewClientset(), fastConfig("a"), Callbacks{})
+	require.NoError(t, err)
+	s := &session{e: e, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	l := &guardedLock{inner: &blockingLock{scriptedLock{holder: "a"}}, s: s, read: new(leaseVersion), releaseTimeout: 50 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour) // the engine's
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := l.Get(ctx)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the release's read waited for the engine's deadline, not the release timeout")
+	}
+	assert.Equal(t, min(fastConfig("a").RenewDeadline, 2*fastConfig("a").RetryPeriod), e.ReleaseTimeout())
+}

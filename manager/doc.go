@@ -133,8 +133,9 @@
 // # Losing the Lease
 //
 // A lost Lease is not fatal by default: the Manager stops the Runnables that
-// need leader election, waits for them (up to the graceful shutdown timeout;
-// past it, it is fatal), and contends again; everything else (webhooks,
+// need leader election, waits for them (up to the graceful shutdown timeout,
+// at most LeaseDuration - RenewDeadline; past it, it is fatal), and contends
+// again, provided each of them is a RestartableRunnable (else it is fatal); everything else (webhooks,
 // probes, metrics, informers, Runnables that need no election) keeps
 // running. Winning again runs the leader's Runnables anew: a
 // controller.Controller starts a fresh term whose watches replay the cache.

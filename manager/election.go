@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -23,13 +24,33 @@ func (m *Manager) campaign(ctx context.Context) error {
 	defer leaderElectionEnded(m.leaseName())
 	for {
 		err := m.elector.Run(ctx)
-		if err == nil || ctx.Err() != nil || m.exitOnLoss || !errors.Is(err, leaderelection.ErrLeaseLost) {
+		switch {
+		case ctx.Err() != nil && !m.exitOnLoss:
+			return nil // shutting down: a loss in the same moment is moot
+		case err == nil || m.exitOnLoss || !errors.Is(err, leaderelection.ErrLeaseLost):
 			return err
+		}
+		if once := m.notRestartable(); len(once) > 0 {
+			return fmt.Errorf("%w; not contending again: Runnables %s need leader election and cannot run twice (manager.RestartableRunnable)",
+				err, strings.Join(once, ", "))
 		}
 		leaderElectionEnded(m.leaseName())
 		m.log().Info("Lost the lease: the controllers that need leader election stopped; contending for it again",
 			"lease", m.leaseName(), "identity", m.elector.Identity())
 	}
+}
+
+// notRestartable names the Runnables that need leader election and cannot
+// be Run again.
+func (m *Manager) notRestartable() []string {
+	var names []string
+	for _, r := range m.leaders { // fixed once Start began
+		if !restartable(r) {
+			names = append(names, fmt.Sprintf("%q", r.Name()))
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // onStartedLeading runs the controllers that need leader election until
@@ -68,18 +89,32 @@ func (m *Manager) onStartedLeading(leading context.Context) {
 	case <-stopped:
 	case <-ctx.Done():
 		if m.ctrlCtx.Err() == nil && m.shutdownTimeout >= 0 {
-			m.log().Info("Leadership ended: stopping the controllers that need leader election", "timeout", m.shutdownTimeout)
-			m.awaitLeaderWork(stopped)
+			wait := m.leaderStopTimeout()
+			m.log().Info("Leadership ended: stopping the controllers that need leader election", "timeout", wait)
+			m.awaitLeaderWork(stopped, wait)
 		}
 		<-stopped
 	}
 	m.log().Info("Controllers that need leader election stopped")
 }
 
-// awaitLeaderWork waits for stopped up to the graceful shutdown timeout and
-// reports the leader work still running then as a fatal error.
-func (m *Manager) awaitLeaderWork(stopped <-chan struct{}) {
-	timer := m.clock.NewTimer(m.shutdownTimeout)
+// leaderStopTimeout is how long leader work may take to stop after a lost
+// Lease: the graceful shutdown timeout, but no longer than a standby may wait
+// before it takes the Lease (LeaseDuration - RenewDeadline after the loss
+// was noticed), so work that overstays ends the process before it can act
+// next to the new leader for long.
+func (m *Manager) leaderStopTimeout() time.Duration {
+	cfg := m.elector.Config()
+	if gap := cfg.LeaseDuration - cfg.RenewDeadline; gap > 0 && gap < m.shutdownTimeout {
+		return gap
+	}
+	return m.shutdownTimeout
+}
+
+// awaitLeaderWork waits for stopped up to wait and reports the leader work
+// still running then as a fatal error.
+func (m *Manager) awaitLeaderWork(stopped <-chan struct{}, wait time.Duration) {
+	timer := m.clock.NewTimer(wait)
 	defer timer.Stop()
 	select {
 	case <-stopped:
@@ -96,7 +131,7 @@ func (m *Manager) awaitLeaderWork(stopped <-chan struct{}) {
 	m.mu.Unlock()
 	slices.Sort(names)
 	m.reportFatal(fmt.Errorf("manager: %w: lease %s lost, and controllers %s that need leader election did not stop within %v",
-		ErrShutdownTimeout, m.leaseName(), strings.Join(names, ", "), m.shutdownTimeout))
+		ErrShutdownTimeout, m.leaseName(), strings.Join(names, ", "), wait))
 }
 
 // reportFatal hands err to Start, which shuts down on the first one. The

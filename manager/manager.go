@@ -50,6 +50,18 @@ type LeaderElectionRunnable interface {
 	NeedLeaderElection() bool
 }
 
+// RestartableRunnable is a Runnable that may be Run again after its Run
+// returned. When this process wins back a Lease it lost, the Manager runs
+// its Runnables that need leader election again only if each of them is
+// restartable (a controller.Controller is, unless built with a prebuilt
+// Options.Queue); otherwise the lost Lease is fatal, as with
+// Options.ExitOnLeaseLoss, since a Runnable that cannot run twice would
+// leave the new term without it.
+type RestartableRunnable interface {
+	Runnable
+	Restartable() bool
+}
+
 // GatedRunnable is a Runnable behind a feature gate: the Manager starts it
 // only when Options.FeatureGate says Feature() is enabled. "" means no gate.
 type GatedRunnable interface {
@@ -60,7 +72,13 @@ var (
 	_ Runnable               = (*controller.Controller[controller.Key])(nil)
 	_ LeaderElectionRunnable = (*controller.Controller[controller.Key])(nil)
 	_ GatedRunnable          = (*controller.Controller[controller.Key])(nil)
+	_ RestartableRunnable    = (*controller.Controller[controller.Key])(nil)
 )
+
+func restartable(r Runnable) bool {
+	rr, ok := r.(RestartableRunnable)
+	return ok && rr.Restartable()
+}
 
 // informerEventSource is the event source of what the Manager's own factory
 // records (undecodable custom resources).
@@ -128,13 +146,13 @@ type Options struct {
 	// and controller-runtime: Start stops everything and returns an error
 	// matching leaderelection.ErrLeaseLost, and the caller exits. By default
 	// (false) a lost Lease stops only the Runnables that need leader
-	// election, waits for them (up to GracefulShutdownTimeout; past it the
-	// loss is fatal after all) and contends for the Lease again, Running
-	// them anew when it wins; webhooks, probes, metrics, informers and the
-	// Runnables that need no election keep serving throughout. A
-	// controller.Controller runs again as a fresh term; a Runnable of your
-	// own that needs leader election must allow Run after Run returned, or
-	// return an error from the second Run (fatal), or set this.
+	// election, waits for them (up to GracefulShutdownTimeout and at most
+	// LeaseDuration - RenewDeadline; past it the loss is fatal after all) and
+	// contends for the Lease again, Running them anew when it wins; webhooks,
+	// probes, metrics, informers and the Runnables that need no election keep
+	// serving throughout. A controller.Controller runs again as a fresh term;
+	// a Runnable of your own that needs leader election is run again only if
+	// it is a RestartableRunnable, else the loss is fatal.
 	ExitOnLeaseLoss bool
 
 	// Sharding, when non-nil, makes this replica a member of a ring
@@ -609,7 +627,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	syncDone := make(chan struct{})
 	go func() {
 		defer close(syncDone)
-		m.waitForCaches(ctrlCtx, fatal)
+		m.waitForCaches(ctrlCtx)
 	}()
 
 	m.mu.Lock()
@@ -663,13 +681,14 @@ func (m *Manager) Start(ctx context.Context) error {
 	// returned: leaderelection's release waits for it up to RenewDeadline,
 	// then leaves the Lease to expire, and Run returns only after it — so
 	// it is not waited for here.
+	wasLeading := m.elector != nil && m.elector.IsLeader()
 	endElection()
 	if electorDone != nil {
 		if m.leaderWorkAbandoned(stuck) {
 			logger.Info("Not releasing the lease while abandoned controllers that need leader election run; it expires after its lease duration",
 				"lease", m.leaseName(), "leaseDuration", m.elector.Config().LeaseDuration)
 		} else {
-			if m.elector.Config().ReleaseOnCancel {
+			if wasLeading && m.elector.Config().ReleaseOnCancel {
 				logger.Info("Releasing the lease", "lease", m.leaseName(), "timeout", m.elector.ReleaseTimeout())
 			}
 			if err := <-electorDone; err != nil && first == nil {
@@ -696,7 +715,7 @@ func (m *Manager) Start(ctx context.Context) error {
 }
 
 // waitForCaches marks the Manager's caches synced, or reports a timeout.
-func (m *Manager) waitForCaches(ctx context.Context, fatal chan<- error) {
+func (m *Manager) waitForCaches(ctx context.Context) {
 	if m.syncTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, m.syncTimeout)
@@ -704,7 +723,7 @@ func (m *Manager) waitForCaches(ctx context.Context, fatal chan<- error) {
 	}
 	if err := m.factory.WaitForCacheSync(ctx); err != nil {
 		if m.syncTimeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			fatal <- fmt.Errorf("manager: %w", err)
+			m.reportFatal(fmt.Errorf("manager: %w", err))
 		}
 		return
 	}
@@ -734,7 +753,11 @@ func (m *Manager) goRunLocked(ctx context.Context, r Runnable, wg *sync.WaitGrou
 		m.mu.Lock()
 		delete(m.live, key)
 		m.mu.Unlock()
-		if err != nil {
+		switch {
+		case err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil:
+			// It returned its ctx's error: stopped as asked (shutdown, or a lost Lease).
+			m.log().V(2).Info("Runnable stopped with its context", "controller", r.Name())
+		case err != nil:
 			m.reportFatal(fmt.Errorf("controller %q: %w", r.Name(), err))
 		}
 	}()

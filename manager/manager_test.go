@@ -654,3 +654,46 @@ func TestManagerFactoryRecordsUndecodableObjects(t *testing.T) {
 	assert.Equal(t, informerEventSource, ev.Source.Component)
 	assert.Empty(t, rec.Keys(), "an undecodable object never reaches a queue")
 }
+
+// onceRunnable needs leader election, returns its ctx's error when stopped (a common idiom,
+// not a failure) and cannot run twice.
+type onceRunnable struct{ runs atomic.Int32 }
+
+func (o *onceRunnable) Name() string { return "once" }
+func (o *onceRunnable) Run(ctx context.Context) error {
+	o.runs.Add(1)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// A Runnable that needs leader election and is not a RestartableRunnable cannot be run again
+// in a new term: a lost Lease is then fatal, naming it, as with ExitOnLeaseLoss. Its returning
+// context.Canceled when stopped is not itself an error.
+func TestLostLeaseIsFatalForARunnableThatRunsOnce(t *testing.T) {
+	client := fake.NewClientset()
+	var failRenewals atomic.Bool
+	client.PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if failRenewals.Load() {
+			return true, nil, errors.New("injected: etcd unavailable")
+		}
+		return false, nil, nil
+	})
+	m, err := New(Options{Client: client, LeaderElection: fastElection("one")})
+	require.NoError(t, err)
+	once := &onceRunnable{}
+	require.NoError(t, m.Add(once))
+	ctx, _ := testLogger(t)
+	done := make(chan error, 1)
+	go func() { done <- m.Start(ctx) }()
+	require.Eventually(t, func() bool { return once.runs.Load() == 1 }, 10*time.Second, time.Millisecond)
+	failRenewals.Store(true)
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Start did not return after the lease was lost")
+	}
+	require.ErrorIs(t, err, leaderelection.ErrLeaseLost)
+	assert.Contains(t, err.Error(), `not contending again: Runnables "once" need leader election and cannot run twice`)
+	assert.NotContains(t, err.Error(), "context canceled")
+	assert.EqualValues(t, 1, once.runs.Load())
+}

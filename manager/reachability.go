@@ -3,6 +3,10 @@ package manager
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"reflect"
 	"time"
 
@@ -17,10 +21,9 @@ const outageLogInterval = 30 * time.Second
 // bounded by the interval, until ctx ends, and logs an outage when an ask
 // fails and when it ends: an informer waiting on a dead watch connection,
 // or a controller with nothing to do, says nothing for minutes otherwise.
-// A refusal below 500 (401, 403) is an answer: the server is up.
 func (m *Manager) probeAPIServer(ctx context.Context, interval time.Duration) {
-	rc := m.probeClient()
-	if rc == nil {
+	ask := m.probe()
+	if ask == nil {
 		return
 	}
 	logger := m.log()
@@ -30,14 +33,10 @@ func (m *Manager) probeAPIServer(ctx context.Context, interval time.Duration) {
 	for {
 		askCtx, cancel := context.WithTimeout(ctx, interval)
 		start := m.clock.Now()
-		err := rc.Get().AbsPath("/readyz").Do(askCtx).Error()
+		err := ask(askCtx)
 		cancel()
 		if ctx.Err() != nil {
 			return
-		}
-		var st apierrors.APIStatus
-		if errors.As(err, &st) && st.Status().Code < 500 {
-			err = nil
 		}
 		now := m.clock.Now()
 		switch {
@@ -65,9 +64,12 @@ func (m *Manager) probeAPIServer(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// probeClient is the REST client of the Manager's clientset, nil for a
-// clientset without one (client-go's fake).
-func (m *Manager) probeClient() rest.Interface {
+// probe returns the one ask of the probe, nil for a clientset without a REST
+// client (client-go's fake). It asks over the clientset's HTTP client (its
+// credentials and connections) but not through its client-side rate limiter,
+// which the controllers' requests share: a throttled client is not an
+// outage, and the probe takes nothing from their budget.
+func (m *Manager) probe() func(context.Context) error {
 	rc := m.client.Discovery().RESTClient()
 	if rc == nil {
 		return nil
@@ -75,7 +77,36 @@ func (m *Manager) probeClient() rest.Interface {
 	if v := reflect.ValueOf(rc); v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil
 	}
-	return rc
+	r, ok := rc.(*rest.RESTClient)
+	if !ok || r.Client == nil {
+		return func(ctx context.Context) error {
+			err := rc.Get().AbsPath("/readyz").Do(ctx).Error()
+			var st apierrors.APIStatus
+			if errors.As(err, &st) && st.Status().Code < 500 {
+				return nil
+			}
+			return err
+		}
+	}
+	u := r.Get().AbsPath("/readyz").URL()
+	target := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := r.Client.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		// A refusal below 500 (401, 403) is an answer: the server is up.
+		if resp.StatusCode >= http.StatusInternalServerError {
+			return fmt.Errorf("GET %s: %s", target, resp.Status)
+		}
+		return nil
+	}
 }
 
 // probeInterval is Options.APIServerProbeInterval, defaulted: the leader

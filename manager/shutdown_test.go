@@ -297,5 +297,5 @@ func TestLostLeaseWithStuckLeaderWorkIsFatal(t *testing.T) {
 		t.Fatal("Start did not return after the lost Lease's leader work outlived the timeout")
 	}
 	require.ErrorIs(t, got, ErrShutdownTimeout)
-	assert.Contains(t, got.Error(), `lease kube-system/ctrlkit-test lost, and controllers "stuck" that need leader election did not stop within 2s`)
+	assert.Contains(t, got.Error(), `lease kube-system/ctrlkit-test lost, and controllers "stuck" that need leader election did not stop within 1s`)
 }

@@ -40,9 +40,12 @@ func NewOutage(t testing.TB, cfg *rest.Config) *Outage {
 	o := &Outage{ln: ln, gate: make(chan struct{}), conn: map[net.Conn]struct{}{}}
 	close(o.gate)
 	o.cfg = rest.CopyConfig(cfg)
-	o.cfg.Host = "https://" + ln.Addr().String()
-	// The serving certificate names the API server's address, not the proxy's.
-	o.cfg.TLSClientConfig.ServerName = "127.0.0.1"
+	u, _ := url.Parse(cfg.Host) // hostPort parsed it
+	o.cfg.Host = u.Scheme + "://" + ln.Addr().String()
+	if o.cfg.TLSClientConfig.ServerName == "" {
+		// The serving certificate names the API server's host, not the proxy's.
+		o.cfg.TLSClientConfig.ServerName = u.Hostname()
+	}
 	o.wg.Go(func() { o.accept(target) })
 	t.Cleanup(o.close)
 	return o

@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
@@ -136,14 +137,18 @@ func TestWebhooksServeThroughALostLease(t *testing.T) {
 
 	// Another holder takes the Lease, as a partition that outlasted the renew deadline would
 	// leave it.
-	l, err := leases.Get(ctx, lease, metav1.GetOptions{})
-	require.NoError(t, err)
-	now := metav1.NowMicro()
-	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = ptr.To("thief"), ptr.To[int32](3600)
-	l.Spec.AcquireTime, l.Spec.RenewTime = &now, &now
-	l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
-	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error { // the leader renews meanwhile
+		l, err := leases.Get(ctx, lease, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := metav1.NowMicro()
+		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = ptr.To("thief"), ptr.To[int32](3600)
+		l.Spec.AcquireTime, l.Spec.RenewTime = &now, &now
+		l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
+		_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+		return err
+	}))
 	poll("the binary steps down", func(context.Context) (bool, error) {
 		return strings.Contains(out.String(), `"Lost the lease: the controllers that need leader election stopped; contending for it again"`), nil
 	})
@@ -160,7 +165,7 @@ func TestWebhooksServeThroughALostLease(t *testing.T) {
 	ok, err := ready(ctx)
 	require.NoError(t, err)
 	assert.True(t, ok, "/readyz while not leading: a standby serves webhooks, so it is ready")
-	l, err = leases.Get(ctx, lease, metav1.GetOptions{})
+	l, err := leases.Get(ctx, lease, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "thief", ptr.Deref(l.Spec.HolderIdentity, ""), "a standby does not take a Lease whose holder renews")
 
