@@ -444,6 +444,8 @@ func (c *Controller[K]) Stats() Stats {
 // this process wins back a Lease it lost: each Run is a fresh term with a
 // new queue, whose watches replay every cached object, so keys enqueued
 // between two Runs are not kept (those enqueued before the first Run are).
+// Keys start their retries afresh, and write fences the cache does not
+// show yet still hold their keys.
 // A controller built with Options.Queue runs once: that queue is shut down
 // when Run returns.
 //

@@ -55,9 +55,9 @@ func (m *Manager) notRestartable() []string {
 
 // onStartedLeading runs the controllers that need leader election until
 // leadership ends or the Manager stops them, whichever is first, and waits
-// for them. After a lost Lease it waits at most the graceful shutdown
-// timeout: leader work still running past it would act alongside the new
-// leader, so that is fatal (and it still waits, so the elector neither
+// for them. After a lost Lease it waits at most leaderStopTimeout: leader
+// work still running past it would act alongside the new leader, so that is
+// fatal (and it still waits, so the elector neither
 // contends again nor releases the Lease meanwhile).
 func (m *Manager) onStartedLeading(leading context.Context) {
 	m.mu.Lock()
