@@ -36,12 +36,22 @@ const ServiceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccou
 // namespaceFile is the file DefaultLeaseNamespace reads; tests point it at files of their own.
 var namespaceFile = ServiceAccountNamespaceFile
 
+// PodNamespaceEnv is the environment variable that names the Pod's namespace when set (the
+// downward API's metadata.namespace, as the shipped Deployments set it); client-go's
+// in-cluster config reads it before ServiceAccountNamespaceFile too.
+const PodNamespaceEnv = "POD_NAMESPACE"
+
 // DefaultLeaseNamespace is the default of Config.Namespace, and of the sharding package's
-// Leases: the namespace of the Pod this process runs in, read from
-// ServiceAccountNamespaceFile (as controller-runtime finds its leader election namespace), so
-// the Lease lives next to the Role a deployment grants in its own namespace; outside a Pod (no
-// such file, or an empty one), DefaultNamespace.
-func DefaultLeaseNamespace() string { return namespaceFrom(namespaceFile) }
+// Leases: the namespace of the Pod this process runs in, from $POD_NAMESPACE or else
+// ServiceAccountNamespaceFile (as client-go's in-cluster config and controller-runtime's
+// leader election find it), so the Lease lives next to the Role a deployment grants in its
+// own namespace; outside a Pod (neither set), DefaultNamespace.
+func DefaultLeaseNamespace() string {
+	if ns := strings.TrimSpace(os.Getenv(PodNamespaceEnv)); ns != "" {
+		return ns
+	}
+	return namespaceFrom(namespaceFile)
+}
 
 // namespaceFrom reads a namespace file: its content without surrounding white space, or
 // DefaultNamespace when it cannot be read or is empty. A file that names no valid namespace

@@ -24,6 +24,7 @@ func useNamespaceFile(t *testing.T, path string) {
 func outsidePod(t *testing.T) {
 	t.Helper()
 	useNamespaceFile(t, filepath.Join(t.TempDir(), "no-such-file"))
+	t.Setenv(PodNamespaceEnv, "")
 }
 
 // podNamespace writes a namespace file as the kubelet mounts it in a Pod of namespace ns
@@ -33,6 +34,7 @@ func podNamespace(t *testing.T, content string) {
 	path := filepath.Join(t.TempDir(), "namespace")
 	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
 	useNamespaceFile(t, path)
+	t.Setenv(PodNamespaceEnv, "")
 }
 
 func TestNamespaceFrom(t *testing.T) {
@@ -86,4 +88,13 @@ func TestDefaultNamespaceIsThePods(t *testing.T) {
 	err = Config{Name: "x"}.WithDefaults().Validate()
 	require.ErrorIs(t, err, ErrInvalidConfig)
 	assert.True(t, strings.Contains(err.Error(), `namespace "Not_A_Namespace" must be a DNS-1123 label`), err)
+}
+
+// $POD_NAMESPACE, set from the downward API, names the Pod's namespace before the
+// service account's file does, as in client-go's in-cluster config (a Pod may mount no token).
+func TestDefaultLeaseNamespacePrefersPodNamespaceEnv(t *testing.T) {
+	outsidePod(t)
+	assert.Equal(t, DefaultNamespace, DefaultLeaseNamespace(), "neither set: not in a Pod")
+	t.Setenv(PodNamespaceEnv, " team-c ")
+	assert.Equal(t, "team-c", DefaultLeaseNamespace())
 }
