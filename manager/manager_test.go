@@ -299,6 +299,19 @@ func TestManagerServesOnConfiguredAddresses(t *testing.T) {
 	assert.ErrorContains(t, err, `serving health on "256.0.0.1:1"`)
 }
 
+// failingLeaseUpdates makes every Lease update on client fail once the returned flag is set:
+// the leader cannot renew, as with etcd unavailable.
+func failingLeaseUpdates(client *fake.Clientset) *atomic.Bool {
+	var fail atomic.Bool
+	client.PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if fail.Load() {
+			return true, nil, errors.New("injected: etcd unavailable")
+		}
+		return false, nil, nil
+	})
+	return &fail
+}
+
 func fastElection(id string) *leaderelection.Config {
 	return &leaderelection.Config{
 		Enabled: true, Namespace: "kube-system", Name: "ctrlkit-test", Identity: id,
@@ -425,13 +438,7 @@ func TestLeaderElectionIntegration(t *testing.T) {
 // makes Start return ErrLeaseLost instead of exiting the process.
 func TestLostLeaseIsFatalWithExitOnLeaseLoss(t *testing.T) {
 	client := fake.NewClientset(configMap("ns", "a"))
-	var failRenewals atomic.Bool
-	client.PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
-		if failRenewals.Load() {
-			return true, nil, errors.New("injected: etcd unavailable")
-		}
-		return false, nil, nil
-	})
+	failRenewals := failingLeaseUpdates(client)
 	le := fastElection("one")
 	le.HealthTolerance = time.Millisecond
 	m, err := New(Options{Client: client, LeaderElection: le, ExitOnLeaseLoss: true})
@@ -475,13 +482,7 @@ func TestLostLeaseIsFatalWithExitOnLeaseLoss(t *testing.T) {
 // again runs the leader's controller as a fresh term.
 func TestLostLeaseStepsDownAndLeadsAgain(t *testing.T) {
 	client := fake.NewClientset(configMap("ns", "a"))
-	var failRenewals atomic.Bool
-	client.PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
-		if failRenewals.Load() {
-			return true, nil, errors.New("injected: etcd unavailable")
-		}
-		return false, nil, nil
-	})
+	failRenewals := failingLeaseUpdates(client)
 	m, err := New(Options{Client: client, LeaderElection: fastElection("one")})
 	require.NoError(t, err)
 	var terms, ended atomic.Int32
@@ -671,13 +672,7 @@ func (o *onceRunnable) Run(ctx context.Context) error {
 // context.Canceled when stopped is not itself an error.
 func TestLostLeaseIsFatalForARunnableThatRunsOnce(t *testing.T) {
 	client := fake.NewClientset()
-	var failRenewals atomic.Bool
-	client.PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
-		if failRenewals.Load() {
-			return true, nil, errors.New("injected: etcd unavailable")
-		}
-		return false, nil, nil
-	})
+	failRenewals := failingLeaseUpdates(client)
 	m, err := New(Options{Client: client, LeaderElection: fastElection("one")})
 	require.NoError(t, err)
 	once := &onceRunnable{}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,9 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
-	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/ctrlkit/ctrlkit/controller"
@@ -273,13 +270,7 @@ func TestGracefulShutdownTimeoutDefaults(t *testing.T) {
 // naming it, instead of contending again.
 func TestLostLeaseWithStuckLeaderWorkIsFatal(t *testing.T) {
 	client := fake.NewClientset(configMap("ns", "a"))
-	var failRenewals atomic.Bool
-	client.PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
-		if failRenewals.Load() {
-			return true, nil, errors.New("injected: etcd unavailable")
-		}
-		return false, nil, nil
-	})
+	failRenewals := failingLeaseUpdates(client)
 	m, err := New(Options{Client: client, LeaderElection: fastElection("one"), GracefulShutdownTimeout: stuckTimeout})
 	require.NoError(t, err)
 	stuck := newStuckReconciler()
