@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -10,8 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/klog/v2"
-	"k8s.io/klog/v2/textlogger"
 
 	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
@@ -35,17 +32,7 @@ func TestAPIServerLeastPrivilege(t *testing.T) {
 	require.NoError(t, err)
 	_, err = NewInfoController(mgr)
 	require.NoError(t, err)
-	var log rbactest.LogBuffer
-	ctx, cancel := context.WithCancel(klog.NewContext(env.Context(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&log)))))
-	var wg sync.WaitGroup
-	wg.Go(func() { require.NoError(t, mgr.Start(ctx)) })
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		if t.Failed() {
-			t.Logf("controller log:\n%s", log.String())
-		}
-	})
+	log := rbactest.RunManager(t, env.Context(), mgr)
 
 	await := func(what string, cond func() bool) {
 		t.Helper()

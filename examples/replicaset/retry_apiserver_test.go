@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,8 +18,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
-	"k8s.io/klog/v2/textlogger"
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/controller"
@@ -68,17 +65,7 @@ func TestAPIServerConvergesAfterRetriesAreExhausted(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.NoError(t, mgr.Add(rsc))
-	var log rbactest.LogBuffer
-	ctx, cancel := context.WithCancel(klog.NewContext(env.Context(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&log)))))
-	var wg sync.WaitGroup
-	wg.Go(func() { assert.NoError(t, mgr.Start(ctx)) })
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		if t.Failed() {
-			t.Logf("controller log:\n%s", log.String())
-		}
-	})
+	log := rbactest.RunManager(t, env.Context(), mgr)
 	await := func(what string, cond func() bool) {
 		t.Helper()
 		err := wait.PollUntilContextTimeout(env.Context(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) { return cond(), nil })

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 )
 
 // RunFunc is an example's main without os.Exit: it runs until ctx ends, writes its log to out
@@ -252,4 +254,32 @@ func (b *LogBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// Starter is what RunManager runs: a manager.Manager.
+type Starter interface {
+	Start(ctx context.Context) error
+}
+
+// RunManager starts mgr on ctx with a text logger writing to the returned buffer, and stops it
+// when the test ends, expecting a clean return; the log is printed if the test failed. For
+// tests that run an example's controllers in-process, under the RBAC of an Install.
+func RunManager(t testing.TB, ctx context.Context, mgr Starter) *LogBuffer {
+	t.Helper()
+	log := &LogBuffer{}
+	ctx, cancel := context.WithCancel(klog.NewContext(ctx, textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(log)))))
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		if t.Failed() {
+			t.Logf("controller log:\n%s", log.String())
+		}
+	})
+	return log
 }
