@@ -29,7 +29,10 @@ type Outage struct {
 // every connection through it, when the test ends.
 func NewOutage(t testing.TB, cfg *rest.Config) *Outage {
 	t.Helper()
-	target, err := hostPort(cfg.Host)
+	u, err := url.Parse(cfg.Host)
+	if err == nil && u.Host == "" {
+		err = fmt.Errorf("API server URL %q has no host", cfg.Host)
+	}
 	if err != nil {
 		t.Fatalf("controllertest: outage proxy: %v", err)
 	}
@@ -40,13 +43,12 @@ func NewOutage(t testing.TB, cfg *rest.Config) *Outage {
 	o := &Outage{ln: ln, gate: make(chan struct{}), conn: map[net.Conn]struct{}{}}
 	close(o.gate)
 	o.cfg = rest.CopyConfig(cfg)
-	u, _ := url.Parse(cfg.Host) // hostPort parsed it
 	o.cfg.Host = u.Scheme + "://" + ln.Addr().String()
 	if o.cfg.TLSClientConfig.ServerName == "" {
 		// The serving certificate names the API server's host, not the proxy's.
 		o.cfg.TLSClientConfig.ServerName = u.Hostname()
 	}
-	o.wg.Go(func() { o.accept(target) })
+	o.wg.Go(func() { o.accept(u.Host) })
 	t.Cleanup(o.close)
 	return o
 }
@@ -155,16 +157,4 @@ func (o *Outage) close() {
 	o.conn = nil
 	o.mu.Unlock()
 	o.wg.Wait()
-}
-
-// hostPort is the host:port of an API server URL.
-func hostPort(host string) (string, error) {
-	u, err := url.Parse(host)
-	if err != nil {
-		return "", err
-	}
-	if u.Host == "" {
-		return "", fmt.Errorf("API server URL %q has no host", host)
-	}
-	return u.Host, nil
 }
