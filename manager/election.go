@@ -15,6 +15,25 @@ import (
 	"github.com/ctrlkit/ctrlkit/leaderelection"
 )
 
+// RestartableRunnable is a Runnable that may be Run again after its Run
+// returned. When this process wins back a Lease it lost, the Manager runs
+// its Runnables that need leader election again only if each of them is
+// restartable (a controller.Controller is, unless built with a prebuilt
+// Options.Queue); otherwise the lost Lease is fatal, as with
+// Options.ExitOnLeaseLoss, since a Runnable that cannot run twice would
+// leave the new term without it.
+type RestartableRunnable interface {
+	Runnable
+	Restartable() bool
+}
+
+var _ RestartableRunnable = (*controller.Controller[controller.Key])(nil)
+
+func restartable(r Runnable) bool {
+	rr, ok := r.(RestartableRunnable)
+	return ok && rr.Restartable()
+}
+
 // campaign contends for the Lease until ctx ends. A lost Lease ends it only
 // with Options.ExitOnLeaseLoss; otherwise, once the Runnables that need
 // leader election stopped (the elector's Run returns only after

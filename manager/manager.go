@@ -50,18 +50,6 @@ type LeaderElectionRunnable interface {
 	NeedLeaderElection() bool
 }
 
-// RestartableRunnable is a Runnable that may be Run again after its Run
-// returned. When this process wins back a Lease it lost, the Manager runs
-// its Runnables that need leader election again only if each of them is
-// restartable (a controller.Controller is, unless built with a prebuilt
-// Options.Queue); otherwise the lost Lease is fatal, as with
-// Options.ExitOnLeaseLoss, since a Runnable that cannot run twice would
-// leave the new term without it.
-type RestartableRunnable interface {
-	Runnable
-	Restartable() bool
-}
-
 // GatedRunnable is a Runnable behind a feature gate: the Manager starts it
 // only when Options.FeatureGate says Feature() is enabled. "" means no gate.
 type GatedRunnable interface {
@@ -72,13 +60,7 @@ var (
 	_ Runnable               = (*controller.Controller[controller.Key])(nil)
 	_ LeaderElectionRunnable = (*controller.Controller[controller.Key])(nil)
 	_ GatedRunnable          = (*controller.Controller[controller.Key])(nil)
-	_ RestartableRunnable    = (*controller.Controller[controller.Key])(nil)
 )
-
-func restartable(r Runnable) bool {
-	rr, ok := r.(RestartableRunnable)
-	return ok && rr.Restartable()
-}
 
 // informerEventSource is the event source of what the Manager's own factory
 // records (undecodable custom resources).
