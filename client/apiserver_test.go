@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/client"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // managers returns the field managers of obj and the operation each used.
@@ -26,7 +26,7 @@ func managers(obj metav1.Object) map[string]metav1.ManagedFieldsOperationType {
 }
 
 func TestApplyOnAPIServer(t *testing.T) {
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	ctx, ns := env.Context(), env.Namespace()
 	cms := mustFor[*corev1.ConfigMap](t, env)
 
@@ -65,7 +65,7 @@ func TestApplyOnAPIServer(t *testing.T) {
 // A typed Deployment as a Go struct (nil slices and pointers, empty status) applies as is:
 // nulls are left out of the configuration, so they claim nothing and break nothing.
 func TestApplyTypedDeploymentOnAPIServer(t *testing.T) {
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	ctx, ns := env.Context(), env.Namespace()
 	deps := mustFor[*appsv1.Deployment](t, env)
 	labels := map[string]string{"app": "web"}
@@ -91,7 +91,7 @@ func TestApplyTypedDeploymentOnAPIServer(t *testing.T) {
 }
 
 func TestDeletePreconditionsOnAPIServer(t *testing.T) {
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	ctx, ns := env.Context(), env.Namespace()
 	cms := mustFor[*corev1.ConfigMap](t, env)
 	old, err := cms.Create(ctx, configMap(ns, "a", nil), metav1.CreateOptions{})
@@ -111,7 +111,7 @@ func TestDeletePreconditionsOnAPIServer(t *testing.T) {
 }
 
 func TestCreateOrPatchOptimisticLockOnAPIServer(t *testing.T) {
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	ctx, ns := env.Context(), env.Namespace()
 	cms := mustFor[*corev1.ConfigMap](t, env)
 	stale, err := cms.Create(ctx, configMap(ns, "a", map[string]string{"n": "1"}), metav1.CreateOptions{})
@@ -134,7 +134,7 @@ func TestCreateOrPatchOptimisticLockOnAPIServer(t *testing.T) {
 }
 
 func TestCreateOrUpdateAndClusterScopedOnAPIServer(t *testing.T) {
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	ctx := env.Context()
 	nss := mustFor[*corev1.Namespace](t, env)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: env.Namespace()}}
@@ -159,7 +159,7 @@ func TestCreateOrUpdateAndClusterScopedOnAPIServer(t *testing.T) {
 // The helpers drive a custom resource through customresource.Client on a real server: the
 // status change goes through the CRD's status subresource.
 func TestHelpersOnACustomResourceOnAPIServer(t *testing.T) {
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	ctx, ns := env.Context(), env.Namespace()
 	require.NoError(t, customresource.EnsureCRDFromYAML(ctx, env.Dynamic(), v1alpha1.CRDManifest))
 	podsets, err := customresource.NewClient[*v1alpha1.PodSet](env.Dynamic(), v1alpha1.GVR)

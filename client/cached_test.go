@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/ctrlkit/ctrlkit/client"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 func names(items []*corev1.ConfigMap) []string {
@@ -26,7 +26,7 @@ func names(items []*corev1.ConfigMap) []string {
 func TestCachedReadsTheCacheAndWritesTheServer(t *testing.T) {
 	labelled := configMap("default", "b", nil)
 	labelled.Labels = map[string]string{"app": "web"}
-	env := controllertest.NewFake(t, configMap("default", "a", map[string]string{"k": "v"}), labelled, configMap("other", "c", nil))
+	env := testkit.NewFake(t, configMap("default", "a", map[string]string{"k": "v"}), labelled, configMap("other", "c", nil))
 	ctx := env.Context()
 	inf, err := informer.For[*corev1.ConfigMap](env.Factory())
 	require.NoError(t, err)
@@ -95,7 +95,7 @@ func TestCachedReadsTheCacheAndWritesTheServer(t *testing.T) {
 
 // A lister without Namespace (only Get and List) serves namespaced lists by filtering.
 func TestCachedWithAPlainLister(t *testing.T) {
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	ctx := env.Context()
 	cms, err := client.NewCached(mustFor[*corev1.ConfigMap](t, env.Env), staleLister{configMap("default", "a", nil)})
 	require.NoError(t, err)

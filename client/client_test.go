@@ -18,9 +18,9 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/ctrlkit/ctrlkit/client"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // The custom-resource client satisfies the same interface, so every helper serves both.
@@ -30,7 +30,7 @@ func configMap(ns, name string, data map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: data}
 }
 
-func mustFor[T client.Object](t *testing.T, env *controllertest.Env) client.Client[T] {
+func mustFor[T client.Object](t *testing.T, env *testkit.Env) client.Client[T] {
 	t.Helper()
 	c, err := client.For[T](env.Client())
 	require.NoError(t, err)
@@ -38,7 +38,7 @@ func mustFor[T client.Object](t *testing.T, env *controllertest.Env) client.Clie
 }
 
 func TestForMapsBuiltInTypesThroughTheScheme(t *testing.T) {
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	check := func(c interface {
 		Resource() schema.GroupVersionResource
 		GroupVersionKind() schema.GroupVersionKind
@@ -59,7 +59,7 @@ func TestForMapsBuiltInTypesThroughTheScheme(t *testing.T) {
 }
 
 func TestForRefusesTypesTheClientsetDoesNotServe(t *testing.T) {
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	_, err := client.For[*v1alpha1.PodSet](env.Client())
 	require.ErrorIs(t, err, client.ErrUnsupportedType)
 	require.ErrorContains(t, err, "*v1alpha1.PodSet")
@@ -77,7 +77,7 @@ func TestForRefusesTypesTheClientsetDoesNotServe(t *testing.T) {
 }
 
 func TestEveryVerbOnTheFakeCluster(t *testing.T) {
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	ctx := env.Context()
 	cms := mustFor[*corev1.ConfigMap](t, env.Env)
 
@@ -122,7 +122,7 @@ func TestEveryVerbOnTheFakeCluster(t *testing.T) {
 }
 
 func TestUpdateStatusWritesOnlyStatus(t *testing.T) {
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	ctx := env.Context()
 	pods := mustFor[*corev1.Pod](t, env.Env)
 	pod, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p"},
@@ -139,7 +139,7 @@ func TestUpdateStatusWritesOnlyStatus(t *testing.T) {
 }
 
 func TestClusterScopedTypes(t *testing.T) {
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	ctx := env.Context()
 	nodes := mustFor[*corev1.Node](t, env.Env)
 	_, err := nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{})
@@ -160,7 +160,7 @@ func TestClusterScopedTypes(t *testing.T) {
 
 // Namespace mistakes are refused before any request, with the object and resource named.
 func TestWrongNamespaceUsageIsAnErrorBeforeAnyRequest(t *testing.T) {
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	ctx := env.Context()
 	cms := mustFor[*corev1.ConfigMap](t, env.Env)
 	nodes := mustFor[*corev1.Node](t, env.Env)
@@ -201,7 +201,7 @@ func TestWrongNamespaceUsageIsAnErrorBeforeAnyRequest(t *testing.T) {
 // Apply sends an apply patch with apiVersion and kind, no managedFields and no nulls; the
 // fake cluster refuses server-side apply (the real server tests cover its effect).
 func TestApplyBody(t *testing.T) {
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	ctx := env.Context()
 	cms := mustFor[*corev1.ConfigMap](t, env.Env)
 	cm := configMap("default", "a", map[string]string{"k": "v"})
@@ -220,7 +220,7 @@ func TestApplyBody(t *testing.T) {
 }
 
 func TestDeletePreconditions(t *testing.T) {
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	ctx := env.Context()
 	cms := mustFor[*corev1.ConfigMap](t, env.Env)
 	old, err := cms.Create(ctx, configMap("default", "a", nil), metav1.CreateOptions{})
@@ -292,7 +292,7 @@ func TestCustomResourceClientWorksWithTheHelpers(t *testing.T) {
 }
 
 // patchBodies returns the bodies of the patch requests recorded since the last ClearActions.
-func patchBodies(t *testing.T, env *controllertest.FakeEnv) []string {
+func patchBodies(t *testing.T, env *testkit.FakeEnv) []string {
 	t.Helper()
 	var out []string
 	for _, a := range env.Actions() {

@@ -5,10 +5,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // The API server tests share one kube-apiserver; every test ends with no goroutine left.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(controllertest.WithSharedAPIServer(m))
+	goleak.VerifyTestMain(testkit.WithSharedAPIServer(m))
 }

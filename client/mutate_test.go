@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/client"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 func setData(k, v string) func(*corev1.ConfigMap) error {
@@ -27,7 +27,7 @@ func setData(k, v string) func(*corev1.ConfigMap) error {
 }
 
 func TestCreateOrUpdate(t *testing.T) {
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	ctx := env.Context()
 	cms := mustFor[*corev1.ConfigMap](t, env.Env)
 
@@ -60,7 +60,7 @@ func TestCreateOrUpdate(t *testing.T) {
 }
 
 func TestCreateOrUpdateRefusesKeyChangesAndPassesErrorsOn(t *testing.T) {
-	env := controllertest.NewFake(t, configMap("default", "a", nil))
+	env := testkit.NewFake(t, configMap("default", "a", nil))
 	ctx := env.Context()
 	cms := mustFor[*corev1.ConfigMap](t, env.Env)
 
@@ -84,11 +84,11 @@ func TestCreateOrUpdateRefusesKeyChangesAndPassesErrorsOn(t *testing.T) {
 
 	env.FailWrites(100, "update")
 	_, err = client.CreateOrUpdate(ctx, cms, configMap("default", "a", nil), setData("k", "v"))
-	require.ErrorIs(t, err, controllertest.ErrInjected)
+	require.ErrorIs(t, err, testkit.ErrInjected)
 }
 
 func TestCreateOrPatchSendsOnlyWhatChanged(t *testing.T) {
-	env := controllertest.NewFake(t, &corev1.Pod{
+	env := testkit.NewFake(t, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p", Labels: map[string]string{"app": "web"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}},
 	})
@@ -160,7 +160,7 @@ func (l staleLister) List(labels.Selector) ([]*corev1.ConfigMap, error) {
 }
 
 func TestCreateOrPatchWithOptimisticLockConflictsOnAStaleRead(t *testing.T) {
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	ctx := env.Context()
 	cms := mustFor[*corev1.ConfigMap](t, env.Env)
 	stale, err := cms.Create(ctx, configMap("default", "a", map[string]string{"n": "1"}), metav1.CreateOptions{})
@@ -185,7 +185,7 @@ func TestCreateOrPatchWithOptimisticLockConflictsOnAStaleRead(t *testing.T) {
 }
 
 func TestMergeFromAndPatchObject(t *testing.T) {
-	env := controllertest.NewFake(t, configMap("default", "a", map[string]string{"k": "1", "keep": "x"}))
+	env := testkit.NewFake(t, configMap("default", "a", map[string]string{"k": "1", "keep": "x"}))
 	ctx := env.Context()
 	cms := mustFor[*corev1.ConfigMap](t, env.Env)
 	cm, err := cms.Get(ctx, "default", "a", metav1.GetOptions{})

@@ -189,7 +189,7 @@ type Controller[K comparable] struct {
 	fenceOpts  *Fences                                 // Options.Fences
 	fenceOn    []func() *fenceTarget                   // FenceOn, and each Watch's informer
 	fences     atomic.Pointer[fenceTable[K]]           // set by Run when fenceOpts != nil
-	gate       DispatchGate[K]                         // SetDispatchGate; set before Run
+	gate       Admission[K]                         // SetAdmission; set before Run
 
 	// q is the running queue: nil before Run, then set once under mu. The
 	// hot path (Enqueue from informer handlers) reads it without the lock.
@@ -380,7 +380,7 @@ func (c *Controller[K]) enqueue(key K, t Trigger) {
 }
 
 // Stats is a snapshot of a controller's load, for test kits and probes that
-// wait for a settled world instead of sleeping (controllertest.WaitForQuiet).
+// wait for a settled world instead of sleeping (testkit.WaitForQuiet).
 type Stats struct {
 	// Queued is how many keys are ready in the queue: not counting keys being
 	// reconciled or waiting out a delay. Before Run, the keys enqueued so far
@@ -396,7 +396,7 @@ type Stats struct {
 	// SlowRetrying is how many keys failed after their last retry
 	// (Options.MaxRetries) and are tried again every
 	// Options.SlowRetryInterval until they succeed. Like keys waiting out a
-	// RequeueAfter, they are not work to wait for (controllertest.WaitForQuiet
+	// RequeueAfter, they are not work to wait for (testkit.WaitForQuiet
 	// does not): nothing is due for them before the interval. Both retry
 	// counts are 0 once Run returned: nothing is retried any more.
 	SlowRetrying int
@@ -412,7 +412,7 @@ func (s Stats) Idle() bool { return s.Queued == 0 && s.InFlight == 0 && s.Fenced
 
 // Stats returns a snapshot of the controller's load. A key handed out by the
 // queue is counted in flight a few instructions after it leaves the queue,
-// so poll until Idle holds for a while (as controllertest.WaitForQuiet does)
+// so poll until Idle holds for a while (as testkit.WaitForQuiet does)
 // rather than trusting one reading.
 func (c *Controller[K]) Stats() Stats {
 	// Read in-flight first: a worker finishing marks the key Done (which may

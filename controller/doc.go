@@ -157,7 +157,7 @@
 // Stats is a snapshot of the load (keys ready, Reconciles running, keys in
 // retry backoff, keys held by fences, keys past their retries that come back
 // at the slow interval), stable API for test kits such as
-// controllertest.WaitForQuiet, which wait for a settled world instead of
+// testkit.WaitForQuiet, which wait for a settled world instead of
 // sleeping. Waiting names the keys behind those counts (the held keys with
 // what their fences wait for, the retrying keys), for the message of a wait
 // that timed out.

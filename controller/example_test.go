@@ -16,9 +16,9 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/client"
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/predicate"
+	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
 	"github.com/ctrlkit/ctrlkit/workqueue"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -132,7 +132,7 @@ func ExampleWatch() {
 // only. The Reconcile below records the generation it acted on in
 // status.observedGeneration; without the predicate each of its status writes
 // would come back as an update event and a reconcile with nothing to do.
-// The in-memory cluster (fakecluster, the one under controllertest.NewFake)
+// The in-memory cluster (fakecluster, the one under testkit.NewFake)
 // bumps generation as an API server does.
 func ExampleWithPredicates() {
 	ctx, cancel := context.WithCancel(context.Background())

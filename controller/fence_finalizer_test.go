@@ -14,9 +14,9 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/client"
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/finalizer"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // A user's journey (issue 28): a controller with Fences.Auto keeps a finalizer on its objects
@@ -26,7 +26,7 @@ import (
 // fix the key waited for the fence's TTL (30 s) when the delete event won the race, and
 // WaitForQuiet timed out. Run it with -count=50: the race goes either way.
 func TestAutoFenceReleasesTheKeyOfAFinalizedObject(t *testing.T) {
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	ns := env.Namespace()
 	cms, err := informer.For[*corev1.ConfigMap](env.Factory())
 	require.NoError(t, err)

@@ -12,7 +12,7 @@ import (
 
 // Waiting names what a controller's keys wait for: the keys held back by write fences, with
 // their fences, and the keys waiting out a retry backoff. It is for failure messages and
-// debugging (controllertest.WaitForQuiet prints it when the controllers do not become quiet);
+// debugging (testkit.WaitForQuiet prints it when the controllers do not become quiet);
 // Stats has the counts and is the cheaper one to poll.
 type Waiting struct {
 	// Fenced are the keys held back by write fences (counted in Stats.Fenced), ordered by

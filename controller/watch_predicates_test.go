@@ -15,16 +15,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/predicate"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 const waitTimeout = 10 * time.Second
 
 // counter counts reconciles per key.
 type counter struct {
-	controllertest.Recorder[controller.Key]
+	testkit.Recorder[controller.Key]
 }
 
 // counts returns the counts of the named keys, in order.
@@ -44,7 +44,7 @@ func (c *counter) counts(ns string, names ...string) []int {
 // key a to key b: GenerationChanged drops it whole, neither a nor b is
 // reconciled; LabelsChanged passes it and both keys are.
 func TestWatchPredicatesOnAnInformer(t *testing.T) {
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	ns := env.Namespace()
 	cms, err := informer.For[*corev1.ConfigMap](env.Factory())
 	require.NoError(t, err)
@@ -173,7 +173,7 @@ func TestGenerationChangedSkipsOwnStatusWrites(t *testing.T) {
 		{"no predicate", nil, 2, 4, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := controllertest.NewFake(t)
+			env := testkit.NewFake(t)
 			ctx, ns := env.Context(), env.Namespace()
 			deployments, err := informer.For[*appsv1.Deployment](env.Factory())
 			require.NoError(t, err)
@@ -230,7 +230,7 @@ func TestGenerationChangedSkipsOwnStatusWrites(t *testing.T) {
 // Owns on the fake cluster: a Pod's status write reaches its ReplicaSet, an
 // orphan reaches nothing.
 func TestOwnsOnAnInformer(t *testing.T) {
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	ctx, ns := env.Context(), env.Namespace()
 	pods, err := informer.For[*corev1.Pod](env.Factory())
 	require.NoError(t, err)

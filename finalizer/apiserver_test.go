@@ -22,9 +22,9 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/finalizer"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // apiWait bounds every wait on the server; generous, since the machine may be loaded.
@@ -33,7 +33,7 @@ const apiWait = 30 * time.Second
 // Add and Remove on a real API server: the merge patch with a resourceVersion is a precondition
 // there (409 on a stale copy), and the names ValidateName refuses are those the server refuses.
 func TestPatchesAPIServer(t *testing.T) {
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	ctx, ns := env.Context(), env.Namespace()
 	cms := env.Client().CoreV1().ConfigMaps(ns)
 	cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "patches"}}, metav1.CreateOptions{})
@@ -127,7 +127,7 @@ func (x *external) snapshot() (cleanups []string, attempts map[string]int, creat
 // startFinalizing runs a controller on env whose Reconcile calls Finalize first and otherwise
 // "creates" the ConfigMap in the external system; the registry has the finalizers names, in
 // that order, and records events through a broadcaster to the API server.
-func startFinalizing(t *testing.T, env *controllertest.Env, x *external, names ...string) {
+func startFinalizing(t *testing.T, env *testkit.Env, x *external, names ...string) {
 	t.Helper()
 	ns := env.Namespace()
 	cms, err := informer.For[*corev1.ConfigMap](env.Factory())
@@ -180,7 +180,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	require.Eventually(t, cond, apiWait, 20*time.Millisecond, what)
 }
 
-func waitGone(t *testing.T, env *controllertest.Env, name string) {
+func waitGone(t *testing.T, env *testkit.Env, name string) {
 	t.Helper()
 	waitFor(t, name+" is gone", func() bool {
 		_, err := env.Client().CoreV1().ConfigMaps(env.Namespace()).Get(env.Context(), name, metav1.GetOptions{})
@@ -188,20 +188,20 @@ func waitGone(t *testing.T, env *controllertest.Env, name string) {
 	})
 }
 
-func createConfigMap(t *testing.T, env *controllertest.Env, name string) {
+func createConfigMap(t *testing.T, env *testkit.Env, name string) {
 	t.Helper()
 	_, err := env.Client().CoreV1().ConfigMaps(env.Namespace()).Create(env.Context(),
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 }
 
-func deleteConfigMap(t *testing.T, env *controllertest.Env, name string) {
+func deleteConfigMap(t *testing.T, env *testkit.Env, name string) {
 	t.Helper()
 	require.NoError(t, env.Client().CoreV1().ConfigMaps(env.Namespace()).Delete(env.Context(), name, metav1.DeleteOptions{}))
 }
 
 // waitFinalizers waits until the server's copy of name carries exactly want.
-func waitFinalizers(t *testing.T, env *controllertest.Env, name string, want ...string) *corev1.ConfigMap {
+func waitFinalizers(t *testing.T, env *testkit.Env, name string, want ...string) *corev1.ConfigMap {
 	t.Helper()
 	var got *corev1.ConfigMap
 	waitFor(t, fmt.Sprintf("%s carries %v", name, want), func() bool {
@@ -220,7 +220,7 @@ func waitFinalizers(t *testing.T, env *controllertest.Env, name string, want ...
 // (deletionTimestamp set, finalizer present), is retried with a Warning event on the object, and
 // once it succeeds the object goes.
 func TestControllerAPIServer(t *testing.T) {
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	x := newExternal()
 	startFinalizing(t, env, x, cleanup)
 	ns := env.Namespace()
@@ -230,7 +230,7 @@ func TestControllerAPIServer(t *testing.T) {
 	waitFor(t, "the external resource exists", func() bool { _, _, c := x.snapshot(); return c[ns+"/ok"] })
 	deleteConfigMap(t, env, "ok")
 	waitGone(t, env, "ok")
-	require.NoError(t, env.QuietContext(env.Context(), apiWait, controllertest.DefaultQuietPeriod))
+	require.NoError(t, env.QuietContext(env.Context(), apiWait, testkit.DefaultQuietPeriod))
 	cleanups, attempts, created := x.snapshot()
 	assert.Equal(t, []string{cleanup + " " + ns + "/ok"}, cleanups)
 	assert.Equal(t, 1, attempts[cleanup+" "+ns+"/ok"], "the cleanup ran exactly once")
@@ -260,7 +260,7 @@ func TestControllerAPIServer(t *testing.T) {
 	// It comes back: the next retry succeeds and the object goes.
 	x.fail(cleanup, 0)
 	waitGone(t, env, "failing")
-	require.NoError(t, env.QuietContext(env.Context(), apiWait, controllertest.DefaultQuietPeriod))
+	require.NoError(t, env.QuietContext(env.Context(), apiWait, testkit.DefaultQuietPeriod))
 	cleanups, attempts, _ = x.snapshot()
 	assert.Equal(t, []string{cleanup + " " + ns + "/ok", id}, cleanups, "the cleanup succeeded once")
 	t.Logf("the failing cleanup was attempted %d times", attempts[id])
@@ -270,7 +270,7 @@ func TestControllerAPIServer(t *testing.T) {
 // makes the informer deliver an update (a copy with the second still on it) while the second
 // runs; a failure of the second does not repeat the first.
 func TestControllerOrderAPIServer(t *testing.T) {
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	x := newExternal()
 	const first, second = "example.com/first", "example.com/second"
 	startFinalizing(t, env, x, first, second)
@@ -289,7 +289,7 @@ func TestControllerOrderAPIServer(t *testing.T) {
 	for _, n := range names {
 		waitGone(t, env, n)
 	}
-	require.NoError(t, env.QuietContext(env.Context(), apiWait, controllertest.DefaultQuietPeriod))
+	require.NoError(t, env.QuietContext(env.Context(), apiWait, testkit.DefaultQuietPeriod))
 	cleanups, attempts, _ := x.snapshot()
 	for _, n := range names {
 		i, j := slices.Index(cleanups, first+" "+ns+"/"+n), slices.Index(cleanups, second+" "+ns+"/"+n)
@@ -305,7 +305,7 @@ func TestControllerOrderAPIServer(t *testing.T) {
 	waitFinalizers(t, env, "four", first, second)
 	deleteConfigMap(t, env, "four")
 	waitGone(t, env, "four")
-	require.NoError(t, env.QuietContext(env.Context(), apiWait, controllertest.DefaultQuietPeriod))
+	require.NoError(t, env.QuietContext(env.Context(), apiWait, testkit.DefaultQuietPeriod))
 	_, attempts, _ = x.snapshot()
 	assert.Equal(t, 1, attempts[first+" "+ns+"/four"], "first ran once")
 	assert.Equal(t, 4, attempts[second+" "+ns+"/four"], "second failed three times, then succeeded")

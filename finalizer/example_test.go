@@ -9,8 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/finalizer"
+	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
 )
 
 // Add and Remove write through the typed client as it is; a second Add sends nothing, and a

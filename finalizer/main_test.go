@@ -5,10 +5,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // The shared API server is stopped before goleak looks, so its connections' goroutines are gone.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(controllertest.WithSharedAPIServer(m))
+	goleak.VerifyTestMain(testkit.WithSharedAPIServer(m))
 }

@@ -21,10 +21,10 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/finalizer"
+	"github.com/ctrlkit/ctrlkit/testkit"
+	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
 )
 
 // The clients users already have are Patchers without an adapter.
@@ -44,7 +44,7 @@ func configMap(name string, finalizers ...string) *corev1.ConfigMap {
 }
 
 // patches counts the patch requests the fake received.
-func patches(env *controllertest.FakeEnv) int {
+func patches(env *testkit.FakeEnv) int {
 	n := 0
 	for _, a := range env.Actions() {
 		if a.GetVerb() == "patch" {
@@ -65,7 +65,7 @@ func TestHas(t *testing.T) {
 }
 
 func TestAddRemove(t *testing.T) {
-	env := controllertest.NewFake(t, configMap("a", other))
+	env := testkit.NewFake(t, configMap("a", other))
 	ctx := env.Context()
 	cms := env.Client().CoreV1().ConfigMaps(metav1.NamespaceDefault)
 	cm, err := cms.Get(ctx, "a", metav1.GetOptions{})
@@ -119,7 +119,7 @@ func TestAddRemove(t *testing.T) {
 // The patch is preconditioned on the resourceVersion of the object passed in: when the object
 // changed since, the server answers Conflict and nothing is written.
 func TestConflictOnStaleObject(t *testing.T) {
-	env := controllertest.NewFake(t, configMap("a", cleanup))
+	env := testkit.NewFake(t, configMap("a", cleanup))
 	ctx := env.Context()
 	cms := env.Client().CoreV1().ConfigMaps(metav1.NamespaceDefault)
 	stale, err := cms.Get(ctx, "a", metav1.GetOptions{})
@@ -146,7 +146,7 @@ func TestConflictOnStaleObject(t *testing.T) {
 // instead of overwriting the first's finalizer, and after re-reading both are there. Then many
 // writers race, each retrying on Conflict from a fresh read: no finalizer is lost.
 func TestConcurrentWritersLoseNothing(t *testing.T) {
-	env := controllertest.NewFake(t, configMap("a"), configMap("b"))
+	env := testkit.NewFake(t, configMap("a"), configMap("b"))
 	ctx := env.Context()
 	cms := env.Client().CoreV1().ConfigMaps(metav1.NamespaceDefault)
 
@@ -204,7 +204,7 @@ func TestValidateName(t *testing.T) {
 
 // Bad input is refused with an error naming the culprit, before any request and without a panic.
 func TestAddRemoveRefuseBadInput(t *testing.T) {
-	env := controllertest.NewFake(t, configMap("a"))
+	env := testkit.NewFake(t, configMap("a"))
 	ctx := env.Context()
 	cms := env.Client().CoreV1().ConfigMaps(metav1.NamespaceDefault)
 	cm, err := cms.Get(ctx, "a", metav1.GetOptions{})
@@ -252,7 +252,7 @@ func TestAddRemoveRefuseBadInput(t *testing.T) {
 // custom resources (through the dynamic client) as for built-in types.
 func TestPatchCustomResource(t *testing.T) {
 	gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
-	env := controllertest.NewFakeWithOptions(t, controllertest.FakeOptions{
+	env := testkit.NewFakeWithOptions(t, testkit.FakeOptions{
 		Resources: []fakecluster.Resource{{GVR: gvr, Kind: "Widget", Namespaced: true}},
 	})
 	ctx := env.Context()

@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/finalizer"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // journal records which finalize functions ran, in order.
@@ -77,7 +77,7 @@ func TestRegister(t *testing.T) {
 
 // A live object gets every missing registered finalizer in one patch; then nothing is sent.
 func TestFinalizeAddsMissing(t *testing.T) {
-	env := controllertest.NewFake(t, configMap("a", other, "example.com/second"))
+	env := testkit.NewFake(t, configMap("a", other, "example.com/second"))
 	ctx := env.Context()
 	cms := env.Client().CoreV1().ConfigMaps(metav1.NamespaceDefault)
 	var j journal
@@ -112,7 +112,7 @@ func TestFinalizeAddsMissing(t *testing.T) {
 // of others stay, registered finalizers the object lacks are skipped.
 func TestFinalizeRunsInOrder(t *testing.T) {
 	// The fake keeps a seeded deletionTimestamp and never deletes: enough to watch the patches.
-	env := controllertest.NewFake(t, deleting("a", "example.com/second", other, "example.com/first"))
+	env := testkit.NewFake(t, deleting("a", "example.com/second", other, "example.com/first"))
 	ctx := env.Context()
 	cms := env.Client().CoreV1().ConfigMaps(metav1.NamespaceDefault)
 	var j journal
@@ -142,7 +142,7 @@ func TestFinalizeRunsInOrder(t *testing.T) {
 // names the finalizer and wraps the cause, and a Warning event is recorded. Cleanups that
 // succeeded before it are removed and do not run again on the retry.
 func TestFinalizeFailure(t *testing.T) {
-	env := controllertest.NewFake(t, deleting("a", "example.com/first", "example.com/second", "example.com/third"))
+	env := testkit.NewFake(t, deleting("a", "example.com/first", "example.com/second", "example.com/third"))
 	ctx := env.Context()
 	cms := env.Client().CoreV1().ConfigMaps(metav1.NamespaceDefault)
 	var j journal
@@ -264,7 +264,7 @@ func TestRegisterWhileFinalizing(t *testing.T) {
 // A cached copy that still shows a finalizer the registry removed (the informer has not seen
 // the removal yet) does not run that cleanup again; after RemovalMemory it is forgotten.
 func TestFinalizeSkipsStaleCopies(t *testing.T) {
-	env := controllertest.NewFake(t, deleting("a", "example.com/first", "example.com/second"))
+	env := testkit.NewFake(t, deleting("a", "example.com/first", "example.com/second"))
 	ctx := env.Context()
 	cms := env.Client().CoreV1().ConfigMaps(metav1.NamespaceDefault)
 	var j journal

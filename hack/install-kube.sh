@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# install-kube.sh builds kube-apiserver and etcd from Go module sources, for controllertest's
-# real-API-server Env (controller/controllertest.NewAPIServer).
+# install-kube.sh builds kube-apiserver and etcd from Go module sources, for testkit's
+# real-API-server Env (testkit.NewAPIServer).
 #
 # Why from sources: machines without internet access (CI here) cannot download the prebuilt
 # binaries envtest uses, but they can reach the Go module proxy. k8s.io/kubernetes is a module on

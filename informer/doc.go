@@ -106,7 +106,7 @@
 // cached object changed in place since, as a *MutationError naming the
 // informer, the object and the first changed field
 // (metadata.labels["app"]). It is client-go's cache mutation detector with
-// the culprit named, and is meant for tests: controllertest turns it on.
+// the culprit named, and is meant for tests: testkit turns it on.
 //
 // # Informer metrics
 //

@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
 )
 
 func examplePod(ns, name string, labels map[string]string) *corev1.Pod {
@@ -287,7 +287,7 @@ func ExampleForMetadata() {
 }
 
 // The mutation detector reports a cached object changed in place, naming the
-// object and the field. Tests get it from controllertest; here the check runs
+// object and the field. Tests get it from testkit; here the check runs
 // on demand.
 func ExampleWithMutationDetector() {
 	client := fake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{

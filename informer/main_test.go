@@ -5,12 +5,12 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // Every test shuts its factory down; goleak proves no informer goroutine
 // survives that. The shared API server (for the tests that need one) is
 // stopped before goleak looks.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(controllertest.WithSharedAPIServer(m))
+	goleak.VerifyTestMain(testkit.WithSharedAPIServer(m))
 }

@@ -82,7 +82,7 @@ func WithoutManagedFieldsStripping() FactoryOption {
 // DeepCopy first, which copies shared parts too). Code that breaks this
 // contract corrupts, with sharing, the other objects holding the sub-object
 // it writes to, not only the cache's copy of one object. WithMutationDetector
-// (on in controllertest) finds such writes and names the field written. Note that
+// (on in testkit) finds such writes and names the field written. Note that
 // resource.Quantity's AsDec and ToDec rewrite the quantity they are called on:
 // call them on a copy. WithoutSharing keeps one private tree per object, at
 // the memory cost of the objects' duplicated parts.
@@ -186,7 +186,7 @@ func WithMetadataClient(client metadata.Interface) FactoryOption {
 // version or deleted are no longer tracked.
 //
 // The detector doubles the memory of the cache and walks it every interval:
-// it is meant for tests (controllertest turns it on) and for debugging.
+// it is meant for tests (testkit turns it on) and for debugging.
 // Without it the factory does no work and keeps nothing for it.
 func WithMutationDetector(report func(error)) FactoryOption {
 	return func(c *factoryConfig) {

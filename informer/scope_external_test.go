@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/testkit"
+	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
 )
 
 func exampleConfigMap(ns, name string, lbls map[string]string) *corev1.ConfigMap {
@@ -63,7 +63,7 @@ func ExampleInNamespaces() {
 
 // A controller over a scoped informer reconciles only the objects in scope.
 func TestControllerOverScopedInformer(t *testing.T) {
-	env := controllertest.NewFake(t,
+	env := testkit.NewFake(t,
 		exampleConfigMap("a", "in", map[string]string{"owned": "yes"}),
 		exampleConfigMap("a", "unlabelled", nil),
 		exampleConfigMap("b", "in", map[string]string{"owned": "yes"}),
@@ -72,7 +72,7 @@ func TestControllerOverScopedInformer(t *testing.T) {
 	cms, err := informer.For(env.Factory(),
 		informer.InNamespaces[*corev1.ConfigMap]("a", "b"), informer.WithLabelSelector[*corev1.ConfigMap]("owned=yes"))
 	require.NoError(t, err)
-	var rec controllertest.Recorder[controller.Key]
+	var rec testkit.Recorder[controller.Key]
 	c, err := controller.New("scoped", &rec, controller.Options[controller.Key]{})
 	require.NoError(t, err)
 	require.NoError(t, controller.Watch(c, cms, controller.EnqueueObject))
@@ -99,10 +99,10 @@ func TestControllerOverScopedInformer(t *testing.T) {
 // On a real API server: a namespace- and label-scoped informer caches only
 // what matches, and sees an object relabelled out of scope deleted.
 func TestScopedInformerOnAPIServer(t *testing.T) {
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	ctx := env.Context()
 	ns := env.Namespace()
-	other := controllertest.SharedAPIServer(t).Namespace() // a second namespace of the same server
+	other := testkit.SharedAPIServer(t).Namespace() // a second namespace of the same server
 	for _, obj := range []*corev1.ConfigMap{
 		exampleConfigMap(ns, "web", map[string]string{"app": "web"}),
 		exampleConfigMap(ns, "db", map[string]string{"app": "db"}),
@@ -119,7 +119,7 @@ func TestScopedInformerOnAPIServer(t *testing.T) {
 	_, err = cms.AddHandler(informer.HandlerFuncs[*corev1.ConfigMap]{OnDelete: func(cm *corev1.ConfigMap) { deleted <- cm.Namespace + "/" + cm.Name }})
 	require.NoError(t, err)
 	f.Start(ctx)
-	syncCtx, cancel := context.WithTimeout(ctx, controllertest.DefaultSyncTimeout)
+	syncCtx, cancel := context.WithTimeout(ctx, testkit.DefaultSyncTimeout)
 	defer cancel()
 	require.NoError(t, f.WaitForCacheSync(syncCtx))
 
@@ -137,7 +137,7 @@ func TestScopedInformerOnAPIServer(t *testing.T) {
 	select {
 	case key := <-deleted:
 		assert.Equal(t, ns+"/web", key)
-	case <-time.After(controllertest.DefaultSyncTimeout):
+	case <-time.After(testkit.DefaultSyncTimeout):
 		t.Fatal("the relabelled ConfigMap was not seen deleted")
 	}
 	_, err = cms.Lister().Get(ns, "web")

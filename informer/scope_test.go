@@ -19,7 +19,7 @@ import (
 	metadatafake "k8s.io/client-go/metadata/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
+	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
 )
 
 // scopedCluster is a fake cluster (which honours selectors on list and

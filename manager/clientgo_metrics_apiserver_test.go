@@ -13,16 +13,16 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/leaderelection"
 	"github.com/ctrlkit/ctrlkit/manager"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // A Manager over a real API server exports client-go's own series on its
 // /metrics: the informer's LIST and the Lease's writes by code, method and
 // host, their latencies, and leader_election_master_status for its Lease.
-func testClientGoMetrics(t *testing.T, env *controllertest.Env) {
+func testClientGoMetrics(t *testing.T, env *testkit.Env) {
 	cl := newCluster(t, env)
 	cfg := env.Config()
 	u, err := url.Parse(cfg.Host)

@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/leaderelection"
 	"github.com/ctrlkit/ctrlkit/manager"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // On a real API server, an event recorded through EventRecorder is an
@@ -25,7 +25,7 @@ import (
 func TestEventRecorderAPIServer(t *testing.T) {
 	// A server of its own, as in TestManagerLeaderElectionAPIServer: the
 	// package's goleak checks must not see a shared server's goroutines.
-	env := controllertest.NewAPIServer(t)
+	env := testkit.NewAPIServer(t)
 	ctx, ns := env.Context(), env.Namespace()
 	cm, err := env.Client().CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "settings"},

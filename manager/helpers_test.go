@@ -10,11 +10,11 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // keyRecorder records the keys reconciled.
-type keyRecorder = controllertest.Recorder[controller.Key]
+type keyRecorder = testkit.Recorder[controller.Key]
 
 // waitIdle waits until c has nothing queued and nothing running.
 func waitIdle[K comparable](t *testing.T, c *controller.Controller[K]) {

@@ -19,9 +19,9 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/leaderelection"
 	"github.com/ctrlkit/ctrlkit/manager"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // A replica whose RBAC does not let it at its Lease says so on /readyz, asked over HTTP as a
@@ -29,7 +29,7 @@ import (
 // Allowed only to read a Lease another process holds, it is a ready standby; once that Lease is
 // released and it may not take it over, it is not ready (update); given the rule, it leads and
 // is ready. The replica runs as a user of its own (impersonated) whose Role the test grows.
-func testLeaseAccess(t *testing.T, env *controllertest.Env) {
+func testLeaseAccess(t *testing.T, env *testkit.Env) {
 	cl := newCluster(t, env)
 	ctx := t.Context()
 	const user, leaseName = "ctrlkit-lease-tester", "ctrlkit-lease-access"

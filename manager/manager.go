@@ -91,7 +91,7 @@ type Options struct {
 	Client kubernetes.Interface
 	// Config is the API server to talk to when Client is nil. nil means
 	// GetConfig's: $KUBECONFIG, ~/.kube/config, then in-cluster, as kubectl
-	// finds it. Tests pass Client (controllertest's), so they never reach a
+	// finds it. Tests pass Client (testkit's), so they never reach a
 	// cluster by accident.
 	Config *rest.Config
 

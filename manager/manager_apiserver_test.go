@@ -24,10 +24,10 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/leaderelection"
 	"github.com/ctrlkit/ctrlkit/manager"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // Short election timings, so a handover takes seconds. They pass leaderelection's validation:
@@ -50,7 +50,7 @@ func TestManagerLeaderElectionAPIServer(t *testing.T) {
 	// A server of its own rather than the shared one: it stops when this test ends, taking its
 	// processes' waiters and client connections with it, so the tests of this package that check
 	// for leaked goroutines while the binary runs (goleak.VerifyNone) pass in any order.
-	env := controllertest.NewAPIServer(t)
+	env := testkit.NewAPIServer(t)
 	t.Run("ReleaseOnCancel", func(t *testing.T) { testHandoverWithRelease(t, env) })
 	t.Run("LeaseExpiry", func(t *testing.T) { testHandoverByExpiry(t, env) })
 	t.Run("ClientGoMetrics", func(t *testing.T) { testClientGoMetrics(t, env) })
@@ -59,7 +59,7 @@ func TestManagerLeaderElectionAPIServer(t *testing.T) {
 
 // With ReleaseOnCancel the leader empties the Lease on its way out, so the standby takes over
 // on its next poll instead of a LeaseDuration later.
-func testHandoverWithRelease(t *testing.T, env *controllertest.Env) {
+func testHandoverWithRelease(t *testing.T, env *testkit.Env) {
 	s := startTwoReplicas(t, env, true)
 
 	cancelled := time.Now()
@@ -97,7 +97,7 @@ func testHandoverWithRelease(t *testing.T, env *controllertest.Env) {
 // Without ReleaseOnCancel the Lease keeps naming the stopped leader, and the standby takes over
 // only once the lease has expired: at least LeaseDuration after the old leader's last renewal,
 // as the Lease's own timestamps show.
-func testHandoverByExpiry(t *testing.T, env *controllertest.Env) {
+func testHandoverByExpiry(t *testing.T, env *testkit.Env) {
 	s := startTwoReplicas(t, env, false)
 
 	cancelled := time.Now()
@@ -137,7 +137,7 @@ type twoReplicas struct {
 // startTwoReplicas starts a, waits until it leads, starts b, creates ConfigMaps and checks the
 // steady state: only a's leader-only controller reconciles, both replicas' other controllers
 // do, the Lease names a, and both replicas are healthy and ready.
-func startTwoReplicas(t *testing.T, env *controllertest.Env, release bool) *twoReplicas {
+func startTwoReplicas(t *testing.T, env *testkit.Env, release bool) *twoReplicas {
 	t.Helper()
 	cl := newCluster(t, env)
 	s := &twoReplicas{cl: cl, leases: watchLease(t, cl)}
@@ -198,12 +198,12 @@ func (s *twoReplicas) afterTakeover(t *testing.T) {
 // cluster is one subtest's part of the API server: its clients and a namespace of its own, so
 // the subtests' Leases and ConfigMaps stay apart.
 type cluster struct {
-	env       *controllertest.Env
+	env       *testkit.Env
 	client    kubernetes.Interface
 	namespace string
 }
 
-func newCluster(t *testing.T, env *controllertest.Env) *cluster {
+func newCluster(t *testing.T, env *testkit.Env) *cluster {
 	t.Helper()
 	ns, err := env.Client().CoreV1().Namespaces().Create(env.Context(), &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "leader-election-"},

@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/manager"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // Secure metrics against a real kube-apiserver with RBAC: the Manager's own ServiceAccount
@@ -28,7 +28,7 @@ import (
 func TestSecureMetricsAPIServer(t *testing.T) {
 	// A server of its own, as in TestManagerLeaderElectionAPIServer: the package's goleak
 	// checks must not see a shared server's goroutines.
-	env := controllertest.NewAPIServer(t)
+	env := testkit.NewAPIServer(t)
 	ctx, ns, admin := env.Context(), env.Namespace(), env.Client()
 	const ttl = 300 * time.Millisecond
 

@@ -67,9 +67,9 @@ type ShardedController[K sharding.Key] interface {
 	// Enqueue adds a key to the controller's queue; the gate enqueues the
 	// keys it held back.
 	Enqueue(key K)
-	// SetDispatchGate puts the ring's gate between the controller's queue
+	// SetAdmission puts the ring's gate between the controller's queue
 	// and its workers.
-	SetDispatchGate(g controller.DispatchGate[K]) error
+	SetAdmission(g controller.Admission[K]) error
 }
 
 // shardState is a Manager's part in its ring.
@@ -180,7 +180,7 @@ var ErrNotSharded = errors.New("manager has no sharding options")
 // AddSharded makes c a sharded controller of m's ring: at Start, it builds
 // the ring's gate (sharding.NewGate) over owners, the informer of the
 // sharded resource, and children, the informers of the child resources
-// (both from m.ShardFactory()), sets it as c's dispatch gate, and runs gate
+// (both from m.ShardFactory()), sets it as c's admission step, and runs gate
 // and c on every replica while it is a member of the ring, instead of as a
 // plain Runnable (so c needs no leader election, whatever its
 // NeedLeaderElection says). The informers must serve the resources Options.Sharding.Sharder
@@ -260,7 +260,7 @@ func (g *gateRunnable[K]) prepare(s *shardState) error {
 	if err != nil {
 		return fmt.Errorf("sharded controller %q: %w", g.controller.Name(), err)
 	}
-	if err := g.controller.SetDispatchGate(gate); err != nil {
+	if err := g.controller.SetAdmission(gate); err != nil {
 		return fmt.Errorf("sharded controller %q: %w", g.controller.Name(), err)
 	}
 	g.gate = gate

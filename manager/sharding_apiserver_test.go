@@ -17,10 +17,10 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/manager"
 	"github.com/ctrlkit/ctrlkit/sharding"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // A sharded controller the few-lines way against a real kube-apiserver: the Manager (built
@@ -32,7 +32,7 @@ import (
 // label, stops the Manager with an error naming it.
 func TestShardingAPIServer(t *testing.T) {
 	// A server of its own, as in TestManagerLeaderElectionAPIServer.
-	env := controllertest.NewAPIServer(t)
+	env := testkit.NewAPIServer(t)
 	ctx, ns, client := env.Context(), env.Namespace(), env.Client()
 	const n = 6
 	for i := range n {

@@ -43,7 +43,7 @@ func GenerationChanged[T informer.Object]() Predicate[T] {
 //
 // Beware in tests on client-go's plain fake clientset, which keeps whatever
 // resourceVersion the test gave (usually ""): every update there looks like
-// a resync. ctrlkit's fake cluster (controllertest.NewFake) stamps a new
+// a resync. ctrlkit's fake cluster (testkit.NewFake) stamps a new
 // resourceVersion on every write, as an API server does.
 func ResourceVersionChanged[T informer.Object]() Predicate[T] {
 	return Funcs[T]{UpdateFunc: func(e UpdateEvent[T]) bool {

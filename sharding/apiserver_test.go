@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/sharding"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // The ring's scenario on a real kube-apiserver, over 300 ConfigMaps: the
@@ -25,7 +25,7 @@ import (
 func TestRingOnAPIServer(t *testing.T) {
 	// A server of its own: it stops with the test, so the goroutine leak
 	// check of TestMain sees none of its waiters.
-	env := controllertest.NewAPIServer(t)
+	env := testkit.NewAPIServer(t)
 
 	// RBAC is checked before anything starts: the test's administrator may
 	// do everything, a user without roles nothing.

@@ -48,7 +48,7 @@
 // ctrlkit_shard_* series on /metrics.
 //
 // Without a Manager, the same parts are wired by hand (see ExampleNewGroup):
-// a Gate (NewGate, given to controller.Controller's SetDispatchGate),
+// a Gate (NewGate, given to controller.Controller's SetAdmission),
 // label-selected informers, and a Group that runs the sharder candidate, and
 // the member's informers and controllers while it is a member, as one
 // runnable. Bad input is refused before anything starts: Config.Validate

@@ -91,7 +91,7 @@ func ExampleNewGroup() {
 		if err != nil {
 			return err
 		}
-		if err := c.SetDispatchGate(gate); err != nil {
+		if err := c.SetAdmission(gate); err != nil {
 			return err
 		}
 		group, err := sharding.NewGroup("configmaps", member, sharder, factory, gate, c)

@@ -53,8 +53,8 @@ type Key interface {
 }
 
 // Gate is the member side of the protocol for one controller. Give it to
-// the controller as its dispatch gate (controller.Controller's
-// SetDispatchGate): a worker asks Admit before each Reconcile and calls
+// the controller as its admission step (controller.Controller's
+// SetAdmission): a worker asks Admit before each Reconcile and calls
 // Release after. The Gate
 //
 //   - refuses keys whose owner carries the drain label, and keys it does

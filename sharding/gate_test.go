@@ -26,8 +26,8 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // dynWriter patches through the fake cluster's dynamic client, with
@@ -86,7 +86,7 @@ func (l *eventLog) all() []string {
 }
 
 type gateEnv struct {
-	env      *controllertest.FakeEnv
+	env      *testkit.FakeEnv
 	cms      informer.Informer[*corev1.ConfigMap]
 	secrets  informer.Informer[*corev1.Secret]
 	gate     *Gate[controller.Key]
@@ -102,7 +102,7 @@ func newGateEnv(t *testing.T, clk clock.WithTicker, objs ...*corev1.ConfigMap) *
 	for _, o := range objs {
 		seed = append(seed, o)
 	}
-	env := controllertest.NewFake(t, seed...)
+	env := testkit.NewFake(t, seed...)
 	cfg := Config{Ring: "r", Identity: "m", LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 300 * time.Millisecond}.WithDefaults()
 	sel := Selector("r", "m")
 	cms, err := informer.For[*corev1.ConfigMap](env.Factory(), informer.WithLabelSelector[*corev1.ConfigMap](sel))

@@ -5,12 +5,12 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // Every goroutine a Member, Sharder or Gate starts ends before its Run
 // returns. The shared API server (for the tests that use one) is stopped
 // before goleak looks.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(controllertest.WithSharedAPIServer(m))
+	goleak.VerifyTestMain(testkit.WithSharedAPIServer(m))
 }

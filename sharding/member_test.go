@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/sharding"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 func memberConfig(id string) sharding.Config {
@@ -25,7 +25,7 @@ func memberConfig(id string) sharding.Config {
 // A member labels a Lease it finds without the ring's label, holds it while
 // its work runs, and releases it after the work returned.
 func TestMemberHoldsAndReleasesItsLease(t *testing.T) {
-	env := controllertest.NewFake(t, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: ringName + ".a"}})
+	env := testkit.NewFake(t, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: ringName + ".a"}})
 	m, err := sharding.NewMember(env.Client(), memberConfig("a"), sharding.MemberOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, sharding.Label(ringName)+"=a", m.Selector())
@@ -71,7 +71,7 @@ func TestMemberHoldsAndReleasesItsLease(t *testing.T) {
 // A second live process with the same identity never joins: it reports
 // the holder instead of waiting forever.
 func TestMemberRefusesADuplicateIdentity(t *testing.T) {
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	first, err := sharding.NewMember(env.Client(), memberConfig("a"), sharding.MemberOptions{})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(env.Context())
@@ -113,7 +113,7 @@ func TestMemberRefusesADuplicateIdentity(t *testing.T) {
 // the member joins once the Lease has expired.
 func TestMemberWaitsOutACrashedFormerProcess(t *testing.T) {
 	renewed := metav1.NewMicroTime(time.Now())
-	env := controllertest.NewFake(t, &coordinationv1.Lease{
+	env := testkit.NewFake(t, &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: ringName + ".a", Labels: map[string]string{sharding.RingLabel: ringName}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptrTo("a_crashed"), LeaseDurationSeconds: ptrTo(int32(2)),
 			AcquireTime: &renewed, RenewTime: &renewed}})
@@ -143,7 +143,7 @@ func TestMemberWaitsOutACrashedFormerProcess(t *testing.T) {
 }
 
 func TestNewMemberAndSharderRejectBadInput(t *testing.T) {
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	_, err := sharding.NewMember(env.Client(), sharding.Config{Ring: "Bad_Ring", Identity: "a"}, sharding.MemberOptions{})
 	assert.ErrorIs(t, err, sharding.ErrInvalidConfig)
 	_, err = sharding.NewMember(nil, memberConfig("a"), sharding.MemberOptions{})
@@ -163,7 +163,7 @@ func TestNewMemberAndSharderRejectBadInput(t *testing.T) {
 // A runnable that fails ends the group with its error, after the member's
 // Lease was released; a group runs once.
 func TestGroupEndsWithAFailingRunnable(t *testing.T) {
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	cfg := memberConfig("a")
 	m, err := sharding.NewMember(env.Client(), cfg, sharding.MemberOptions{})
 	require.NoError(t, err)

@@ -5,13 +5,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // The ring's scenario on the fake cluster, ConfigMaps owning one Secret each, with a quarter of the sharder's
 // and the gates' label patches losing their reply after the write.
 func TestRingOnFakeClusterWithLostReplies(t *testing.T) {
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	n := 0
 	meta := &dynamicMetadata{d: env.Dynamic(), lostReplies: func(schema.GroupVersionResource, string) bool {
 		n++

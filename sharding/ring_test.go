@@ -20,9 +20,9 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/sharding"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 var (
@@ -94,7 +94,7 @@ func (c *overlapChecker) check(t *testing.T) {
 // sharder candidate.
 type ring struct {
 	t       *testing.T
-	env     *controllertest.Env
+	env     *testkit.Env
 	meta    metadata.Interface
 	checker *overlapChecker
 	metrics *sharding.Metrics
@@ -146,7 +146,7 @@ type testMember struct {
 	runErr  error
 }
 
-func newRing(t *testing.T, env *controllertest.Env, meta metadata.Interface, objects int, children bool) *ring {
+func newRing(t *testing.T, env *testkit.Env, meta metadata.Interface, objects int, children bool) *ring {
 	r := &ring{t: t, env: env, meta: meta, client: env.Client(), checker: newOverlapChecker(), members: map[string]*testMember{}, reg: prometheus.NewRegistry(), children: children,
 		leaseDuration: testLeaseDuration, renewDeadline: testRenewDeadline, retryPeriod: testRetryPeriod}
 	var err error
@@ -228,7 +228,7 @@ func (r *ring) start(id string) *testMember {
 	}
 	gate, err := sharding.NewGate(m, cms, c.Enqueue, gopts)
 	require.NoError(t, err)
-	require.NoError(t, c.SetDispatchGate(gate))
+	require.NoError(t, c.SetAdmission(gate))
 
 	group, err := sharding.NewGroup(id, m, sh, f, gate, c)
 	require.NoError(t, err)

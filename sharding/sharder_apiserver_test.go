@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/metadata"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/sharding"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // idle is a Runnable with nothing to do but wait for the end of the membership.
@@ -31,7 +31,7 @@ func (idle) Run(ctx context.Context) error {
 // per-process suffix, as the member Lease's does: the second waits for the Lease, and the
 // duplicate-identity check still stops it.
 func TestSharderNeverLedByTwoProcessesOfOneIdentity(t *testing.T) {
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	meta, err := metadata.NewForConfig(env.Config())
 	require.NoError(t, err)
 	cfg := sharding.Config{Ring: ringName, Namespace: env.Namespace(), Identity: "a",

@@ -25,8 +25,8 @@ import (
 	coordv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/metadata"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/sharding"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // The randomized split-brain test: a ring of 3 to 5 members on the fake
@@ -483,7 +483,7 @@ func (c *chaos) crash(id string) {
 func runChaos(t *testing.T, seed uint64, phase time.Duration) {
 	rnd := rand.New(rand.NewPCG(seed, 0x5eed))
 	t.Logf("seed %d: rerun this schedule with %s=%d", seed, envSeed, seed)
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	base := &dynamicMetadata{d: env.Dynamic()}
 	n := 3 + rnd.IntN(3)
 	r := newRing(t, env.Env, base, 20+rnd.IntN(21), true)

@@ -10,12 +10,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"go.uber.org/goleak"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // The shared API server (rbac_test.go) is stopped by WithSharedAPIServer before goleak looks.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(controllertest.WithSharedAPIServer(m)) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(testkit.WithSharedAPIServer(m)) }
 
 // The command the README shows: the demo on the in-memory cluster converges and exits 0.
 func TestRunConvergesOnTheInMemoryCluster(t *testing.T) {

@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/configmap-propagator/propagator"
 	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // The shipped manifests are least privilege, proven on a real API server: with deploy/rbac.yaml
@@ -31,7 +31,7 @@ import (
 func TestAPIServerLeastPrivilege(t *testing.T) {
 	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/deployment.yaml", "deploy/metrics-reader.yaml")
 	require.NoError(t, err)
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	in := rbactest.Apply(t, env, m)
 	ctx, src, client := env.Context(), env.Namespace(), env.Client()
 	mine := map[string]string{"ctrlkit.dev/test-run": src}

@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/manager"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 func deployment(name string, labels map[string]string, replicas int32) *appsv1.Deployment {
@@ -28,7 +28,7 @@ func deployment(name string, labels map[string]string, replicas int32) *appsv1.D
 }
 
 func TestInfoController(t *testing.T) {
-	env := controllertest.NewFake(t,
+	env := testkit.NewFake(t,
 		deployment("web", map[string]string{"team": "shop"}, 3),
 		deployment("batch", nil, 1))
 	mgr, err := manager.New(manager.Options{Client: env.Client(), Factory: env.Factory()})

@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
 	"github.com/ctrlkit/ctrlkit/manager"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // deploy/rbac.yaml is all the controller needs, proven on a real API server: with a token of
@@ -22,7 +22,7 @@ import (
 func TestAPIServerLeastPrivilege(t *testing.T) {
 	m, err := rbactest.LoadRBAC("deploy/rbac.yaml")
 	require.NoError(t, err)
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	in := rbactest.Apply(t, env, m)
 	ns, admin := env.Namespace(), env.Client()
 

@@ -14,21 +14,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/configmap-propagator/propagator"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
 	"github.com/ctrlkit/ctrlkit/manager"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // These tests run the binary's controllers against a real kube-apiserver
-// (controllertest.SharedAPIServer: skipped with -short or without the binaries, see
+// (testkit.SharedAPIServer: skipped with -short or without the binaries, see
 // `make kube`): the propagator's creates, updates (optimistic concurrency on a cached
 // resourceVersion) and UID-preconditioned deletes, and the pod-counter's merge patches, as the
 // real server applies them. Namespaces are cluster-scoped, so each test labels its own with a
 // value of its own and points the source's selector at it.
 
-func targetNamespace(t *testing.T, env *controllertest.Env, name string, lbls map[string]string) {
+func targetNamespace(t *testing.T, env *testkit.Env, name string, lbls map[string]string) {
 	t.Helper()
 	_, err := env.Client().CoreV1().Namespaces().Create(env.Context(), &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls}}, metav1.CreateOptions{})
@@ -38,7 +38,7 @@ func targetNamespace(t *testing.T, env *controllertest.Env, name string, lbls ma
 	})
 }
 
-func copyData(t *testing.T, env *controllertest.Env, ns, name string) map[string]string {
+func copyData(t *testing.T, env *testkit.Env, ns, name string) map[string]string {
 	t.Helper()
 	cm, err := env.Client().CoreV1().ConfigMaps(ns).Get(env.Context(), name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -49,7 +49,7 @@ func copyData(t *testing.T, env *controllertest.Env, ns, name string) map[string
 }
 
 func TestAPIServerControllers(t *testing.T) {
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	src := env.Namespace()
 	mine := map[string]string{"ctrlkit.dev/test-run": src}
 	a, b := src+"-a", src+"-b"
@@ -123,7 +123,7 @@ func TestAPIServerControllers(t *testing.T) {
 // The binary itself, with --kubeconfig: it propagates on the API server until its context ends,
 // behind a Lease there, and exits 0.
 func TestAPIServerRunWithKubeconfig(t *testing.T) {
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	src := env.Namespace()
 	target := src + "-t"
 	targetNamespace(t, env, target, map[string]string{"ctrlkit.dev/test-run": src})

@@ -15,12 +15,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/manager"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(controllertest.WithSharedAPIServer(m)) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(testkit.WithSharedAPIServer(m)) }
 
 func TestRunConvergesWithThePodCounterOff(t *testing.T) {
 	t.Setenv(demo.EnvKubeconfig, "")
@@ -89,12 +89,12 @@ func TestRunFailsWhenItCannotServe(t *testing.T) {
 
 // startManager runs the binary's controllers (addControllers) in a Manager on a fake cluster
 // and returns the fake's env and the controllers' names.
-func startManager(t *testing.T, args ...string) (*controllertest.FakeEnv, []string) {
+func startManager(t *testing.T, args ...string) (*testkit.FakeEnv, []string) {
 	t.Helper()
 	var o options
 	s, err := demo.Parse(program(&o), append([]string{"--leader-elect=false", "--metrics-addr=", "--health-addr="}, args...), &bytes.Buffer{})
 	require.NoError(t, err)
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	for _, obj := range seed(o.sourceNamespace) {
 		create(t, env, obj)
 	}
@@ -112,7 +112,7 @@ func startManager(t *testing.T, args ...string) (*controllertest.FakeEnv, []stri
 	return env, names
 }
 
-func create(t *testing.T, env *controllertest.FakeEnv, obj runtime.Object) {
+func create(t *testing.T, env *testkit.FakeEnv, obj runtime.Object) {
 	t.Helper()
 	var err error
 	switch o := obj.(type) {
@@ -129,7 +129,7 @@ func create(t *testing.T, env *controllertest.FakeEnv, obj runtime.Object) {
 }
 
 // watches counts the watch requests for resource.
-func watches(env *controllertest.FakeEnv, resource string) int {
+func watches(env *testkit.FakeEnv, resource string) int {
 	n := 0
 	for _, a := range env.Actions() {
 		if a.GetVerb() == "watch" && a.GetResource().Resource == resource {
@@ -139,7 +139,7 @@ func watches(env *controllertest.FakeEnv, resource string) int {
 	return n
 }
 
-func copiedEverywhere(t *testing.T, env *controllertest.FakeEnv) func() bool {
+func copiedEverywhere(t *testing.T, env *testkit.FakeEnv) func() bool {
 	return func() bool {
 		for _, ns := range []string{"team-a", "team-b"} {
 			_, err := env.Client().CoreV1().ConfigMaps(ns).Get(env.Context(), "shared-config", metav1.GetOptions{})

@@ -12,19 +12,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/configmap-propagator/propagator"
 	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // leastPrivilegeEnv applies the manifests of files, labels a target namespace for the test's
 // source ConfigMap (the source namespace is the Deployment's: the test's) and creates the
 // source.
-func leastPrivilegeEnv(t *testing.T, files ...string) (*controllertest.Env, *rbactest.Install, string) {
+func leastPrivilegeEnv(t *testing.T, files ...string) (*testkit.Env, *rbactest.Install, string) {
 	t.Helper()
 	m, err := rbactest.Load(append(files, "deploy/deployment.yaml", "deploy/metrics-reader.yaml")...)
 	require.NoError(t, err)
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	in := rbactest.Apply(t, env, m)
 	src := env.Namespace()
 	target := src + "-t"

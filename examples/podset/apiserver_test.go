@@ -21,13 +21,13 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
 	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/examples/podset/podset"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // The binary against a real kube-apiserver: run installs the CRD, the sample PodSet converges
@@ -36,7 +36,7 @@ import (
 // through the API. The test plays kubelet (examples/internal/kubelet binds Pods and reports
 // them Ready). Skipped without the binaries (make kube) and in -short mode.
 func TestRunAgainstARealAPIServer(t *testing.T) {
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	ns := env.Namespace()
 	ctx := env.Context()
 	podsets, err := customresource.NewClient[*v1alpha1.PodSet](env.Dynamic(), v1alpha1.GVR)

@@ -21,11 +21,11 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // The journey of an operator whose leader loses its Lease while clients write PodSets: the
@@ -35,7 +35,7 @@ import (
 // the binary leads again and its controller works. Its own API server: the binary changes
 // the cluster-scoped CRD.
 func TestWebhooksServeThroughALostLease(t *testing.T) {
-	env := controllertest.NewAPIServer(t)
+	env := testkit.NewAPIServer(t)
 	ctx, ns := env.Context(), env.Namespace()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, demo.WriteKubeconfig(kubeconfig, env.Config()))

@@ -14,11 +14,11 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
 	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // The shipped manifests are least privilege, proven on a real API server: with the CRD
@@ -31,7 +31,7 @@ import (
 func TestAPIServerLeastPrivilege(t *testing.T) {
 	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/deployment.yaml", "deploy/metrics-reader.yaml")
 	require.NoError(t, err)
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	ctx, ns := env.Context(), env.Namespace()
 	require.NoError(t, customresource.EnsureCRDFromYAML(ctx, env.Dynamic(), v1alpha1.CRDManifest), "the admin installs the CRD")
 	in := rbactest.Apply(t, env, m)

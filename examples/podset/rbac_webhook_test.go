@@ -13,12 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1beta1"
 	"github.com/ctrlkit/ctrlkit/examples/podset/podsetwebhook"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // The webhook mode's rights are an opt-in file, deploy/rbac-webhook.yaml, proven needed and
@@ -33,7 +33,7 @@ import (
 func TestAPIServerWebhookModeLeastPrivilege(t *testing.T) {
 	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/deployment.yaml")
 	require.NoError(t, err)
-	env := controllertest.NewAPIServer(t)
+	env := testkit.NewAPIServer(t)
 	ctx := env.Context()
 	in := rbactest.Apply(t, env, m)
 	addr := freePort(t)

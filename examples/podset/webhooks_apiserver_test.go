@@ -16,13 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1beta1"
 	"github.com/ctrlkit/ctrlkit/examples/podset/podsetwebhook"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // freePort returns a loopback port nobody listened on a moment ago: the API server must know
@@ -41,7 +41,7 @@ func freePort(t *testing.T) string {
 // PodSet is refused, a v1beta1 PodSet is defaulted and reads as v1alpha1, and the controller
 // runs its Pods. Its own API server: the binary changes the cluster-scoped CRD.
 func TestRunServesAndInstallsItsWebhooks(t *testing.T) {
-	env := controllertest.NewAPIServer(t)
+	env := testkit.NewAPIServer(t)
 	ctx, ns := env.Context(), env.Namespace()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, demo.WriteKubeconfig(kubeconfig, env.Config()))

@@ -18,13 +18,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
 	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
-// These tests run the controller against a real kube-apiserver (controllertest.SharedAPIServer:
+// These tests run the controller against a real kube-apiserver (testkit.SharedAPIServer:
 // skipped with -short or without the binaries, see `make kube`). What a fake cannot prove:
 // the API server accepts the Pods and their owner references, the adoption and release patches
 // go through its strategic-merge-patch code with the UID precondition, the status writes pass
@@ -33,9 +33,9 @@ import (
 
 // apiEnv runs the controller and a simulated kubelet (bind, Running/Ready, finish deletions)
 // on the shared API server, in the test's namespace.
-func apiEnv(t *testing.T) (*controllertest.Env, kubernetes.Interface, string) {
+func apiEnv(t *testing.T) (*testkit.Env, kubernetes.Interface, string) {
 	t.Helper()
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	rsc, err := NewReplicaSetController(env.Factory(), env.Client(), Options{
 		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](5*time.Millisecond, 50*time.Millisecond),
 	})
@@ -158,7 +158,7 @@ func TestAPIServerScaleAdoptRelease(t *testing.T) {
 // The binary itself: run with --kubeconfig against the API server, it serves until its context
 // ends and exits 0.
 func TestAPIServerRunWithKubeconfig(t *testing.T) {
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	ns := env.Namespace()
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, demo.WriteKubeconfig(path, env.Config()))

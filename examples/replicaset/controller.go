@@ -106,7 +106,7 @@ type Options struct {
 //     ReplicaSet is short of Pods.
 type ReplicaSetController struct {
 	// The worker loop: a Manager runs a ReplicaSetController as it is, and tests run it with
-	// controllertest or call Reconcile directly.
+	// testkit or call Reconcile directly.
 	*controller.Controller[controller.Key]
 
 	client   kubernetes.Interface

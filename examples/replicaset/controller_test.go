@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	goleak.VerifyTestMain(controllertest.WithSharedAPIServer(m))
+	goleak.VerifyTestMain(testkit.WithSharedAPIServer(m))
 }
 
 const quiet = 20 * time.Second // WaitForQuiet's bound: generous for a loaded machine
@@ -155,7 +155,7 @@ func TestNoAdoptionByAnOwnerBeingDeleted(t *testing.T) {
 // nothing more until the cache has caught up.
 func TestStaleCacheCausesNoExtraCreates(t *testing.T) {
 	var held *heldWatches
-	e := newTestEnv(t, envOptions{beforeInformers: func(env *controllertest.FakeEnv) { held = holdPodWatches(env) }})
+	e := newTestEnv(t, envOptions{beforeInformers: func(env *testkit.FakeEnv) { held = holdPodWatches(env) }})
 	key := controller.Key{Namespace: ns, Name: "web"}
 	e.createRS("web", 4)
 	e.WaitForQuiet(quiet)
@@ -284,7 +284,7 @@ func TestSlowStartStopsAtTheFirstFailingBatch(t *testing.T) {
 			key := controller.Key{Namespace: ns, Name: "web"}
 
 			_, err := e.rsc.Reconcile(e.ctx, key)
-			require.ErrorIs(t, err, controllertest.ErrInjected)
+			require.ErrorIs(t, err, testkit.ErrInjected)
 			assert.Len(t, e.actions("create", "pods", ""), tc.creates)
 			assert.True(t, e.rsc.Expectations().Satisfied(key), "expectations lowered for the Pods not created")
 			rs := e.getRS("web")
@@ -334,7 +334,7 @@ func TestDeletesAreSentInParallelWithoutSlowStart(t *testing.T) {
 	key := controller.Key{Namespace: ns, Name: "web"}
 
 	_, err := e.rsc.Reconcile(e.ctx, key)
-	require.ErrorIs(t, err, controllertest.ErrInjected)
+	require.ErrorIs(t, err, testkit.ErrInjected)
 	assert.Len(t, e.actions("delete", "pods", ""), 5, "every delete was sent")
 	assert.True(t, e.rsc.Expectations().Satisfied(key), "expectations lowered for every failed delete")
 	cond := findCondition(e.getRS("web").Status.Conditions, appsv1.ReplicaSetReplicaFailure)

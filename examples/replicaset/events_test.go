@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // recorded returns the events rec holds now, in order. Events are recorded inside Reconcile, so
@@ -84,11 +84,11 @@ func TestEventsReportFailedCreatesAndDeletes(t *testing.T) {
 
 	e.FailWrites(100, "create")
 	_, err := e.rsc.Reconcile(e.ctx, key)
-	require.ErrorIs(t, err, controllertest.ErrInjected)
+	require.ErrorIs(t, err, testkit.ErrInjected)
 	events := recorded(rec)
 	require.Len(t, events, 1, "slow start sent one create")
 	assert.True(t, strings.HasPrefix(events[0], "Warning FailedCreate Error creating: "), events[0])
-	assert.Contains(t, events[0], controllertest.ErrInjected.Error())
+	assert.Contains(t, events[0], testkit.ErrInjected.Error())
 
 	e.FailWrites(0)
 	e.waitCached("web") // with the failure condition
@@ -105,12 +105,12 @@ func TestEventsReportFailedCreatesAndDeletes(t *testing.T) {
 	e.waitPodsCached()
 	e.FailWrites(100, "delete")
 	_, err = e.rsc.Reconcile(e.ctx, key)
-	require.ErrorIs(t, err, controllertest.ErrInjected)
+	require.ErrorIs(t, err, testkit.ErrInjected)
 	events = recorded(rec)
 	require.Len(t, events, 3, "one per Pod")
 	for _, ev := range events {
 		assert.True(t, strings.HasPrefix(ev, "Warning FailedDelete Error deleting: "), ev)
-		assert.Contains(t, ev, controllertest.ErrInjected.Error())
+		assert.Contains(t, ev, testkit.ErrInjected.Error())
 	}
 	assert.Len(t, e.ownedPods(rs), 3)
 

@@ -13,15 +13,15 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // On the real API server, a scale-up to 10 (each Pod created, bound, Running, Ready: a burst of
 // events and status changes) never makes a status write conflict with the controller's own
 // previous one: each sync waits for its last status write to reach the informer.
 func TestAPIServerStatusWritesNeverConflict(t *testing.T) {
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	ns := env.Namespace()
 	rsc, err := NewReplicaSetController(env.Factory(), env.Client(), Options{
 		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](5*time.Millisecond, 50*time.Millisecond),

@@ -14,7 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // laggingWatch delivers each of inner's events lag after it happened, in order: an informer
@@ -81,7 +81,7 @@ func (w *laggingWatch) Stop()                          { w.once.Do(func() { clos
 // Conflict). The fence on each status write makes the next sync wait for the write instead:
 // a scale-up with its many status changes never conflicts.
 func TestStatusWritesNeverConflictWithALaggingInformer(t *testing.T) {
-	e := newTestEnv(t, envOptions{kubelet: true, noStart: true, beforeInformers: func(env *controllertest.FakeEnv) {
+	e := newTestEnv(t, envOptions{kubelet: true, noStart: true, beforeInformers: func(env *testkit.FakeEnv) {
 		tracker := env.Cluster().Tracker()
 		env.Cluster().Clientset().PrependWatchReactor("replicasets", func(action clienttesting.Action) (bool, watch.Interface, error) {
 			var opts metav1.ListOptions

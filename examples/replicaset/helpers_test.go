@@ -22,17 +22,17 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 const ns = "default"
 
-// testEnv is a fake cluster with API-server writes (controllertest's fake, with its fault
+// testEnv is a fake cluster with API-server writes (testkit's fake, with its fault
 // injection), the controller under test, and helpers.
 type testEnv struct {
-	*controllertest.FakeEnv
+	*testkit.FakeEnv
 	t   *testing.T
 	ctx context.Context
 	rsc *ReplicaSetController
@@ -47,12 +47,12 @@ type envOptions struct {
 	noStart bool // build the controller but do not run it (tests that call Reconcile)
 	// beforeInformers runs before the controller asks for its informers, to install watch
 	// reactors.
-	beforeInformers func(*controllertest.FakeEnv)
+	beforeInformers func(*testkit.FakeEnv)
 }
 
 func newTestEnv(t *testing.T, eo envOptions) *testEnv {
 	t.Helper()
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	e := &testEnv{FakeEnv: env, t: t, ctx: env.Context(), everPod: map[types.UID]bool{}}
 	if eo.beforeInformers != nil {
 		eo.beforeInformers(env)
@@ -108,7 +108,7 @@ func (e *testEnv) assertEverSeen(n int, msg string) {
 // get through even when the fake fails a share of them.
 func retryInjected(fn func() error) error {
 	return retry.OnError(wait5ms, func(err error) bool {
-		return errors.Is(err, controllertest.ErrInjected) || isConflict(err)
+		return errors.Is(err, testkit.ErrInjected) || isConflict(err)
 	}, fn)
 }
 
@@ -255,7 +255,7 @@ type heldWatches struct {
 	once    sync.Once
 }
 
-func holdPodWatches(env *controllertest.FakeEnv) *heldWatches {
+func holdPodWatches(env *testkit.FakeEnv) *heldWatches {
 	h := &heldWatches{release: make(chan struct{})}
 	tracker := env.Cluster().Tracker()
 	env.Cluster().Clientset().PrependWatchReactor("pods", func(action clienttesting.Action) (bool, watch.Interface, error) {

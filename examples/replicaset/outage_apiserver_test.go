@@ -13,20 +13,20 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // An operator's outage, black box: the binary runs with its default flags against an API
-// server whose packets are then dropped (controllertest.Outage). It says so in its log within
+// server whose packets are then dropped (testkit.Outage). It says so in its log within
 // its probe interval, says when the server answers again, and then reconciles the change made
 // meanwhile. A SIGTERM during a second outage ends it cleanly, and its log says what the
 // shutdown waited for: the controllers' in-flight reconciles and the bounded lease release.
 func TestAPIServerOutageIsLoggedAndShutdownEnds(t *testing.T) {
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	ns := env.Namespace()
-	outage := controllertest.NewOutage(t, env.Config())
+	outage := testkit.NewOutage(t, env.Config())
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, demo.WriteKubeconfig(path, outage.Config()))
 	ctx, cancel := context.WithCancel(env.Context())

@@ -12,10 +12,10 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
 	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // The shipped manifests are least privilege, proven on a real API server: with deploy/rbac.yaml
@@ -26,7 +26,7 @@ import (
 func TestAPIServerLeastPrivilege(t *testing.T) {
 	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/deployment.yaml", "deploy/metrics-reader.yaml")
 	require.NoError(t, err)
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	in := rbactest.Apply(t, env, m)
 	ns, client := env.Namespace(), env.Client()
 
@@ -87,7 +87,7 @@ func TestAPIServerLeastPrivilege(t *testing.T) {
 func TestAPIServerLeastPrivilegeInformer(t *testing.T) {
 	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/deployment.yaml")
 	require.NoError(t, err)
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	in := rbactest.Apply(t, env, m)
 	ns, client := env.Namespace(), env.Client()
 	k, err := kubelet.New(client, kubelet.Options{Namespace: ns, StartupDelay: -1})
@@ -113,7 +113,7 @@ func TestAPIServerLeastPrivilegeInformer(t *testing.T) {
 func TestAPIServerShardingLeastPrivilege(t *testing.T) {
 	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/sharding.yaml", "deploy/deployment.yaml")
 	require.NoError(t, err)
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	in := rbactest.Apply(t, env, m)
 	patchRS := rbactest.Access{Verb: "patch", Group: "apps", Resource: "replicasets", ClusterScoped: true}
 	in.Revoke("ClusterRole", "ctrlkit-replicaset-sharding", patchRS)

@@ -21,11 +21,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
 	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/manager"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // Issue 28, on a real API server: without "create pods" a scaled-up ReplicaSet fails its syncs
@@ -42,7 +42,7 @@ import (
 func TestAPIServerConvergesAfterRetriesAreExhausted(t *testing.T) {
 	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/deployment.yaml")
 	require.NoError(t, err)
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	in := rbactest.Apply(t, env, m)
 	ns, admin := env.Namespace(), env.Client()
 

@@ -23,12 +23,12 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
 	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/sharding"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // envRunMain makes the test binary run the example's main instead of the tests (TestMain).
@@ -56,7 +56,7 @@ const (
 func TestAPIServerShardedThreeProcesses(t *testing.T) {
 	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/sharding.yaml", "deploy/deployment.yaml")
 	require.NoError(t, err)
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	in := rbactest.Apply(t, env, m)
 	ctx, ns, client := env.Context(), env.Namespace(), env.Client()
 
@@ -308,7 +308,7 @@ type overlap struct {
 	bad    []string
 }
 
-func watchOverlap(t *testing.T, env *controllertest.Env) *overlap {
+func watchOverlap(t *testing.T, env *testkit.Env) *overlap {
 	t.Helper()
 	o := &overlap{ns: env.Namespace(), wanted: map[string]int32{}, live: map[string]map[string]bool{}}
 	pods, err := informer.For[*corev1.Pod](env.Factory())

@@ -24,11 +24,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
 	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
 	"github.com/ctrlkit/ctrlkit/sharding"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // The work of issue 17's benchmark: 200 ReplicaSets of 5 Pods.
@@ -101,7 +101,7 @@ var benchRuns atomic.Int64
 func BenchmarkShardedConverge(b *testing.B) {
 	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/sharding.yaml", "deploy/deployment.yaml")
 	require.NoError(b, err)
-	env := controllertest.NewAPIServer(b)
+	env := testkit.NewAPIServer(b)
 	in := rbactest.Apply(b, env, m)
 	k, err := kubelet.New(env.Client(), kubelet.Options{Namespace: in.Namespace, StartupDelay: -1})
 	require.NoError(b, err)

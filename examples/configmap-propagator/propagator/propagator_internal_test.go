@@ -9,13 +9,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // An unparsable selector is bad input: Reconcile says so with a Terminal error (the worker loop
 // does not retry it) and leaves existing copies alone.
 func TestInvalidSelectorIsTerminal(t *testing.T) {
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	ctx := env.Context()
 	_, err := env.Client().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -51,7 +51,7 @@ func TestInvalidSelectorIsTerminal(t *testing.T) {
 }
 
 func TestTakenNameAsksForARequeue(t *testing.T) {
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	ctx := env.Context()
 	_, err := env.Client().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a",
 		Labels: map[string]string{LabelPropagate: "true"}}}, metav1.CreateOptions{})

@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/configmap-propagator/propagator"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -24,13 +24,13 @@ const src = "platform"
 // cluster is a fake cluster with API-server writes, the propagator running on it, and helpers.
 type cluster struct {
 	t   *testing.T
-	env *controllertest.FakeEnv
+	env *testkit.FakeEnv
 	ctx context.Context
 }
 
 func newCluster(t *testing.T, opts propagator.Options, objs ...runtime.Object) *cluster {
 	t.Helper()
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	c := &cluster{t: t, env: env, ctx: env.Context()}
 	for _, obj := range objs {
 		c.create(obj)
@@ -196,7 +196,7 @@ func TestTakenNamesAreLeftAloneAndRetriedLater(t *testing.T) {
 }
 
 func TestConvergesThroughWriteFailures(t *testing.T) {
-	env := controllertest.NewFake(t)
+	env := testkit.NewFake(t)
 	c := &cluster{t: t, env: env, ctx: env.Context()}
 	c.create(namespace(src, nil))
 	for _, ns := range []string{"a", "b", "c", "d", "e"} {

@@ -17,9 +17,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // An example binary against a cluster serves /metrics securely by default (a self-signed
@@ -28,7 +28,7 @@ import (
 // RBAC manifests can be checked: run the binary with --kubeconfig, find the metrics address in
 // its "Serving" log line, GET https://ADDR/metrics with "Authorization: Bearer TOKEN".
 func TestRunServesSecureMetricsAPIServer(t *testing.T) {
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	ctx, ns, admin := env.Context(), env.Namespace(), env.Client()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, demo.WriteKubeconfig(kubeconfig, env.Config()))

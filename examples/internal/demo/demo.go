@@ -106,7 +106,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 // Await polls cond every interval until it reports true, returns an error, or timeout passes
 // (then the error matches ErrNotConverged and names what). Demos use it to wait for a
-// controller to converge; tests should rather wait for a quiet controller (controllertest).
+// controller to converge; tests should rather wait for a quiet controller (testkit).
 func Await(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, error)) error {
 	const interval = 50 * time.Millisecond
 	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, cond)

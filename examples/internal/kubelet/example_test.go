@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
+	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
 )
 
 // A Pod created on the in-memory cluster is bound to a node and turns Running and Ready.

@@ -112,7 +112,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 }
 
 // Name and Stats report on the Kubelet's work queue, so test kits
-// (controllertest.Env.RunController and WaitForQuiet) can wait until it has nothing to do.
+// (testkit.Env.RunController and WaitForQuiet) can wait until it has nothing to do.
 // Pods waiting out their startup delay do not count as work.
 func (k *Kubelet) Name() string { return "kubelet" }
 

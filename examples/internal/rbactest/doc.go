@@ -6,7 +6,7 @@
 // Load reads the manifests (a stream of YAML documents per file) and checks what can be
 // checked without a server: no wildcards in any rule, one ServiceAccount, a Deployment that runs
 // as it with a restricted security context and probes on the health port (CheckDeployment).
-// Apply installs them on a controllertest API server Env, in the test's namespace instead of
+// Apply installs them on a testkit API server Env, in the test's namespace instead of
 // theirs (cluster-scoped names get the namespace as suffix, so tests sharing a server stay
 // apart), mints a token for the ServiceAccount (TokenRequest) and writes the kubeconfig the
 // Deployment mounts with that token and the cluster's CA as the only credentials. Start then

@@ -27,7 +27,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // serviceAccountDir is where the kubelet mounts a Pod's ServiceAccount token and the cluster's
@@ -41,7 +41,7 @@ const awaitTimeout = 30 * time.Second
 // Install is an example's manifests applied to a test API server, in the test's namespace.
 type Install struct {
 	t      testing.TB
-	env    *controllertest.Env
+	env    *testkit.Env
 	client kubernetes.Interface // the admin's, for setting up and for access reviews
 	m      *Manifests
 	names  map[string]string // cluster-scoped names in the manifests -> on the server
@@ -70,7 +70,7 @@ type Install struct {
 // its Pod template must pass the restricted Pod Security Standard; nothing runs it. Apply then
 // waits until the authorizer grants every rule bound to the ServiceAccount, mints a token for
 // it and writes the kubeconfig the binary gets. Failures fail the test.
-func Apply(t testing.TB, env *controllertest.Env, m *Manifests) *Install {
+func Apply(t testing.TB, env *testkit.Env, m *Manifests) *Install {
 	t.Helper()
 	ns := env.Namespace()
 	in := &Install{t: t, env: env, client: env.Client(), m: m, names: map[string]string{}, Namespace: ns,

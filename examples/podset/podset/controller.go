@@ -81,7 +81,7 @@ type Options struct {
 }
 
 // Controller keeps every PodSet's Pods at spec.replicas. It is a ctrlkit controller (it embeds
-// *controller.Controller, so a Manager runs it and tests can run it with controllertest) and
+// *controller.Controller, so a Manager runs it and tests can run it with testkit) and
 // its Reconcile method can be called directly in tests.
 type Controller struct {
 	*controller.Controller[controller.Key]

@@ -21,16 +21,16 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest/fakecluster"
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/examples/podset/podset"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/testkit"
+	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
 )
 
 // The shared API server (TestFinalizerAgainstARealAPIServer) is stopped before goleak looks.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(controllertest.WithSharedAPIServer(m)) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(testkit.WithSharedAPIServer(m)) }
 
 const quiet = 10 * time.Second // WaitForQuiet's deadline: generous, it returns as soon as quiet
 
@@ -42,7 +42,7 @@ var podSetResource = fakecluster.Resource{GVR: v1alpha1.GVR, Kind: v1alpha1.Kind
 // inspected), a PodSet client and an event recorder that keeps what it gets.
 type cluster struct {
 	t        *testing.T
-	env      *controllertest.FakeEnv
+	env      *testkit.FakeEnv
 	factory  *informer.Factory
 	podsets  *customresource.Client[*v1alpha1.PodSet]
 	recorder *record.FakeRecorder
@@ -53,7 +53,7 @@ type cluster struct {
 
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
-	env := controllertest.NewFakeWithOptions(t, controllertest.FakeOptions{Resources: []fakecluster.Resource{podSetResource}})
+	env := testkit.NewFakeWithOptions(t, testkit.FakeOptions{Resources: []fakecluster.Resource{podSetResource}})
 	podsets, err := customresource.NewClient[*v1alpha1.PodSet](env.Dynamic(), v1alpha1.GVR)
 	require.NoError(t, err)
 	c := &cluster{t: t, env: env, podsets: podsets, recorder: record.NewFakeRecorder(1000)}

@@ -22,10 +22,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/examples/podset/podset"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // The PodSet cache is typed: listers and handlers of informer.ForResource hand out
@@ -367,7 +367,7 @@ func TestCreateFailuresAreReportedAndRetried(t *testing.T) {
 	c.env.FailWrites(100, "create")
 
 	_, err := ctrl.Reconcile(c.ctx(), key("web"))
-	require.ErrorIs(t, err, controllertest.ErrInjected)
+	require.ErrorIs(t, err, testkit.ErrInjected)
 	assert.Len(t, c.podActions("create"), 1, "slow start: the first batch is one Pod")
 	assert.Equal(t, 1, countPrefix(c.events(), "Warning "+podset.ReasonFailedCreate+" Error creating"))
 	got := c.get("web")
@@ -405,7 +405,7 @@ func TestDeleteFailuresAreReportedAndNotSlowStarted(t *testing.T) {
 	c.env.FailWrites(100, "delete")
 
 	_, err := ctrl.Reconcile(c.ctx(), key("web"))
-	require.ErrorIs(t, err, controllertest.ErrInjected)
+	require.ErrorIs(t, err, testkit.ErrInjected)
 	assert.Len(t, c.podActions("delete"), 3, "every delete was sent in the first Reconcile")
 	assert.Equal(t, 3, countPrefix(c.events(), "Warning "+podset.ReasonFailedDelete+" Error deleting"))
 	failure := condition(c.get("web"), v1alpha1.ConditionReplicaFailure)

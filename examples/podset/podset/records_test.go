@@ -13,12 +13,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/examples/podset/podset"
 	"github.com/ctrlkit/ctrlkit/finalizer"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 // With Options.Records every PodSet gets a record outside the cluster and the finalizer that
@@ -74,7 +74,7 @@ func TestFailingCleanupKeepsThePodSet(t *testing.T) {
 // count: the PodSet stays while the cleanup fails and goes once it succeeded, the cleanup
 // having run exactly once successfully.
 func TestFinalizerAgainstARealAPIServer(t *testing.T) {
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	ctx := env.Context()
 	require.NoError(t, customresource.EnsureCRDFromYAML(ctx, env.Dynamic(), v1alpha1.CRDManifest))
 	factory := informer.NewFactory(env.Client(), informer.WithDynamicClient(env.Dynamic()),

@@ -15,18 +15,18 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/examples/podset/podsetwebhook"
+	"github.com/ctrlkit/ctrlkit/testkit"
 	"github.com/ctrlkit/ctrlkit/webhook"
 )
 
 // serveWebhooks runs a webhook Server with the PodSet webhooks in the test process until the
 // test ends, and returns where the API server reaches it.
-func serveWebhooks(t *testing.T, env *controllertest.Env, opts webhook.ServerOptions) (controllertest.WebhookServer, string) {
+func serveWebhooks(t *testing.T, env *testkit.Env, opts webhook.ServerOptions) (testkit.WebhookServer, string) {
 	t.Helper()
-	dir, ca := controllertest.WebhookCerts(t)
+	dir, ca := testkit.WebhookCerts(t)
 	opts.Addr, opts.CertDir = "127.0.0.1:0", dir
 	srv, err := webhook.NewServer(opts)
 	require.NoError(t, err)
@@ -38,11 +38,11 @@ func serveWebhooks(t *testing.T, env *controllertest.Env, opts webhook.ServerOpt
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		return srv.Addr() != "", nil
 	}))
-	return controllertest.WebhookServer{URL: "https://" + srv.Addr(), CABundle: ca.CAPEM}, dir
+	return testkit.WebhookServer{URL: "https://" + srv.Addr(), CABundle: ca.CAPEM}, dir
 }
 
 // installAdmission installs the PodSet webhook configurations, scoped to env's namespace.
-func installAdmission(t *testing.T, env *controllertest.Env, s controllertest.WebhookServer) {
+func installAdmission(t *testing.T, env *testkit.Env, s testkit.WebhookServer) {
 	t.Helper()
 	mutating, validating := podsetwebhook.Configurations("", admissionregistrationv1.WebhookClientConfig{})
 	mutating.GenerateName, validating.GenerateName = "podset-"+env.Namespace()+"-", "podset-"+env.Namespace()+"-"
@@ -61,7 +61,7 @@ func sample(ns, name string) *v1alpha1.PodSet {
 // Through a real kube-apiserver: an invalid PodSet is refused with the validator's message,
 // defaults appear on created objects, and the selector cannot be changed.
 func TestAdmissionThroughTheAPIServer(t *testing.T) {
-	env := controllertest.SharedAPIServer(t)
+	env := testkit.SharedAPIServer(t)
 	ctx, ns := env.Context(), env.Namespace()
 	require.NoError(t, customresource.EnsureCRDFromYAML(ctx, env.Dynamic(), v1alpha1.CRDManifest))
 	podsets, err := customresource.NewClient[*v1alpha1.PodSet](env.Dynamic(), v1alpha1.GVR)

@@ -18,11 +18,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/certwatcher"
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1beta1"
 	"github.com/ctrlkit/ctrlkit/examples/podset/podset"
+	"github.com/ctrlkit/ctrlkit/testkit"
 	"github.com/ctrlkit/ctrlkit/webhook"
 )
 
@@ -32,7 +32,7 @@ import (
 // clients use both versions; and a certificate rotation while requests go on fails none. Its
 // own API server: the test changes the cluster-scoped CRD.
 func TestConversionThroughTheAPIServer(t *testing.T) {
-	env := controllertest.NewAPIServer(t)
+	env := testkit.NewAPIServer(t)
 	ctx, ns := env.Context(), env.Namespace()
 	// The rotation replaces the CA too (SelfSigned keeps no CA key), so the caBundle trusts
 	// both CAs from the start, as a CA rotation does.

@@ -5,9 +5,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/ctrlkit/ctrlkit/controller/controllertest"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(controllertest.WithSharedAPIServer(m))
+	goleak.VerifyTestMain(testkit.WithSharedAPIServer(m))
 }

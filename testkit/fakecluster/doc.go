@@ -1,0 +1,59 @@
+// Package fakecluster is an in-memory Kubernetes cluster for tests and demos: one store of
+// objects with one resourceVersion counter, served through two front ends that apply the same
+// API-server rules — client-go's typed fake clientset (Clientset) and a dynamic client (Dynamic).
+// A ConfigMap created through the typed client reads back through the dynamic one and the other
+// way round, and custom resources live in the same store with the same rules as built-in kinds.
+//
+// client-go's plain fakes store objects as the client sent them. A controller then sees Pods
+// without names (generateName is ignored), without UIDs (owner references point nowhere), and
+// updates that keep the resourceVersion, which client-go's informers treat as resyncs and hide
+// from most handlers; a status update from a stale cached copy silently reverts a spec change.
+// This cluster does what an API server does on every write instead:
+//
+//   - create: a name from generateName, a UID, creationTimestamp, generation 1 and a
+//     resourceVersion; a resourceVersion sent with a create is rejected; for a resource with a
+//     status subresource the client's status is dropped (Pods start Pending, Namespaces Active);
+//   - update and patch (JSON and merge patch; strategic merge patch for built-in kinds only, a
+//     custom resource answers 415 Unsupported Media Type as from an API server): a resourceVersion
+//     or UID sent is a precondition (Conflict when stale, so optimistic concurrency works);
+//     metadata the server owns (uid, creationTimestamp, deletionTimestamp) is kept; with a status
+//     subresource the main resource keeps the stored status and "status" changes nothing but the
+//     status; generation is bumped when anything outside metadata (and status) changed; every
+//     write gets a new resourceVersion, unique and increasing across all resources, like etcd's
+//     revision;
+//   - delete: UID and resourceVersion preconditions; DeleteCollection with label selectors; an
+//     object with finalizers is only marked (deletionTimestamp, once) and goes when an update
+//     removes its last finalizer; no finalizer can be added to an object being deleted;
+//   - pods/binding: assigns a Pending Pod to a node once (spec.nodeName and the PodScheduled
+//     condition), as the scheduler does through the API;
+//   - list and watch: label selectors, and field selectors on any field path (an API server
+//     supports only a few per kind); a modification that takes an object out of a watch's
+//     selectors is a Deleted event, one that brings it in an Added event; a list carries the cluster's resourceVersion, and a watch from it (or from any
+//     event's) replays every change since, so an informer that lists and then watches misses
+//     nothing; a resourceVersion older than Options.EventHistory writes answers 410 Gone, and
+//     informers list again; watch events carry copies that share no memory with the store.
+//
+// What it does not do: validation, defaulting, admission, namespace existence checks, graceful
+// deletion periods (a delete without finalizers is immediate), garbage collection (deleting an owner leaves
+// its dependents), server-side apply (refused with BadRequest), watch-list streaming or the scale
+// subresource. Tests that depend on any of that belong on a real API server
+// (testkit.NewAPIServer).
+//
+// # Custom resources
+//
+// A custom resource is declared as its CRD would declare it, with a Resource in
+// Options.Resources (GVR, kind, scope, status subresource); an unstructured seed object of an
+// unknown kind declares its kind too, and so does creating (or seeding) the
+// CustomResourceDefinition itself (CRDResource): the cluster then serves every served version and
+// reports the CRD Established at once, so code that installs its CRD and waits for it
+// (customresource.EnsureCRDFromYAML) runs unchanged. Deleting a CRD leaves its resources served. A request for a resource that is neither built in nor
+// declared fails with an UndeclaredResourceError (a 404 naming the resource and this option),
+// never a panic.
+//
+// # Reactors, faults and recorded requests
+//
+// Both front ends send every request through the typed clientset's reaction chain: reactors
+// prepended with Clientset().PrependReactor (fault injection, latency, a test's own answers)
+// see typed and dynamic requests alike, before the cluster serves them, and Actions records
+// both. The clientset's own Tracker is not this cluster's store; use Cluster.Tracker.
+package fakecluster

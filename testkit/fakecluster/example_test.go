@@ -1,0 +1,82 @@
+package fakecluster_test
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
+)
+
+// A Pod created with generateName gets a name, a UID and a resourceVersion, as from an API
+// server; client-go's plain fake clientset would store it nameless.
+func ExampleNew() {
+	cluster, err := fakecluster.New()
+	if err != nil {
+		panic(err)
+	}
+	pod, err := cluster.Clientset().CoreV1().Pods("default").Create(context.Background(), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "web-", Namespace: "default"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(len(pod.Name) == len("web-")+5, pod.UID != "", pod.ResourceVersion != "", pod.Status.Phase)
+	// Output: true true true Pending
+}
+
+// The typed and the dynamic client share one store: what one writes, the other reads.
+func ExampleCluster_Dynamic() {
+	ctx := context.Background()
+	cluster, _ := fakecluster.New()
+	_, _ = cluster.Clientset().CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "settings"}, Data: map[string]string{"mode": "fast"},
+	}, metav1.CreateOptions{})
+
+	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	u, _ := cluster.Dynamic().Resource(configMaps).Namespace("default").Get(ctx, "settings", metav1.GetOptions{})
+	mode, _, _ := unstructured.NestedString(u.Object, "data", "mode")
+	fmt.Println(u.GetKind(), mode)
+	// Output: ConfigMap fast
+}
+
+// A status update of a custom resource with a status subresource changes only the status and
+// leaves generation alone; a spec update bumps generation; a stale update conflicts.
+func ExampleNewWithOptions() {
+	ctx := context.Background()
+	gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	cluster, err := fakecluster.NewWithOptions(fakecluster.Options{
+		Resources: []fakecluster.Resource{{GVR: gvr, Kind: "Widget", Namespaced: true, StatusSubresource: true}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	widgets := cluster.Dynamic().Resource(gvr).Namespace("default")
+	w := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w"},
+		"spec":     map[string]any{"size": int64(1)},
+	}}
+	w, _ = widgets.Create(ctx, w, metav1.CreateOptions{})
+
+	st := w.DeepCopy()
+	st.Object["status"] = map[string]any{"seen": int64(1)}
+	st.Object["spec"] = map[string]any{"size": int64(99)} // ignored by /status
+	st, _ = widgets.UpdateStatus(ctx, st, metav1.UpdateOptions{})
+	fmt.Println(st.Object["spec"], st.Object["status"], st.GetGeneration())
+
+	st.Object["spec"] = map[string]any{"size": int64(2)}
+	up, _ := widgets.Update(ctx, st, metav1.UpdateOptions{})
+	fmt.Println(up.Object["spec"], up.GetGeneration())
+
+	_, err = widgets.Update(ctx, st, metav1.UpdateOptions{}) // st's resourceVersion is stale now
+	fmt.Println(err)
+	// Output:
+	// map[size:1] map[seen:1] 1
+	// map[size:2] 2
+	// Operation cannot be fulfilled on widgets.example.com "w": the object has been modified; please apply your changes to the latest version and try again
+}
