@@ -28,6 +28,6 @@ func (c *Controller[K]) SetAdmission(a Admission[K]) error {
 	if c.ran {
 		return fmt.Errorf("controller %q: setting an admission step: %w", c.name, ErrAlreadyStarted)
 	}
-	c.gate = a
+	c.admission = a
 	return nil
 }

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/util/workqueue"
+	kworkqueue "k8s.io/client-go/util/workqueue"
 
 	"github.com/ctrlkit/ctrlkit/informer"
 )
@@ -114,7 +114,7 @@ func TestChaosConvergesWithFailingWrites(t *testing.T) {
 		Workers: 8,
 		// Per-item backoff only: the default's overall 10 qps bucket protects
 		// a real API server and would only slow this test down.
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[Key](time.Millisecond, 100*time.Millisecond),
+		RateLimiter: kworkqueue.NewTypedItemExponentialFailureRateLimiter[Key](time.Millisecond, 100*time.Millisecond),
 	})
 	require.NoError(t, err)
 	require.NoError(t, Watch(c, srcInf, EnqueueObject))

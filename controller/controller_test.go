@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
+	kworkqueue "k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	testingclock "k8s.io/utils/clock/testing"
 )
@@ -27,7 +27,7 @@ var errBoom = errors.New("boom")
 
 func TestNewRejectsBadOptions(t *testing.T) {
 	ok := ReconcilerFunc[string](func(context.Context, string) (Result, error) { return Result{}, nil })
-	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	q := kworkqueue.NewTypedRateLimitingQueue(kworkqueue.DefaultTypedControllerRateLimiter[string]())
 	defer q.ShutDown()
 	cases := []struct {
 		name  string
@@ -43,7 +43,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"retries and no retries", "c", ok, Options[string]{MaxRetries: 3, NoRetries: true}, "MaxRetries"},
 		{"negative timeout", "c", ok, Options[string]{ReconcileTimeout: -time.Second}, "ReconcileTimeout"},
 		{"negative sync timeout", "c", ok, Options[string]{CacheSyncTimeout: -time.Second}, "CacheSyncTimeout"},
-		{"queue and limiter", "c", ok, Options[string]{Queue: q, RateLimiter: workqueue.DefaultTypedControllerRateLimiter[string]()}, "RateLimiter"},
+		{"queue and limiter", "c", ok, Options[string]{Queue: q, RateLimiter: kworkqueue.DefaultTypedControllerRateLimiter[string]()}, "RateLimiter"},
 		{"unknown exhausted policy", "c", ok, Options[string]{Exhausted: ExhaustedPolicy(7)}, "Exhausted"},
 		{"give up with no retries", "c", ok, Options[string]{Exhausted: GiveUp, NoRetries: true}, "Exhausted"},
 		{"give up with retry forever", "c", ok, Options[string]{Exhausted: GiveUp, MaxRetries: RetryForever}, "Exhausted"},
@@ -120,7 +120,7 @@ func TestMaxRetriesAndNoRetries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := testingclock.NewFakeClock(t0)
 			s := newScript(clk, func(int, string) (Result, error) { return Result{}, errBoom })
-			q := newSpyQueue("retries", clk, workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), nil)
+			q := newSpyQueue("retries", clk, kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), nil)
 			tc.opts.Queue = q
 			c, err := New("retries", Reconciler[string](s), tc.opts)
 			require.NoError(t, err)
@@ -153,7 +153,7 @@ func TestRetryForever(t *testing.T) {
 		}
 		return Result{}, nil
 	})
-	q := newSpyQueue("forever", clk, workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), nil)
+	q := newSpyQueue("forever", clk, kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), nil)
 	c, err := New("forever", Reconciler[string](s), Options[string]{Queue: q, MaxRetries: RetryForever})
 	require.NoError(t, err)
 	ctx, _ := testLogger(t)
@@ -219,8 +219,8 @@ func TestRequeueAfterIsHonoured(t *testing.T) {
 		}
 		return Result{}, nil
 	})
-	limiter := &recordingLimiter[string]{TypedRateLimiter: workqueue.DefaultTypedControllerRateLimiter[string]()}
-	q := newSpyQueue("requeue-after", clk, workqueue.TypedRateLimiter[string](limiter), nil)
+	limiter := &recordingLimiter[string]{TypedRateLimiter: kworkqueue.DefaultTypedControllerRateLimiter[string]()}
+	q := newSpyQueue("requeue-after", clk, kworkqueue.TypedRateLimiter[string](limiter), nil)
 	c, err := New("requeue-after", Reconciler[string](s), Options[string]{Queue: q})
 	require.NoError(t, err)
 	ctx, _ := testLogger(t)
@@ -244,8 +244,8 @@ func TestRequeueUsesRateLimiter(t *testing.T) {
 	s := newScript(clk, func(n int, _ string) (Result, error) {
 		return Result{Requeue: n < 3}, nil
 	})
-	limiter := &recordingLimiter[string]{TypedRateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute)}
-	spy := newSpyQueue("requeue", clk, workqueue.TypedRateLimiter[string](limiter), nil)
+	limiter := &recordingLimiter[string]{TypedRateLimiter: kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute)}
+	spy := newSpyQueue("requeue", clk, kworkqueue.TypedRateLimiter[string](limiter), nil)
 	c, err := New("requeue", Reconciler[string](s), Options[string]{Queue: spy})
 	require.NoError(t, err)
 	ctx, _ := testLogger(t)
@@ -277,8 +277,8 @@ func TestErrorWithRequeueAfterIsHandledAsError(t *testing.T) {
 		}
 		return Result{}, nil
 	})
-	limiter := &recordingLimiter[string]{TypedRateLimiter: workqueue.DefaultTypedControllerRateLimiter[string]()}
-	q := newSpyQueue("err-and-after", clk, workqueue.TypedRateLimiter[string](limiter), nil)
+	limiter := &recordingLimiter[string]{TypedRateLimiter: kworkqueue.DefaultTypedControllerRateLimiter[string]()}
+	q := newSpyQueue("err-and-after", clk, kworkqueue.TypedRateLimiter[string](limiter), nil)
 	c, err := New("err-and-after", Reconciler[string](s), Options[string]{Queue: q})
 	require.NoError(t, err)
 	ctx, logs := testLogger(t)
@@ -396,14 +396,14 @@ func TestRePanicPropagatesAfterDone(t *testing.T) {
 	var recovered any
 	func() {
 		defer func() { recovered = recover() }()
-		c.worker(context.Background(), q, klog.Background())
+		c.worker(context.Background(), q, c.pipeline(nil), klog.Background())
 	}()
 	assert.Equal(t, "crash", recovered)
 	assert.Equal(t, 0, c.Stats().InFlight)
 	// Done ran: the key is not stuck in processing, so it can be handed out again.
 	c.Enqueue("k")
 	assert.Equal(t, 1, c.Stats().Queued)
-	q.ShutDown()
+	q.shutDown()
 }
 
 func TestReconcileContextCarriesLoggerAndDeadline(t *testing.T) {
@@ -539,7 +539,7 @@ func TestResultPriorityIsHonoured(t *testing.T) {
 				return Result{}, nil
 			})
 			c, err := New("priority", Reconciler[string](r), Options[string]{
-				RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](0, 0),
+				RateLimiter: kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](0, 0),
 			})
 			require.NoError(t, err)
 			ctx, _ := testLogger(t)
@@ -571,7 +571,7 @@ func TestRetryingCountsKeysInBackoff(t *testing.T) {
 		}
 		return Result{}, nil
 	})
-	q := newSpyQueue("retrying", clk, workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), nil)
+	q := newSpyQueue("retrying", clk, kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), nil)
 	c, err := New("retrying", Reconciler[string](s), Options[string]{Queue: q})
 	require.NoError(t, err)
 	ctx, _ := testLogger(t)

@@ -52,8 +52,15 @@ func FenceOn[T informer.Object, K comparable](c *Controller[K], inf informer.Inf
 	if c.ran {
 		return fmt.Errorf("controller %q: fencing on %s: %w", c.name, inf.Name(), ErrAlreadyStarted)
 	}
-	c.fenceOn = append(c.fenceOn, func() *fenceTarget { return newFenceTarget(inf) })
+	c.fenceOn = append(c.fenceOn, fenceDecl{mk: func() *fenceTarget { return newFenceTarget(inf) }})
 	return nil
+}
+
+// fenceDecl is an informer named for fences before Run: by FenceOn, or by
+// a Watch (watched), whose handler then also releases the fences.
+type fenceDecl struct {
+	mk      func() *fenceTarget
+	watched bool
 }
 
 // Fence records, from inside a Reconcile, that the key being reconciled must not be handed to
@@ -129,6 +136,10 @@ type fenceTarget struct {
 	// register adds the release handler; it returns the function that removes it.
 	register func(observe func(namespace, name, rv string, deleting, deleted bool)) (func() error, error)
 
+	// fed: a Watch of this informer shows the table its events from its own
+	// handler registration; register is not used.
+	fed bool
+
 	once   sync.Once
 	remove func() error // set by once; nil when registering failed
 	err    error
@@ -147,27 +158,34 @@ func newFenceTarget[T informer.Object](inf informer.Informer[T]) *fenceTarget {
 			return obj.GetResourceVersion(), obj.GetDeletionTimestamp() != nil, true
 		},
 		register: func(observe func(namespace, name, rv string, deleting, deleted bool)) (func() error, error) {
-			reg, err := inf.AddHandler(informer.HandlerFuncs[T]{
-				OnAdd: func(obj T, _ bool) {
-					observe(obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion(), obj.GetDeletionTimestamp() != nil, false)
-				},
-				OnUpdate: func(_, obj T) {
-					observe(obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion(), obj.GetDeletionTimestamp() != nil, false)
-				},
-				// A watched delete carries the version the object was deleted at; a delete
-				// inferred on a relist carries the last version the cache had, which says
-				// nothing of when the object went: "" (unknown).
-				OnDelete: func(obj T) {
-					observe(obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion(), true, true)
-				},
-				OnDeleteFinalStateUnknown: func(_ string, obj T) {
-					observe(obj.GetNamespace(), obj.GetName(), "", true, true)
-				},
-			})
+			reg, err := inf.AddHandler(fenceRelease[T](observe))
 			if err != nil {
 				return nil, err
 			}
 			return func() error { return inf.RemoveHandler(reg) }, nil
+		},
+	}
+}
+
+// fenceRelease is the handler that shows fences each event of an informer
+// of T: the watched informer's fan-out has it, other fenced informers
+// register it alone.
+func fenceRelease[T informer.Object](observe func(namespace, name, rv string, deleting, deleted bool)) informer.Handler[T] {
+	return informer.HandlerFuncs[T]{
+		OnAdd: func(obj T, _ bool) {
+			observe(obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion(), obj.GetDeletionTimestamp() != nil, false)
+		},
+		OnUpdate: func(_, obj T) {
+			observe(obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion(), obj.GetDeletionTimestamp() != nil, false)
+		},
+		// A watched delete carries the version the object was deleted at; a delete
+		// inferred on a relist carries the last version the cache had, which says
+		// nothing of when the object went: "" (unknown).
+		OnDelete: func(obj T) {
+			observe(obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion(), true, true)
+		},
+		OnDeleteFinalStateUnknown: func(_ string, obj T) {
+			observe(obj.GetNamespace(), obj.GetName(), "", true, true)
 		},
 	}
 }
@@ -219,24 +237,33 @@ func (ft *fenceTable[K]) autoTarget(typ reflect.Type) *fenceTarget {
 }
 
 // startFences builds the fence table when Options.Fences is set, registers the release
-// handlers of the informers known now and publishes the table.
-func (c *Controller[K]) startFences(logger klog.Logger, q *runQueue[K]) *fenceTable[K] {
+// handlers of the informers known now that no Watch feeds, and publishes the table.
+func (c *Controller[K]) startFences(logger klog.Logger, q queue[K]) *fenceTable[K] {
 	if c.fenceOpts == nil {
 		return nil
 	}
+	requeue := func(k K, t Trigger) { addTrigger(q, k, t) }
 	if ft := c.fences.Load(); ft != nil { // kept from an earlier Run
-		ft.nextTerm(logger, c.cm, q.addTrigger)
+		ft.nextTerm(logger, c.cm, requeue)
 		return ft
 	}
 	ft := newFenceTable[K](c.fenceOpts, c.clock)
 	ft.logger = logger
 	ft.cm = c.cm
-	ft.requeue = q.addTrigger
+	ft.requeue = requeue
 	c.mu.Lock()
-	targets := c.fenceOn
+	decls := c.fenceOn
 	c.mu.Unlock()
-	for _, mk := range targets {
-		ft.declare(mk())
+	targets := make([]*fenceTarget, len(decls))
+	fed := make(map[any]bool)
+	for i, d := range decls {
+		targets[i] = d.mk()
+		if d.watched {
+			fed[targets[i].id] = true
+		}
+	}
+	for _, t := range targets {
+		ft.declare(t, fed[t.id])
 	}
 	c.fences.Store(ft)
 	return ft

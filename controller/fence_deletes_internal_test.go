@@ -68,7 +68,7 @@ func TestFenceTableKeepsOpenFencesForTheNextTerm(t *testing.T) {
 			return func() error { return nil }, nil
 		},
 	}
-	ft.declare(tgt)
+	ft.declare(tgt, false)
 	a, b := Key{Namespace: "ns", Name: "a"}, Key{Namespace: "ns", Name: "b"}
 	require.True(t, ft.add(a, tgt, "ns", "a", "5", versionFence))
 	require.True(t, ft.add(b, tgt, "ns", "b", "5", versionFence))

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"maps"
 	"reflect"
 	"slices"
 	"sync"
@@ -114,103 +113,6 @@ func newFenceTable[K comparable](opts *Fences, clk clock.Clock) *fenceTable[K] {
 		keys:    make(map[K]*keyFences),
 		objs:    make(map[objRef][]K),
 		carry:   make(map[K]Reasons),
-	}
-}
-
-// target returns the table's target for id, registering mk's on first use.
-func (ft *fenceTable[K]) target(id any, mk func() *fenceTarget) *fenceTarget {
-	ft.regMu.Lock()
-	t, ok := ft.targets[id]
-	if !ok {
-		t = mk()
-		ft.targets[id] = t
-	}
-	ft.regMu.Unlock()
-	ft.registerTarget(t)
-	return t
-}
-
-// declare makes t known before Run's workers start: its handler is registered now, and it
-// serves Auto for its type.
-func (ft *fenceTable[K]) declare(t *fenceTarget) {
-	t = ft.target(t.id, func() *fenceTarget { return t })
-	ft.regMu.Lock()
-	ft.byType[t.typ] = t
-	ft.regMu.Unlock()
-}
-
-func (ft *fenceTable[K]) registerTarget(t *fenceTarget) {
-	t.once.Do(func() {
-		t.remove, t.err = t.register(func(namespace, name, rv string, deleting, deleted bool) {
-			ft.observe(objRef{t: t, namespace: namespace, name: name}, rv, deleting, deleted)
-		})
-		if t.err != nil {
-			ft.logger.Error(t.err, "Cannot watch for write fences; fences on this informer wait for their TTL", "informer", t.name)
-			return
-		}
-		ft.regMu.Lock()
-		ft.removes = append(ft.removes, t.remove)
-		ft.regMu.Unlock()
-	})
-}
-
-// unregister removes the release handlers (Run is returning). The open fences stay for the
-// next Run; the keys held for this Run's queue are not held any more: the next Run's watches
-// queue every key again.
-func (ft *fenceTable[K]) unregister() {
-	ft.regMu.Lock()
-	removes := ft.removes
-	ft.removes = nil
-	ft.regMu.Unlock()
-	for _, rm := range removes {
-		if err := rm(); err != nil {
-			ft.logger.V(2).Info("Removing the fence handler failed", "err", err)
-		}
-	}
-	ft.mu.Lock()
-	defer ft.mu.Unlock()
-	for _, kf := range ft.keys {
-		kf.held, kf.why = false, Reasons{}
-	}
-	ft.held = 0
-	clear(ft.carry)
-	ft.carrying.Store(0)
-	ft.deletes = nil
-	ft.remembered.Store(0)
-}
-
-// nextTerm readies a table kept from an earlier Run for the next one, before its workers
-// start: the release handlers are registered again, and each open fence is judged against the
-// cache, which may have shown the write while no handler watched. A fence the cache cannot
-// release waits for an event or its TTL as before, so the new term does not act on a cache
-// that lacks the last term's writes (the same process often wins a lost Lease right back).
-func (ft *fenceTable[K]) nextTerm(logger klog.Logger, cm *controllerMetrics, requeue func(K, Trigger)) {
-	// No handler, worker or sweeper runs between two Runs: these need no lock.
-	ft.logger, ft.cm, ft.requeue = logger, cm, requeue
-	ft.regMu.Lock()
-	targets := slices.Collect(maps.Values(ft.targets))
-	ft.regMu.Unlock()
-	for _, t := range targets {
-		t.once, t.remove, t.err = sync.Once{}, nil, nil
-		ft.registerTarget(t)
-	}
-	ft.mu.Lock()
-	refs := slices.Collect(maps.Keys(ft.objs))
-	ft.mu.Unlock()
-	for _, ref := range refs {
-		if rv, deleting, found := ref.t.lookup(ref.namespace, ref.name); found {
-			ft.observe(ref, rv, deleting, false)
-			continue
-		}
-		// Gone from the cache: what a gone or removed fence waits for.
-		ft.mu.Lock()
-		for _, k := range slices.Clone(ft.objs[ref]) {
-			kf := ft.keys[k]
-			if i := slices.IndexFunc(kf.fences, func(f fenceRec) bool { return f.ref == ref }); i >= 0 && kf.fences[i].kind != versionFence {
-				ft.dropLocked(k, ref) // nothing is held: nothing to queue
-			}
-		}
-		ft.mu.Unlock()
 	}
 }
 

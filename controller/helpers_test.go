@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/util/workqueue"
+	kworkqueue "k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
@@ -18,7 +18,7 @@ import (
 
 // spyQueue records the calls the worker loop makes on its queue, in order.
 type spyQueue[K comparable] struct {
-	workqueue.TypedRateLimitingInterface[K]
+	kworkqueue.TypedRateLimitingInterface[K]
 	mu  sync.Mutex
 	ops []string
 	// delayed receives the key after each AddAfter/AddRateLimited returned,
@@ -32,16 +32,16 @@ type spyQueue[K comparable] struct {
 
 // newSpyQueue builds a client-go queue on clk with limiter (the default
 // controller limiter when nil) and metrics m (none when nil), wrapped in a spy.
-func newSpyQueue[K comparable](name string, clk *testingclock.FakeClock, limiter workqueue.TypedRateLimiter[K], m *Metrics) *spyQueue[K] {
+func newSpyQueue[K comparable](name string, clk *testingclock.FakeClock, limiter kworkqueue.TypedRateLimiter[K], m *Metrics) *spyQueue[K] {
 	if limiter == nil {
-		limiter = workqueue.DefaultTypedControllerRateLimiter[K]()
+		limiter = kworkqueue.DefaultTypedControllerRateLimiter[K]()
 	}
-	cfg := workqueue.TypedRateLimitingQueueConfig[K]{Name: name, Clock: clk}
+	cfg := kworkqueue.TypedRateLimitingQueueConfig[K]{Name: name, Clock: clk}
 	if m != nil {
 		cfg.MetricsProvider = m
 	}
 	s := &spyQueue[K]{
-		TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(limiter, cfg),
+		TypedRateLimitingInterface: kworkqueue.NewTypedRateLimitingQueueWithConfig(limiter, cfg),
 		delayed:                    make(chan K, 1000),
 		clock:                      clk,
 		idleWaiters:                1,
@@ -118,7 +118,7 @@ func (s *spyQueue[K]) Done(key K) {
 
 // recordingLimiter wraps a rate limiter and records each delay it hands out.
 type recordingLimiter[K comparable] struct {
-	workqueue.TypedRateLimiter[K]
+	kworkqueue.TypedRateLimiter[K]
 	mu     sync.Mutex
 	delays []time.Duration
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/util/workqueue"
+	kworkqueue "k8s.io/client-go/util/workqueue"
 )
 
 // Reconcile results, the values of the "result" label of
@@ -49,7 +49,7 @@ var allResults = []string{ResultSuccess, ResultError, ResultRequeue, ResultReque
 //	ctrlkit_controller_slow_retry_keys{controller}              gauge, keys retried slowly now (Stats.SlowRetrying)
 //	ctrlkit_controller_fence_timeouts_total{controller}         write fences released by their TTL (Options.Fences)
 //
-// Metrics implements workqueue.MetricsProvider, so it can be given to any
+// Metrics implements kworkqueue.MetricsProvider, so it can be given to any
 // client-go or ctrlkit queue; the queue's name is both its "name" and its
 // "controller" label, as in controller-runtime.
 type Metrics struct {
@@ -75,7 +75,7 @@ type Metrics struct {
 	retries        *prometheus.CounterVec
 }
 
-var _ workqueue.MetricsProvider = (*Metrics)(nil)
+var _ kworkqueue.MetricsProvider = (*Metrics)(nil)
 
 // NewMetrics creates the collectors and registers them with reg. reg must
 // not be nil: ctrlkit never falls back to Prometheus' global registry. It
@@ -253,38 +253,38 @@ func (cm *controllerMetrics) setSlowRetryKeys(n int) {
 	}
 }
 
-// NewDepthMetric implements workqueue.MetricsProvider.
-func (m *Metrics) NewDepthMetric(name string) workqueue.GaugeMetric {
+// NewDepthMetric implements kworkqueue.MetricsProvider.
+func (m *Metrics) NewDepthMetric(name string) kworkqueue.GaugeMetric {
 	return m.depth.WithLabelValues(name, name, "") // no priority label, as controller-runtime for a plain queue
 }
 
-// NewAddsMetric implements workqueue.MetricsProvider.
-func (m *Metrics) NewAddsMetric(name string) workqueue.CounterMetric {
+// NewAddsMetric implements kworkqueue.MetricsProvider.
+func (m *Metrics) NewAddsMetric(name string) kworkqueue.CounterMetric {
 	return m.adds.WithLabelValues(name, name)
 }
 
-// NewLatencyMetric implements workqueue.MetricsProvider.
-func (m *Metrics) NewLatencyMetric(name string) workqueue.HistogramMetric {
+// NewLatencyMetric implements kworkqueue.MetricsProvider.
+func (m *Metrics) NewLatencyMetric(name string) kworkqueue.HistogramMetric {
 	return m.latency.WithLabelValues(name, name)
 }
 
-// NewWorkDurationMetric implements workqueue.MetricsProvider.
-func (m *Metrics) NewWorkDurationMetric(name string) workqueue.HistogramMetric {
+// NewWorkDurationMetric implements kworkqueue.MetricsProvider.
+func (m *Metrics) NewWorkDurationMetric(name string) kworkqueue.HistogramMetric {
 	return m.workDuration.WithLabelValues(name, name)
 }
 
-// NewUnfinishedWorkSecondsMetric implements workqueue.MetricsProvider.
-func (m *Metrics) NewUnfinishedWorkSecondsMetric(name string) workqueue.SettableGaugeMetric {
+// NewUnfinishedWorkSecondsMetric implements kworkqueue.MetricsProvider.
+func (m *Metrics) NewUnfinishedWorkSecondsMetric(name string) kworkqueue.SettableGaugeMetric {
 	return m.unfinished.WithLabelValues(name, name)
 }
 
-// NewLongestRunningProcessorSecondsMetric implements workqueue.MetricsProvider.
-func (m *Metrics) NewLongestRunningProcessorSecondsMetric(name string) workqueue.SettableGaugeMetric {
+// NewLongestRunningProcessorSecondsMetric implements kworkqueue.MetricsProvider.
+func (m *Metrics) NewLongestRunningProcessorSecondsMetric(name string) kworkqueue.SettableGaugeMetric {
 	return m.longestRunning.WithLabelValues(name, name)
 }
 
-// NewRetriesMetric implements workqueue.MetricsProvider.
-func (m *Metrics) NewRetriesMetric(name string) workqueue.CounterMetric {
+// NewRetriesMetric implements kworkqueue.MetricsProvider.
+func (m *Metrics) NewRetriesMetric(name string) kworkqueue.CounterMetric {
 	return m.retries.WithLabelValues(name, name)
 }
 

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/ctrlkit/ctrlkit/informer"
@@ -56,58 +55,6 @@ func EventTrigger[T informer.Object](source string, ev workqueue.EventType, obj 
 // itself.
 func (c *Controller[K]) EnqueueWithTrigger(key K, t Trigger) {
 	c.enqueue(key, t)
-}
-
-// traced is the handler a Watch registers on a controller with provenance: the mapping of
-// EnqueueMapped, each key added with the event as its trigger.
-type traced[T informer.Object, K comparable] struct {
-	q      *runQueue[K]
-	fn     func(T) []K
-	source string
-}
-
-func (h *traced[T, K]) add(keys []K, t *Trigger) {
-	for _, k := range keys {
-		h.q.why.AddWithOpts(workqueue.AddOpts{Trigger: *t}, k)
-	}
-}
-
-func (h *traced[T, K]) HandleAdd(obj T, _ bool) {
-	t := EventTrigger(h.source, workqueue.EventAdd, obj)
-	h.add(h.fn(obj), &t)
-}
-
-func (h *traced[T, K]) HandleUpdate(oldObj, newObj T) {
-	t := EventTrigger(h.source, workqueue.EventUpdate, newObj)
-	if informer.IsResync(oldObj, newObj) {
-		t.Kind = workqueue.TriggerResync
-	}
-	keys := h.fn(newObj)
-	h.add(keys, &t)
-	for _, k := range h.fn(oldObj) {
-		if !slices.Contains(keys, k) {
-			h.q.why.AddWithOpts(workqueue.AddOpts{Trigger: t}, k)
-		}
-	}
-}
-
-func (h *traced[T, K]) HandleDelete(obj T, _ informer.DeleteInfo) {
-	t := EventTrigger(h.source, workqueue.EventDelete, obj)
-	h.add(h.fn(obj), &t)
-}
-
-// addTrigger adds key for the reason t, delayed by t.After; on a queue without provenance
-// the trigger is dropped.
-func (q *runQueue[K]) addTrigger(key K, t Trigger) {
-	if q.why == nil {
-		q.addAfter(key, t.After)
-		return
-	}
-	o := workqueue.AddOpts{Trigger: t}
-	if t.After > 0 {
-		o.After = t.After
-	}
-	q.why.AddWithOpts(o, key)
 }
 
 // retryTrigger, requeueTrigger: the triggers the error policy adds a key back with.

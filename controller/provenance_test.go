@@ -170,9 +170,8 @@ func TestEnqueueWithTrigger(t *testing.T) {
 func TestTracedHandlerAllocations(t *testing.T) {
 	q := workqueue.New(workqueue.WithProvenance[Key]())
 	defer q.ShutDown()
-	rq := &runQueue[Key]{TypedRateLimitingInterface: q, prio: q, why: q}
 	keys := []Key{{Namespace: "ns", Name: "a"}}
-	h := &traced[*appsv1.ReplicaSet, Key]{q: rq, fn: func(*appsv1.ReplicaSet) []Key { return keys }, source: "replicasets.apps"}
+	h := enqueueMapped(adaptQueue(q, true), func(*appsv1.ReplicaSet) []Key { return keys }, "replicasets.apps", true)
 	oldRS := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: "1"}}
 	newRS := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: "2"}}
 	cycle := func() {

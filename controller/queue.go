@@ -1,19 +1,51 @@
 package controller
 
 import (
-	"time"
-
 	kworkqueue "k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
-// priorityAdder is the optional part of a queue that honours
-// Result.Priority. ctrlkit's *workqueue.Queue has it; a client-go queue given
-// as Options.Queue does not, and then priorities are ignored.
-type priorityAdder[K comparable] interface {
-	AddWithOpts(o workqueue.AddOpts, items ...K)
+// queue is the one view a running controller has of its queue, whatever queue
+// the user passed: Run adapts it once (adaptQueue), so no step of the worker
+// pipeline asks which kind of queue it has.
+type queue[K comparable] interface {
+	// get waits for the next key, with why it was queued (zero Reasons
+	// without provenance); shutdown is true once the queue is shut down and
+	// empty.
+	get() (key K, why Reasons, shutdown bool)
+	// doneAndNext hands key back and, when another key is ready, takes it in
+	// the same step (ok true).
+	doneAndNext(key K) (next K, why Reasons, ok bool)
+	// done hands key back.
+	done(key K)
+	// add puts key in: at once, after a delay, or through the rate limiter.
+	add(key K, a addSpec)
+	// forget clears key's rate-limiter history; numRequeues reads it.
+	forget(key K)
+	numRequeues(key K) int
+	// len is how many keys are ready.
+	len() int
+	shutDown()
+	shutDownWithDrain()
+}
+
+// addSpec is how a key is put in the queue.
+type addSpec struct {
+	trigger     Trigger // recorded with provenance; trigger.After delays the add
+	priority    *int    // Result.Priority; nil keeps the default
+	rateLimited bool    // delay through the rate limiter (a retry)
+}
+
+// adaptQueue returns the queue view of q: ctrlkit's queue is used through its
+// own methods (priorities, reasons, DoneAndTryGet), any other client-go queue
+// through client-go's interface.
+func adaptQueue[K comparable](q kworkqueue.TypedRateLimitingInterface[K], provenance bool) queue[K] {
+	if ck, ok := q.(*workqueue.Queue[K]); ok {
+		return ckQueue[K]{q: ck, provenance: provenance}
+	}
+	return clientGoQueue[K]{q}
 }
 
 // newDefaultQueue builds the queue a controller uses when Options.Queue is
@@ -34,38 +66,77 @@ func newDefaultQueue[K comparable](name string, limiter kworkqueue.TypedRateLimi
 	return workqueue.New(opts...)
 }
 
-// add puts key back: after a delay, through the rate limiter, or at once;
-// with a priority when one was asked for and the queue has priorities, and
-// with t as its trigger when the controller has provenance.
-func (q *runQueue[K]) add(key K, priority *int, after time.Duration, rateLimited bool, t Trigger) {
-	if q.why != nil {
-		o := workqueue.AddOpts{After: after, RateLimited: rateLimited, Trigger: t}
-		if priority != nil {
-			o.Priority = *priority
-		}
-		q.why.AddWithOpts(o, key)
+// ckQueue is ctrlkit's queue. Its reasons are zero when it keeps none.
+type ckQueue[K comparable] struct {
+	q          *workqueue.Queue[K]
+	provenance bool // Options.Provenance: every add says why
+}
+
+func (c ckQueue[K]) get() (K, Reasons, bool) { return c.q.GetWithReasons() }
+
+func (c ckQueue[K]) doneAndNext(key K) (K, Reasons, bool) {
+	return c.q.DoneAndTryGetWithReasons(key)
+}
+
+func (c ckQueue[K]) done(key K) { c.q.Done(key) }
+
+func (c ckQueue[K]) add(key K, a addSpec) {
+	if !c.provenance && a.priority == nil {
+		addPlain(c.q, key, a)
 		return
 	}
-	if priority != nil && q.prio != nil {
-		q.prio.AddWithOpts(workqueue.AddOpts{Priority: *priority, After: after, RateLimited: rateLimited}, key)
-		return
+	o := workqueue.AddOpts{After: a.trigger.After, RateLimited: a.rateLimited, Trigger: a.trigger}
+	if a.priority != nil {
+		o.Priority = *a.priority
 	}
+	c.q.AddWithOpts(o, key)
+}
+
+func (c ckQueue[K]) forget(key K)          { c.q.Forget(key) }
+func (c ckQueue[K]) numRequeues(key K) int { return c.q.NumRequeues(key) }
+func (c ckQueue[K]) len() int              { return c.q.Len() }
+func (c ckQueue[K]) shutDown()             { c.q.ShutDown() }
+func (c ckQueue[K]) shutDownWithDrain()    { c.q.ShutDownWithDrain() }
+
+// clientGoQueue is any other queue, given as Options.Queue: no reasons, no
+// priorities.
+type clientGoQueue[K comparable] struct {
+	q kworkqueue.TypedRateLimitingInterface[K]
+}
+
+func (c clientGoQueue[K]) get() (K, Reasons, bool) {
+	key, shutdown := c.q.Get()
+	return key, Reasons{}, shutdown
+}
+
+func (c clientGoQueue[K]) doneAndNext(key K) (next K, why Reasons, ok bool) {
+	c.q.Done(key)
+	return next, why, false
+}
+
+func (c clientGoQueue[K]) done(key K) { c.q.Done(key) }
+
+func (c clientGoQueue[K]) add(key K, a addSpec) { addPlain(c.q, key, a) }
+
+// addPlain adds key through client-go's interface: no priority, no reasons.
+func addPlain[K comparable](q kworkqueue.TypedRateLimitingInterface[K], key K, a addSpec) {
 	switch {
-	case after > 0:
-		q.AddAfter(key, after)
-	case rateLimited:
+	case a.trigger.After > 0:
+		q.AddAfter(key, a.trigger.After)
+	case a.rateLimited:
 		q.AddRateLimited(key)
 	default:
 		q.Add(key)
 	}
 }
 
-// addAfter is Add for d <= 0 (what the queue sees is then the same whether
-// the key came before or after Run started), else AddAfter.
-func (q *runQueue[K]) addAfter(key K, d time.Duration) {
-	if d <= 0 {
-		q.Add(key)
-		return
-	}
-	q.AddAfter(key, d)
+func (c clientGoQueue[K]) forget(key K)          { c.q.Forget(key) }
+func (c clientGoQueue[K]) numRequeues(key K) int { return c.q.NumRequeues(key) }
+func (c clientGoQueue[K]) len() int              { return c.q.Len() }
+func (c clientGoQueue[K]) shutDown()             { c.q.ShutDown() }
+func (c clientGoQueue[K]) shutDownWithDrain()    { c.q.ShutDownWithDrain() }
+
+// addTrigger adds key for the reason t, delayed by t.After.
+func addTrigger[K comparable](q queue[K], key K, t Trigger) {
+	q.add(key, addSpec{trigger: t})
 }

@@ -52,18 +52,18 @@ func (p ExhaustedPolicy) String() string {
 // off through the rate limiter while retries are left, then (by default)
 // come back every slowRetry, or forget the key with GiveUp. It reports
 // whether it put the key back.
-func (c *Controller[K]) retry(logger klog.Logger, q *runQueue[K], key K, priority *int, err error) bool {
-	n := q.NumRequeues(key)
+func (c *Controller[K]) retry(logger klog.Logger, q queue[K], key K, priority *int, err error) bool {
+	n := q.numRequeues(key)
 	if c.maxRetries == RetryForever || n < c.maxRetries {
 		logger.Error(err, "Reconcile failed; retrying with backoff", "retries", n, "maxRetries", c.maxRetries)
 		c.retries.backoff(key)
-		q.add(key, priority, 0, true, retryTrigger(n+1))
+		q.add(key, addSpec{trigger: retryTrigger(n + 1), priority: priority, rateLimited: true})
 		return true
 	}
 	if c.exhausted == GiveUp {
 		c.cm.exhaustedRetries()
 		logger.Error(err, "Reconcile failed too many times; dropping the key until its next event", "maxRetries", c.maxRetries)
-		q.Forget(key)
+		q.forget(key)
 		c.retries.clear(key)
 		return false
 	}
@@ -77,7 +77,7 @@ func (c *Controller[K]) retry(logger klog.Logger, q *runQueue[K], key K, priorit
 	c.cm.slowRetried()
 	logger.Error(err, "Reconcile failed after its last retry; retrying at the slow interval until it succeeds",
 		"retries", n+slow-1, "maxRetries", c.maxRetries, "retryAfter", c.slowRetry, "retryAt", c.clock.Now().Add(c.slowRetry))
-	q.add(key, priority, c.slowRetry, false, Trigger{Kind: workqueue.TriggerRetry, Retry: n + slow, After: c.slowRetry})
+	q.add(key, addSpec{trigger: Trigger{Kind: workqueue.TriggerRetry, Retry: n + slow, After: c.slowRetry}, priority: priority})
 	return true
 }
 

@@ -11,11 +11,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/util/workqueue"
+	kworkqueue "k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
-	ckqueue "github.com/ctrlkit/ctrlkit/workqueue"
+	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
 // kv returns the value logged under key in e, and whether there was one.
@@ -54,8 +54,8 @@ func TestExhaustedKeyRetriesSlowlyUntilSuccess(t *testing.T) {
 	})
 	m, err := NewMetrics(prometheus.NewRegistry())
 	require.NoError(t, err)
-	limiter := &recordingLimiter[string]{TypedRateLimiter: workqueue.DefaultTypedControllerRateLimiter[string]()}
-	q := newSpyQueue("slow", clk, workqueue.TypedRateLimiter[string](limiter), m)
+	limiter := &recordingLimiter[string]{TypedRateLimiter: kworkqueue.DefaultTypedControllerRateLimiter[string]()}
+	q := newSpyQueue("slow", clk, kworkqueue.TypedRateLimiter[string](limiter), m)
 	c, err := New("slow", Reconciler[string](s), Options[string]{Queue: q, Metrics: m})
 	require.NoError(t, err)
 	ctx, logs := testLogger(t)
@@ -126,7 +126,7 @@ func TestEventReconcilesSlowRetryingKeyAtOnce(t *testing.T) {
 		}
 		return Result{}, nil
 	})
-	q := newSpyQueue("event", clk, workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), nil)
+	q := newSpyQueue("event", clk, kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), nil)
 	c, err := New("event", Reconciler[string](s), Options[string]{Queue: q, MaxRetries: 1, SlowRetryInterval: time.Hour})
 	require.NoError(t, err)
 	ctx, _ := testLogger(t)
@@ -173,7 +173,7 @@ func TestTerminalErrorEndsSlowRetries(t *testing.T) {
 	})
 	m, err := NewMetrics(prometheus.NewRegistry())
 	require.NoError(t, err)
-	q := newSpyQueue("terminal-slow", clk, workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), m)
+	q := newSpyQueue("terminal-slow", clk, kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), m)
 	c, err := New("terminal-slow", Reconciler[string](s), Options[string]{Queue: q, Metrics: m, MaxRetries: 1, SlowRetryInterval: time.Minute})
 	require.NoError(t, err)
 	ctx, _ := testLogger(t)
@@ -203,7 +203,7 @@ func TestGiveUpDropsExhaustedKey(t *testing.T) {
 	s := newScript(clk, func(int, string) (Result, error) { return Result{}, errBoom })
 	m, err := NewMetrics(prometheus.NewRegistry())
 	require.NoError(t, err)
-	q := newSpyQueue("give-up", clk, workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), m)
+	q := newSpyQueue("give-up", clk, kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), m)
 	c, err := New("give-up", Reconciler[string](s), Options[string]{Queue: q, Metrics: m, MaxRetries: 2, Exhausted: GiveUp})
 	require.NoError(t, err)
 	ctx, logs := testLogger(t)
@@ -244,7 +244,7 @@ func TestSlowRetryKeepsPriorityAndNamesItsTrigger(t *testing.T) {
 	var (
 		mu     sync.Mutex
 		order  []string
-		last   = map[string]ckqueue.Trigger{}
+		last   = map[string]workqueue.Trigger{}
 		failed = map[string]int{}
 	)
 	r := ReconcilerFunc[string](func(ctx context.Context, k string) (Result, error) {
@@ -264,7 +264,7 @@ func TestSlowRetryKeepsPriorityAndNamesItsTrigger(t *testing.T) {
 	})
 	c, err := New("slow-prio", Reconciler[string](r), Options[string]{
 		Clock: clk, Provenance: &Provenance{}, MaxRetries: 1, SlowRetryInterval: time.Minute,
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](0, 0),
+		RateLimiter: kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](0, 0),
 	})
 	require.NoError(t, err)
 	ctx, _ := testLogger(t)
@@ -283,7 +283,7 @@ func TestSlowRetryKeepsPriorityAndNamesItsTrigger(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, []string{"hi", "lo"}, order)
 	for _, k := range []string{"hi", "lo"} {
-		assert.Equal(t, ckqueue.Trigger{Kind: ckqueue.TriggerRetry, Retry: 2, After: time.Minute}, last[k], "key %s", k)
+		assert.Equal(t, workqueue.Trigger{Kind: workqueue.TriggerRetry, Retry: 2, After: time.Minute}, last[k], "key %s", k)
 	}
 }
 
@@ -294,7 +294,7 @@ func TestRunReturningForgetsRetryingKeys(t *testing.T) {
 	s := newScript(clk, func(int, string) (Result, error) { return Result{}, errBoom })
 	m, err := NewMetrics(prometheus.NewRegistry())
 	require.NoError(t, err)
-	q := newSpyQueue("stopped", clk, workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), m)
+	q := newSpyQueue("stopped", clk, kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), m)
 	c, err := New("stopped", Reconciler[string](s), Options[string]{Queue: q, Metrics: m, MaxRetries: 1})
 	require.NoError(t, err)
 	ctx, _ := testLogger(t)
@@ -324,7 +324,7 @@ func TestRunAgainStartsRetriesAfresh(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	s := newScript(clk, func(int, string) (Result, error) { return Result{}, errBoom })
 	c, err := New("again", Reconciler[string](s), Options[string]{Clock: clk, MaxRetries: 1, SlowRetryInterval: time.Hour,
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute)})
+		RateLimiter: kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute)})
 	require.NoError(t, err)
 	ctx, _ := testLogger(t)
 	stop := startController(t, ctx, c)

@@ -72,7 +72,7 @@ func (c *Controller[K]) Waiting() Waiting {
 		if q != nil {
 			// Past its retries, the limiter's count stays put and the slow
 			// retries add up on top of it.
-			r.Retries = q.NumRequeues(k) + max(slow-1, 0)
+			r.Retries = q.numRequeues(k) + max(slow-1, 0)
 		}
 		w.Retrying = append(w.Retrying, r)
 	}

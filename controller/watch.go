@@ -2,12 +2,13 @@ package controller
 
 import (
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/predicate"
+	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
 // Watch connects inf's events to c's queue: every add, update (both the old
@@ -55,22 +56,9 @@ func Watch[T informer.Object, K comparable](c *Controller[K], inf informer.Infor
 	if c.ran {
 		return fmt.Errorf("controller %q: watching %s: %w", c.name, inf.Name(), ErrAlreadyStarted)
 	}
-	c.fenceOn = append(c.fenceOn, func() *fenceTarget { return newFenceTarget(inf) })
-	c.watches = append(c.watches, watch[K]{
-		name: inf.Name(),
-		register: func(q *runQueue[K]) (registration, error) {
-			var h informer.Handler[T]
-			if q.why != nil {
-				h = &traced[T, K]{q: q, fn: mapFn, source: inf.Name()}
-			} else {
-				h = informer.EnqueueMapped(informer.Adder[K](q), mapFn)
-			}
-			reg, err := inf.AddHandler(watchHandler(h, cfg.predicates))
-			if err != nil {
-				return registration{}, err
-			}
-			return registration{name: inf.Name(), reg: reg, remove: func() error { return inf.RemoveHandler(reg) }}, nil
-		},
+	w := watchOf(c, inf)
+	w.handlers = append(w.handlers, func(q queue[K], provenance bool) informer.Handler[T] {
+		return watchHandler(cfg.observers, enqueueMapped(q, mapFn, inf.Name(), provenance), cfg.predicates)
 	})
 	return nil
 }
@@ -145,6 +133,7 @@ type WatchOption[T informer.Object] interface {
 // watchConfig is what the options of one Watch set.
 type watchConfig[T informer.Object] struct {
 	predicates []predicate.Predicate[T]
+	observers  []informer.Handler[T]
 }
 
 // WithPredicates filters a watch's events: an event reaches the mapping only
@@ -163,10 +152,13 @@ func (p predicatesOption[T]) applyToWatch(cfg *watchConfig[T]) {
 	cfg.predicates = append(cfg.predicates, p...)
 }
 
-// watchHandler is the handler one Watch registers: the mapping into q, behind
-// the predicates when there are any. Without predicates it is the bare
+// watchHandler is the handler of one Watch: its observers, then the mapping,
+// behind the predicates when there are any. Without options it is the bare
 // mapping, so an unfiltered watch costs nothing extra per event.
-func watchHandler[T informer.Object](h informer.Handler[T], ps []predicate.Predicate[T]) informer.Handler[T] {
+func watchHandler[T informer.Object](observers []informer.Handler[T], h informer.Handler[T], ps []predicate.Predicate[T]) informer.Handler[T] {
+	if len(observers) > 0 {
+		h = append(fanout[T](slices.Clone(observers)), h)
+	}
 	switch len(ps) {
 	case 0:
 		return h
@@ -202,63 +194,73 @@ func (f filtered[T]) HandleDelete(obj T, info informer.DeleteInfo) {
 	}
 }
 
-// WaitFor makes Run wait until hasSynced reports true before starting the
-// workers, as for a watched informer; use it for caches the controller reads
-// but does not watch (a lister of another resource).
-func (c *Controller[K]) WaitFor(name string, hasSynced func() bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.waits = append(c.waits, syncFunc{name: name, fn: hasSynced})
+// WithObserver runs o on every event of the watch that passes its
+// predicates, in the same handler and before the mapping enqueues the keys.
+// It is for bookkeeping that must be done before a Reconcile of the key can
+// look at it: kube-controller-manager's expectations (see ObserveChildren).
+// With two handlers (a Watch to enqueue, another to observe) the Reconcile
+// could run between them, find the expectation unmet, do nothing, and never
+// be woken again. Several observers run in the order given. o must not
+// mutate the object, which is the cache's.
+func WithObserver[T informer.Object](o informer.Handler[T]) WatchOption[T] {
+	return observerOption[T]{o}
 }
 
-// watch is one Watch call, registered when Run starts.
-type watch[K comparable] struct {
-	name     string
-	register func(q *runQueue[K]) (registration, error)
+type observerOption[T informer.Object] struct{ o informer.Handler[T] }
+
+func (o observerOption[T]) applyToWatch(cfg *watchConfig[T]) {
+	cfg.observers = append(cfg.observers, o.o)
 }
 
-// source is something Run waits for: a handler registration or a WaitFor
-// function, named for the sync error.
-type source interface {
-	Name() string
-	HasSynced() bool
+// enqueueMapped is the mapping of one Watch: each event's object mapped to
+// keys, added to q; with provenance, each key with the event as its
+// trigger. An update reaches both the new and the old object's keys.
+func enqueueMapped[T informer.Object, K comparable](q queue[K], fn func(T) []K, source string, provenance bool) informer.Handler[T] {
+	return &mappedHandler[T, K]{q: q, fn: fn, source: source, provenance: provenance}
 }
 
-// registration waits on a handler registration: synced once the handler has
-// seen the informer's initial list, which is later than the informer itself.
-type registration struct {
-	name   string
-	reg    cache.ResourceEventHandlerRegistration
-	remove func() error
+type mappedHandler[T informer.Object, K comparable] struct {
+	q          queue[K]
+	fn         func(T) []K
+	source     string
+	provenance bool
 }
 
-func (r registration) Name() string    { return r.name }
-func (r registration) HasSynced() bool { return r.reg.HasSynced() }
-
-// HasSyncedChecker lets informer.WaitForCacheSync wait without polling.
-func (r registration) HasSyncedChecker() cache.DoneChecker { return r.reg.HasSyncedChecker() }
-
-type syncFunc struct {
-	name string
-	fn   func() bool
-}
-
-func (s syncFunc) Name() string    { return s.name }
-func (s syncFunc) HasSynced() bool { return s.fn() }
-
-// HasSynced reports whether Run has started and every watched source has
-// delivered its initial list to this controller. A manager.Manager reports
-// it in /readyz.
-func (c *Controller[K]) HasSynced() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.registered {
-		return false
+// spec is how an event on obj adds its keys: with the event as the trigger
+// when the controller has provenance, else plainly (no trigger is built).
+func (h *mappedHandler[T, K]) spec(ev workqueue.EventType, obj T) addSpec {
+	if !h.provenance {
+		return addSpec{}
 	}
-	for _, s := range c.sources {
-		if !s.HasSynced() {
-			return false
+	return addSpec{trigger: EventTrigger(h.source, ev, obj)}
+}
+
+func (h *mappedHandler[T, K]) HandleAdd(obj T, _ bool) {
+	a := h.spec(workqueue.EventAdd, obj)
+	for _, k := range h.fn(obj) {
+		h.q.add(k, a)
+	}
+}
+
+func (h *mappedHandler[T, K]) HandleUpdate(oldObj, newObj T) {
+	a := h.spec(workqueue.EventUpdate, newObj)
+	if h.provenance && informer.IsResync(oldObj, newObj) {
+		a.trigger.Kind = workqueue.TriggerResync
+	}
+	keys := h.fn(newObj)
+	for _, k := range keys {
+		h.q.add(k, a)
+	}
+	for _, k := range h.fn(oldObj) {
+		if !slices.Contains(keys, k) {
+			h.q.add(k, a)
 		}
 	}
-	return true
+}
+
+func (h *mappedHandler[T, K]) HandleDelete(obj T, _ informer.DeleteInfo) {
+	a := h.spec(workqueue.EventDelete, obj)
+	for _, k := range h.fn(obj) {
+		h.q.add(k, a)
+	}
 }

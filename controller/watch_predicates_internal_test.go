@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
+	kworkqueue "k8s.io/client-go/util/workqueue"
 
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/predicate"
@@ -27,18 +27,21 @@ func (a *addRecorder[K]) Add(k K) { a.added = append(a.added, k) }
 // override are not called by Watch.
 type capturingInformer[T informer.Object] struct {
 	anInformer[T]
-	h   informer.Handler[T]
-	gvk schema.GroupVersionKind
+	h    informer.Handler[T]
+	gvk  schema.GroupVersionKind
+	adds int // AddHandler calls
 }
 
 // anInformer lets capturingInformer embed the interface under a name that
 // does not clash with its Informer method.
 type anInformer[T informer.Object] = informer.Informer[T]
 
-func (c *capturingInformer[T]) Name() string                 { return "capturing" }
-func (c *capturingInformer[T]) GVK() schema.GroupVersionKind { return c.gvk }
+func (c *capturingInformer[T]) Name() string                        { return "capturing" }
+func (c *capturingInformer[T]) Informer() cache.SharedIndexInformer { return nil }
+func (c *capturingInformer[T]) GVK() schema.GroupVersionKind        { return c.gvk }
 func (c *capturingInformer[T]) AddHandler(h informer.Handler[T]) (cache.ResourceEventHandlerRegistration, error) {
 	c.h = h
+	c.adds++
 	return nil, nil
 }
 
@@ -47,9 +50,9 @@ func (c *capturingInformer[T]) AddHandler(h informer.Handler[T]) (cache.Resource
 func registered[T informer.Object](t *testing.T, c *Controller[Key], inf *capturingInformer[T]) (h informer.Handler[T], keys func() []Key) {
 	t.Helper()
 	require.Len(t, c.watches, 1)
-	q := &runQueue[Key]{TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[Key]())}
+	q := kworkqueue.NewTypedRateLimitingQueue(kworkqueue.DefaultTypedControllerRateLimiter[Key]())
 	t.Cleanup(q.ShutDown)
-	_, err := c.watches[0].register(q)
+	_, err := c.watches[0].register(adaptQueue(q, false), false, nil)
 	require.NoError(t, err)
 	require.NotNil(t, inf.h)
 	return inf.h, func() []Key {
@@ -189,10 +192,10 @@ func TestWatchHandlerAllocations(t *testing.T) {
 	oldRS, newRS := replicaSet("ns", "a"), replicaSet("ns", "a")
 	newRS.ResourceVersion, newRS.Generation = "2", 2
 
-	bare := watchHandler(informer.EnqueueMapped[*appsv1.ReplicaSet, Key](q, mapFn), nil)
+	bare := watchHandler(nil, informer.EnqueueMapped[*appsv1.ReplicaSet, Key](q, mapFn), nil)
 	assert.Equal(t, fmt.Sprintf("%T", informer.EnqueueMapped[*appsv1.ReplicaSet, Key](q, mapFn)), fmt.Sprintf("%T", bare),
 		"without predicates the handler is the bare mapping")
-	withPreds := watchHandler(informer.EnqueueMapped[*appsv1.ReplicaSet, Key](q, mapFn), []predicate.Predicate[*appsv1.ReplicaSet]{
+	withPreds := watchHandler(nil, informer.EnqueueMapped[*appsv1.ReplicaSet, Key](q, mapFn), []predicate.Predicate[*appsv1.ReplicaSet]{
 		predicate.GenerationChanged[*appsv1.ReplicaSet](), predicate.ResourceVersionChanged[*appsv1.ReplicaSet](),
 	})
 	for name, h := range map[string]informer.Handler[*appsv1.ReplicaSet]{"none": bare, "two": withPreds} {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"reflect"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
+	kworkqueue "k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -26,8 +24,9 @@ import (
 	"github.com/ctrlkit/ctrlkit/featuregate"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/ownerref"
+	"github.com/ctrlkit/ctrlkit/predicate"
 	"github.com/ctrlkit/ctrlkit/replicas"
-	ckqueue "github.com/ctrlkit/ctrlkit/workqueue"
+	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
 // ControllerName names the controller in logs, metrics and the queue.
@@ -56,7 +55,7 @@ type Options struct {
 	Clock clock.WithTicker
 	// RateLimiter paces retries of failed syncs. nil means client-go's controller default
 	// (5 ms doubling to 1000 s per ReplicaSet, 10 qps overall). Tests shorten it.
-	RateLimiter workqueue.TypedRateLimiter[controller.Key]
+	RateLimiter kworkqueue.TypedRateLimiter[controller.Key]
 	// MaxRetries is how many times a failed sync is retried through RateLimiter before the
 	// ReplicaSet is only retried every SlowRetryInterval, until a sync succeeds (the worker
 	// loop's controller.Options fields of the same names). 0 means the controller package's
@@ -167,40 +166,26 @@ func NewReplicaSetController(f *informer.Factory, client kubernetes.Interface, o
 	if err != nil {
 		return nil, err
 	}
-	// The ReplicaSet informer is where status writes show up; naming it registers the fence
-	// handler when Run starts.
-	if err := controller.FenceOn(c.Controller, c.rss); err != nil {
+	// Both watches go through controller.Watch. Each event is first observed (expectations,
+	// in the same handler) and then mapped to the ReplicaSets to sync. Watching the
+	// ReplicaSets also names their informer for the status writes' fences.
+	if err := controller.Watch(c.Controller, c.rss, controller.EnqueueObject,
+		controller.WithObserver[*appsv1.ReplicaSet](informer.HandlerFuncs[*appsv1.ReplicaSet]{
+			OnUpdate: c.updateReplicaSet,
+			OnDelete: func(rs *appsv1.ReplicaSet) {
+				c.exp.DeleteExpectations(controller.KeyFromObject(rs)) // a re-created ReplicaSet starts afresh
+			},
+		})); err != nil {
 		return nil, err
 	}
-
-	// The handlers are registered by hand rather than with Controller.Watch because they do
-	// more than map events to keys (expectations). WaitFor makes Run wait until each has seen
-	// its informer's initial list, as Watch would.
-	rsReg, err := c.rss.AddHandler(informer.HandlerFuncs[*appsv1.ReplicaSet]{
-		OnAdd: func(rs *appsv1.ReplicaSet, _ bool) {
-			c.enqueueRS(controller.KeyFromObject(rs), ckqueue.EventAdd, rs)
-		},
-		OnUpdate: c.updateReplicaSet,
-		OnDelete: func(rs *appsv1.ReplicaSet) {
-			key := controller.KeyFromObject(rs)
-			c.exp.DeleteExpectations(key) // a re-created ReplicaSet starts afresh
-			c.enqueueRS(key, ckqueue.EventDelete, rs)
-		},
-	})
-	if err != nil {
+	if err := controller.Watch(c.Controller, c.pods, c.podOwners,
+		// A ReplicaSet resyncs itself; a Pod's resync changes nothing.
+		controller.WithPredicates(predicate.ResourceVersionChanged[*corev1.Pod]()),
+		controller.WithObserver(controller.ObserveChildren(c.exp, c.ownerKey)),
+		controller.WithObserver[*corev1.Pod](informer.HandlerFuncs[*corev1.Pod]{OnUpdate: c.podBecameReady}),
+	); err != nil {
 		return nil, err
 	}
-	podReg, err := c.pods.AddHandler(informer.HandlerFuncs[*corev1.Pod]{
-		OnAdd:      func(pod *corev1.Pod, _ bool) { c.addPod(pod) },
-		OnUpdate:   c.updatePod,
-		OnDelete:   c.deletePod,
-		SkipResync: true, // a ReplicaSet resyncs itself; a Pod's resync changes nothing
-	})
-	if err != nil {
-		return nil, err
-	}
-	c.Controller.WaitFor(c.rss.Name(), rsReg.HasSynced)
-	c.Controller.WaitFor(c.pods.Name(), podReg.HasSynced)
 	return c, nil
 }
 
@@ -217,22 +202,6 @@ func (c *ReplicaSetController) updateReplicaSet(old, cur *appsv1.ReplicaSet) {
 	if from, to := ptrOr(old.Spec.Replicas, 1), ptrOr(cur.Spec.Replicas, 1); from != to {
 		c.logger.V(4).Info("ReplicaSet scaled", "replicaSet", klog.KObj(cur), "from", from, "to", to)
 	}
-	t := controller.EventTrigger(c.rss.Name(), ckqueue.EventUpdate, cur)
-	if informer.IsResync(old, cur) {
-		t.Kind = ckqueue.TriggerResync
-	}
-	c.Controller.EnqueueWithTrigger(controller.KeyFromObject(cur), t)
-}
-
-// enqueueRS enqueues key for an event of a ReplicaSet, naming the event in the key's reasons
-// (logged at -v=2 on the reconcile's "Reconciling" line).
-func (c *ReplicaSetController) enqueueRS(key controller.Key, ev ckqueue.EventType, rs *appsv1.ReplicaSet) {
-	c.Controller.EnqueueWithTrigger(key, controller.EventTrigger(c.rss.Name(), ev, rs))
-}
-
-// enqueuePod enqueues key for an event of pod, naming the Pod in the key's reasons.
-func (c *ReplicaSetController) enqueuePod(key controller.Key, ev ckqueue.EventType, pod *corev1.Pod) {
-	c.Controller.EnqueueWithTrigger(key, controller.EventTrigger(c.pods.Name(), ev, pod))
 }
 
 // resolveControllerRef returns the ReplicaSet a controller reference points at, or nil when
@@ -276,75 +245,46 @@ func (c *ReplicaSetController) matchingReplicaSets(pod *corev1.Pod) []*appsv1.Re
 	return out
 }
 
-func (c *ReplicaSetController) addPod(pod *corev1.Pod) {
-	if pod.DeletionTimestamp != nil {
-		// Seen for the first time already terminating (a restart, or a relist): to this
-		// controller it is as good as deleted.
-		c.deletePod(pod)
-		return
-	}
-	if ref := metav1.GetControllerOf(pod); ref != nil {
-		if rs := c.resolveControllerRef(pod.Namespace, ref); rs != nil {
-			key := controller.KeyFromObject(rs)
-			c.exp.CreationObserved(key)
-			c.enqueuePod(key, ckqueue.EventAdd, pod)
-		}
-		return
-	}
-	for _, rs := range c.matchingReplicaSets(pod) {
-		c.enqueuePod(controller.KeyFromObject(rs), ckqueue.EventAdd, pod)
-	}
-}
-
-func (c *ReplicaSetController) updatePod(old, cur *corev1.Pod) {
-	labelsChanged := !maps.Equal(old.Labels, cur.Labels)
-	if cur.DeletionTimestamp != nil {
-		// Graceful deletion started: the Pod no longer counts, so observe the deletion now
-		// rather than when it is finally gone, which can take the grace period. The UID
-		// tracking makes the later delete event a no-op.
-		c.deletePod(cur)
-		if labelsChanged {
-			c.deletePod(old)
-		}
-		return
-	}
-	curRef, oldRef := metav1.GetControllerOf(cur), metav1.GetControllerOf(old)
-	refChanged := !reflect.DeepEqual(curRef, oldRef)
-	if refChanged && oldRef != nil {
-		if rs := c.resolveControllerRef(old.Namespace, oldRef); rs != nil {
-			c.enqueuePod(controller.KeyFromObject(rs), ckqueue.EventUpdate, cur) // it lost a Pod
-		}
-	}
-	if curRef != nil {
-		rs := c.resolveControllerRef(cur.Namespace, curRef)
-		if rs == nil {
-			return
-		}
-		key := controller.KeyFromObject(rs)
-		c.enqueuePod(key, ckqueue.EventUpdate, cur)
-		if rs.Spec.MinReadySeconds > 0 && !podReady(old) && podReady(cur) {
-			// No event marks the moment the Pod becomes available: look again then.
-			t := controller.EventTrigger(c.pods.Name(), ckqueue.EventUpdate, cur)
-			t.After = time.Duration(rs.Spec.MinReadySeconds) * time.Second
-			c.Controller.EnqueueWithTrigger(key, t)
-		}
-		return
-	}
-	if labelsChanged || refChanged {
-		for _, rs := range c.matchingReplicaSets(cur) {
-			c.enqueuePod(controller.KeyFromObject(rs), ckqueue.EventUpdate, cur)
-		}
-	}
-}
-
-func (c *ReplicaSetController) deletePod(pod *corev1.Pod) {
-	rs := c.resolveControllerRef(pod.Namespace, metav1.GetControllerOf(pod))
+// ownerKey is the expectations key of the ReplicaSet controlling pod (ObserveChildren).
+func (c *ReplicaSetController) ownerKey(pod *corev1.Pod) (controller.Key, bool) {
+	rs := c.resolveControllerRef(pod.Namespace, metav1.GetControllerOfNoCopy(pod))
 	if rs == nil {
-		return // an orphan's deletion changes no ReplicaSet
+		return controller.Key{}, false // an orphan's events change no ReplicaSet's expectations
 	}
-	key := controller.KeyFromObject(rs)
-	c.exp.DeletionObserved(key, pod.UID)
-	c.enqueuePod(key, ckqueue.EventDelete, pod)
+	return controller.KeyFromObject(rs), true
+}
+
+// podOwners maps a Pod to the ReplicaSets to sync: its controller, or, for an orphan, every
+// ReplicaSet whose selector matches it (the candidates to adopt it). An update reaches the
+// owners of both the old and the new Pod, so a ReplicaSet that lost a Pod hears of it.
+func (c *ReplicaSetController) podOwners(pod *corev1.Pod) []controller.Key {
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		if rs := c.resolveControllerRef(pod.Namespace, ref); rs != nil {
+			return []controller.Key{controller.KeyFromObject(rs)}
+		}
+		return nil
+	}
+	rss := c.matchingReplicaSets(pod)
+	keys := make([]controller.Key, len(rss))
+	for i, rs := range rss {
+		keys[i] = controller.KeyFromObject(rs)
+	}
+	return keys
+}
+
+// podBecameReady syncs the owner again MinReadySeconds after its Pod became ready: no event
+// marks the moment the Pod becomes available.
+func (c *ReplicaSetController) podBecameReady(old, cur *corev1.Pod) {
+	if cur.DeletionTimestamp != nil || podReady(old) || !podReady(cur) {
+		return
+	}
+	rs := c.resolveControllerRef(cur.Namespace, metav1.GetControllerOfNoCopy(cur))
+	if rs == nil || rs.Spec.MinReadySeconds <= 0 {
+		return
+	}
+	t := controller.EventTrigger(c.pods.Name(), workqueue.EventUpdate, cur)
+	t.After = time.Duration(rs.Spec.MinReadySeconds) * time.Second
+	c.Controller.EnqueueWithTrigger(controller.KeyFromObject(rs), t)
 }
 
 // Reconcile syncs one ReplicaSet: claim its Pods, create or delete the difference to

@@ -103,6 +103,11 @@ func TestEventsReportFailedCreatesAndDeletes(t *testing.T) {
 	e.scale("web", 0)
 	e.waitCached("web")
 	e.waitPodsCached()
+	// The controller is not running, so its Pod watch did not count the creations: count
+	// them as its observer would, or the next sync waits for them.
+	for range 3 {
+		e.rsc.Expectations().CreationObserved(key)
+	}
 	e.FailWrites(100, "delete")
 	_, err = e.rsc.Reconcile(e.ctx, key)
 	require.ErrorIs(t, err, testkit.ErrInjected)

@@ -26,6 +26,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/finalizer"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/ownerref"
+	"github.com/ctrlkit/ctrlkit/predicate"
 	"github.com/ctrlkit/ctrlkit/replicas"
 )
 
@@ -169,19 +170,17 @@ func New(f *informer.Factory, client kubernetes.Interface, dyn dynamic.Interface
 	if err := controller.Watch(c.Controller, podsets, controller.EnqueueObject); err != nil {
 		return nil, fmt.Errorf("podset: %w", err)
 	}
-	// Pods through one typed handler that first counts the event against the owner's
-	// expectations and then enqueues the owner. Doing both in one handler is what makes it
-	// safe: with two handlers (a Watch to enqueue, another to observe) the Reconcile could run
-	// between them, see the expectation unmet, do nothing — and never be woken again.
-	reg, err := pods.AddHandler(informer.HandlerFuncs[*corev1.Pod]{
-		OnAdd:    c.addPod,
-		OnUpdate: c.updatePod,
-		OnDelete: c.deletePod,
-	})
-	if err != nil {
+	// Pods map to their controlling PodSet (orphans to the PodSets that would adopt them).
+	// Each event is first counted against the owner's expectations (WithObserver runs in the
+	// same handler, before the mapping): with two handlers, the Reconcile could run between
+	// them, see the expectation unmet, do nothing, and never be woken again.
+	if err := controller.Watch(c.Controller, pods, c.podOwners,
+		// The PodSets resync themselves; a Pod's resync changes nothing.
+		controller.WithPredicates(predicate.ResourceVersionChanged[*corev1.Pod]()),
+		controller.WithObserver(controller.ObserveChildren(c.exp, podSetUIDOf)),
+	); err != nil {
 		return nil, fmt.Errorf("podset: %w", err)
 	}
-	c.WaitFor(pods.Name(), reg.HasSynced)
 	return c, nil
 }
 

@@ -130,12 +130,15 @@ func TestStaleCacheDoesNotCreateDuplicates(t *testing.T) {
 	c.create(newPodSet("web", 3))
 	ctrl := c.controller(podset.Options{})
 	creates := func() int { return len(c.podActions("create")) }
-
-	_, err := ctrl.Reconcile(c.ctx(), key("web"))
-	require.NoError(t, err)
-	require.Equal(t, 3, creates())
+	// The controller is not running: observe the Pod events as its Pod watch would.
 	pods, err := informer.For[*corev1.Pod](c.factory)
 	require.NoError(t, err)
+	_, err = pods.AddHandler(ctrl.PodObserver())
+	require.NoError(t, err)
+
+	_, err = ctrl.Reconcile(c.ctx(), key("web"))
+	require.NoError(t, err)
+	require.Equal(t, 3, creates())
 	cached, err := pods.Lister().List(labels.Everything())
 	require.NoError(t, err)
 	require.Empty(t, cached, "the cache is stale: it has seen none of the three")

@@ -1,0 +1,235 @@
+package controller
+
+import (
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+	kworkqueue "k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/ctrlkit/ctrlkit/featuregate"
+	"github.com/ctrlkit/ctrlkit/internal/object"
+)
+
+// DefaultMaxRetries is how many times a failing key is retried with
+// exponential backoff before the loop slows down: with the default limiter
+// the 15th retry comes about 164 s after the first failure (kube-controller-
+// manager's endpoint controllers stop there too). After that the key is tried
+// again every Options.SlowRetryInterval (DefaultSlowRetryInterval, 5 minutes)
+// until it succeeds, so a fault fixed later (a permission restored) is
+// repaired without an event for the key; Options.Exhausted = GiveUp drops it
+// instead.
+const DefaultMaxRetries = 15
+
+// RetryForever, as Options.MaxRetries, backs a failing key off through the
+// rate limiter until it succeeds (up to the limiter's cap, 1000 s by
+// default), as controller-runtime and kube-controller-manager's ReplicaSet
+// controller do. The default instead switches to Options.SlowRetryInterval
+// after MaxRetries, which waits less than the cap and shows the keys that
+// keep failing (Stats.SlowRetrying, ctrlkit_controller_slow_retry_keys).
+const RetryForever = -1
+
+// Options configure a Controller. The zero value is valid: one worker, 15
+// retries with backoff and then one every 5 minutes until the key succeeds,
+// client-go's default controller rate limiter, a ctrlkit queue,
+// the logger from Run's context, no metrics unless a Manager supplies them,
+// no reconcile deadline, leader election required, no feature gate.
+type Options[K comparable] struct {
+	// Workers is how many keys are reconciled in parallel (never the same
+	// key twice at once). 0 means 1; negative is an error.
+	Workers int
+
+	// MaxRetries is how many times a key whose Reconcile failed is added back
+	// with backoff (through RateLimiter) before its retries are exhausted and
+	// Exhausted decides: by default the key then comes back every
+	// SlowRetryInterval until it succeeds. 0 means DefaultMaxRetries (15):
+	// the first call plus 15 retries is 16 calls before the slow retries.
+	// RetryForever (controller-runtime's and kube-controller-manager's
+	// ReplicaSet controller's policy) backs off up to the limiter's cap
+	// forever; any other negative value is an error. To never retry, set
+	// NoRetries (or return Terminal errors, which are never retried whatever
+	// MaxRetries says).
+	// The count is the queue's NumRequeues, that is the rate limiter's
+	// per-item count: a limiter without per-item state (a bare bucket)
+	// reports 0 and retries forever.
+	MaxRetries int
+
+	// Exhausted is what happens to a key that failed after its MaxRetries
+	// retries. The zero value, SlowRetry, tries it again every
+	// SlowRetryInterval until a Reconcile succeeds (which forgets its
+	// failures) or fails terminally; an event for the key meanwhile
+	// reconciles it at once. GiveUp logs the error and forgets the key until
+	// its next event. GiveUp with RetryForever or NoRetries is an error:
+	// RetryForever never exhausts a key's retries, NoRetries always gives up.
+	Exhausted ExhaustedPolicy
+
+	// SlowRetryInterval is how long a key whose retries are exhausted waits
+	// before each further try (Exhausted SlowRetry). 0 means
+	// DefaultSlowRetryInterval (5 minutes, under the 1000 s cap of the
+	// default limiter); negative is an error, and so is setting it with
+	// GiveUp, RetryForever or NoRetries. The wait is a plain delay: the rate
+	// limiter neither paces nor counts it.
+	SlowRetryInterval time.Duration
+
+	// NoRetries makes a failed key be logged and forgotten at once (the
+	// effective MaxRetries is 0, with Exhausted GiveUp). It cannot be
+	// combined with MaxRetries or SlowRetryInterval.
+	NoRetries bool
+
+	// RateLimiter paces retries and Result.Requeue. nil means client-go's
+	// DefaultTypedControllerRateLimiter (per-item exponential 5 ms..1000 s,
+	// overall 10 qps / burst 100). Ignored (an error) when Queue is set.
+	RateLimiter kworkqueue.TypedRateLimiter[K]
+
+	// Queue is a prebuilt queue to use instead of building one at Run; the
+	// controller shuts it down when Run returns (if Run is never called, that
+	// is the caller's job). RateLimiter, Clock and queue metrics are then the
+	// queue's own business. A queue that also has
+	// AddWithOpts(ctrlkit workqueue.AddOpts, ...K) gets Result.Priority.
+	Queue kworkqueue.TypedRateLimitingInterface[K]
+
+	// Logger overrides the logger taken from Run's context. Either way every
+	// Reconcile gets a logger in its ctx (klog.FromContext) with the values
+	// controller=<name> and key=<key>.
+	Logger klog.Logger
+
+	// Metrics receives this controller's reconcile and queue metrics. nil
+	// means the Metrics in Run's context (WithMetrics; a manager.Manager
+	// puts its own there), else none.
+	Metrics *Metrics
+
+	// ReconcileTimeout, when > 0, puts a deadline of this long (wall time,
+	// not Clock) on each Reconcile's context.
+	ReconcileTimeout time.Duration
+
+	// CacheSyncTimeout bounds how long Run waits for the watched informers
+	// to sync before it fails with a *CacheSyncError. 0 means wait until the
+	// context ends.
+	CacheSyncTimeout time.Duration
+
+	// NeedLeaderElection says whether a Manager with leader election runs
+	// this controller only while it leads. nil means true, as for every
+	// kube-controller-manager controller; set new(false) for controllers
+	// that are safe on every replica (for example ones that only warm a
+	// cache or serve reads).
+	NeedLeaderElection *bool
+
+	// Feature, when set, is the feature gate a manager.Manager consults: the
+	// controller is started only when manager.Options.FeatureGate says the
+	// feature is enabled, and the log says so when it is not.
+	Feature featuregate.Feature
+
+	// RePanic makes a panic in Reconcile propagate (after the key is marked
+	// Done and the panic counted) instead of being recovered and handled as
+	// an error. For tests that want a crash to fail loudly.
+	RePanic bool
+
+	// Clock drives the queue's delays and the reconcile duration metric.
+	// nil means the real clock; tests use k8s.io/utils/clock/testing.
+	Clock clock.WithTicker
+
+	// Provenance, when non-nil, makes every queued key carry why it is
+	// queued (see Provenance and ReasonsFrom). nil means no record, and no
+	// cost on the queue's path. With a prebuilt Queue, that queue must be a
+	// ctrlkit *workqueue.Queue built WithProvenance.
+	Provenance *Provenance
+
+	// TracerProvider, when set, gives every Reconcile an OpenTelemetry span
+	// ("Reconcile <name>", scope TracerScope) in its context, with the
+	// controller, key and reconcile ID as attributes, the reasons (with
+	// Provenance), the outcome, and a link to the span of the reconcile that
+	// put the key back (retry, Requeue, RequeueAfter). API requests made with
+	// the reconcile's context through an instrumented transport are its
+	// children. nil means no spans.
+	TracerProvider trace.TracerProvider
+
+	// Fences, when non-nil, turns on write fences: a key whose Reconcile
+	// wrote an object is not reconciled again until the informer shows the
+	// write (see Fence, FenceGone, FenceOn and Fences.Auto). nil means Fence
+	// records nothing and the worker loop checks for no fence.
+	Fences *Fences
+}
+
+// New validates opts and builds a controller named name (the name is used in
+// logs, metrics, events and as the queue's name). Bad options are an error
+// matching ErrInvalidOptions (an *OptionsError naming the field).
+func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controller[K], error) {
+	bad := func(field, reason string) (*Controller[K], error) {
+		return nil, &OptionsError{Controller: name, Field: field, Reason: reason}
+	}
+	switch {
+	case name == "":
+		return bad("name", "empty; every controller needs a name for logs, metrics and events")
+	case object.IsNil(r):
+		return bad("Reconciler", "nil")
+	case opts.Workers < 0:
+		return bad("Workers", fmt.Sprintf("%d is negative", opts.Workers))
+	case opts.MaxRetries < 0 && opts.MaxRetries != RetryForever:
+		return bad("MaxRetries", fmt.Sprintf("%d is negative (RetryForever is %d; set NoRetries to never retry)", opts.MaxRetries, RetryForever))
+	case opts.NoRetries && opts.MaxRetries != 0:
+		return bad("MaxRetries", fmt.Sprintf("%d conflicts with NoRetries", opts.MaxRetries))
+	case opts.Exhausted != SlowRetry && opts.Exhausted != GiveUp:
+		return bad("Exhausted", fmt.Sprintf("unknown %v; use SlowRetry or GiveUp", opts.Exhausted))
+	case opts.Exhausted == GiveUp && (opts.NoRetries || opts.MaxRetries == RetryForever):
+		return bad("Exhausted", "GiveUp set with NoRetries or RetryForever, which never exhaust a key's retries")
+	case opts.SlowRetryInterval < 0:
+		return bad("SlowRetryInterval", fmt.Sprintf("%v is negative", opts.SlowRetryInterval))
+	case opts.SlowRetryInterval > 0 && (opts.Exhausted == GiveUp || opts.NoRetries || opts.MaxRetries == RetryForever):
+		return bad("SlowRetryInterval", fmt.Sprintf("%v set with GiveUp, NoRetries or RetryForever, which never retry a key slowly", opts.SlowRetryInterval))
+	case opts.ReconcileTimeout < 0:
+		return bad("ReconcileTimeout", fmt.Sprintf("%v is negative", opts.ReconcileTimeout))
+	case opts.CacheSyncTimeout < 0:
+		return bad("CacheSyncTimeout", fmt.Sprintf("%v is negative", opts.CacheSyncTimeout))
+	case opts.Queue != nil && opts.RateLimiter != nil:
+		return bad("RateLimiter", "set together with Queue; a prebuilt queue brings its own rate limiter")
+	case opts.Fences != nil && opts.Fences.TTL < 0:
+		return bad("Fences.TTL", fmt.Sprintf("%v is negative", opts.Fences.TTL))
+	case opts.Provenance != nil && opts.Queue != nil && !isReasonsQueue[K](opts.Queue):
+		return bad("Provenance", fmt.Sprintf("set with a Queue (%T) that keeps no reasons; use a ctrlkit workqueue built WithProvenance", opts.Queue))
+	}
+	c := &Controller[K]{
+		name:       name,
+		r:          r,
+		workers:    max(opts.Workers, 1),
+		maxRetries: opts.MaxRetries,
+		exhausted:  opts.Exhausted,
+		slowRetry:  opts.SlowRetryInterval,
+		timeout:    opts.ReconcileTimeout,
+		syncWait:   opts.CacheSyncTimeout,
+		needLeader: opts.NeedLeaderElection == nil || *opts.NeedLeaderElection,
+		feature:    opts.Feature,
+		rePanic:    opts.RePanic,
+		logger:     opts.Logger,
+		clock:      opts.Clock,
+		limiter:    opts.RateLimiter,
+		metrics:    opts.Metrics,
+		prebuilt:   opts.Queue,
+		provenance: opts.Provenance != nil,
+		tracing:    newTracing[K](opts.TracerProvider),
+		fenceOpts:  opts.Fences,
+	}
+	if c.provenance {
+		c.provLevel = opts.Provenance.LogLevel
+		if c.provLevel == 0 {
+			c.provLevel = DefaultProvenanceLogLevel
+		}
+	}
+	switch {
+	case opts.NoRetries:
+		c.maxRetries, c.exhausted = 0, GiveUp
+	case c.maxRetries == 0:
+		c.maxRetries = DefaultMaxRetries
+	}
+	if c.slowRetry == 0 {
+		c.slowRetry = DefaultSlowRetryInterval
+	}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
+	}
+	if c.limiter == nil {
+		c.limiter = kworkqueue.DefaultTypedControllerRateLimiter[K]()
+	}
+	return c, nil
+}

@@ -1,0 +1,173 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"runtime/debug"
+
+	"go.opentelemetry.io/otel/trace"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// work is one key on its way through the worker pipeline: what the queue
+// handed out, the context the steps decorate, and what Reconcile returned.
+// Each worker reuses one.
+type work[K comparable] struct {
+	q      queue[K]
+	key    K
+	why    Reasons         // why the key was queued (with provenance)
+	run    context.Context // Run's
+	ctx    context.Context // the Reconcile's, decorated by the steps
+	logger klog.Logger     // the worker's; the context step adds key and reconcileID
+	id     types.UID
+
+	span   trace.Span         // tracingStep's
+	cancel context.CancelFunc // timeoutStep's
+
+	res      Result
+	err      error
+	handled  bool // Reconcile returned and handle ran (not a panic passing through)
+	requeued bool // handle put the key back
+}
+
+// step is one optional stage of the worker pipeline, built once when Run
+// starts (see pipeline). enter runs before Reconcile, in pipeline order;
+// false ends the key's way there (the step took care of it: dropped it, held
+// it back). exit runs after the result was handled, in reverse order, for
+// every step whose enter returned true, also when a panic passes through.
+type step[K comparable] interface {
+	enter(w *work[K]) bool
+	exit(w *work[K])
+}
+
+// worker is one worker's loop: it waits for a key, runs it through the
+// pipeline and, while keys are ready, hands each back and takes the next in
+// one step of the queue (one lock hand-off instead of two). It returns once
+// the queue is shut down and empty.
+func (c *Controller[K]) worker(ctx context.Context, q queue[K], steps []step[K], logger klog.Logger) {
+	w := &work[K]{q: q, logger: logger}
+	for {
+		key, why, shutdown := q.get()
+		if shutdown {
+			return
+		}
+		c.inFlight.Add(1)
+		w.key, w.why = key, why
+		for c.processChained(ctx, w, steps) {
+		}
+	}
+}
+
+// processChained runs w's key, counted in flight by the caller, through the
+// pipeline and hands it back. When another key is ready it takes it in the
+// same step, still counted in flight, and returns true with w holding it;
+// otherwise it leaves the in-flight count and returns false.
+func (c *Controller[K]) processChained(ctx context.Context, w *work[K], steps []step[K]) bool {
+	handedBack := false
+	defer func() {
+		if !handedBack { // a panic passing through (RePanic)
+			w.q.done(w.key)
+			c.inFlight.Add(-1)
+		}
+	}()
+	c.process(ctx, w, steps)
+	handedBack = true
+	// Done before leaving the in-flight count, so Idle never sees a key that
+	// Done is about to put back as "nothing to do".
+	if next, why, ok := w.q.doneAndNext(w.key); ok {
+		w.key, w.why = next, why
+		return true
+	}
+	c.inFlight.Add(-1)
+	return false
+}
+
+// process is the pipeline for one key: admit, hold, decorate the context,
+// reconcile, handle the result, release. The steps are the optional parts;
+// the caller hands the key back (Done) afterwards, also when it panics.
+func (c *Controller[K]) process(ctx context.Context, w *work[K], steps []step[K]) {
+	if ctx.Err() != nil {
+		// Shutting down: keys not yet started are not started now; the next
+		// run relists and enqueues them again.
+		return
+	}
+	w.run, w.ctx, w.id, w.handled, w.requeued = ctx, ctx, "", false, false
+	entered := 0
+	defer func() {
+		for i := entered - 1; i >= 0; i-- {
+			steps[i].exit(w)
+		}
+	}()
+	for _, s := range steps {
+		if !s.enter(w) {
+			return
+		}
+		entered++
+	}
+	w.res, w.err = c.reconcile(w.ctx, w.key)
+	w.requeued = c.handle(w)
+	w.handled = true
+}
+
+// reconcile calls the Reconciler, turning a panic into a *PanicError (or
+// letting it through with RePanic, after the deferred Done of the caller).
+func (c *Controller[K]) reconcile(ctx context.Context, key K) (res Result, err error) {
+	start := c.clock.Now()
+	c.cm.activeDelta(1)
+	defer func() {
+		c.cm.activeDelta(-1)
+		c.cm.observe(c.clock.Since(start).Seconds())
+	}()
+	defer func() {
+		if v := recover(); v != nil {
+			c.cm.panicked()
+			if c.rePanic {
+				panic(v)
+			}
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return c.r.Reconcile(ctx, key)
+}
+
+// handle is the error policy: the one place that decides what happens to a
+// key after Reconcile. It reports whether it put the key back.
+func (c *Controller[K]) handle(w *work[K]) (requeued bool) {
+	q, key, res, err, logger := w.q, w.key, w.res, w.err, klog.FromContext(w.ctx)
+	switch {
+	case err == nil:
+		// Success clears the failure history whatever comes next.
+		q.forget(key)
+		c.retries.clear(key)
+		switch {
+		case res.RequeueAfter > 0:
+			c.cm.result(ResultRequeueAfter)
+			q.add(key, addSpec{trigger: requeueTrigger(res.RequeueAfter), priority: res.Priority})
+			return true
+		case res.Requeue:
+			c.cm.result(ResultRequeue)
+			q.add(key, addSpec{trigger: requeueTrigger(0), priority: res.Priority, rateLimited: true})
+			return true
+		default:
+			c.cm.result(ResultSuccess)
+		}
+	case IsTerminal(err):
+		c.cm.failed(true)
+		q.forget(key)
+		c.retries.clear(key)
+		logger.Error(err, "Reconcile failed with a terminal error; not retrying")
+	default:
+		c.cm.failed(false)
+		if res.RequeueAfter > 0 {
+			logger.Info("Reconcile returned an error and a RequeueAfter; the RequeueAfter was ignored and the error backoff applies",
+				"requeueAfter", res.RequeueAfter)
+		}
+		var pe *PanicError
+		if errors.As(err, &pe) {
+			logger.Error(err, "Observed a panic in Reconcile", "stack", string(pe.Stack))
+		}
+		return c.retry(logger, q, key, res.Priority, err)
+	}
+	return false
+}
