@@ -239,3 +239,10 @@ func (q *Queue[T]) GetWithReasons() (item T, why Reasons, shutdown bool) {
 	item, shutdown = q.get(&why)
 	return item, why, shutdown
 }
+
+// DoneAndTryGetWithReasons is DoneAndTryGet that also returns why the next item was queued,
+// as GetWithReasons does.
+func (q *Queue[T]) DoneAndTryGetWithReasons(item T) (next T, why Reasons, ok bool) {
+	next, ok = q.doneAndTryGet(item, &why)
+	return next, why, ok
+}
