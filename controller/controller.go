@@ -648,7 +648,7 @@ func (c *Controller[K]) worker(ctx context.Context, q *runQueue[K], logger klog.
 // get waits for the next key, with its reasons on a queue with provenance.
 func (q *runQueue[K]) get() (key K, why Reasons, shutdown bool) {
 	if q.why != nil {
-		return q.why.GetWithReasons()
+		return getWithReasons(q.why)
 	}
 	key, shutdown = q.Get()
 	return key, why, shutdown
@@ -672,7 +672,7 @@ func (c *Controller[K]) processChained(ctx context.Context, q *runQueue[K], logg
 	// Done is about to put back as "nothing to do".
 	switch {
 	case q.why != nil:
-		if next, nextWhy, ok := q.why.DoneAndTryGetWithReasons(*key); ok {
+		if next, nextWhy, ok := doneAndTryGetWithReasons(q.why, *key); ok {
 			*key, *why = next, nextWhy
 			return true
 		}

@@ -39,7 +39,7 @@ func newDefaultQueue[K comparable](name string, limiter kworkqueue.TypedRateLimi
 // with t as its trigger when the controller has provenance.
 func (q *runQueue[K]) add(key K, priority *int, after time.Duration, rateLimited bool, t Trigger) {
 	if q.why != nil {
-		o := workqueue.AddOpts{After: after, RateLimited: rateLimited, Trigger: t}
+		o := workqueue.AddOpts{After: after, RateLimited: rateLimited, Cause: t.cause()}
 		if priority != nil {
 			o.Priority = *priority
 		}

@@ -6,10 +6,10 @@ package workqueue
 // shutdown = true. Workers should keep calling Get until it does.
 func (q *Queue[T]) Get() (item T, shutdown bool) { return q.get(nil) }
 
-// get is Get that, when why is not nil, also sets *why to the item's record.
-func (q *Queue[T]) get(why *Reasons) (item T, shutdown bool) {
+// get is Get that, when rec is not nil, also sets *rec to the item's record.
+func (q *Queue[T]) get(rec *Record) (item T, shutdown bool) {
 	q.lock()
-	if e := q.tryTakeLocked(why); e != nil {
+	if e := q.tryTakeLocked(rec); e != nil {
 		item = e.item
 		q.unlock()
 		return item, false
@@ -29,20 +29,20 @@ func (q *Queue[T]) get(why *Reasons) (item T, shutdown bool) {
 	q.unlock()
 	<-w.ch
 	item, shutdown = w.item, w.shutdown
-	if why != nil {
-		*why = w.why
+	if rec != nil {
+		*rec = w.rec
 	}
 	var zero T
 	w.item, w.shutdown = zero, false
 	if q.provenance {
-		w.why = Reasons{}
+		w.rec = Record{}
 	}
 	q.waiterPool.Put(w)
 	return item, shutdown
 }
 
 // tryTakeLocked hands out the next ready item, as takeLocked, or returns nil when none is ready.
-func (q *Queue[T]) tryTakeLocked(why *Reasons) *entry[T] {
+func (q *Queue[T]) tryTakeLocked(rec *Record) *entry[T] {
 	if q.queued == 0 && q.delayed.len() > 0 {
 		// Rather than wait, hand out an item whose delay has passed even if the delay
 		// goroutine has not woken yet (a fake clock stepped by a test takes effect at once).
@@ -53,7 +53,7 @@ func (q *Queue[T]) tryTakeLocked(why *Reasons) *entry[T] {
 	if q.queued == 0 {
 		return nil
 	}
-	return q.takeLocked(why)
+	return q.takeLocked(rec)
 }
 
 // Done marks item as processed. If it was added again while it was processed, it is queued
@@ -71,13 +71,13 @@ func (q *Queue[T]) Done(item T) {
 // the worker then calls Get to wait.
 func (q *Queue[T]) DoneAndTryGet(item T) (next T, ok bool) { return q.doneAndTryGet(item, nil) }
 
-// doneAndTryGet is DoneAndTryGet that, when why is not nil, also sets *why to the next item's
+// doneAndTryGet is DoneAndTryGet that, when rec is not nil, also sets *rec to the next item's
 // record.
-func (q *Queue[T]) doneAndTryGet(item T, why *Reasons) (next T, ok bool) {
+func (q *Queue[T]) doneAndTryGet(item T, rec *Record) (next T, ok bool) {
 	h := q.items.hash(item)
 	q.lock()
 	q.doneLocked(item, h)
-	if e := q.tryTakeLocked(why); e != nil {
+	if e := q.tryTakeLocked(rec); e != nil {
 		next, ok = e.item, true
 	}
 	q.unlock()
@@ -115,14 +115,14 @@ func (q *Queue[T]) doneLocked(item T, h uint64) {
 }
 
 // takeLocked pops the next ready entry and marks it processing, moving its record (if any) to
-// why when why is not nil. q.queued must be > 0.
-func (q *Queue[T]) takeLocked(why *Reasons) *entry[T] {
+// rec when rec is not nil. q.queued must be > 0.
+func (q *Queue[T]) takeLocked(rec *Record) *entry[T] {
 	e := q.ready.pop()
-	if e.why != nil {
-		if why != nil {
-			*why = e.why.ready
+	if e.rec != nil {
+		if rec != nil {
+			*rec = e.rec.ready
 		}
-		e.why.ready = Reasons{}
+		e.rec.ready = Record{}
 	}
 	q.queued--
 	e.state = stProcessing
@@ -143,7 +143,7 @@ func (q *Queue[T]) dispatchLocked() {
 		if w == nil {
 			return
 		}
-		w.item = q.takeLocked(&w.why).item
+		w.item = q.takeLocked(&w.rec).item
 		q.woken.push(w)
 	}
 }

@@ -24,7 +24,7 @@ type Queue[T comparable] struct {
 	waiters      waiterList[T]    // getters blocked in Get
 	woken        waiterList[T]    // getters handed an item, to be woken once mu is released
 	metrics      *queueMetrics[T] // nil when metrics are off
-	provenance   bool             // keep a Reasons record per entry (WithProvenance)
+	provenance   bool             // keep a Record per entry (WithProvenance)
 	shuttingDown bool
 	draining     bool
 	delayed      delayHeap[T]
@@ -74,10 +74,10 @@ type AddOpts struct {
 	// With After also positive, the shorter of the two delays is used (controller-runtime's rule);
 	// the limiter counts the requeue either way.
 	RateLimited bool
-	// Trigger is why the items are added, merged into each item's record on a queue with
-	// provenance (WithProvenance) and ignored otherwise. A delayed add's trigger joins the
+	// Cause is why the items are added, merged into each item's record on a queue with
+	// provenance (WithProvenance) and ignored otherwise. A delayed add's cause joins the
 	// record when the delay ends.
-	Trigger Trigger
+	Cause Cause
 }
 
 // entry state bits. An entry can be ready (stQueued) or processing, never both; stDirty means
@@ -101,7 +101,7 @@ type entry[T comparable] struct {
 	waitSeq  uint64 // matches the entry's live slot in delayed
 
 	mx  *entryMetrics[T] // nil unless metrics are on; kept when the entry is recycled
-	why *provenance      // nil unless provenance is on; kept when the entry is recycled
+	rec *provenance      // nil unless provenance is on; kept when the entry is recycled
 
 	tag  uint32 // the table's tag of item's hash
 	idx  uint32 // where the entry is in the arena
@@ -177,7 +177,7 @@ func (q *Queue[T]) AddWithOpts(o AddOpts, items ...T) {
 			if o.After > 0 && o.After < d {
 				d = o.After
 			}
-			q.addAfter(item, d, o.Priority, &o.Trigger)
+			q.addAfter(item, d, o.Priority, &o.Cause)
 		}
 	case o.After > 0:
 		at := q.deadline(o.After)
@@ -187,7 +187,7 @@ func (q *Queue[T]) AddWithOpts(o AddOpts, items ...T) {
 				if q.metrics != nil {
 					q.metrics.retry()
 				}
-				q.delayLocked(item, q.items.hash(item), at, o.Priority, &o.Trigger)
+				q.delayLocked(item, q.items.hash(item), at, o.Priority, &o.Cause)
 			}
 		}
 		q.unlock()
@@ -195,7 +195,7 @@ func (q *Queue[T]) AddWithOpts(o AddOpts, items ...T) {
 		q.lock()
 		if !q.shuttingDown {
 			for _, item := range items {
-				q.addLocked(item, q.items.hash(item), o.Priority, &o.Trigger)
+				q.addLocked(item, q.items.hash(item), o.Priority, &o.Cause)
 			}
 			if q.waiters.head != nil {
 				q.dispatchLocked()
@@ -211,7 +211,7 @@ func (q *Queue[T]) AddAfter(item T, d time.Duration) {
 	q.addAfter(item, d, 0, nil)
 }
 
-func (q *Queue[T]) addAfter(item T, d time.Duration, prio int, t *Trigger) {
+func (q *Queue[T]) addAfter(item T, d time.Duration, prio int, c *Cause) {
 	var at time.Duration
 	if d > 0 {
 		at = q.deadline(d) // read the clock outside the lock
@@ -226,13 +226,13 @@ func (q *Queue[T]) addAfter(item T, d time.Duration, prio int, t *Trigger) {
 		q.metrics.retry()
 	}
 	if d <= 0 {
-		q.addLocked(item, h, prio, t)
+		q.addLocked(item, h, prio, c)
 		if q.waiters.head != nil {
 			q.dispatchLocked()
 		}
 		return
 	}
-	q.delayLocked(item, h, at, prio, t)
+	q.delayLocked(item, h, at, prio, c)
 }
 
 // Len returns the number of items ready to be handed out, counting the delayed items that are
@@ -247,8 +247,8 @@ func (q *Queue[T]) Len() int {
 }
 
 // addLocked marks item, whose hash is h, as needing processing at priority prio, for the
-// reason t (nil: unspecified) when the queue keeps provenance.
-func (q *Queue[T]) addLocked(item T, h uint64, prio int, t *Trigger) {
+// cause c (nil: the zero Cause) when the queue keeps provenance.
+func (q *Queue[T]) addLocked(item T, h uint64, prio int, c *Cause) {
 	e := q.items.get(h, item)
 	if e == nil {
 		if e = q.newEntryLocked(item, h); e == nil {
@@ -262,7 +262,7 @@ func (q *Queue[T]) addLocked(item T, h uint64, prio int, t *Trigger) {
 		q.readyLocked(e, prio)
 	}
 	if q.provenance {
-		q.recordLocked(e, t, false)
+		q.recordLocked(e, c, false)
 	}
 }
 

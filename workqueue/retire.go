@@ -54,7 +54,7 @@ func (q *Queue[T]) releaseLocked(e *entry[T]) {
 	if e.mx != nil {
 		*e.mx = entryMetrics[T]{}
 	}
-	if e.why != nil {
-		*e.why = provenance{}
+	if e.rec != nil {
+		*e.rec = provenance{}
 	}
 }

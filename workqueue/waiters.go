@@ -44,7 +44,7 @@ func (q *Queue[T]) unlock() {
 type waiter[T comparable] struct {
 	ch       chan struct{} // buffered 1: the waker never blocks
 	item     T
-	why      Reasons // the item's record, on a queue with provenance
+	rec      Record // the item's record, on a queue with provenance
 	shutdown bool
 	next     *waiter[T]
 }

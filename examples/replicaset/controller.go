@@ -27,7 +27,6 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/ownerref"
 	"github.com/ctrlkit/ctrlkit/replicas"
-	ckqueue "github.com/ctrlkit/ctrlkit/workqueue"
 )
 
 // ControllerName names the controller in logs, metrics and the queue.
@@ -178,13 +177,13 @@ func NewReplicaSetController(f *informer.Factory, client kubernetes.Interface, o
 	// its informer's initial list, as Watch would.
 	rsReg, err := c.rss.AddHandler(informer.HandlerFuncs[*appsv1.ReplicaSet]{
 		OnAdd: func(rs *appsv1.ReplicaSet, _ bool) {
-			c.enqueueRS(controller.KeyFromObject(rs), ckqueue.EventAdd, rs)
+			c.enqueueRS(controller.KeyFromObject(rs), controller.EventAdd, rs)
 		},
 		OnUpdate: c.updateReplicaSet,
 		OnDelete: func(rs *appsv1.ReplicaSet) {
 			key := controller.KeyFromObject(rs)
 			c.exp.DeleteExpectations(key) // a re-created ReplicaSet starts afresh
-			c.enqueueRS(key, ckqueue.EventDelete, rs)
+			c.enqueueRS(key, controller.EventDelete, rs)
 		},
 	})
 	if err != nil {
@@ -217,21 +216,21 @@ func (c *ReplicaSetController) updateReplicaSet(old, cur *appsv1.ReplicaSet) {
 	if from, to := ptrOr(old.Spec.Replicas, 1), ptrOr(cur.Spec.Replicas, 1); from != to {
 		c.logger.V(4).Info("ReplicaSet scaled", "replicaSet", klog.KObj(cur), "from", from, "to", to)
 	}
-	t := controller.EventTrigger(c.rss.Name(), ckqueue.EventUpdate, cur)
+	t := controller.EventTrigger(c.rss.Name(), controller.EventUpdate, cur)
 	if informer.IsResync(old, cur) {
-		t.Kind = ckqueue.TriggerResync
+		t.Kind = controller.TriggerResync
 	}
 	c.Controller.EnqueueWithTrigger(controller.KeyFromObject(cur), t)
 }
 
 // enqueueRS enqueues key for an event of a ReplicaSet, naming the event in the key's reasons
 // (logged at -v=2 on the reconcile's "Reconciling" line).
-func (c *ReplicaSetController) enqueueRS(key controller.Key, ev ckqueue.EventType, rs *appsv1.ReplicaSet) {
+func (c *ReplicaSetController) enqueueRS(key controller.Key, ev controller.EventType, rs *appsv1.ReplicaSet) {
 	c.Controller.EnqueueWithTrigger(key, controller.EventTrigger(c.rss.Name(), ev, rs))
 }
 
 // enqueuePod enqueues key for an event of pod, naming the Pod in the key's reasons.
-func (c *ReplicaSetController) enqueuePod(key controller.Key, ev ckqueue.EventType, pod *corev1.Pod) {
+func (c *ReplicaSetController) enqueuePod(key controller.Key, ev controller.EventType, pod *corev1.Pod) {
 	c.Controller.EnqueueWithTrigger(key, controller.EventTrigger(c.pods.Name(), ev, pod))
 }
 
@@ -287,12 +286,12 @@ func (c *ReplicaSetController) addPod(pod *corev1.Pod) {
 		if rs := c.resolveControllerRef(pod.Namespace, ref); rs != nil {
 			key := controller.KeyFromObject(rs)
 			c.exp.CreationObserved(key)
-			c.enqueuePod(key, ckqueue.EventAdd, pod)
+			c.enqueuePod(key, controller.EventAdd, pod)
 		}
 		return
 	}
 	for _, rs := range c.matchingReplicaSets(pod) {
-		c.enqueuePod(controller.KeyFromObject(rs), ckqueue.EventAdd, pod)
+		c.enqueuePod(controller.KeyFromObject(rs), controller.EventAdd, pod)
 	}
 }
 
@@ -312,7 +311,7 @@ func (c *ReplicaSetController) updatePod(old, cur *corev1.Pod) {
 	refChanged := !reflect.DeepEqual(curRef, oldRef)
 	if refChanged && oldRef != nil {
 		if rs := c.resolveControllerRef(old.Namespace, oldRef); rs != nil {
-			c.enqueuePod(controller.KeyFromObject(rs), ckqueue.EventUpdate, cur) // it lost a Pod
+			c.enqueuePod(controller.KeyFromObject(rs), controller.EventUpdate, cur) // it lost a Pod
 		}
 	}
 	if curRef != nil {
@@ -321,10 +320,10 @@ func (c *ReplicaSetController) updatePod(old, cur *corev1.Pod) {
 			return
 		}
 		key := controller.KeyFromObject(rs)
-		c.enqueuePod(key, ckqueue.EventUpdate, cur)
+		c.enqueuePod(key, controller.EventUpdate, cur)
 		if rs.Spec.MinReadySeconds > 0 && !podReady(old) && podReady(cur) {
 			// No event marks the moment the Pod becomes available: look again then.
-			t := controller.EventTrigger(c.pods.Name(), ckqueue.EventUpdate, cur)
+			t := controller.EventTrigger(c.pods.Name(), controller.EventUpdate, cur)
 			t.After = time.Duration(rs.Spec.MinReadySeconds) * time.Second
 			c.Controller.EnqueueWithTrigger(key, t)
 		}
@@ -332,7 +331,7 @@ func (c *ReplicaSetController) updatePod(old, cur *corev1.Pod) {
 	}
 	if labelsChanged || refChanged {
 		for _, rs := range c.matchingReplicaSets(cur) {
-			c.enqueuePod(controller.KeyFromObject(rs), ckqueue.EventUpdate, cur)
+			c.enqueuePod(controller.KeyFromObject(rs), controller.EventUpdate, cur)
 		}
 	}
 }
@@ -344,7 +343,7 @@ func (c *ReplicaSetController) deletePod(pod *corev1.Pod) {
 	}
 	key := controller.KeyFromObject(rs)
 	c.exp.DeletionObserved(key, pod.UID)
-	c.enqueuePod(key, ckqueue.EventDelete, pod)
+	c.enqueuePod(key, controller.EventDelete, pod)
 }
 
 // Reconcile syncs one ReplicaSet: claim its Pods, create or delete the difference to
