@@ -11,8 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-
-	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
 // objRef names one object of one informer.
@@ -176,7 +174,7 @@ func (ft *fenceTable[K]) add(key K, t *fenceTarget, namespace, name, rv string, 
 		requeue := ft.dropLocked(key, ref)
 		ft.mu.Unlock()
 		if requeue {
-			ft.requeue(key, Trigger{Kind: workqueue.TriggerFence, Source: t.name, Namespace: namespace, Name: name})
+			ft.requeue(key, Trigger{Kind: TriggerFence, Source: t.name, Namespace: namespace, Name: name})
 		}
 	}
 	ft.mu.Lock()
@@ -249,7 +247,7 @@ func (ft *fenceTable[K]) observe(ref objRef, rv string, deleting, deleted bool) 
 	ft.setObjLocked(ref, kept)
 	ft.mu.Unlock()
 	for _, k := range released {
-		ft.requeue(k, Trigger{Kind: workqueue.TriggerFence, Source: ref.t.name, Namespace: ref.namespace, Name: ref.name})
+		ft.requeue(k, Trigger{Kind: TriggerFence, Source: ref.t.name, Namespace: ref.namespace, Name: ref.name})
 	}
 }
 
@@ -367,7 +365,7 @@ func (ft *fenceTable[K]) expire(now time.Time) {
 			"resourceVersion", e.f.rv, "gone", e.f.kind != versionFence, "ttl", ft.ttl)
 	}
 	for _, k := range released {
-		ft.requeue(k, Trigger{Kind: workqueue.TriggerFence, Source: "timeout"})
+		ft.requeue(k, Trigger{Kind: TriggerFence, Source: "timeout"})
 	}
 }
 

@@ -25,7 +25,6 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/informer"
-	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
 // heldCluster is a fake clientset whose ConfigMap watch the test drives by hand: nothing the
@@ -148,7 +147,7 @@ func TestFenceHoldsTheKeyUntilTheInformerShowsTheWrite(t *testing.T) {
 		_, why := r.get()
 		events := 0
 		for _, w := range why[1:] {
-			events += w.Count(workqueue.TriggerEvent)
+			events += w.Count(controller.TriggerEvent)
 		}
 		return len(why) >= 2 && events >= 1 && c.Stats().Idle()
 	}, 10*time.Second, time.Millisecond)
@@ -159,9 +158,9 @@ func TestFenceHoldsTheKeyUntilTheInformerShowsTheWrite(t *testing.T) {
 	// The update event may be merged into the released key or come on its own.
 	var requeues, fences, events int
 	for _, w := range why[1:] {
-		requeues += w.Count(workqueue.TriggerRequeue)
-		fences += w.Count(workqueue.TriggerFence)
-		events += w.Count(workqueue.TriggerEvent)
+		requeues += w.Count(controller.TriggerRequeue)
+		fences += w.Count(controller.TriggerFence)
+		events += w.Count(controller.TriggerEvent)
 	}
 	// The release is a fence trigger when the fence table hands the key back; when the Watch's
 	// enqueue of the same event gets there first, the event is the trigger and no fence shows.

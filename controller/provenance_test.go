@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	kworkqueue "k8s.io/client-go/util/workqueue"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/workqueue"
@@ -67,7 +69,7 @@ func TestProvenanceOfRequeues(t *testing.T) {
 	require.NoError(t, <-done)
 
 	got := rec.all()
-	kinds := []workqueue.TriggerKind{workqueue.TriggerManual, workqueue.TriggerRetry, workqueue.TriggerRequeueAfter, workqueue.TriggerRequeue}
+	kinds := []TriggerKind{TriggerManual, TriggerRetry, TriggerRequeueAfter, TriggerRequeue}
 	for i, want := range kinds {
 		assert.Equal(t, 1, got[i].Total, "call %d: %v", i+1, got[i])
 		assert.Equal(t, want, got[i].First.Kind, "call %d: %v", i+1, got[i])
@@ -118,8 +120,8 @@ func TestProvenanceOfWatchEvents(t *testing.T) {
 	require.NoError(t, <-done)
 
 	got := rec.all()
-	assert.Equal(t, Trigger{Kind: workqueue.TriggerEvent, Event: workqueue.EventAdd, Source: "replicasets.apps", Namespace: "ns", Name: "web"}, got[0].First)
-	assert.Equal(t, Trigger{Kind: workqueue.TriggerEvent, Event: workqueue.EventUpdate, Source: "replicasets.apps", Namespace: "ns", Name: "web"}, got[1].Last)
+	assert.Equal(t, Trigger{Kind: TriggerEvent, Event: EventAdd, Source: "replicasets.apps", Namespace: "ns", Name: "web"}, got[0].First)
+	assert.Equal(t, Trigger{Kind: TriggerEvent, Event: EventUpdate, Source: "replicasets.apps", Namespace: "ns", Name: "web"}, got[1].Last)
 }
 
 // Without provenance ReasonsFrom is zero; a prebuilt queue that keeps no reasons is refused.
@@ -156,7 +158,7 @@ func TestEnqueueWithTrigger(t *testing.T) {
 	}), Options[Key]{Provenance: &Provenance{LogLevel: -1}})
 	require.NoError(t, err)
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
-	c.EnqueueWithTrigger(KeyFromObject(rs), EventTrigger("replicasets.apps", workqueue.EventDelete, rs))
+	c.EnqueueWithTrigger(KeyFromObject(rs), EventTrigger("replicasets.apps", EventDelete, rs))
 	done := make(chan error)
 	go func() { done <- c.Run(ctx) }()
 	require.Eventually(t, func() bool { return len(rec.all()) == 1 }, 10*time.Second, time.Millisecond)
@@ -178,7 +180,7 @@ func TestTracedHandlerAllocations(t *testing.T) {
 		h.HandleAdd(newRS, false)
 		h.HandleUpdate(oldRS, newRS)
 		h.HandleDelete(newRS, informer.DeleteInfo{Key: "ns/a"})
-		k, why, _ := q.GetWithReasons()
+		k, why, _ := getWithReasons(q)
 		q.Done(k)
 		if why.Total != 3 {
 			t.Fatalf("reasons %v", why)
@@ -186,4 +188,111 @@ func TestTracedHandlerAllocations(t *testing.T) {
 	}
 	cycle()
 	assert.Zero(t, testing.AllocsPerRun(1000, cycle))
+}
+
+func podUpdate(name string) Trigger {
+	return Trigger{Kind: TriggerEvent, Event: EventUpdate, Source: "pods", Namespace: "ns", Name: name}
+}
+
+// addCause adds key to q for the reason t, as the controller's queue does.
+func addCause(q *workqueue.Queue[string], key string, t Trigger) {
+	q.AddWithOpts(workqueue.AddOpts{After: t.After, Cause: t.cause()}, key)
+}
+
+// Triggers merged by the queue come back as the same Reasons, in the String form logs show.
+func TestReasonsThroughTheQueue(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Unix(0, 0))
+	q := workqueue.New(workqueue.WithProvenance[string](), workqueue.WithClock[string](clk))
+	defer q.ShutDown()
+	addCause(q, "k", podUpdate("a"))
+	addCause(q, "k", podUpdate("b"))
+	addCause(q, "k", Trigger{Kind: TriggerManual})
+	q.Add("k") // names no trigger
+	k, why, down := getWithReasons(q)
+	require.False(t, down)
+	require.Equal(t, "k", k)
+	assert.Equal(t, 4, why.Total)
+	assert.Equal(t, 2, why.Count(TriggerEvent))
+	assert.Equal(t, 1, why.Count(TriggerManual))
+	assert.Equal(t, 1, why.Count(TriggerUnspecified))
+	assert.Equal(t, podUpdate("a"), why.First)
+	assert.Equal(t, Trigger{}, why.Last)
+	assert.Equal(t, "4 triggers (unspecified=1 event=2 manual=1); first: event:update pods ns/a; last: unspecified", why.String())
+
+	// A delayed trigger joins when its delay ends; DoneAndTryGet hands it out too.
+	after := Trigger{Kind: TriggerRequeueAfter, After: time.Minute}
+	addCause(q, "k", after)
+	clk.Step(time.Minute)
+	k, why, ok := doneAndTryGetWithReasons(q, k)
+	require.True(t, ok)
+	assert.Equal(t, after, why.First)
+	assert.Equal(t, "1 trigger: requeueAfter after 1m0s", why.String())
+	_, why, ok = doneAndTryGetWithReasons(q, k)
+	assert.False(t, ok)
+	assert.True(t, why.IsZero())
+
+	// A queue without provenance hands out zero Reasons.
+	off := workqueue.New[string]()
+	defer off.ShutDown()
+	addCause(off, "k", podUpdate("a"))
+	_, why, _ = getWithReasons(off)
+	assert.True(t, why.IsZero())
+	assert.Equal(t, "none", why.String())
+}
+
+// Every field of a trigger survives the queue, and the queue's record converts to the Reasons
+// that recording the same triggers gives, kinds the controller does not count included.
+func TestReasonsConversion(t *testing.T) {
+	full := Trigger{Kind: TriggerRetry, Event: EventDelete, Source: "s", Namespace: "ns", Name: "n", Retry: 3, After: time.Second}
+	c := full.cause()
+	assert.Equal(t, full, triggerOf(&c))
+
+	ts := []Trigger{podUpdate("a"), full, {Kind: numTriggerKinds, Name: "past the last kind"}, {Kind: 200}, {Kind: TriggerFence, Source: "timeout"}}
+	var rec workqueue.Record
+	var want Reasons
+	for _, tr := range ts {
+		rec.Add(tr.cause())
+		want.Record(tr)
+	}
+	assert.Equal(t, want, reasonsOf(&rec))
+	assert.Equal(t, Reasons{}, reasonsOf(&workqueue.Record{}))
+}
+
+// The String forms of triggers, kinds and event types.
+func TestTriggerStrings(t *testing.T) {
+	for tr, want := range map[Trigger]string{
+		{Kind: TriggerRetry, Retry: 2}: "retry#2",
+		podUpdate("web-1"):             "event:update pods ns/web-1",
+		{Kind: TriggerResync, Event: EventUpdate, Source: "pods", Name: "node-1"}: "resync:update pods node-1",
+		{Kind: TriggerFence, Source: "timeout"}:                                   "fence timeout",
+		{Kind: TriggerRetry, Retry: 16, After: 5 * time.Minute}:                   "retry#16 after 5m0s",
+		{}: "unspecified",
+	} {
+		assert.Equal(t, want, tr.String())
+	}
+	assert.Equal(t, "TriggerKind(200)", TriggerKind(200).String())
+	assert.Equal(t, "EventType(9)", EventType(9).String())
+	assert.Equal(t, "", EventNone.String())
+	assert.Equal(t, "add", EventAdd.String())
+	assert.Equal(t, "delete", EventDelete.String())
+}
+
+// The record of a key stays the same size whatever the number of its triggers.
+func TestReasonsRecordIsBounded(t *testing.T) {
+	var r Reasons
+	for i := range 10000 {
+		r.Record(podUpdate(strconv.Itoa(i)))
+	}
+	var o Reasons
+	o.Record(Trigger{Kind: TriggerResync, Event: EventUpdate})
+	r.Merge(o)
+	if r.Total != 10001 || r.Count(TriggerEvent) != 10000 || r.Count(TriggerResync) != 1 ||
+		r.First.Name != "0" || r.Last.Kind != TriggerResync {
+		t.Fatalf("merged record: %v", r)
+	}
+	if r.Count(TriggerKind(200)) != 0 || TriggerKind(200).String() != "TriggerKind(200)" {
+		t.Fatal("an unknown kind must count zero and print its number")
+	}
+	assert.Equal(t, "10001 triggers (event=10000 resync=1); first: event:update pods ns/0; last: resync:update", r.String())
+	assert.Equal(t, r.String(), r.MarshalLog())
 }

@@ -72,10 +72,10 @@ type ckQueue[K comparable] struct {
 	provenance bool // Options.Provenance: every add says why
 }
 
-func (c ckQueue[K]) get() (K, Reasons, bool) { return c.q.GetWithReasons() }
+func (c ckQueue[K]) get() (K, Reasons, bool) { return getWithReasons(c.q) }
 
 func (c ckQueue[K]) doneAndNext(key K) (K, Reasons, bool) {
-	return c.q.DoneAndTryGetWithReasons(key)
+	return doneAndTryGetWithReasons(c.q, key)
 }
 
 func (c ckQueue[K]) done(key K) { c.q.Done(key) }
@@ -85,7 +85,7 @@ func (c ckQueue[K]) add(key K, a addSpec) {
 		addPlain(c.q, key, a)
 		return
 	}
-	o := workqueue.AddOpts{After: a.trigger.After, RateLimited: a.rateLimited, Trigger: a.trigger}
+	o := workqueue.AddOpts{After: a.trigger.After, RateLimited: a.rateLimited, Cause: a.trigger.cause()}
 	if a.priority != nil {
 		o.Priority = *a.priority
 	}

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
-
-	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
 // DefaultSlowRetryInterval is how long a key that used up its retries waits
@@ -77,7 +75,7 @@ func (c *Controller[K]) retry(logger klog.Logger, q queue[K], key K, priority *i
 	c.cm.slowRetried()
 	logger.Error(err, "Reconcile failed after its last retry; retrying at the slow interval until it succeeds",
 		"retries", n+slow-1, "maxRetries", c.maxRetries, "retryAfter", c.slowRetry, "retryAt", c.clock.Now().Add(c.slowRetry))
-	q.add(key, addSpec{trigger: Trigger{Kind: workqueue.TriggerRetry, Retry: n + slow, After: c.slowRetry}, priority: priority})
+	q.add(key, addSpec{trigger: Trigger{Kind: TriggerRetry, Retry: n + slow, After: c.slowRetry}, priority: priority})
 	return true
 }
 

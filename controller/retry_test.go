@@ -14,8 +14,6 @@ import (
 	kworkqueue "k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
-
-	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
 // kv returns the value logged under key in e, and whether there was one.
@@ -244,7 +242,7 @@ func TestSlowRetryKeepsPriorityAndNamesItsTrigger(t *testing.T) {
 	var (
 		mu     sync.Mutex
 		order  []string
-		last   = map[string]workqueue.Trigger{}
+		last   = map[string]Trigger{}
 		failed = map[string]int{}
 	)
 	r := ReconcilerFunc[string](func(ctx context.Context, k string) (Result, error) {
@@ -283,7 +281,7 @@ func TestSlowRetryKeepsPriorityAndNamesItsTrigger(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, []string{"hi", "lo"}, order)
 	for _, k := range []string{"hi", "lo"} {
-		assert.Equal(t, workqueue.Trigger{Kind: workqueue.TriggerRetry, Retry: 2, After: time.Minute}, last[k], "key %s", k)
+		assert.Equal(t, Trigger{Kind: TriggerRetry, Retry: 2, After: time.Minute}, last[k], "key %s", k)
 	}
 }
 

@@ -8,8 +8,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
 // TracerScope is the instrumentation scope name of the spans a controller starts.
@@ -61,7 +59,7 @@ func (t *tracing[K]) start(ctx context.Context, controller string, key K, id str
 		if why.Total > 0 {
 			attrs = append(attrs, AttrReasonsFirst.String(why.First.String()), AttrReasonsLast.String(why.Last.String()))
 		}
-		for k := range workqueue.TriggerFence + 1 {
+		for k := range TriggerFence + 1 {
 			if n := why.Count(k); n > 0 {
 				attrs = append(attrs, attribute.Int(AttrReasonsCountPrefix+k.String(), n))
 			}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/predicate"
-	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
 // Watch connects inf's events to c's queue: every add, update (both the old
@@ -228,7 +227,7 @@ type mappedHandler[T informer.Object, K comparable] struct {
 
 // spec is how an event on obj adds its keys: with the event as the trigger
 // when the controller has provenance, else plainly (no trigger is built).
-func (h *mappedHandler[T, K]) spec(ev workqueue.EventType, obj T) addSpec {
+func (h *mappedHandler[T, K]) spec(ev EventType, obj T) addSpec {
 	if !h.provenance {
 		return addSpec{}
 	}
@@ -236,16 +235,16 @@ func (h *mappedHandler[T, K]) spec(ev workqueue.EventType, obj T) addSpec {
 }
 
 func (h *mappedHandler[T, K]) HandleAdd(obj T, _ bool) {
-	a := h.spec(workqueue.EventAdd, obj)
+	a := h.spec(EventAdd, obj)
 	for _, k := range h.fn(obj) {
 		h.q.add(k, a)
 	}
 }
 
 func (h *mappedHandler[T, K]) HandleUpdate(oldObj, newObj T) {
-	a := h.spec(workqueue.EventUpdate, newObj)
+	a := h.spec(EventUpdate, newObj)
 	if h.provenance && informer.IsResync(oldObj, newObj) {
-		a.trigger.Kind = workqueue.TriggerResync
+		a.trigger.Kind = TriggerResync
 	}
 	keys := h.fn(newObj)
 	for _, k := range keys {
@@ -259,7 +258,7 @@ func (h *mappedHandler[T, K]) HandleUpdate(oldObj, newObj T) {
 }
 
 func (h *mappedHandler[T, K]) HandleDelete(obj T, _ informer.DeleteInfo) {
-	a := h.spec(workqueue.EventDelete, obj)
+	a := h.spec(EventDelete, obj)
 	for _, k := range h.fn(obj) {
 		h.q.add(k, a)
 	}

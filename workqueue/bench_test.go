@@ -188,20 +188,21 @@ func BenchmarkAddAfter(b *testing.B) {
 }
 
 // BenchmarkProvenance is one Add+Get+Done by one goroutine with provenance off and on, the
-// add naming its trigger either way (AddOpts.Trigger is ignored when off). allocs/op must be 0
+// add naming its cause either way (AddOpts.Cause is ignored when off). allocs/op must be 0
 // for both: a record lives in the entry, which the queue recycles.
-//   - off: WithProvenance not given; GetWithReasons returns a zero record.
-//   - on: each add merges an event trigger, GetWithReasons hands the record out.
+//   - off: WithProvenance not given; GetWithRecord returns a zero record.
+//   - on: each add merges a cause (an event's, as a controller names it), GetWithRecord hands
+//     the record out.
 //   - on/dedup: four adds merge into one record per Get.
 func BenchmarkProvenance(b *testing.B) {
-	trig := workqueue.Trigger{Kind: workqueue.TriggerEvent, Event: workqueue.EventUpdate, Source: "pods", Namespace: "ns", Name: "pod"}
+	cause := workqueue.Cause{Kind: 1, Detail: 2, Source: "pods", Namespace: "ns", Name: "pod"}
 	run := func(b *testing.B, q *workqueue.Queue[string], adds int) {
 		defer q.ShutDown()
 		loop := func(i int) {
 			for range adds {
-				q.AddWithOpts(workqueue.AddOpts{Trigger: trig}, benchKeys[i&1023])
+				q.AddWithOpts(workqueue.AddOpts{Cause: cause}, benchKeys[i&1023])
 			}
-			k, _, _ := q.GetWithReasons()
+			k, _, _ := q.GetWithRecord()
 			q.Done(k)
 		}
 		for i := range 2048 {

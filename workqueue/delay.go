@@ -128,7 +128,7 @@ func (q *Queue[T]) deadline(d time.Duration) time.Duration {
 
 // delayLocked makes item (whose hash is h) wait until at (then it is added with priority prio). An item already
 // waiting keeps the earlier ready time and the higher priority.
-func (q *Queue[T]) delayLocked(item T, h uint64, at time.Duration, prio int, t *Trigger) {
+func (q *Queue[T]) delayLocked(item T, h uint64, at time.Duration, prio int, c *Cause) {
 	e := q.items.get(h, item)
 	if e == nil {
 		if e = q.newEntryLocked(item, h); e == nil {
@@ -136,7 +136,7 @@ func (q *Queue[T]) delayLocked(item T, h uint64, at time.Duration, prio int, t *
 		}
 	}
 	if q.provenance {
-		q.recordLocked(e, t, true)
+		q.recordLocked(e, c, true)
 	}
 	if e.waiting {
 		if prio > e.waitPrio {
@@ -182,9 +182,9 @@ func (q *Queue[T]) promoteLocked(now time.Duration) {
 			continue
 		}
 		s.e.waiting = false
-		if s.e.why != nil {
-			s.e.why.ready.Merge(s.e.why.waiting)
-			s.e.why.waiting = Reasons{}
+		if s.e.rec != nil {
+			s.e.rec.ready.Merge(s.e.rec.waiting)
+			s.e.rec.waiting = Record{}
 		}
 		q.readyLocked(s.e, s.e.waitPrio)
 	}
@@ -198,8 +198,8 @@ func (q *Queue[T]) dropDelayedLocked() {
 	for _, s := range q.delayed.slots {
 		if s.live() {
 			s.e.waiting = false
-			if s.e.why != nil {
-				s.e.why.waiting = Reasons{}
+			if s.e.rec != nil {
+				s.e.rec.waiting = Record{}
 			}
 			if s.e.state == 0 {
 				q.releaseLocked(s.e)

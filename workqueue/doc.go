@@ -31,10 +31,12 @@
 //     Delayed and rate-limited adds keep their priority through the delay.
 //   - Metrics: with WithName and WithMetricsProvider, the queue reports client-go's seven
 //     workqueue metrics through a client-go MetricsProvider.
-//   - Provenance: with WithProvenance, every add's Trigger (AddOpts.Trigger) is merged into a
-//     bounded per-item Reasons record (counts per kind, the first and the last trigger), which
-//     GetWithReasons hands out with the item. A delayed add's trigger joins when the delay
-//     ends. Off by default, and then it costs no allocation.
+//   - Provenance: with WithProvenance, every add's Cause (AddOpts.Cause) is merged into a
+//     bounded per-item Record (counts per kind, the first and the last cause), which
+//     GetWithRecord hands out with the item. A delayed add's cause joins when the delay ends.
+//     A Cause is the caller's description: the queue stores and counts it, and gives it no
+//     meaning (ctrlkit's controller turns its triggers into causes and records back into
+//     reasons). Off by default, and then it costs no allocation.
 //
 // # Limits
 //

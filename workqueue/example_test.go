@@ -156,26 +156,34 @@ func ExampleWithRateLimiter() {
 	// requeues: 2
 }
 
-// A queue with provenance tells the worker why an item was queued: the triggers merged while
-// it waited, counted, with the first and the last in full.
+// A queue with provenance tells the worker why an item was added: the causes merged while it
+// waited, counted by kind, with the first and the last in full. What a kind means is the
+// caller's business (ctrlkit's controller names its kinds "event", "retry", and so on).
 func ExampleWithProvenance() {
+	const (
+		event uint8 = 1 + iota
+		retry
+	)
 	q := workqueue.New(workqueue.WithProvenance[string]())
 	defer q.ShutDown()
 
-	q.AddWithOpts(workqueue.AddOpts{Trigger: workqueue.Trigger{
-		Kind: workqueue.TriggerEvent, Event: workqueue.EventUpdate, Source: "replicasets.apps", Namespace: "default", Name: "web",
+	q.AddWithOpts(workqueue.AddOpts{Cause: workqueue.Cause{
+		Kind: event, Source: "replicasets.apps", Namespace: "default", Name: "web",
 	}}, "default/web")
-	q.AddWithOpts(workqueue.AddOpts{Trigger: workqueue.Trigger{
-		Kind: workqueue.TriggerEvent, Event: workqueue.EventDelete, Source: "pods", Namespace: "default", Name: "web-x7k2p",
+	q.AddWithOpts(workqueue.AddOpts{Cause: workqueue.Cause{
+		Kind: event, Source: "pods", Namespace: "default", Name: "web-x7k2p",
 	}}, "default/web")
+	q.AddWithOpts(workqueue.AddOpts{Cause: workqueue.Cause{Kind: retry, N: 1}}, "default/web")
 
-	key, why, _ := q.GetWithReasons()
-	fmt.Println(key, "queued by", why.Total, "triggers")
-	fmt.Println(why)
+	key, rec, _ := q.GetWithRecord()
+	fmt.Println(key, "added", rec.Total, "times:", rec.Count(event), "events and", rec.Count(retry), "retry")
+	fmt.Println("first:", rec.First.Source, rec.First.Namespace+"/"+rec.First.Name)
+	fmt.Println("last: retry", rec.Last.N)
 	q.Done(key)
 	// Output:
-	// default/web queued by 2 triggers
-	// 2 triggers (event=2); first: event:update replicasets.apps default/web; last: event:delete pods default/web-x7k2p
+	// default/web added 3 times: 2 events and 1 retry
+	// first: replicasets.apps default/web
+	// last: retry 1
 }
 
 // A worker loop that hands each key back and takes the next one in one step, waiting in Get

@@ -372,6 +372,21 @@ func TestSteadyStateAllocatesNothing(t *testing.T) {
 		k, _ := pq.Get()
 		pq.Done(k)
 	}
+	// With provenance: the record lives in the recycled entry, including a delayed add's.
+	prq := New(WithProvenance[string]())
+	defer prq.ShutDown()
+	cause := Cause{Kind: 1, Detail: 2, Source: "pods", Namespace: "ns", Name: "pod"}
+	cases["provenance"] = func() {
+		prq.AddWithOpts(AddOpts{Cause: cause, After: time.Hour}, waiting[i%len(waiting)])
+		prq.AddWithOpts(AddOpts{Cause: cause}, keys[i%len(keys)], keys[(i+1)%len(keys)])
+		prq.Add(keys[i%len(keys)])
+		k, rec, _ := prq.GetWithRecord()
+		k, next, ok := prq.DoneAndTryGetWithRecord(k)
+		if !ok || rec.Total != 2 || next.Total != 1 {
+			t.Fatalf("records %+v, %+v, %v", rec, next, ok)
+		}
+		prq.Done(k)
+	}
 	aq := New[any]()
 	defer aq.ShutDown()
 	cases["interface keys"] = func() {

@@ -22,7 +22,7 @@ type options[T comparable] struct {
 	clock   clock.WithTicker
 	limiter kworkqueue.TypedRateLimiter[T]
 	metrics kworkqueue.MetricsProvider
-	// provenance keeps a Reasons record per item (WithProvenance).
+	// provenance keeps a Record per item (WithProvenance).
 	provenance bool
 }
 

@@ -1,156 +1,75 @@
 package workqueue
 
-import (
-	"strconv"
-	"strings"
-	"time"
-)
+import "time"
 
-// TriggerKind says what made an item be queued.
-type TriggerKind uint8
+// CauseKinds is the number of cause kinds a Record counts one by one: kinds 0 to CauseKinds-1.
+// A cause of a higher kind is recorded (in Total, First and Last) but not counted. It is small
+// because the counts are most of a Record's fixed size, and two Records per item are the whole
+// memory cost of provenance.
+const CauseKinds = 8
 
-// The kinds of trigger. The zero kind is an add that named no cause (Add, AddAfter or
-// AddRateLimited on a queue with provenance).
-const (
-	TriggerUnspecified  TriggerKind = iota // an add that named no cause
-	TriggerEvent                           // an informer add, update or delete
-	TriggerResync                          // an informer update with an unchanged resourceVersion
-	TriggerRetry                           // a retry after a failed reconcile
-	TriggerRequeue                         // a successful reconcile asked for Requeue
-	TriggerRequeueAfter                    // a successful reconcile asked for RequeueAfter
-	TriggerManual                          // an explicit Enqueue call
-	TriggerFence                           // a write fence of the item was released or timed out
-	numTriggerKinds
-)
-
-var triggerNames = [numTriggerKinds]string{"unspecified", "event", "resync", "retry", "requeue", "requeueAfter", "manual", "fence"}
-
-// String returns the kind's name as logs show it, such as "event" or "requeueAfter".
-func (k TriggerKind) String() string {
-	if k < numTriggerKinds {
-		return triggerNames[k]
-	}
-	return "TriggerKind(" + strconv.Itoa(int(k)) + ")"
-}
-
-// EventType is the informer event behind a TriggerEvent or TriggerResync.
-type EventType uint8
-
-// The informer events. EventNone is for triggers that are not events.
-const (
-	EventNone EventType = iota
-	EventAdd
-	EventUpdate
-	EventDelete
-)
-
-// String returns "add", "update", "delete", or "" for EventNone.
-func (e EventType) String() string {
-	switch e {
-	case EventAdd:
-		return "add"
-	case EventUpdate:
-		return "update"
-	case EventDelete:
-		return "delete"
-	case EventNone:
-		return ""
-	}
-	return "EventType(" + strconv.Itoa(int(e)) + ")"
-}
-
-// Trigger is one cause of an item being queued. Only the fields of its Kind are set. Its
-// strings are the ones the caller passed (an informer's name, a cached object's namespace
-// and name), so recording a trigger copies no bytes.
-type Trigger struct {
-	Kind TriggerKind
-	// Event is the informer event of a TriggerEvent or TriggerResync.
-	Event EventType
-	// Source names where the trigger came from: the informer's name for events and resyncs.
+// Cause is one reason an item was added, as the caller describes it. The queue stores causes
+// and counts them by Kind; it gives none of the fields a meaning. The zero Cause is what Add,
+// AddAfter and AddRateLimited record, so kind 0 is best kept for "no cause named".
+//
+// The strings are the ones the caller passed (an informer's name, a cached object's namespace
+// and name, say), so recording a cause copies no bytes.
+type Cause struct {
+	// Kind is what the caller counts causes by, below CauseKinds.
+	Kind uint8
+	// Detail refines the kind (an event type, say).
+	Detail uint8
+	// Source names where the cause came from (an informer, say).
 	Source string
-	// Namespace and Name identify the object whose event was mapped to the item (a child's
-	// event names the child, not the owner it was mapped to).
+	// Namespace and Name identify the object the cause is about.
 	Namespace, Name string
-	// Retry is the retry number of a TriggerRetry: 1 for the first retry.
-	Retry int
-	// After is the delay of a TriggerRequeueAfter or of a delayed add.
+	// N is a number the caller attaches (a retry number, say).
+	N int
+	// After is a delay the caller attaches; the queue does not read it (AddOpts.After delays
+	// the add).
 	After time.Duration
 }
 
-// String renders the trigger compactly, such as "event:update pods default/web-1" or "retry#3".
-func (t Trigger) String() string {
-	var b strings.Builder
-	t.write(&b)
-	return b.String()
-}
-
-func (t Trigger) write(b *strings.Builder) {
-	b.WriteString(t.Kind.String())
-	if t.Event != EventNone {
-		b.WriteByte(':')
-		b.WriteString(t.Event.String())
-	}
-	if t.Source != "" {
-		b.WriteByte(' ')
-		b.WriteString(t.Source)
-	}
-	if t.Name != "" {
-		b.WriteByte(' ')
-		if t.Namespace != "" {
-			b.WriteString(t.Namespace)
-			b.WriteByte('/')
-		}
-		b.WriteString(t.Name)
-	}
-	if t.Retry > 0 {
-		b.WriteByte('#')
-		b.WriteString(strconv.Itoa(t.Retry))
-	}
-	if t.After > 0 {
-		b.WriteString(" after ")
-		b.WriteString(t.After.String())
-	}
-}
-
-// Reasons is the merged record of why an item was queued since it was last handed out: how
-// many triggers of each kind, and the first and the last of them in full. Its size is fixed
-// whatever the number of triggers, so a key that thousands of events dedup into costs no more
-// than one. The zero Reasons records nothing (a queue without provenance hands out only zero
-// Reasons).
-type Reasons struct {
-	// Total is the number of triggers merged.
+// Record is the merged record of why an item was added since it was last handed out: how
+// many causes of each kind, and the first and the last of them in full. Its size is fixed
+// whatever the number of causes, so an item that thousands of adds dedup into costs no more
+// than one. The zero Record holds nothing (a queue without provenance hands out only zero
+// Records).
+type Record struct {
+	// Total is the number of causes merged.
 	Total int
-	// First and Last are the earliest and the latest trigger; equal when Total is 1.
-	First, Last Trigger
-
-	counts [numTriggerKinds]int32
+	// First and Last are the earliest and the latest cause; equal when Total is 1.
+	First, Last Cause
+	// Counts[k] is how many causes of kind k were merged; causes of kinds from CauseKinds on
+	// are in Total only.
+	Counts [CauseKinds]int32
 }
 
-// IsZero reports whether no trigger was recorded.
-func (r Reasons) IsZero() bool { return r.Total == 0 }
+// IsZero reports whether no cause was recorded.
+func (r Record) IsZero() bool { return r.Total == 0 }
 
-// Count returns how many triggers of kind k were merged.
-func (r Reasons) Count(k TriggerKind) int {
-	if k >= numTriggerKinds {
+// Count returns how many causes of the given kind were merged: 0 for kinds from CauseKinds on.
+func (r Record) Count(kind uint8) int {
+	if kind >= CauseKinds {
 		return 0
 	}
-	return int(r.counts[k])
+	return int(r.Counts[kind])
 }
 
-// Record merges one trigger.
-func (r *Reasons) Record(t Trigger) {
+// Add merges one cause.
+func (r *Record) Add(c Cause) {
 	if r.Total == 0 {
-		r.First = t
+		r.First = c
 	}
-	r.Last = t
+	r.Last = c
 	r.Total++
-	if t.Kind < numTriggerKinds {
-		r.counts[t.Kind]++
+	if c.Kind < CauseKinds {
+		r.Counts[c.Kind]++
 	}
 }
 
 // Merge merges o, recorded after r, into r.
-func (r *Reasons) Merge(o Reasons) {
+func (r *Record) Merge(o Record) {
 	if o.Total == 0 {
 		return
 	}
@@ -160,82 +79,53 @@ func (r *Reasons) Merge(o Reasons) {
 	}
 	r.Last = o.Last
 	r.Total += o.Total
-	for i, n := range o.counts {
-		r.counts[i] += n
+	for i, n := range o.Counts {
+		r.Counts[i] += n
 	}
 }
-
-// String renders the record on one line, such as
-// "3 triggers (event=2 retry=1); first: event:update pods default/web-1; last: retry#1".
-func (r Reasons) String() string {
-	if r.Total == 0 {
-		return "none"
-	}
-	var b strings.Builder
-	b.WriteString(strconv.Itoa(r.Total))
-	if r.Total == 1 {
-		b.WriteString(" trigger: ")
-		r.First.write(&b)
-		return b.String()
-	}
-	b.WriteString(" triggers (")
-	sep := ""
-	for k, n := range r.counts {
-		if n > 0 {
-			b.WriteString(sep)
-			b.WriteString(TriggerKind(k).String())
-			b.WriteByte('=')
-			b.WriteString(strconv.Itoa(int(n)))
-			sep = " "
-		}
-	}
-	b.WriteString("); first: ")
-	r.First.write(&b)
-	b.WriteString("; last: ")
-	r.Last.write(&b)
-	return b.String()
-}
-
-// MarshalLog makes a logr sink (klog's among them) print the record as its String form rather
-// than as a struct dump.
-func (r Reasons) MarshalLog() any { return r.String() }
 
 // provenance is an entry's record: what made it ready, and what will when its delay ends.
 type provenance struct {
-	ready   Reasons
-	waiting Reasons
+	ready   Record
+	waiting Record
 }
 
-// WithProvenance makes the queue keep a Reasons record per item: every add merges its trigger
-// (AddOpts.Trigger, or an unspecified one for Add, AddAfter and AddRateLimited) into the
-// record, and GetWithReasons hands the record out with the item and starts a new one. A
-// delayed add's trigger joins the record when the delay ends. Without this option the queue
-// keeps no record and allocates nothing for it.
+// WithProvenance makes the queue keep a Record per item: every add merges its cause
+// (AddOpts.Cause, or the zero Cause for Add, AddAfter and AddRateLimited) into the record, and
+// GetWithRecord hands the record out with the item and starts a new one. A delayed add's cause
+// joins the record when the delay ends. Without this option the queue keeps no record and
+// allocates nothing for it.
 func WithProvenance[T comparable]() Option[T] {
 	return func(o *options[T]) { o.provenance = true }
 }
 
-// recordLocked merges t (nil: an unspecified trigger) into e's record, into the part that
-// becomes ready when the delay ends if delayed.
-func (q *Queue[T]) recordLocked(e *entry[T], t *Trigger, delayed bool) {
-	if e.why == nil {
-		e.why = new(provenance)
+// recordLocked merges c (nil: the zero Cause) into e's record, into the part that becomes
+// ready when the delay ends if delayed.
+func (q *Queue[T]) recordLocked(e *entry[T], c *Cause, delayed bool) {
+	if e.rec == nil {
+		e.rec = new(provenance)
 	}
-	var tt Trigger
-	if t != nil {
-		tt = *t
+	var cc Cause
+	if c != nil {
+		cc = *c
 	}
 	if delayed {
-		e.why.waiting.Record(tt)
+		e.rec.waiting.Add(cc)
 	} else {
-		e.why.ready.Record(tt)
+		e.rec.ready.Add(cc)
 	}
 }
 
-// GetWithReasons is Get that also returns why the item was queued: the triggers merged since
-// it was last handed out. The record is zero when the queue has no provenance
-// (WithProvenance).
-func (q *Queue[T]) GetWithReasons() (item T, why Reasons, shutdown bool) {
-	item, shutdown = q.get(&why)
-	return item, why, shutdown
+// GetWithRecord is Get that also returns why the item was added: the causes merged since it
+// was last handed out. The record is zero when the queue has no provenance (WithProvenance).
+func (q *Queue[T]) GetWithRecord() (item T, rec Record, shutdown bool) {
+	item, shutdown = q.get(&rec)
+	return item, rec, shutdown
+}
+
+// DoneAndTryGetWithRecord is DoneAndTryGet that also returns why the next item was added, as
+// GetWithRecord does.
+func (q *Queue[T]) DoneAndTryGetWithRecord(item T) (next T, rec Record, ok bool) {
+	next, ok = q.doneAndTryGet(item, &rec)
+	return next, rec, ok
 }

@@ -1,7 +1,6 @@
 package workqueue
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,7 +24,7 @@ type Queue[T comparable] struct {
 	waiters      waiterList[T]    // getters blocked in Get
 	woken        waiterList[T]    // getters handed an item, to be woken once mu is released
 	metrics      *queueMetrics[T] // nil when metrics are off
-	provenance   bool             // keep a Reasons record per entry (WithProvenance)
+	provenance   bool             // keep a Record per entry (WithProvenance)
 	shuttingDown bool
 	draining     bool
 	delayed      delayHeap[T]
@@ -75,10 +74,10 @@ type AddOpts struct {
 	// With After also positive, the shorter of the two delays is used (controller-runtime's rule);
 	// the limiter counts the requeue either way.
 	RateLimited bool
-	// Trigger is why the items are added, merged into each item's record on a queue with
-	// provenance (WithProvenance) and ignored otherwise. A delayed add's trigger joins the
+	// Cause is why the items are added, merged into each item's record on a queue with
+	// provenance (WithProvenance) and ignored otherwise. A delayed add's cause joins the
 	// record when the delay ends.
-	Trigger Trigger
+	Cause Cause
 }
 
 // entry state bits. An entry can be ready (stQueued) or processing, never both; stDirty means
@@ -102,7 +101,7 @@ type entry[T comparable] struct {
 	waitSeq  uint64 // matches the entry's live slot in delayed
 
 	mx  *entryMetrics[T] // nil unless metrics are on; kept when the entry is recycled
-	why *provenance      // nil unless provenance is on; kept when the entry is recycled
+	rec *provenance      // nil unless provenance is on; kept when the entry is recycled
 
 	tag  uint32 // the table's tag of item's hash
 	idx  uint32 // where the entry is in the arena
@@ -178,7 +177,7 @@ func (q *Queue[T]) AddWithOpts(o AddOpts, items ...T) {
 			if o.After > 0 && o.After < d {
 				d = o.After
 			}
-			q.addAfter(item, d, o.Priority, &o.Trigger)
+			q.addAfter(item, d, o.Priority, &o.Cause)
 		}
 	case o.After > 0:
 		at := q.deadline(o.After)
@@ -188,7 +187,7 @@ func (q *Queue[T]) AddWithOpts(o AddOpts, items ...T) {
 				if q.metrics != nil {
 					q.metrics.retry()
 				}
-				q.delayLocked(item, q.items.hash(item), at, o.Priority, &o.Trigger)
+				q.delayLocked(item, q.items.hash(item), at, o.Priority, &o.Cause)
 			}
 		}
 		q.unlock()
@@ -196,7 +195,7 @@ func (q *Queue[T]) AddWithOpts(o AddOpts, items ...T) {
 		q.lock()
 		if !q.shuttingDown {
 			for _, item := range items {
-				q.addLocked(item, q.items.hash(item), o.Priority, &o.Trigger)
+				q.addLocked(item, q.items.hash(item), o.Priority, &o.Cause)
 			}
 			if q.waiters.head != nil {
 				q.dispatchLocked()
@@ -212,22 +211,7 @@ func (q *Queue[T]) AddAfter(item T, d time.Duration) {
 	q.addAfter(item, d, 0, nil)
 }
 
-// AddRateLimited adds item after the delay the rate limiter gives it.
-func (q *Queue[T]) AddRateLimited(item T) {
-	if q.down.Load() {
-		return
-	}
-	q.addAfter(item, q.limiter.When(item), 0, nil)
-}
-
-// Forget tells the rate limiter to stop tracking item (its backoff starts over). It does not
-// remove the item from the queue; the worker still calls Done.
-func (q *Queue[T]) Forget(item T) { q.limiter.Forget(item) }
-
-// NumRequeues reports how many times the rate limiter has delayed item since it was forgotten.
-func (q *Queue[T]) NumRequeues(item T) int { return q.limiter.NumRequeues(item) }
-
-func (q *Queue[T]) addAfter(item T, d time.Duration, prio int, t *Trigger) {
+func (q *Queue[T]) addAfter(item T, d time.Duration, prio int, c *Cause) {
 	var at time.Duration
 	if d > 0 {
 		at = q.deadline(d) // read the clock outside the lock
@@ -242,13 +226,13 @@ func (q *Queue[T]) addAfter(item T, d time.Duration, prio int, t *Trigger) {
 		q.metrics.retry()
 	}
 	if d <= 0 {
-		q.addLocked(item, h, prio, t)
+		q.addLocked(item, h, prio, c)
 		if q.waiters.head != nil {
 			q.dispatchLocked()
 		}
 		return
 	}
-	q.delayLocked(item, h, at, prio, t)
+	q.delayLocked(item, h, at, prio, c)
 }
 
 // Len returns the number of items ready to be handed out, counting the delayed items that are
@@ -262,177 +246,9 @@ func (q *Queue[T]) Len() int {
 	return q.queued
 }
 
-// Get blocks until it can hand out an item, the highest priority first and the oldest first
-// within a priority. The caller owns the item until it calls Done; no other caller gets it
-// meanwhile. After ShutDown, Get still hands out the items that are ready and then reports
-// shutdown = true. Workers should keep calling Get until it does.
-func (q *Queue[T]) Get() (item T, shutdown bool) { return q.get(nil) }
-
-// get is Get that, when why is not nil, also sets *why to the item's record.
-func (q *Queue[T]) get(why *Reasons) (item T, shutdown bool) {
-	q.lock()
-	if e := q.tryTakeLocked(why); e != nil {
-		item = e.item
-		q.unlock()
-		return item, false
-	}
-	if q.shuttingDown {
-		q.unlock()
-		return item, true
-	}
-	// Nothing is ready, so the retired entries need not wait for a full batch.
-	if q.nRetired > 0 {
-		q.flushRetiredLocked()
-	}
-	// Wait for an item to be handed over directly (see dispatchLocked): the waker does the
-	// bookkeeping under its lock, so a woken getter need not take the lock again.
-	w := q.waiterPool.Get().(*waiter[T])
-	q.waiters.push(w)
-	q.unlock()
-	<-w.ch
-	item, shutdown = w.item, w.shutdown
-	if why != nil {
-		*why = w.why
-	}
-	var zero T
-	w.item, w.shutdown = zero, false
-	if q.provenance {
-		w.why = Reasons{}
-	}
-	q.waiterPool.Put(w)
-	return item, shutdown
-}
-
-// tryTakeLocked hands out the next ready item, as takeLocked, or returns nil when none is ready.
-func (q *Queue[T]) tryTakeLocked(why *Reasons) *entry[T] {
-	if q.queued == 0 && q.delayed.len() > 0 {
-		// Rather than wait, hand out an item whose delay has passed even if the delay
-		// goroutine has not woken yet (a fake clock stepped by a test takes effect at once).
-		// With items ready the clock is not read: reading it is the dearest step of a Get on
-		// some machines, and the delay goroutine adds due items promptly anyway.
-		q.promoteLocked(q.now())
-	}
-	if q.queued == 0 {
-		return nil
-	}
-	return q.takeLocked(why)
-}
-
-// Done marks item as processed. If it was added again while it was processed, it is queued
-// again now. Done of an item that is not being processed does nothing.
-func (q *Queue[T]) Done(item T) {
-	h := q.items.hash(item)
-	q.lock()
-	q.doneLocked(item, h)
-	q.unlock()
-}
-
-// DoneAndTryGet is Done(item) followed, in the same critical section, by a Get that does not
-// wait: a worker loop hands back its item and takes the next one with one lock hand-off
-// instead of two. ok is false when nothing is ready (or the queue is shut down and empty);
-// the worker then calls Get to wait.
-func (q *Queue[T]) DoneAndTryGet(item T) (next T, ok bool) { return q.doneAndTryGet(item, nil) }
-
-// DoneAndTryGetWithReasons is DoneAndTryGet that also returns why the next item was queued,
-// as GetWithReasons does.
-func (q *Queue[T]) DoneAndTryGetWithReasons(item T) (next T, why Reasons, ok bool) {
-	next, ok = q.doneAndTryGet(item, &why)
-	return next, why, ok
-}
-
-// doneAndTryGet is DoneAndTryGet that, when why is not nil, also sets *why to the next item's
-// record.
-func (q *Queue[T]) doneAndTryGet(item T, why *Reasons) (next T, ok bool) {
-	h := q.items.hash(item)
-	q.lock()
-	q.doneLocked(item, h)
-	if e := q.tryTakeLocked(why); e != nil {
-		next, ok = e.item, true
-	}
-	q.unlock()
-	return next, ok
-}
-
-// doneLocked is Done of item, whose hash is h.
-func (q *Queue[T]) doneLocked(item T, h uint64) {
-	tag := tagOf(h)
-	e := q.handed[tag&(handedSize-1)]
-	if e != nil && e.tag == tag && e.item == item && e.state&stProcessing != 0 {
-		q.handed[tag&(handedSize-1)] = nil
-	} else if e = q.items.get(h, item); e == nil || e.state&stProcessing == 0 {
-		return
-	}
-	q.processing--
-	if q.metrics != nil {
-		q.metrics.finished(e)
-	}
-	if e.state&stDirty != 0 {
-		e.state = 0
-		q.enqueueLocked(e, e.prio)
-		if q.waiters.head != nil {
-			q.dispatchLocked()
-		}
-	} else {
-		e.state = 0
-		if !e.waiting {
-			q.retireLocked(e)
-		}
-	}
-	if q.draining && q.processing == 0 && q.queued == 0 {
-		q.drained.Broadcast()
-	}
-}
-
-// ShutDown makes the queue ignore new items, wakes every waiting Get, drops the items waiting
-// for a delay and stops the queue's goroutines before it returns. Items already ready are still
-// handed out by Get; then Get reports shutdown. ShutDown also ends a ShutDownWithDrain that is
-// waiting. Calling it more than once is fine.
-func (q *Queue[T]) ShutDown() { q.shutDown(false) }
-
-// ShutDownWithDrain is ShutDown that then waits until every item ready at the time has been
-// handed out and every handed-out item is Done (client-go waits only for the latter). Workers
-// must keep calling Get and Done, or it waits forever; ShutDown ends the wait.
-func (q *Queue[T]) ShutDownWithDrain() { q.shutDown(true) }
-
-// ShuttingDown reports whether ShutDown or ShutDownWithDrain has been called.
-func (q *Queue[T]) ShuttingDown() bool { return q.down.Load() }
-
-func (q *Queue[T]) shutDown(drain bool) {
-	q.lock()
-	if !q.shuttingDown {
-		q.shuttingDown = true
-		q.down.Store(true)
-		q.dropDelayedLocked()
-		q.flushRetiredLocked()
-	}
-	// Getters wait only while nothing is ready, so each of them can be told to quit.
-	for w := q.waiters.pop(); w != nil; w = q.waiters.pop() {
-		w.shutdown = true
-		q.woken.push(w)
-	}
-	if drain {
-		q.draining = true
-	} else if q.draining {
-		q.draining = false // ends the wait of ShutDownWithDrain
-		q.drained.Broadcast()
-	}
-	q.unlock()
-
-	q.stopOnce.Do(func() { close(q.stop) })
-
-	if drain {
-		q.lock()
-		for q.draining && (q.queued > 0 || q.processing > 0) {
-			q.drained.Wait()
-		}
-		q.unlock()
-	}
-	q.wg.Wait()
-}
-
 // addLocked marks item, whose hash is h, as needing processing at priority prio, for the
-// reason t (nil: unspecified) when the queue keeps provenance.
-func (q *Queue[T]) addLocked(item T, h uint64, prio int, t *Trigger) {
+// cause c (nil: the zero Cause) when the queue keeps provenance.
+func (q *Queue[T]) addLocked(item T, h uint64, prio int, c *Cause) {
 	e := q.items.get(h, item)
 	if e == nil {
 		if e = q.newEntryLocked(item, h); e == nil {
@@ -446,7 +262,7 @@ func (q *Queue[T]) addLocked(item T, h uint64, prio int, t *Trigger) {
 		q.readyLocked(e, prio)
 	}
 	if q.provenance {
-		q.recordLocked(e, t, false)
+		q.recordLocked(e, c, false)
 	}
 }
 
@@ -488,78 +304,6 @@ func (q *Queue[T]) enqueueLocked(e *entry[T], prio int) {
 	q.queued++
 }
 
-// takeLocked pops the next ready entry and marks it processing, moving its record (if any) to
-// why when why is not nil. q.queued must be > 0.
-func (q *Queue[T]) takeLocked(why *Reasons) *entry[T] {
-	e := q.ready.pop()
-	if e.why != nil {
-		if why != nil {
-			*why = e.why.ready
-		}
-		e.why.ready = Reasons{}
-	}
-	q.queued--
-	e.state = stProcessing
-	q.processing++
-	q.handed[e.tag&(handedSize-1)] = e
-	if q.metrics != nil {
-		q.metrics.started(e)
-	}
-	return e
-}
-
-// dispatchLocked hands ready entries straight to waiting getters, oldest getter first. The
-// getters are woken by unlock, after the lock is released, so that the lock is not held while
-// the scheduler readies them.
-func (q *Queue[T]) dispatchLocked() {
-	for q.queued > 0 {
-		w := q.waiters.pop()
-		if w == nil {
-			return
-		}
-		w.item = q.takeLocked(&w.why).item
-		q.woken.push(w)
-	}
-}
-
-// lock takes mu. When mu is held, it yields a few times before blocking: a goroutine parked on a
-// contended sync.Mutex is woken through the runtime's semaphore, and with many goroutines per
-// CPU (the local run queue is never empty, so sync.Mutex does not spin) the lock can fall into
-// a convoy where every hand-over costs a context switch. Yielding lets the holder, or other
-// work, run instead.
-func (q *Queue[T]) lock() {
-	if q.mu.TryLock() {
-		return
-	}
-	for range lockYields {
-		runtime.Gosched()
-		if q.mu.TryLock() {
-			return
-		}
-	}
-	q.mu.Lock()
-}
-
-// lockYields is how often lock yields before it blocks.
-const lockYields = 4
-
-// unlock releases mu, then wakes the getters dispatchLocked handed items to.
-func (q *Queue[T]) unlock() {
-	w := q.woken.head
-	if w == nil {
-		q.mu.Unlock()
-		return
-	}
-	q.woken = waiterList[T]{}
-	q.mu.Unlock()
-	for w != nil {
-		next := w.next // read first: once woken, the getter recycles w
-		w.next = nil
-		w.ch <- struct{}{}
-		w = next
-	}
-}
-
 // newEntryLocked adds an entry for item, whose hash is h and which the queue does not know, or
 // returns nil when the queue already holds maxEntries items, retired ones not counted (the add
 // is then dropped).
@@ -579,102 +323,4 @@ func tagOf(h uint64) uint32 {
 		return tag
 	}
 	return 1
-}
-
-const (
-	handedSize  = 64
-	retireBatch = 32
-)
-
-// retireLocked takes e, which Done left neither ready, processing nor waiting, out of the
-// table, in batches: while the queue is busy, e's item is let go at once (the entry's copy is
-// zeroed, and lookups skip a retired entry), but its slot stays in the table until retireBatch
-// entries have gathered, and leaves with them. In a deep queue the table's slots are cache
-// misses; a batch loads all of its slots before it changes any, so that the misses overlap
-// instead of each stalling the lock's holder in turn. An add of the item meanwhile makes a new
-// entry. When the queue is idle the entry leaves at once: nothing to batch with.
-func (q *Queue[T]) retireLocked(e *entry[T]) {
-	if q.processing == 0 && q.queued == 0 {
-		if q.nRetired > 0 {
-			q.flushRetiredLocked()
-		}
-		q.releaseLocked(e)
-		return
-	}
-	q.items.retire(e) // its metrics and provenance records are cleared when the batch leaves
-	e.retired = true
-	q.retired[q.nRetired] = e
-	q.nRetired++
-	if q.nRetired == retireBatch {
-		q.flushRetiredLocked()
-	}
-}
-
-// flushRetiredLocked takes the retired entries out of the table.
-func (q *Queue[T]) flushRetiredLocked() {
-	rs := q.retired[:q.nRetired]
-	var x uint64
-	for _, e := range rs {
-		x += q.items.peek(e.tag) // independent loads: their misses overlap
-	}
-	q.sink = x // keeps the loads
-	for _, e := range rs {
-		q.releaseLocked(e)
-	}
-	clear(rs)
-	q.nRetired = 0
-}
-
-// releaseLocked forgets an entry that is neither ready, processing nor waiting. Its seq and
-// waitSeq are kept: a stale slot may still point at it and must stay stale if the entry is
-// reused.
-func (q *Queue[T]) releaseLocked(e *entry[T]) {
-	e.retired = false
-	q.items.delete(e)
-	var zero T
-	e.item = zero
-	e.state = 0
-	if e.mx != nil {
-		*e.mx = entryMetrics[T]{}
-	}
-	if e.why != nil {
-		*e.why = provenance{}
-	}
-}
-
-// waiter is a getter blocked in Get. The item is handed to it under the queue's lock.
-type waiter[T comparable] struct {
-	ch       chan struct{} // buffered 1: the waker never blocks
-	item     T
-	why      Reasons // the item's record, on a queue with provenance
-	shutdown bool
-	next     *waiter[T]
-}
-
-// waiterList is a FIFO of blocked getters, so the longest waiting one is served first.
-type waiterList[T comparable] struct {
-	head, tail *waiter[T]
-}
-
-func (l *waiterList[T]) push(w *waiter[T]) {
-	w.next = nil
-	if l.tail == nil {
-		l.head = w
-	} else {
-		l.tail.next = w
-	}
-	l.tail = w
-}
-
-func (l *waiterList[T]) pop() *waiter[T] {
-	w := l.head
-	if w == nil {
-		return nil
-	}
-	l.head = w.next
-	if l.head == nil {
-		l.tail = nil
-	}
-	w.next = nil
-	return w
 }

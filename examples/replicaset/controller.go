@@ -26,7 +26,6 @@ import (
 	"github.com/ctrlkit/ctrlkit/ownerref"
 	"github.com/ctrlkit/ctrlkit/predicate"
 	"github.com/ctrlkit/ctrlkit/replicas"
-	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
 // ControllerName names the controller in logs, metrics and the queue.
@@ -282,7 +281,7 @@ func (c *ReplicaSetController) podBecameReady(old, cur *corev1.Pod) {
 	if rs == nil || rs.Spec.MinReadySeconds <= 0 {
 		return
 	}
-	t := controller.EventTrigger(c.pods.Name(), workqueue.EventUpdate, cur)
+	t := controller.EventTrigger(c.pods.Name(), controller.EventUpdate, cur)
 	t.After = time.Duration(rs.Spec.MinReadySeconds) * time.Second
 	c.Controller.EnqueueWithTrigger(controller.KeyFromObject(rs), t)
 }
