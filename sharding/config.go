@@ -20,17 +20,17 @@ const (
 	DrainLabelPrefix = "drain.shard.ctrlkit.dev/"
 	// RingLabel marks a member Lease with the name of its ring.
 	RingLabel = "lease.shard.ctrlkit.dev/ring"
-	// fenceSuffix ends the children-fence annotation: shard.ctrlkit.dev/<ring>-children-rv.
-	fenceSuffix = "-children-rv"
+	// barrierSuffix ends the children-barrier annotation: shard.ctrlkit.dev/<ring>-children-rv.
+	barrierSuffix = "-children-rv"
 	// holderSuffix ends the holder annotation: shard.ctrlkit.dev/<ring>-holder.
 	holderSuffix = "-holder"
 	// sharderSuffix ends the name of the sharder's election Lease: <ring>-sharder.
 	sharderSuffix = "-sharder"
 )
 
-// MaxRingLength is the longest ring name: the fence annotation's name part,
+// MaxRingLength is the longest ring name: the barrier annotation's name part,
 // <ring>-children-rv, must fit in a label name's 63 characters.
-const MaxRingLength = validation.LabelValueMaxLength - len(fenceSuffix)
+const MaxRingLength = validation.LabelValueMaxLength - len(barrierSuffix)
 
 // Defaults of Config, those of leader election (kube-controller-manager's).
 const (
@@ -119,7 +119,7 @@ func (c Config) Validate() error {
 		add("ring", "ring %q must be a DNS-1123 label, as it names Leases and ends label keys: %s", c.Ring, strings.Join(msgs, "; "))
 	} else if len(c.Ring) > MaxRingLength {
 		add("ring", "ring %q is %d characters, more than %d (the annotation %s<ring>%s must be a valid label key)",
-			c.Ring, len(c.Ring), MaxRingLength, LabelPrefix, fenceSuffix)
+			c.Ring, len(c.Ring), MaxRingLength, LabelPrefix, barrierSuffix)
 	}
 	if msgs := validation.IsValidLabelValue(c.Identity); c.Identity == "" || len(msgs) > 0 {
 		if c.Identity == "" {
@@ -179,9 +179,9 @@ func Label(ring string) string { return LabelPrefix + ring }
 // DrainLabel is the drain label of ring: drain.shard.ctrlkit.dev/<ring>.
 func DrainLabel(ring string) string { return DrainLabelPrefix + ring }
 
-// FenceAnnotation is the children-fence annotation of ring:
+// BarrierAnnotation is the children-barrier annotation of ring:
 // shard.ctrlkit.dev/<ring>-children-rv.
-func FenceAnnotation(ring string) string { return LabelPrefix + ring + fenceSuffix }
+func BarrierAnnotation(ring string) string { return LabelPrefix + ring + barrierSuffix }
 
 // HolderAnnotation is the annotation naming the member process an object of
 // ring is assigned to: the holder identity of the member's Lease (its

@@ -300,7 +300,7 @@ func (l faultyLeases) Patch(ctx context.Context, name string, pt types.PatchType
 }
 
 // faultyMetadata is a metadata client whose patches (the sharder's labels,
-// the gate's acknowledgements) go through f; lists and watches do not.
+// the dispatcher's acknowledgements) go through f; lists and watches do not.
 type faultyMetadata struct {
 	metadata.Interface
 	f *netFaults
