@@ -187,7 +187,7 @@ var ErrNotSharded = errors.New("manager has no sharding options")
 // names; an informer that turns out not to select the member's label (one
 // from Factory instead of ShardFactory) stops the Manager with an error
 // naming it. Call it before Start; c's name must be unique, as with Add.
-func AddSharded[K sharding.Key](m *Manager, c ShardedController[K], owners sharding.Source, children ...sharding.Source) error {
+func AddSharded[K sharding.Key, T informer.Object](m *Manager, c ShardedController[K], owners informer.Informer[T], children ...sharding.Source) error {
 	field := func(reason string) error {
 		return &controller.OptionsError{Field: "manager.AddSharded", Reason: reason}
 	}
@@ -226,7 +226,11 @@ func AddSharded[K sharding.Key](m *Manager, c ShardedController[K], owners shard
 			Reason: fmt.Sprintf("%q is set but manager.Options.FeatureGate is nil", f)}
 	}
 	m.names[name] = struct{}{}
-	s.runnables = append(s.runnables, &shardedRunnable[K]{controller: c, owners: owners, children: children})
+	s.runnables = append(s.runnables, &shardedRunnable[K]{controller: c, newDispatcher: func(s *shardState) (*sharding.Dispatcher[K], error) {
+		return sharding.NewDispatcher(s.member, owners, c.Enqueue, sharding.DispatcherOptions{
+			Metadata: s.meta, Children: children, BarrierTimeout: s.opts.BarrierTimeout, Metrics: s.metrics,
+		})
+	}})
 	if hs, ok := c.(interface{ HasSynced() bool }); ok {
 		s.synced = append(s.synced, syncedController{name: name, hasSynced: hs.HasSynced})
 	}
@@ -242,9 +246,10 @@ func AddSharded[K sharding.Key](m *Manager, c ShardedController[K], owners shard
 // that runs: a dispatcher's queue lives from its construction.
 type shardedRunnable[K sharding.Key] struct {
 	controller ShardedController[K]
-	owners     sharding.Source
-	children   []sharding.Source
-	dispatcher *sharding.Dispatcher[K] // set by prepare
+	// newDispatcher builds the dispatcher over the informers AddSharded was
+	// given (typed on the owners' object type).
+	newDispatcher func(s *shardState) (*sharding.Dispatcher[K], error)
+	dispatcher    *sharding.Dispatcher[K] // set by prepare
 }
 
 // preparer is a sharded controller's shardedRunnable.
@@ -254,9 +259,7 @@ type preparer interface {
 }
 
 func (r *shardedRunnable[K]) prepare(s *shardState) error {
-	d, err := sharding.NewDispatcher(s.member, r.owners, r.controller.Enqueue, sharding.DispatcherOptions{
-		Metadata: s.meta, Children: r.children, BarrierTimeout: s.opts.BarrierTimeout, Metrics: s.metrics,
-	})
+	d, err := r.newDispatcher(s)
 	if err != nil {
 		return fmt.Errorf("sharded controller %q: %w", r.controller.Name(), err)
 	}

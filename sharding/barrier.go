@@ -99,6 +99,10 @@ func (t *rvTracker) observe(obj any) {
 	}
 }
 
+// handler is the tracker as a client-go handler. A child informer comes as a
+// Source, whose object type the dispatcher does not know, so it cannot take
+// a typed informer.Handler: observe unwraps tombstones itself and reads
+// only the resourceVersion, which every object (of any type) has.
 func (t *rvTracker) handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { t.observe(obj) },

@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -322,12 +321,14 @@ func TestDispatcherRefusesUnknownKeysUntilItSeesThemDeleted(t *testing.T) {
 	ge := newDispatcherEnv(t, clock.RealClock{}, configMap("y", map[string]string{Label("r"): "m"}, nil))
 	eventually(t, func() bool { return testutil.ToFloat64(ge.metrics.keysOwned.WithLabelValues("r", "m")) == 1 }, "the dispatcher's handlers run")
 	assert.False(t, ge.dispatcher.Admit(keyX), "never cached, never deleted")
-	ge.dispatcher.ownerDeleted(configMap("x", map[string]string{Label("r"): "other"}, nil))
+	// The owner handler, as the informer calls it (tombstones unwrapped).
+	owners := ownerHandler[controller.Key, *corev1.ConfigMap]{ge.dispatcher}
+	owners.HandleDelete(configMap("x", map[string]string{Label("r"): "other"}, nil), informer.DeleteInfo{Key: "default/x"})
 	assert.False(t, ge.dispatcher.Admit(keyX), "deleted while assigned elsewhere")
-	ge.dispatcher.ownerDeleted(configMap("x", map[string]string{Label("r"): "m", DrainLabel("r"): "true"}, nil))
+	owners.HandleDelete(configMap("x", map[string]string{Label("r"): "m", DrainLabel("r"): "true"}, nil), informer.DeleteInfo{Key: "default/x"})
 	assert.False(t, ge.dispatcher.Admit(keyX), "left the cache draining: a handover")
 	assert.Empty(t, ge.enqueued)
-	ge.dispatcher.ownerDeleted(cache.DeletedFinalStateUnknown{Key: "default/x", Obj: configMap("x", map[string]string{Label("r"): "m"}, nil)})
+	owners.HandleDelete(configMap("x", map[string]string{Label("r"): "m"}, nil), informer.DeleteInfo{Key: "default/x", FinalStateUnknown: true})
 	select {
 	case k := <-ge.enqueued:
 		assert.Equal(t, keyX, k, "the refused key is enqueued again")
@@ -344,7 +345,7 @@ func TestDispatcherThatNeverRunsStartsNothing(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	cfg := Config{Ring: "r", Identity: "m"}.WithDefaults()
 	for range 3 {
-		newDispatcher[controller.Key](cfg, testHolder, nil, func(controller.Key) {}, nil, DispatcherOptions{})
+		newDispatcher[controller.Key, *corev1.ConfigMap](cfg, testHolder, nil, func(controller.Key) {}, nil, DispatcherOptions{})
 	}
 }
 
