@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/ctrlkit/ctrlkit/internal/leasetiming"
 	"github.com/ctrlkit/ctrlkit/leaderelection"
 )
 
@@ -34,9 +35,9 @@ const MaxRingLength = validation.LabelValueMaxLength - len(barrierSuffix)
 
 // Defaults of Config, those of leader election (kube-controller-manager's).
 const (
-	DefaultLeaseDuration = leaderelection.DefaultLeaseDuration
-	DefaultRenewDeadline = leaderelection.DefaultRenewDeadline
-	DefaultRetryPeriod   = leaderelection.DefaultRetryPeriod
+	DefaultLeaseDuration = leasetiming.DefaultLeaseDuration
+	DefaultRenewDeadline = leasetiming.DefaultRenewDeadline
+	DefaultRetryPeriod   = leasetiming.DefaultRetryPeriod
 )
 
 // ErrInvalidConfig is matched (errors.Is) by every error reporting a Config
@@ -94,21 +95,21 @@ func (c Config) WithDefaults() Config {
 	if c.Namespace == "" {
 		c.Namespace = leaderelection.DefaultLeaseNamespace()
 	}
-	if c.LeaseDuration == 0 {
-		c.LeaseDuration = DefaultLeaseDuration
-	}
-	if c.RenewDeadline == 0 {
-		c.RenewDeadline = DefaultRenewDeadline
-	}
-	if c.RetryPeriod == 0 {
-		c.RetryPeriod = DefaultRetryPeriod
-	}
+	t := c.timings().WithDefaults()
+	c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = t.LeaseDuration, t.RenewDeadline, t.RetryPeriod
 	return c
+}
+
+// timings are c's durations: leader election's, with its defaults and rules
+// (internal/leasetiming), since member Leases are renewed and judged the
+// same way.
+func (c Config) timings() leasetiming.Timings {
+	return leasetiming.Timings{LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod}
 }
 
 // Validate checks c as it is (validate c.WithDefaults() to check what the
 // ring will use) and returns every broken rule, each a *ConfigError, joined.
-// The duration rules are leader election's, since member Leases are renewed
+// The duration rules are leader election's (internal/leasetiming), since member Leases are renewed
 // and judged the same way.
 func (c Config) Validate() error {
 	var errs []error
@@ -130,21 +131,11 @@ func (c Config) Validate() error {
 		add("identity", "identity %q must also be usable in the Lease name <ring>.<identity> (lower-case alphanumerics, '-' and '.'): %s",
 			c.Identity, strings.Join(msgs, "; "))
 	}
-	// Leader election's rules for the durations, namespace and identity; its
-	// Name rule is ours above, so the Lease name given to it is a valid one.
-	le := c.election(c.Ring + sharderSuffix)
-	if c.Ring == "" {
-		le.Name = "ring"
+	for _, v := range c.timings().Validate() {
+		add(v.Field, "%s", v.Rule)
 	}
-	var leErr error
-	if err := le.Validate(); err != nil {
-		leErr = err
-	}
-	for _, e := range flatten(leErr) {
-		var ce *leaderelection.ConfigError
-		if errors.As(e, &ce) && ce.Field != "name" && ce.Field != "identity" && ce.Field != "healthTolerance" {
-			add(ce.Field, "%s", ce.Rule)
-		}
+	if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
+		add("namespace", "namespace %q must be a DNS-1123 label: %s", c.Namespace, strings.Join(msgs, "; "))
 	}
 	return errors.Join(errs...)
 }
