@@ -46,8 +46,9 @@ type ShardingOptions struct {
 	// select the member's label whatever they say: a WithTweakListOptions
 	// here is replaced.
 	FactoryOptions []informer.FactoryOption
-	// BarrierTimeout is sharding.DispatcherOptions.BarrierTimeout of every sharded
-	// controller. 0 means the dispatcher's default (the ring's RenewDeadline).
+	// BarrierTimeout is sharding.DispatcherOptions.BarrierTimeout of every
+	// sharded controller. 0 means the dispatcher's default (the ring's
+	// RenewDeadline).
 	BarrierTimeout time.Duration
 	// SkipAccessCheck skips sharding.CheckAccess at Start: for clusters
 	// that do not answer SelfSubjectAccessReviews (a fake clientset). By
@@ -178,15 +179,16 @@ func (m *Manager) ShardMember() *sharding.Member {
 var ErrNotSharded = errors.New("manager has no sharding options")
 
 // AddSharded makes c a sharded controller of m's ring: at Start, it builds
-// the ring's dispatcher (sharding.NewDispatcher) over owners, the informer of the
-// sharded resource, and children, the informers of the child resources
-// (both from m.ShardFactory()), sets it as c's admission step, and runs the dispatcher
-// and c on every replica while it is a member of the ring, instead of as a
-// plain Runnable (so c needs no leader election, whatever its
-// NeedLeaderElection says). The informers must serve the resources Options.Sharding.Sharder
-// names; an informer that turns out not to select the member's label (one
-// from Factory instead of ShardFactory) stops the Manager with an error
-// naming it. Call it before Start; c's name must be unique, as with Add.
+// the ring's dispatcher (sharding.NewDispatcher) over owners, the informer
+// of the sharded resource, and children, the informers of the child
+// resources (both from m.ShardFactory()), sets it as c's admission step, and
+// runs the dispatcher and c on every replica while it is a member of the
+// ring, instead of as a plain Runnable (so c needs no leader election,
+// whatever its NeedLeaderElection says). The informers must serve the
+// resources Options.Sharding.Sharder names; an informer that turns out not
+// to select the member's label (one from Factory instead of ShardFactory)
+// stops the Manager with an error naming it. Call it before Start; c's name
+// must be unique, as with Add.
 func AddSharded[K sharding.Key, T informer.Object](m *Manager, c ShardedController[K], owners informer.Informer[T], children ...sharding.Source) error {
 	field := func(reason string) error {
 		return &controller.OptionsError{Field: "manager.AddSharded", Reason: reason}
@@ -240,10 +242,11 @@ func AddSharded[K sharding.Key, T informer.Object](m *Manager, c ShardedControll
 	return nil
 }
 
-// shardedRunnable runs a sharded controller's dispatcher and the controller together:
-// a Runnable to the Manager (for its feature gate and name), run inside the
-// ring's Group. The dispatcher is built by prepare at Start, only for a controller
-// that runs: a dispatcher's queue lives from its construction.
+// shardedRunnable runs a sharded controller's dispatcher and the controller
+// together: a Runnable to the Manager (for its feature gate and name), run
+// inside the ring's Group. The dispatcher is built by prepare at Start, only
+// for a controller that runs: a dispatcher's queue lives from its
+// construction.
 type shardedRunnable[K sharding.Key] struct {
 	controller ShardedController[K]
 	// newDispatcher builds the dispatcher over the informers AddSharded was

@@ -21,7 +21,8 @@ const (
 	DrainLabelPrefix = "drain.shard.ctrlkit.dev/"
 	// RingLabel marks a member Lease with the name of its ring.
 	RingLabel = "lease.shard.ctrlkit.dev/ring"
-	// barrierSuffix ends the children-barrier annotation: shard.ctrlkit.dev/<ring>-children-rv.
+	// barrierSuffix ends the children-barrier annotation:
+	// shard.ctrlkit.dev/<ring>-children-rv.
 	barrierSuffix = "-children-rv"
 	// holderSuffix ends the holder annotation: shard.ctrlkit.dev/<ring>-holder.
 	holderSuffix = "-holder"
@@ -109,8 +110,8 @@ func (c Config) timings() leasetiming.Timings {
 
 // Validate checks c as it is (validate c.WithDefaults() to check what the
 // ring will use) and returns every broken rule, each a *ConfigError, joined.
-// The duration rules are leader election's (internal/leasetiming), since member Leases are renewed
-// and judged the same way.
+// The duration rules are leader election's (internal/leasetiming), since
+// member Leases are renewed and judged the same way.
 func (c Config) Validate() error {
 	var errs []error
 	add := func(field, format string, args ...any) {

@@ -18,10 +18,10 @@ type deletion struct {
 }
 
 // refusal is a key refused because it was not cached and not known deleted.
-// The controller's handler of an owner's deletion may run before the dispatcher's
-// (each listener of an informer has its own goroutine): when the dispatcher's
-// then records the deletion, it enqueues the key again. Kept for the ring's
-// LeaseDuration.
+// The controller's handler of an owner's deletion may run before the
+// dispatcher's (each listener of an informer has its own goroutine): when the
+// dispatcher's then records the deletion, it enqueues the key again. Kept
+// for the ring's LeaseDuration.
 type refusal[K Key] struct {
 	key K
 	at  time.Time

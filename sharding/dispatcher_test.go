@@ -178,8 +178,8 @@ func eventually(t *testing.T, cond func() bool, msg string) {
 
 var keyX = controller.Key{Namespace: "default", Name: "x"}
 
-// awaitEnqueued waits up to 10 s for the dispatcher to enqueue a key, checks that
-// it is key, and fails with missing when none comes.
+// awaitEnqueued waits up to 10 s for the dispatcher to enqueue a key, checks
+// that it is key, and fails with missing when none comes.
 func (ge *dispatcherEnv) awaitEnqueued(t *testing.T, key controller.Key, missing string) {
 	t.Helper()
 	select {

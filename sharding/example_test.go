@@ -54,9 +54,9 @@ func ExampleConfig_Validate() {
 }
 
 // The wiring of one sharded controller: a member, a sharder candidate, the
-// informers selecting the member's label, the dispatcher between the controller's
-// queue and its workers, and a Group running them while this replica is a
-// member. Run it in every replica with its own identity (a Pod's name); a
+// informers selecting the member's label, the dispatcher between the
+// controller's queue and its workers, and a Group running them while this
+// replica is a member. Run it in every replica with its own identity (a Pod's name); a
 // manager.Manager runs the Group as it is (it needs no leader election).
 // With a Manager, manager.Options.Sharding and manager.AddSharded do all of
 // this (see manager's ExampleAddSharded).
