@@ -18,6 +18,7 @@ func (d *Dispatcher[K]) requestAck(k string) {
 	d.pendingAcks[k] = true
 }
 
+// processAck acknowledges the next drain of acks; false once acks shut down.
 func (d *Dispatcher[K]) processAck(ctx context.Context, acks kworkqueue.TypedRateLimitingInterface[string]) bool {
 	k, shutdown := acks.Get()
 	if shutdown {

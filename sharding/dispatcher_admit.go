@@ -8,10 +8,11 @@ import (
 )
 
 // deletion is an owner this member saw deleted while it was assigned here:
-// the one kind of key the dispatcher admits without caching it. The entry lives
-// until a Reconcile of the key was admitted and the ring's LeaseDuration has
-// passed (for the events its children's deletions bring), or until the key
-// is cached here again; so the set holds recent deletions only.
+// the one kind of key the dispatcher admits without caching it. The entry
+// lives until a Reconcile of the key was admitted and the ring's
+// LeaseDuration has passed (for the events its children's deletions bring),
+// or until the key is cached here again; so the set holds recent deletions
+// only.
 type deletion struct {
 	at       time.Time
 	admitted bool
@@ -32,8 +33,6 @@ type waiting[K Key] struct {
 	key   K // to enqueue when the barrier passes
 	since time.Time
 }
-
-// NewDispatcher returns the dispatcher of member's controller over the owners informer
 
 // ownerState reads the cached owner of key.
 func (d *Dispatcher[K]) ownerState(key string) (obj metav1.Object, mine, draining bool) {
