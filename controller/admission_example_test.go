@@ -10,7 +10,7 @@ import (
 )
 
 // pausedKeys is an admission step that holds some keys back and counts the
-// reconciles in flight, as sharding.Gate does for keys being handed over.
+// reconciles in flight, as sharding.Dispatcher does for keys being handed over.
 type pausedKeys struct {
 	mu       sync.Mutex
 	paused   map[string]bool

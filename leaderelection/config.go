@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/tools/leaderelection"
+
+	"github.com/ctrlkit/ctrlkit/internal/leasetiming"
 )
 
 // Defaults of the durations are kube-controller-manager's (component-base's
@@ -18,9 +19,9 @@ import (
 // adaptor). WithDefaults applies them to zero fields, and AddFlags does the same before it
 // registers them as the flags' defaults.
 const (
-	DefaultLeaseDuration   = 15 * time.Second
-	DefaultRenewDeadline   = 10 * time.Second
-	DefaultRetryPeriod     = 2 * time.Second
+	DefaultLeaseDuration   = leasetiming.DefaultLeaseDuration
+	DefaultRenewDeadline   = leasetiming.DefaultRenewDeadline
+	DefaultRetryPeriod     = leasetiming.DefaultRetryPeriod
 	DefaultHealthTolerance = 20 * time.Second
 	// DefaultNamespace is the Lease's namespace when the process does not run in a Pod: the
 	// namespace every manifest ctrlkit ships (examples/*/deploy) deploys to and grants the
@@ -71,7 +72,7 @@ const resourceLock = "leases"
 // JitterFactor is client-go's: a candidate waits between RetryPeriod and
 // (1+JitterFactor)×RetryPeriod between attempts, so RenewDeadline must exceed
 // JitterFactor×RetryPeriod for the leader to get more than one renewal attempt.
-const JitterFactor = leaderelection.JitterFactor
+const JitterFactor = leasetiming.JitterFactor
 
 // ErrInvalidConfig is matched (errors.Is) by every error that reports a configuration that
 // breaks a rule: from Validate, ValidateFlags, NewElector and Run. The message names the rule
@@ -160,15 +161,7 @@ func (c Config) WithDefaults() Config {
 // where the process runs, and the per-process Identity) and AddFlags (whose help text shows
 // them) both call it.
 func (c *Config) setFixedDefaults() {
-	if c.LeaseDuration == 0 {
-		c.LeaseDuration = DefaultLeaseDuration
-	}
-	if c.RenewDeadline == 0 {
-		c.RenewDeadline = DefaultRenewDeadline
-	}
-	if c.RetryPeriod == 0 {
-		c.RetryPeriod = DefaultRetryPeriod
-	}
+	c.setTimings(c.timings().WithDefaults())
 	if c.HealthTolerance == 0 {
 		c.HealthTolerance = DefaultHealthTolerance
 	}
@@ -206,31 +199,8 @@ func (c Config) Validate() error {
 	add := func(field, format string, args ...any) {
 		errs = append(errs, &ConfigError{Field: field, Rule: fmt.Sprintf(format, args...)})
 	}
-	if c.LeaseDuration <= c.RenewDeadline {
-		add("leaseDuration", "leaseDuration %v must be greater than renewDeadline %v", c.LeaseDuration, c.RenewDeadline)
-	}
-	if jittered := time.Duration(JitterFactor * float64(c.RetryPeriod)); c.RenewDeadline <= jittered {
-		add("renewDeadline", "renewDeadline %v must be greater than JitterFactor %v × retryPeriod %v = %v",
-			c.RenewDeadline, JitterFactor, c.RetryPeriod, jittered)
-	}
-	if c.LeaseDuration <= 0 {
-		add("leaseDuration", "leaseDuration %v must be greater than zero", c.LeaseDuration)
-	}
-	if c.RenewDeadline <= 0 {
-		add("renewDeadline", "renewDeadline %v must be greater than zero", c.RenewDeadline)
-	}
-	if c.RetryPeriod <= 0 {
-		add("retryPeriod", "retryPeriod %v must be greater than zero", c.RetryPeriod)
-	}
-	// ctrlkit's rule on top of client-go's. A leader that fails to renew keeps leading for up
-	// to RetryPeriod+RenewDeadline after its last renewal, while standbys take over
-	// LeaseDuration after it — as stored in the Lease, in whole seconds. Unless the stored
-	// duration exceeds RetryPeriod+RenewDeadline, a standby can start while the old leader
-	// still leads (client-go accepts 15s/14s/2s, for example). Checked only once the plain
-	// ordering holds; otherwise it would repeat the first rule.
-	if stored := c.LeaseDuration.Truncate(time.Second); c.LeaseDuration > c.RenewDeadline && stored <= c.RenewDeadline+c.RetryPeriod {
-		add("leaseDuration", "leaseDuration %v, stored in whole seconds as %v, must be greater than renewDeadline %v + retryPeriod %v = %v",
-			c.LeaseDuration, stored, c.RenewDeadline, c.RetryPeriod, c.RenewDeadline+c.RetryPeriod)
+	for _, v := range c.timings().Validate() {
+		add(v.Field, "%s", v.Rule)
 	}
 	if c.HealthTolerance < 0 {
 		add("healthTolerance", "healthTolerance %v must not be negative", c.HealthTolerance)
@@ -245,6 +215,15 @@ func (c Config) Validate() error {
 		add("identity", "identity %q must not be empty", c.Identity)
 	}
 	return errors.Join(errs...)
+}
+
+// timings are c's durations, whose defaults and rules leasetiming holds for sharding's Leases too.
+func (c Config) timings() leasetiming.Timings {
+	return leasetiming.Timings{LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod}
+}
+
+func (c *Config) setTimings(t leasetiming.Timings) {
+	c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = t.LeaseDuration, t.RenewDeadline, t.RetryPeriod
 }
 
 // key names the Lease in logs and errors.

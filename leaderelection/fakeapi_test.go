@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	coordv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/ctrlkit/ctrlkit/internal/netfault"
 )
 
 // This file is the test's API server: a fake clientset whose Lease writes obey optimistic
@@ -201,7 +203,7 @@ func call[T any](ctx context.Context, n *netem, write *coordinationv1.Lease, do 
 	if write != nil {
 		d += n.writeDelay
 	}
-	if err := sleepCtx(ctx, d); err != nil {
+	if err := netfault.Sleep(ctx, d); err != nil {
 		return zero, err
 	}
 	n.mu.Lock()
@@ -216,28 +218,8 @@ func call[T any](ctx context.Context, n *netem, write *coordinationv1.Lease, do 
 	if write != nil && failWrite != nil && failWrite(write) {
 		return zero, apierrors.NewServiceUnavailable("injected write failure for " + holderOf(write))
 	}
-	v, err := do()
-	if serr := sleepCtx(ctx, n.delay()); serr != nil {
-		return zero, serr
-	}
-	if err == nil && lost {
-		return zero, apierrors.NewTimeoutError("injected lost reply", 0)
-	}
+	v, _, err := netfault.Reply(ctx, n.delay, lost, do)
 	return v, err
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // client returns a clientset for one candidate whose Lease calls go through n.

@@ -37,7 +37,7 @@ type ShardingOptions struct {
 	// them. Metrics defaults to the Manager's sharding metrics.
 	Sharder sharding.SharderOptions
 	// Metadata is the metadata client the sharder lists, watches and labels
-	// objects with, and the gates acknowledge drains with. nil means one
+	// objects with, and the dispatchers acknowledge drains with. nil means one
 	// built from Options.Config (or GetConfig's); a Manager given a Client
 	// instead of a Config needs it set.
 	Metadata metadata.Interface
@@ -46,9 +46,10 @@ type ShardingOptions struct {
 	// select the member's label whatever they say: a WithTweakListOptions
 	// here is replaced.
 	FactoryOptions []informer.FactoryOption
-	// FenceTimeout is sharding.GateOptions.FenceTimeout of every sharded
-	// controller. 0 means the gate's default (the ring's RenewDeadline).
-	FenceTimeout time.Duration
+	// BarrierTimeout is sharding.DispatcherOptions.BarrierTimeout of every
+	// sharded controller. 0 means the dispatcher's default (the ring's
+	// RenewDeadline).
+	BarrierTimeout time.Duration
 	// SkipAccessCheck skips sharding.CheckAccess at Start: for clusters
 	// that do not answer SelfSubjectAccessReviews (a fake clientset). By
 	// default Start asks the API server first and refuses to start when the
@@ -64,12 +65,12 @@ type ShardingOptions struct {
 // *controller.Controller[K] is one, and so is a type that embeds one.
 type ShardedController[K sharding.Key] interface {
 	Runnable
-	// Enqueue adds a key to the controller's queue; the gate enqueues the
+	// Enqueue adds a key to the controller's queue; the dispatcher enqueues the
 	// keys it held back.
 	Enqueue(key K)
-	// SetAdmission puts the ring's gate between the controller's queue
+	// SetAdmission puts the ring's dispatcher between the controller's queue
 	// and its workers.
-	SetAdmission(g controller.Admission[K]) error
+	SetAdmission(a controller.Admission[K]) error
 }
 
 // shardState is a Manager's part in its ring.
@@ -106,8 +107,8 @@ func (m *Manager) newShardState(opts ShardingOptions, restCfg *rest.Config) (*sh
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("manager: sharding: %w", err)
 	}
-	if opts.FenceTimeout < 0 {
-		return bad("FenceTimeout", fmt.Sprintf("%v is negative", opts.FenceTimeout))
+	if opts.BarrierTimeout < 0 {
+		return bad("BarrierTimeout", fmt.Sprintf("%v is negative", opts.BarrierTimeout))
 	}
 	meta := opts.Metadata
 	if meta == nil {
@@ -178,16 +179,17 @@ func (m *Manager) ShardMember() *sharding.Member {
 var ErrNotSharded = errors.New("manager has no sharding options")
 
 // AddSharded makes c a sharded controller of m's ring: at Start, it builds
-// the ring's gate (sharding.NewGate) over owners, the informer of the
-// sharded resource, and children, the informers of the child resources
-// (both from m.ShardFactory()), sets it as c's admission step, and runs gate
-// and c on every replica while it is a member of the ring, instead of as a
-// plain Runnable (so c needs no leader election, whatever its
-// NeedLeaderElection says). The informers must serve the resources Options.Sharding.Sharder
-// names; an informer that turns out not to select the member's label (one
-// from Factory instead of ShardFactory) stops the Manager with an error
-// naming it. Call it before Start; c's name must be unique, as with Add.
-func AddSharded[K sharding.Key](m *Manager, c ShardedController[K], owners sharding.Source, children ...sharding.Source) error {
+// the ring's dispatcher (sharding.NewDispatcher) over owners, the informer
+// of the sharded resource, and children, the informers of the child
+// resources (both from m.ShardFactory()), sets it as c's admission step, and
+// runs the dispatcher and c on every replica while it is a member of the
+// ring, instead of as a plain Runnable (so c needs no leader election,
+// whatever its NeedLeaderElection says). The informers must serve the
+// resources Options.Sharding.Sharder names; an informer that turns out not
+// to select the member's label (one from Factory instead of ShardFactory)
+// stops the Manager with an error naming it. Call it before Start; c's name
+// must be unique, as with Add.
+func AddSharded[K sharding.Key, T informer.Object](m *Manager, c ShardedController[K], owners informer.Informer[T], children ...sharding.Source) error {
 	field := func(reason string) error {
 		return &controller.OptionsError{Field: "manager.AddSharded", Reason: reason}
 	}
@@ -226,7 +228,11 @@ func AddSharded[K sharding.Key](m *Manager, c ShardedController[K], owners shard
 			Reason: fmt.Sprintf("%q is set but manager.Options.FeatureGate is nil", f)}
 	}
 	m.names[name] = struct{}{}
-	s.runnables = append(s.runnables, &gateRunnable[K]{controller: c, owners: owners, children: children})
+	s.runnables = append(s.runnables, &shardedRunnable[K]{controller: c, newDispatcher: func(s *shardState) (*sharding.Dispatcher[K], error) {
+		return sharding.NewDispatcher(s.member, owners, c.Enqueue, sharding.DispatcherOptions{
+			Metadata: s.meta, Children: children, BarrierTimeout: s.opts.BarrierTimeout, Metrics: s.metrics,
+		})
+	}})
 	if hs, ok := c.(interface{ HasSynced() bool }); ok {
 		s.synced = append(s.synced, syncedController{name: name, hasSynced: hs.HasSynced})
 	}
@@ -236,42 +242,42 @@ func AddSharded[K sharding.Key](m *Manager, c ShardedController[K], owners shard
 	return nil
 }
 
-// gateRunnable runs a sharded controller's gate and the controller together:
-// a Runnable to the Manager (for its feature gate and name), run inside the
-// ring's Group. The gate is built by prepare at Start, only for a controller
-// that runs: a gate's queue lives from its construction.
-type gateRunnable[K sharding.Key] struct {
+// shardedRunnable runs a sharded controller's dispatcher and the controller
+// together: a Runnable to the Manager (for its feature gate and name), run
+// inside the ring's Group. The dispatcher is built by prepare at Start, only
+// for a controller that runs: a dispatcher's queue lives from its
+// construction.
+type shardedRunnable[K sharding.Key] struct {
 	controller ShardedController[K]
-	owners     sharding.Source
-	children   []sharding.Source
-	gate       *sharding.Gate[K] // set by prepare
+	// newDispatcher builds the dispatcher over the informers AddSharded was
+	// given (typed on the owners' object type).
+	newDispatcher func(s *shardState) (*sharding.Dispatcher[K], error)
+	dispatcher    *sharding.Dispatcher[K] // set by prepare
 }
 
-// preparer is a sharded controller's gateRunnable.
+// preparer is a sharded controller's shardedRunnable.
 type preparer interface {
 	Runnable
 	prepare(s *shardState) error
 }
 
-func (g *gateRunnable[K]) prepare(s *shardState) error {
-	gate, err := sharding.NewGate(s.member, g.owners, g.controller.Enqueue, sharding.GateOptions{
-		Metadata: s.meta, Children: g.children, FenceTimeout: s.opts.FenceTimeout, Metrics: s.metrics,
-	})
+func (r *shardedRunnable[K]) prepare(s *shardState) error {
+	d, err := r.newDispatcher(s)
 	if err != nil {
-		return fmt.Errorf("sharded controller %q: %w", g.controller.Name(), err)
+		return fmt.Errorf("sharded controller %q: %w", r.controller.Name(), err)
 	}
-	if err := g.controller.SetAdmission(gate); err != nil {
-		return fmt.Errorf("sharded controller %q: %w", g.controller.Name(), err)
+	if err := r.controller.SetAdmission(d); err != nil {
+		return fmt.Errorf("sharded controller %q: %w", r.controller.Name(), err)
 	}
-	g.gate = gate
+	r.dispatcher = d
 	return nil
 }
 
-func (g *gateRunnable[K]) Name() string { return g.controller.Name() }
+func (r *shardedRunnable[K]) Name() string { return r.controller.Name() }
 
-func (g *gateRunnable[K]) Feature() featuregate.Feature { return featureOf(g.controller) }
+func (r *shardedRunnable[K]) Feature() featuregate.Feature { return featureOf(r.controller) }
 
-func (g *gateRunnable[K]) Run(ctx context.Context) error {
+func (r *shardedRunnable[K]) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -279,11 +285,11 @@ func (g *gateRunnable[K]) Run(ctx context.Context) error {
 		errs = make([]error, 2)
 	)
 	wg.Go(func() {
-		errs[0] = g.gate.Run(ctx)
+		errs[0] = r.dispatcher.Run(ctx)
 		cancel()
 	})
 	wg.Go(func() {
-		errs[1] = g.controller.Run(ctx)
+		errs[1] = r.controller.Run(ctx)
 		cancel()
 	})
 	wg.Wait()

@@ -19,7 +19,7 @@ import (
 
 // A sharded controller in a few lines: the Manager names the ring, the
 // controller's informers come from ShardFactory (they select this replica's
-// label), and AddSharded runs it on every replica behind the ring's gate.
+// label), and AddSharded runs it on every replica behind the ring's dispatcher.
 // Every replica runs the same code with its own identity (--shard-identity,
 // a Pod's name); in a real binary Options.Config replaces the fake clients
 // and the ring comes from sharding.Config.AddFlags.

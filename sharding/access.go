@@ -37,7 +37,7 @@ var leases = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: 
 // CheckAccess asks the API server, with SelfSubjectAccessReviews, whether
 // the identity behind client may do everything a member of the ring does:
 // hold and watch Leases in cfg.Namespace, and list, watch and patch the
-// sharded resource and its children (the sharder labels them, the gates
+// sharded resource and its children (the sharder labels them, the dispatchers
 // acknowledge drains). Call it before starting anything: without it, a
 // missing permission shows only later, as writes failing one by one and keys
 // that never move. A denial is an error matching ErrForbidden (an

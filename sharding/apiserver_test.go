@@ -18,7 +18,7 @@ import (
 
 // The ring's scenario on a real kube-apiserver, over 300 ConfigMaps: the
 // label selectors, preconditioned metadata patches and Lease timings are the
-// server's own. Every write the members, sharders and gates make (Leases,
+// server's own. Every write the members, sharders and dispatchers make (Leases,
 // label patches, acknowledgements, children) goes through writeFaults: a
 // tenth is refused with a 5xx, another tenth loses its reply after the
 // server applied it.

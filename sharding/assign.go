@@ -229,18 +229,18 @@ func (t *term) settle(key string) {
 }
 
 // assign relabels owner's children to member, then owner itself, stamped for
-// member's process holder, with the children fence, removing any drain
+// member's process holder, with the children barrier, removing any drain
 // label. With fromAPI the labelled children are listed after mark.
 func (t *term) assign(ctx context.Context, owner *metav1.PartialObjectMetadata, member, holder string, fromAPI bool, mark uint64) error {
-	f := fence{}
+	f := barrier{}
 	if err := t.relabelChildren(ctx, owner, member, f, fromAPI, mark); err != nil {
 		return err
 	}
 	ann := map[string]*string{HolderAnnotation(t.cfg.Ring): ptr(holder)}
 	if len(f) > 0 {
-		ann[FenceAnnotation(t.cfg.Ring)] = ptr(f.String())
-	} else if _, ok := owner.GetAnnotations()[FenceAnnotation(t.cfg.Ring)]; ok {
-		ann[FenceAnnotation(t.cfg.Ring)] = nil
+		ann[BarrierAnnotation(t.cfg.Ring)] = ptr(f.String())
+	} else if _, ok := owner.GetAnnotations()[BarrierAnnotation(t.cfg.Ring)]; ok {
+		ann[BarrierAnnotation(t.cfg.Ring)] = nil
 	}
 	_, err := t.w.patch(ctx, t.opts.Resource, owner.Namespace, owner.Name, metaPatch(owner.ResourceVersion,
 		map[string]*string{Label(t.cfg.Ring): ptr(member), DrainLabel(t.cfg.Ring): nil}, ann))
@@ -266,7 +266,7 @@ func (t *term) dropLists(ns string) {
 // after mark; f, when not nil, collects the resourceVersion per resource
 // that member's caches must reach. A failed relabel drops the LIST, whose
 // versions the relabel may have made stale.
-func (t *term) relabelChildren(ctx context.Context, owner *metav1.PartialObjectMetadata, member string, f fence, fromAPI bool, mark uint64) error {
+func (t *term) relabelChildren(ctx context.Context, owner *metav1.PartialObjectMetadata, member string, f barrier, fromAPI bool, mark uint64) error {
 	children := t.childrenOf(owner.UID)
 	if fromAPI && t.lists != nil {
 		listed, err := t.lists.children(ctx, t.opts.Children, owner, mark)

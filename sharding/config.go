@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/ctrlkit/ctrlkit/internal/leasetiming"
 	"github.com/ctrlkit/ctrlkit/leaderelection"
 )
 
@@ -20,23 +21,24 @@ const (
 	DrainLabelPrefix = "drain.shard.ctrlkit.dev/"
 	// RingLabel marks a member Lease with the name of its ring.
 	RingLabel = "lease.shard.ctrlkit.dev/ring"
-	// fenceSuffix ends the children-fence annotation: shard.ctrlkit.dev/<ring>-children-rv.
-	fenceSuffix = "-children-rv"
+	// barrierSuffix ends the children-barrier annotation:
+	// shard.ctrlkit.dev/<ring>-children-rv.
+	barrierSuffix = "-children-rv"
 	// holderSuffix ends the holder annotation: shard.ctrlkit.dev/<ring>-holder.
 	holderSuffix = "-holder"
 	// sharderSuffix ends the name of the sharder's election Lease: <ring>-sharder.
 	sharderSuffix = "-sharder"
 )
 
-// MaxRingLength is the longest ring name: the fence annotation's name part,
+// MaxRingLength is the longest ring name: the barrier annotation's name part,
 // <ring>-children-rv, must fit in a label name's 63 characters.
-const MaxRingLength = validation.LabelValueMaxLength - len(fenceSuffix)
+const MaxRingLength = validation.LabelValueMaxLength - len(barrierSuffix)
 
 // Defaults of Config, those of leader election (kube-controller-manager's).
 const (
-	DefaultLeaseDuration = leaderelection.DefaultLeaseDuration
-	DefaultRenewDeadline = leaderelection.DefaultRenewDeadline
-	DefaultRetryPeriod   = leaderelection.DefaultRetryPeriod
+	DefaultLeaseDuration = leasetiming.DefaultLeaseDuration
+	DefaultRenewDeadline = leasetiming.DefaultRenewDeadline
+	DefaultRetryPeriod   = leasetiming.DefaultRetryPeriod
 )
 
 // ErrInvalidConfig is matched (errors.Is) by every error reporting a Config
@@ -94,22 +96,22 @@ func (c Config) WithDefaults() Config {
 	if c.Namespace == "" {
 		c.Namespace = leaderelection.DefaultLeaseNamespace()
 	}
-	if c.LeaseDuration == 0 {
-		c.LeaseDuration = DefaultLeaseDuration
-	}
-	if c.RenewDeadline == 0 {
-		c.RenewDeadline = DefaultRenewDeadline
-	}
-	if c.RetryPeriod == 0 {
-		c.RetryPeriod = DefaultRetryPeriod
-	}
+	t := c.timings().WithDefaults()
+	c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = t.LeaseDuration, t.RenewDeadline, t.RetryPeriod
 	return c
+}
+
+// timings are c's durations: leader election's, with its defaults and rules
+// (internal/leasetiming), since member Leases are renewed and judged the
+// same way.
+func (c Config) timings() leasetiming.Timings {
+	return leasetiming.Timings{LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod}
 }
 
 // Validate checks c as it is (validate c.WithDefaults() to check what the
 // ring will use) and returns every broken rule, each a *ConfigError, joined.
-// The duration rules are leader election's, since member Leases are renewed
-// and judged the same way.
+// The duration rules are leader election's (internal/leasetiming), since
+// member Leases are renewed and judged the same way.
 func (c Config) Validate() error {
 	var errs []error
 	add := func(field, format string, args ...any) {
@@ -119,7 +121,7 @@ func (c Config) Validate() error {
 		add("ring", "ring %q must be a DNS-1123 label, as it names Leases and ends label keys: %s", c.Ring, strings.Join(msgs, "; "))
 	} else if len(c.Ring) > MaxRingLength {
 		add("ring", "ring %q is %d characters, more than %d (the annotation %s<ring>%s must be a valid label key)",
-			c.Ring, len(c.Ring), MaxRingLength, LabelPrefix, fenceSuffix)
+			c.Ring, len(c.Ring), MaxRingLength, LabelPrefix, barrierSuffix)
 	}
 	if msgs := validation.IsValidLabelValue(c.Identity); c.Identity == "" || len(msgs) > 0 {
 		if c.Identity == "" {
@@ -130,21 +132,11 @@ func (c Config) Validate() error {
 		add("identity", "identity %q must also be usable in the Lease name <ring>.<identity> (lower-case alphanumerics, '-' and '.'): %s",
 			c.Identity, strings.Join(msgs, "; "))
 	}
-	// Leader election's rules for the durations, namespace and identity; its
-	// Name rule is ours above, so the Lease name given to it is a valid one.
-	le := c.election(c.Ring + sharderSuffix)
-	if c.Ring == "" {
-		le.Name = "ring"
+	for _, v := range c.timings().Validate() {
+		add(v.Field, "%s", v.Rule)
 	}
-	var leErr error
-	if err := le.Validate(); err != nil {
-		leErr = err
-	}
-	for _, e := range flatten(leErr) {
-		var ce *leaderelection.ConfigError
-		if errors.As(e, &ce) && ce.Field != "name" && ce.Field != "identity" && ce.Field != "healthTolerance" {
-			add(ce.Field, "%s", ce.Rule)
-		}
+	if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
+		add("namespace", "namespace %q must be a DNS-1123 label: %s", c.Namespace, strings.Join(msgs, "; "))
 	}
 	return errors.Join(errs...)
 }
@@ -179,9 +171,9 @@ func Label(ring string) string { return LabelPrefix + ring }
 // DrainLabel is the drain label of ring: drain.shard.ctrlkit.dev/<ring>.
 func DrainLabel(ring string) string { return DrainLabelPrefix + ring }
 
-// FenceAnnotation is the children-fence annotation of ring:
+// BarrierAnnotation is the children-barrier annotation of ring:
 // shard.ctrlkit.dev/<ring>-children-rv.
-func FenceAnnotation(ring string) string { return LabelPrefix + ring + fenceSuffix }
+func BarrierAnnotation(ring string) string { return LabelPrefix + ring + barrierSuffix }
 
 // HolderAnnotation is the annotation naming the member process an object of
 // ring is assigned to: the holder identity of the member's Lease (its

@@ -56,7 +56,7 @@ func TestConfigValidate(t *testing.T) {
 func TestNamesOfARing(t *testing.T) {
 	assert.Equal(t, "shard.ctrlkit.dev/web", Label("web"))
 	assert.Equal(t, "drain.shard.ctrlkit.dev/web", DrainLabel("web"))
-	assert.Equal(t, "shard.ctrlkit.dev/web-children-rv", FenceAnnotation("web"))
+	assert.Equal(t, "shard.ctrlkit.dev/web-children-rv", BarrierAnnotation("web"))
 	assert.Equal(t, "shard.ctrlkit.dev/web=a", Selector("web", "a"))
 	assert.Equal(t, "web.a.b", memberLeaseName("web", "a.b"))
 	id, ok := identityOf("web", "web.a.b")

@@ -23,12 +23,12 @@
 //     Member.Selector), so it lists, watches and caches about 1/N of them.
 //   - Safe handover: a key moving from a live member A to B is first
 //     drained: the sharder adds drain.shard.ctrlkit.dev/<ring>=true, A's
-//     Gate stops dispatching the key, waits for its in-flight Reconcile and
-//     acknowledges by removing both labels; only then does the sharder
-//     relabel the children and the owner for B, with the children fence
-//     annotation shard.ctrlkit.dev/<ring>-children-rv that B's Gate waits
-//     for before B's first Reconcile. A dead member's keys move once its
-//     Lease has gone unrenewed for LeaseDuration.
+//     Dispatcher stops dispatching the key, waits for its in-flight
+//     Reconcile and acknowledges by removing both labels; only then does
+//     the sharder relabel the children and the owner for B, with the
+//     children barrier annotation shard.ctrlkit.dev/<ring>-children-rv that
+//     B's Dispatcher waits for before B's first Reconcile. A dead member's
+//     keys move once its Lease has gone unrenewed for LeaseDuration.
 //   - The sharder caches the metadata of the sharded resource, not of its
 //     children (only those without the ring's label, normally none): it
 //     reads an owner's children from the API server when the owner changes
@@ -48,7 +48,7 @@
 // ctrlkit_shard_* series on /metrics.
 //
 // Without a Manager, the same parts are wired by hand (see ExampleNewGroup):
-// a Gate (NewGate, given to controller.Controller's SetAdmission),
+// a Dispatcher (NewDispatcher, given to controller.Controller's SetAdmission),
 // label-selected informers, and a Group that runs the sharder candidate, and
 // the member's informers and controllers while it is a member, as one
 // runnable. Bad input is refused before anything starts: Config.Validate

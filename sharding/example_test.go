@@ -54,9 +54,9 @@ func ExampleConfig_Validate() {
 }
 
 // The wiring of one sharded controller: a member, a sharder candidate, the
-// informers selecting the member's label, the gate between the controller's
-// queue and its workers, and a Group running them while this replica is a
-// member. Run it in every replica with its own identity (a Pod's name); a
+// informers selecting the member's label, the dispatcher between the
+// controller's queue and its workers, and a Group running them while this
+// replica is a member. Run it in every replica with its own identity (a Pod's name); a
 // manager.Manager runs the Group as it is (it needs no leader election).
 // With a Manager, manager.Options.Sharding and manager.AddSharded do all of
 // this (see manager's ExampleAddSharded).
@@ -87,14 +87,14 @@ func ExampleNewGroup() {
 		if err := controller.Watch(c, cms, controller.EnqueueObject); err != nil {
 			return err
 		}
-		gate, err := sharding.NewGate(member, cms, c.Enqueue, sharding.GateOptions{Metadata: meta})
+		dispatcher, err := sharding.NewDispatcher(member, cms, c.Enqueue, sharding.DispatcherOptions{Metadata: meta})
 		if err != nil {
 			return err
 		}
-		if err := c.SetAdmission(gate); err != nil {
+		if err := c.SetAdmission(dispatcher); err != nil {
 			return err
 		}
-		group, err := sharding.NewGroup("configmaps", member, sharder, factory, gate, c)
+		group, err := sharding.NewGroup("configmaps", member, sharder, factory, dispatcher, c)
 		if err != nil {
 			return err
 		}

@@ -11,7 +11,7 @@ import (
 )
 
 // Runnable is what a Group runs while its process is a member: a
-// controller.Controller, a Gate, or anything that blocks in Run until its
+// controller.Controller, a Dispatcher, or anything that blocks in Run until its
 // context ends and then returns once its work has stopped.
 type Runnable interface {
 	Run(ctx context.Context) error

@@ -8,7 +8,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
-// Every goroutine a Member, Sharder or Gate starts ends before its Run
+// Every goroutine a Member, Sharder or Dispatcher starts ends before its Run
 // returns. The shared API server (for the tests that use one) is stopped
 // before goleak looks.
 func TestMain(m *testing.M) {

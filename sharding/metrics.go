@@ -9,7 +9,7 @@ import (
 
 // Metrics are the collectors of every ring reporting into one registry.
 // Build one per registry with NewMetrics and give it to the Sharders and
-// Gates of that process (SharderOptions.Metrics, GateOptions.Metrics):
+// Dispatchers of that process (SharderOptions.Metrics, DispatcherOptions.Metrics):
 //
 //	ctrlkit_shard_members{ring}                          gauge, live members the sharder sees
 //	ctrlkit_shard_keys_owned{ring,member}                gauge, keys in the member's cache
@@ -17,7 +17,7 @@ import (
 //	ctrlkit_shard_handover_duration_seconds{ring}        histogram, drain label written -> new owner labelled
 //	ctrlkit_shard_drains_pending{ring}                   gauge, drains written and not yet acknowledged
 //	ctrlkit_shard_reassignments_total{ring,reason}       counter, labels written: reason is new, dead or drained
-//	ctrlkit_shard_fence_timeouts_total{ring,member}      counter, children fences given up after their TTL
+//	ctrlkit_shard_barrier_timeouts_total{ring,member}    counter, children barriers given up after their TTL
 //
 // A nil *Metrics records nothing.
 type Metrics struct {
@@ -27,7 +27,7 @@ type Metrics struct {
 	handoverDuration *prometheus.HistogramVec
 	drainsPending    *prometheus.GaugeVec
 	reassignments    *prometheus.CounterVec
-	fenceTimeouts    *prometheus.CounterVec
+	barrierTimeouts  *prometheus.CounterVec
 }
 
 // NewMetrics registers the sharding collectors on reg. Collectors already
@@ -58,8 +58,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		reassignments: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ctrlkit_shard_reassignments_total", Help: "Assignment labels written, by reason (new, dead, drained).",
 		}, []string{"ring", "reason"}),
-		fenceTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ctrlkit_shard_fence_timeouts_total", Help: "Children fences given up after their time-out.",
+		barrierTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ctrlkit_shard_barrier_timeouts_total", Help: "Children barriers given up after their time-out.",
 		}, []string{"ring", "member"}),
 	}
 	var err error
@@ -69,7 +69,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m.handoverDuration = register(reg, m.handoverDuration, &err)
 	m.drainsPending = register(reg, m.drainsPending, &err)
 	m.reassignments = register(reg, m.reassignments, &err)
-	m.fenceTimeouts = register(reg, m.fenceTimeouts, &err)
+	m.barrierTimeouts = register(reg, m.barrierTimeouts, &err)
 	if err != nil {
 		return nil, fmt.Errorf("sharding metrics: %w", err)
 	}
@@ -124,8 +124,8 @@ func (m *Metrics) reassigned(ring, reason string) {
 	}
 }
 
-func (m *Metrics) fenceTimedOut(ring, member string) {
+func (m *Metrics) barrierTimedOut(ring, member string) {
 	if m != nil {
-		m.fenceTimeouts.WithLabelValues(ring, member).Inc()
+		m.barrierTimeouts.WithLabelValues(ring, member).Inc()
 	}
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // The ring's scenario on the fake cluster, ConfigMaps owning one Secret each, with a quarter of the sharder's
-// and the gates' label patches losing their reply after the write.
+// and the dispatchers' label patches losing their reply after the write.
 func TestRingOnFakeClusterWithLostReplies(t *testing.T) {
 	env := testkit.NewFake(t)
 	n := 0

@@ -90,7 +90,7 @@ func (c *overlapChecker) check(t *testing.T) {
 }
 
 // ring runs members of one ring in this process, each with its own
-// label-selected informer factory, controller, gate, member Lease and
+// label-selected informer factory, controller, dispatcher, member Lease and
 // sharder candidate.
 type ring struct {
 	t       *testing.T
@@ -107,7 +107,7 @@ type ring struct {
 	// own not-yet-cached creation from a child its cache missed.
 	created sync.Map
 	// missed counts children a member did not cache although they existed
-	// and another member created them: a failed children fence.
+	// and another member created them: a failed children barrier.
 	missed atomic.Int64
 
 	// client is the clientset of the members' Leases, their sharder
@@ -221,16 +221,16 @@ func (r *ring) start(id string) *testMember {
 	}), controller.Options[controller.Key]{Workers: 4})
 	require.NoError(t, err)
 	require.NoError(t, controller.Watch(c, cms, controller.EnqueueObject))
-	gopts := sharding.GateOptions{Metadata: meta, Metrics: r.metrics}
+	dopts := sharding.DispatcherOptions{Metadata: meta, Metrics: r.metrics}
 	if r.children {
 		require.NoError(t, controller.Owns(c, children, cms))
-		gopts.Children = []sharding.Source{children}
+		dopts.Children = []sharding.Source{children}
 	}
-	gate, err := sharding.NewGate(m, cms, c.Enqueue, gopts)
+	dispatcher, err := sharding.NewDispatcher(m, cms, c.Enqueue, dopts)
 	require.NoError(t, err)
-	require.NoError(t, c.SetAdmission(gate))
+	require.NoError(t, c.SetAdmission(dispatcher))
 
-	group, err := sharding.NewGroup(id, m, sh, f, gate, c)
+	group, err := sharding.NewGroup(id, m, sh, f, dispatcher, c)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(env.Context())
 	tm := &testMember{id: id, member: m, sharder: sh, cms: cms, cut: cut, cancel: cancel, done: make(chan struct{}), left: make(chan struct{})}

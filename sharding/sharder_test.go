@@ -259,7 +259,7 @@ func TestSyncAssignsUnlabelledOwners(t *testing.T) {
 }
 
 // A key moving from live member a to b is drained by a first; children are
-// relabelled before the owner, whose fence names the newest child version.
+// relabelled before the owner, whose barrier names the newest child version.
 func TestSyncDrainsThenAssigns(t *testing.T) {
 	api := newFakeAPI()
 	clk := testingclock.NewFakeClock(t0)
@@ -307,7 +307,7 @@ func TestSyncDrainsThenAssigns(t *testing.T) {
 	got := api.get(owners, name)
 	assert.Equal(t, "b", got.Labels[Label("r")])
 	assert.NotContains(t, got.Labels, DrainLabel("r"))
-	assert.Equal(t, "pods="+last, got.Annotations[FenceAnnotation("r")])
+	assert.Equal(t, "pods="+last, got.Annotations[BarrierAnnotation("r")])
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.handovers.WithLabelValues("r")))
 	assert.Equal(t, 0.0, testutil.ToFloat64(m.drainsPending.WithLabelValues("r")))
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.reassignments.WithLabelValues("r", reasonDrained)))
@@ -544,7 +544,7 @@ func TestSyncCountsAHandoverWhoseReplyWasLost(t *testing.T) {
 
 // A handover reads the owner's labelled children from the API server, at
 // once: a child the previous owner created just before it stopped, which no
-// cache may hold yet, is relabelled with the others and raises the fence.
+// cache may hold yet, is relabelled with the others and raises the barrier.
 func TestSyncListsTheChildrenOfAHandover(t *testing.T) {
 	api := newFakeAPI()
 	clk := testingclock.NewFakeClock(t0)
@@ -566,7 +566,7 @@ func TestSyncListsTheChildrenOfAHandover(t *testing.T) {
 	assert.Equal(t, "b", got.Labels[Label("r")])
 	late := api.get(pods, name+"-late").ResourceVersion
 	early := api.get(pods, name+"-early").ResourceVersion
-	assert.Equal(t, "pods="+max(late, early), got.Annotations[FenceAnnotation("r")])
+	assert.Equal(t, "pods="+max(late, early), got.Annotations[BarrierAnnotation("r")])
 }
 
 // An owner that never had a member lists nothing: its children can only be
@@ -652,8 +652,8 @@ func TestSyncRetriesAFailedRelabelFromAFreshList(t *testing.T) {
 	assert.Equal(t, 2, api.lists)
 	got := api.get(owners, "rs")
 	assert.Equal(t, "b", got.Labels[Label("r")])
-	assert.Equal(t, "pods="+api.get(pods, "rs-x").ResourceVersion, got.Annotations[FenceAnnotation("r")],
-		"the fence names the version the lost reply wrote")
+	assert.Equal(t, "pods="+api.get(pods, "rs-x").ResourceVersion, got.Annotations[BarrierAnnotation("r")],
+		"the barrier names the version the lost reply wrote")
 }
 
 // The view a sync starts from may be refreshed before the sync reads the

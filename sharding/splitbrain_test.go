@@ -25,6 +25,7 @@ import (
 	coordv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/metadata"
 
+	"github.com/ctrlkit/ctrlkit/internal/netfault"
 	"github.com/ctrlkit/ctrlkit/sharding"
 	"github.com/ctrlkit/ctrlkit/testkit"
 )
@@ -145,7 +146,7 @@ func (f *netFaults) failCreate() error {
 // injected write failure, the request, a reply delay, maybe a lost reply.
 func through[T any](ctx context.Context, f *netFaults, write bool, gr schema.GroupResource, name string, do func() (T, error)) (T, error) {
 	var zero T
-	if err := sleepCtx(ctx, f.delay()); err != nil {
+	if err := netfault.Sleep(ctx, f.delay()); err != nil {
 		return zero, err
 	}
 	f.mu.Lock()
@@ -168,30 +169,11 @@ func through[T any](ctx context.Context, f *netFaults, write bool, gr schema.Gro
 		f.stats.failed.Add(1)
 		return zero, apierrors.NewInternalError(errors.New("injected write failure"))
 	}
-	v, err := do()
-	if serr := sleepCtx(ctx, f.delay()); serr != nil {
-		return zero, serr
-	}
-	if err == nil && lost {
+	v, lostReply, err := netfault.Reply(ctx, f.delay, lost, do)
+	if lostReply {
 		f.stats.lost.Add(1)
-		return zero, apierrors.NewTimeoutError("injected lost reply", 0)
 	}
 	return v, err
-}
-
-// sleepCtx is injected latency (not a wait for a condition).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // faultyClient is a clientset whose Lease requests go through f.
@@ -300,7 +282,7 @@ func (l faultyLeases) Patch(ctx context.Context, name string, pt types.PatchType
 }
 
 // faultyMetadata is a metadata client whose patches (the sharder's labels,
-// the gate's acknowledgements) go through f; lists and watches do not.
+// the dispatcher's acknowledgements) go through f; lists and watches do not.
 type faultyMetadata struct {
 	metadata.Interface
 	f *netFaults

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -43,3 +44,12 @@ func metaPatch(resourceVersion string, labels, annotations map[string]*string) [
 }
 
 func ptr(s string) *string { return &s }
+
+// ignoreNotFound treats a patch of an owner that is gone as done: its
+// delete event queues it again, and there is nothing left to label.
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

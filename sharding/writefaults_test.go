@@ -25,7 +25,7 @@ var errReplyLost = errors.New("injected: reply lost after the server applied the
 // of write requests (POST, PUT, PATCH, DELETE) on a real API server: some
 // are refused with a 500 or 503 the server never saw, others are sent, and
 // when the server applied them their reply is dropped. Reads, lists and watches pass untouched, so caches
-// stay fed and only the writes a member, sharder or gate makes fail.
+// stay fed and only the writes a member, sharder or dispatcher makes fail.
 //
 // The decisions come from one seed; which request meets which decision
 // depends on the goroutines' interleaving.

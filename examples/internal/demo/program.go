@@ -351,7 +351,7 @@ func checkAddr(addr string) error {
 func start(ctx context.Context, p Program, s *Settings) error {
 	logger := klog.FromContext(ctx)
 	env := &Env{Gate: s.Gate, Workers: s.Workers, Timeout: s.Timeout, InMemory: s.Kubeconfig == "", Sharded: s.Shard.Sharded()}
-	var meta metadata.Interface // the sharder's and the gates' client, when sharded
+	var meta metadata.Interface // the sharder's and the dispatchers' client, when sharded
 	if !env.InMemory {
 		cfg, err := RESTConfig(s.Kubeconfig)
 		if err != nil {

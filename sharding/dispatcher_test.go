@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -85,18 +84,18 @@ func (l *eventLog) all() []string {
 	return append([]string(nil), l.events...)
 }
 
-type gateEnv struct {
-	env      *testkit.FakeEnv
-	cms      informer.Informer[*corev1.ConfigMap]
-	secrets  informer.Informer[*corev1.Secret]
-	gate     *Gate[controller.Key]
-	w        *dynWriter
-	log      *eventLog
-	enqueued chan controller.Key
-	metrics  *Metrics
+type dispatcherEnv struct {
+	env        *testkit.FakeEnv
+	cms        informer.Informer[*corev1.ConfigMap]
+	secrets    informer.Informer[*corev1.Secret]
+	dispatcher *Dispatcher[controller.Key]
+	w          *dynWriter
+	log        *eventLog
+	enqueued   chan controller.Key
+	metrics    *Metrics
 }
 
-func newGateEnv(t *testing.T, clk clock.WithTicker, objs ...*corev1.ConfigMap) *gateEnv {
+func newDispatcherEnv(t *testing.T, clk clock.WithTicker, objs ...*corev1.ConfigMap) *dispatcherEnv {
 	t.Helper()
 	var seed []runtime.Object
 	for _, o := range objs {
@@ -111,22 +110,22 @@ func newGateEnv(t *testing.T, clk clock.WithTicker, objs ...*corev1.ConfigMap) *
 	require.NoError(t, err)
 	m, err := NewMetrics(prometheus.NewRegistry())
 	require.NoError(t, err)
-	ge := &gateEnv{env: env, cms: cms, secrets: secrets, log: &eventLog{}, enqueued: make(chan controller.Key, 100), metrics: m}
+	ge := &dispatcherEnv{env: env, cms: cms, secrets: secrets, log: &eventLog{}, enqueued: make(chan controller.Key, 100), metrics: m}
 	ge.w = &dynWriter{d: env.Dynamic(), log: ge.log}
-	ge.gate = newGate(cfg, testHolder, cms, func(k controller.Key) { ge.enqueued <- k }, ge.w,
-		GateOptions{Children: []Source{secrets}, Metrics: m, Clock: clk, FenceTimeout: time.Second})
+	ge.dispatcher = newDispatcher(cfg, testHolder, cms, func(k controller.Key) { ge.enqueued <- k }, ge.w,
+		DispatcherOptions{Children: []Source{secrets}, Metrics: m, Clock: clk, BarrierTimeout: time.Second})
 	env.Sync()
 	ctx, cancel := context.WithCancel(env.Context())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		assert.NoError(t, ge.gate.Run(ctx))
+		assert.NoError(t, ge.dispatcher.Run(ctx))
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	return ge
 }
 
-// testHolder is the gate's member process, the holder of its Lease.
+// testHolder is the dispatcher's member process, the holder of its Lease.
 const testHolder = "m_0"
 
 // configMap is an object; labelled for the test's member "m", it is also
@@ -144,7 +143,7 @@ func configMap(name string, labels, annotations map[string]string) *corev1.Confi
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: labels, Annotations: annotations}}
 }
 
-func (ge *gateEnv) stored(t *testing.T, name string) *corev1.ConfigMap {
+func (ge *dispatcherEnv) stored(t *testing.T, name string) *corev1.ConfigMap {
 	t.Helper()
 	cm, err := ge.env.Client().CoreV1().ConfigMaps("default").Get(context.Background(), name, metav1.GetOptions{})
 	require.NoError(t, err)
@@ -153,7 +152,7 @@ func (ge *gateEnv) stored(t *testing.T, name string) *corev1.ConfigMap {
 
 // label patches the labels of name; labelled for "m", it is stamped for the
 // member's process too.
-func (ge *gateEnv) label(t *testing.T, name string, labels map[string]*string) {
+func (ge *dispatcherEnv) label(t *testing.T, name string, labels map[string]*string) {
 	t.Helper()
 	var ann map[string]*string
 	if v := labels[Label("r")]; v != nil && *v == "m" {
@@ -164,7 +163,7 @@ func (ge *gateEnv) label(t *testing.T, name string, labels map[string]*string) {
 	require.NoError(t, err)
 }
 
-func (ge *gateEnv) cached(name string) *corev1.ConfigMap {
+func (ge *dispatcherEnv) cached(name string) *corev1.ConfigMap {
 	cm, err := ge.cms.Lister().Get("default", name)
 	if err != nil {
 		return nil
@@ -179,9 +178,9 @@ func eventually(t *testing.T, cond func() bool, msg string) {
 
 var keyX = controller.Key{Namespace: "default", Name: "x"}
 
-// awaitEnqueued waits up to 10 s for the gate to enqueue a key, checks that
-// it is key, and fails with missing when none comes.
-func (ge *gateEnv) awaitEnqueued(t *testing.T, key controller.Key, missing string) {
+// awaitEnqueued waits up to 10 s for the dispatcher to enqueue a key, checks
+// that it is key, and fails with missing when none comes.
+func (ge *dispatcherEnv) awaitEnqueued(t *testing.T, key controller.Key, missing string) {
 	t.Helper()
 	select {
 	case k := <-ge.enqueued:
@@ -194,92 +193,92 @@ func (ge *gateEnv) awaitEnqueued(t *testing.T, key controller.Key, missing strin
 // A drain waits for the in-flight Reconcile, is acknowledged with one
 // patch, and the key stays refused after the object left the cache, until
 // it is assigned here again.
-func TestGateAcknowledgesADrainAfterTheReconcile(t *testing.T) {
-	ge := newGateEnv(t, clock.RealClock{}, configMap("x", map[string]string{Label("r"): "m"}, nil))
+func TestDispatcherAcknowledgesADrainAfterTheReconcile(t *testing.T) {
+	ge := newDispatcherEnv(t, clock.RealClock{}, configMap("x", map[string]string{Label("r"): "m"}, nil))
 	eventually(t, func() bool { return ge.cached("x") != nil }, "x cached")
-	require.True(t, ge.gate.Admit(keyX))
+	require.True(t, ge.dispatcher.Admit(keyX))
 
 	ge.label(t, "x", map[string]*string{DrainLabel("r"): ptr("true")})
-	eventually(t, func() bool { return ge.cached("x") != nil && ge.cached("x").Labels[DrainLabel("r")] != "" }, "the gate saw the drain")
-	assert.False(t, ge.gate.Admit(keyX), "a draining key is not dispatched")
+	eventually(t, func() bool { return ge.cached("x") != nil && ge.cached("x").Labels[DrainLabel("r")] != "" }, "the dispatcher saw the drain")
+	assert.False(t, ge.dispatcher.Admit(keyX), "a draining key is not dispatched")
 	assert.Equal(t, "m", ge.stored(t, "x").Labels[Label("r")], "not acknowledged while the Reconcile runs")
 
 	ge.log.add("release x")
-	ge.gate.Release(keyX)
+	ge.dispatcher.Release(keyX)
 	eventually(t, func() bool { return ge.stored(t, "x").Labels[Label("r")] == "" }, "acknowledged")
 	assert.Equal(t, []string{"release x", "patch x"}, ge.log.all())
 	assert.Empty(t, ge.stored(t, "x").Labels[DrainLabel("r")])
 
 	eventually(t, func() bool { return ge.cached("x") == nil }, "x left the cache")
-	assert.False(t, ge.gate.Admit(keyX), "a handed-over key is not mistaken for a deleted one")
+	assert.False(t, ge.dispatcher.Admit(keyX), "a handed-over key is not mistaken for a deleted one")
 
 	ge.label(t, "x", map[string]*string{Label("r"): ptr("m")})
 	eventually(t, func() bool { return ge.cached("x") != nil }, "x back in the cache")
 	// Refused only while the acknowledgement's reply is still on its way,
 	// and then enqueued again.
-	if !ge.gate.Admit(keyX) {
+	if !ge.dispatcher.Admit(keyX) {
 		ge.awaitEnqueued(t, keyX, "a key refused during the acknowledgement was not enqueued again")
-		require.True(t, ge.gate.Admit(keyX), "assigned here again")
+		require.True(t, ge.dispatcher.Admit(keyX), "assigned here again")
 	}
-	ge.gate.Release(keyX)
+	ge.dispatcher.Release(keyX)
 }
 
 // An acknowledgement that fails with a Conflict, then one whose reply is
 // lost, end with the labels removed once and the key refused throughout.
-func TestGateAcknowledgementSurvivesConflictsAndLostReplies(t *testing.T) {
-	ge := newGateEnv(t, clock.RealClock{})
+func TestDispatcherAcknowledgementSurvivesConflictsAndLostReplies(t *testing.T) {
+	ge := newDispatcherEnv(t, clock.RealClock{})
 	ge.w.conflicts, ge.w.lose = 1, 1
 	_, err := ge.env.Client().CoreV1().ConfigMaps("default").Create(context.Background(),
 		configMap("x", map[string]string{Label("r"): "m", DrainLabel("r"): "true"}, nil), metav1.CreateOptions{})
 	require.NoError(t, err)
-	eventually(t, func() bool { return ge.cached("x") != nil && ge.cached("x").Labels[DrainLabel("r")] != "" }, "the gate saw the drain")
+	eventually(t, func() bool { return ge.cached("x") != nil && ge.cached("x").Labels[DrainLabel("r")] != "" }, "the dispatcher saw the drain")
 	eventually(t, func() bool {
-		if ge.gate.Admit(keyX) {
-			ge.gate.Release(keyX)
+		if ge.dispatcher.Admit(keyX) {
+			ge.dispatcher.Release(keyX)
 			t.Error("a draining key was admitted")
 		}
 		return ge.stored(t, "x").Labels[Label("r")] == "" && ge.cached("x") == nil
 	}, "acknowledged and gone from the cache")
-	assert.False(t, ge.gate.Admit(keyX))
+	assert.False(t, ge.dispatcher.Admit(keyX))
 	ge.w.mu.Lock()
 	defer ge.w.mu.Unlock()
 	assert.GreaterOrEqual(t, ge.w.calls, 2, "the Conflict was retried")
 }
 
 // A newly assigned owner is held back until the child informer has
-// delivered the children fence, then enqueued.
-func TestGateWaitsForTheChildrenFence(t *testing.T) {
-	ge := newGateEnv(t, clock.RealClock{})
+// delivered the children barrier, then enqueued.
+func TestDispatcherWaitsForTheChildrenBarrier(t *testing.T) {
+	ge := newDispatcherEnv(t, clock.RealClock{})
 	ctx := context.Background()
 	s, err := ge.env.Client().CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	rv, err := strconv.ParseUint(s.ResourceVersion, 10, 64)
 	require.NoError(t, err)
-	fenceRV := rv + 3 // two writes after the owner's create
+	barrierRV := rv + 3 // two writes after the owner's create
 	_, err = ge.env.Client().CoreV1().ConfigMaps("default").Create(ctx, configMap("x", map[string]string{Label("r"): "m"},
-		map[string]string{FenceAnnotation("r"): "secrets=" + strconv.FormatUint(fenceRV, 10) + ",pods=1"}), metav1.CreateOptions{})
+		map[string]string{BarrierAnnotation("r"): "secrets=" + strconv.FormatUint(barrierRV, 10) + ",pods=1"}), metav1.CreateOptions{})
 	require.NoError(t, err)
 	eventually(t, func() bool { return ge.cached("x") != nil }, "x cached")
-	assert.False(t, ge.gate.Admit(keyX), "held back by the fence")
+	assert.False(t, ge.dispatcher.Admit(keyX), "held back by the barrier")
 
 	for _, n := range []string{"c1", "c2"} {
 		_, err := ge.env.Client().CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
 			Name: n, Labels: map[string]string{Label("r"): "m"}}}, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	ge.awaitEnqueued(t, keyX, "the key was not enqueued when the fence passed")
-	require.True(t, ge.gate.Admit(keyX))
-	ge.gate.Release(keyX)
-	assert.Equal(t, 0.0, testutil.ToFloat64(ge.metrics.fenceTimeouts.WithLabelValues("r", "m")))
+	ge.awaitEnqueued(t, keyX, "the key was not enqueued when the barrier passed")
+	require.True(t, ge.dispatcher.Admit(keyX))
+	ge.dispatcher.Release(keyX)
+	assert.Equal(t, 0.0, testutil.ToFloat64(ge.metrics.barrierTimeouts.WithLabelValues("r", "m")))
 }
 
-// A fence that is never delivered (its child was deleted before this
-// member started watching) holds the key back for FenceTimeout only.
-func TestGateFenceTimesOut(t *testing.T) {
+// A barrier that is never delivered (its child was deleted before this
+// member started watching) holds the key back for BarrierTimeout only.
+func TestDispatcherBarrierTimesOut(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
-	ge := newGateEnv(t, clk, configMap("x", map[string]string{Label("r"): "m"}, map[string]string{FenceAnnotation("r"): "secrets=999999999"}))
+	ge := newDispatcherEnv(t, clk, configMap("x", map[string]string{Label("r"): "m"}, map[string]string{BarrierAnnotation("r"): "secrets=999999999"}))
 	eventually(t, func() bool { return ge.cached("x") != nil }, "x cached")
-	assert.False(t, ge.gate.Admit(keyX))
+	assert.False(t, ge.dispatcher.Admit(keyX))
 	// The ticker may start after a step; step until it has fired past the
 	// time-out.
 	eventually(t, func() bool {
@@ -291,79 +290,81 @@ func TestGateFenceTimesOut(t *testing.T) {
 			clk.Step(100 * time.Millisecond)
 			return false
 		}
-	}, "the key is enqueued once the fence timed out")
-	require.True(t, ge.gate.Admit(keyX))
-	ge.gate.Release(keyX)
-	assert.Equal(t, 1.0, testutil.ToFloat64(ge.metrics.fenceTimeouts.WithLabelValues("r", "m")))
+	}, "the key is enqueued once the barrier timed out")
+	require.True(t, ge.dispatcher.Admit(keyX))
+	ge.dispatcher.Release(keyX)
+	assert.Equal(t, 1.0, testutil.ToFloat64(ge.metrics.barrierTimeouts.WithLabelValues("r", "m")))
 }
 
 // Keys whose object is not this member's are refused; a deletion (not a
 // handover) is admitted; the owned-keys gauge follows the cache.
-func TestGateAdmitsDeletionsAndCountsKeys(t *testing.T) {
-	ge := newGateEnv(t, clock.RealClock{}, configMap("x", map[string]string{Label("r"): "m"}, nil), configMap("y", map[string]string{Label("r"): "m"}, nil))
+func TestDispatcherAdmitsDeletionsAndCountsKeys(t *testing.T) {
+	ge := newDispatcherEnv(t, clock.RealClock{}, configMap("x", map[string]string{Label("r"): "m"}, nil), configMap("y", map[string]string{Label("r"): "m"}, nil))
 	eventually(t, func() bool { return testutil.ToFloat64(ge.metrics.keysOwned.WithLabelValues("r", "m")) == 2 }, "two keys owned")
 	require.NoError(t, ge.env.Client().CoreV1().ConfigMaps("default").Delete(context.Background(), "x", metav1.DeleteOptions{}))
 	eventually(t, func() bool { return ge.cached("x") == nil }, "x deleted")
-	// The controller's handler of the deletion may run before the gate's: a
-	// key refused then is enqueued again once the gate has seen the deletion.
-	if !ge.gate.Admit(keyX) {
-		ge.awaitEnqueued(t, keyX, "a deletion refused before the gate saw it was not enqueued again")
-		require.True(t, ge.gate.Admit(keyX), "a deleted owner is reconciled as usual")
+	// The controller's handler of the deletion may run before the dispatcher's: a
+	// key refused then is enqueued again once the dispatcher has seen the deletion.
+	if !ge.dispatcher.Admit(keyX) {
+		ge.awaitEnqueued(t, keyX, "a deletion refused before the dispatcher saw it was not enqueued again")
+		require.True(t, ge.dispatcher.Admit(keyX), "a deleted owner is reconciled as usual")
 	}
-	ge.gate.Release(keyX)
+	ge.dispatcher.Release(keyX)
 	eventually(t, func() bool { return testutil.ToFloat64(ge.metrics.keysOwned.WithLabelValues("r", "m")) == 1 }, "one key owned")
 }
 
-// A key the gate does not cache and did not see deleted here is refused
-// (a handed-over key, or one whose owner is not here yet); when the gate
+// A key the dispatcher does not cache and did not see deleted here is refused
+// (a handed-over key, or one whose owner is not here yet); when the dispatcher
 // then sees the owner deleted while assigned here, it enqueues the key
 // again, and admits it.
-func TestGateRefusesUnknownKeysUntilItSeesThemDeleted(t *testing.T) {
-	ge := newGateEnv(t, clock.RealClock{}, configMap("y", map[string]string{Label("r"): "m"}, nil))
-	eventually(t, func() bool { return testutil.ToFloat64(ge.metrics.keysOwned.WithLabelValues("r", "m")) == 1 }, "the gate's handlers run")
-	assert.False(t, ge.gate.Admit(keyX), "never cached, never deleted")
-	ge.gate.ownerDeleted(configMap("x", map[string]string{Label("r"): "other"}, nil))
-	assert.False(t, ge.gate.Admit(keyX), "deleted while assigned elsewhere")
-	ge.gate.ownerDeleted(configMap("x", map[string]string{Label("r"): "m", DrainLabel("r"): "true"}, nil))
-	assert.False(t, ge.gate.Admit(keyX), "left the cache draining: a handover")
+func TestDispatcherRefusesUnknownKeysUntilItSeesThemDeleted(t *testing.T) {
+	ge := newDispatcherEnv(t, clock.RealClock{}, configMap("y", map[string]string{Label("r"): "m"}, nil))
+	eventually(t, func() bool { return testutil.ToFloat64(ge.metrics.keysOwned.WithLabelValues("r", "m")) == 1 }, "the dispatcher's handlers run")
+	assert.False(t, ge.dispatcher.Admit(keyX), "never cached, never deleted")
+	// The owner handler, as the informer calls it (tombstones unwrapped).
+	owners := ownerHandler[controller.Key, *corev1.ConfigMap]{ge.dispatcher}
+	owners.HandleDelete(configMap("x", map[string]string{Label("r"): "other"}, nil), informer.DeleteInfo{Key: "default/x"})
+	assert.False(t, ge.dispatcher.Admit(keyX), "deleted while assigned elsewhere")
+	owners.HandleDelete(configMap("x", map[string]string{Label("r"): "m", DrainLabel("r"): "true"}, nil), informer.DeleteInfo{Key: "default/x"})
+	assert.False(t, ge.dispatcher.Admit(keyX), "left the cache draining: a handover")
 	assert.Empty(t, ge.enqueued)
-	ge.gate.ownerDeleted(cache.DeletedFinalStateUnknown{Key: "default/x", Obj: configMap("x", map[string]string{Label("r"): "m"}, nil)})
+	owners.HandleDelete(configMap("x", map[string]string{Label("r"): "m"}, nil), informer.DeleteInfo{Key: "default/x", FinalStateUnknown: true})
 	select {
 	case k := <-ge.enqueued:
 		assert.Equal(t, keyX, k, "the refused key is enqueued again")
 	default:
 		t.Fatal("the refused key was not enqueued again")
 	}
-	require.True(t, ge.gate.Admit(keyX), "a deletion seen here is admitted")
-	ge.gate.Release(keyX)
+	require.True(t, ge.dispatcher.Admit(keyX), "a deletion seen here is admitted")
+	ge.dispatcher.Release(keyX)
 }
 
-// A gate that never runs (a member stopped before it joined) starts no
+// A dispatcher that never runs (a member stopped before it joined) starts no
 // goroutine.
-func TestGateThatNeverRunsStartsNothing(t *testing.T) {
+func TestDispatcherThatNeverRunsStartsNothing(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	cfg := Config{Ring: "r", Identity: "m"}.WithDefaults()
 	for range 3 {
-		newGate[controller.Key](cfg, testHolder, nil, func(controller.Key) {}, nil, GateOptions{})
+		newDispatcher[controller.Key, *corev1.ConfigMap](cfg, testHolder, nil, func(controller.Key) {}, nil, DispatcherOptions{})
 	}
 }
 
-// stateSize counts the gate's per-key entries of each kind.
-func (g *Gate[K]) stateSize() map[string]int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return map[string]int{"pendingAcks": len(g.pendingAcks), "inFlight": len(g.inFlight), "acking": len(g.acking),
-		"afterAck": len(g.afterAck), "acked": len(g.acked), "deleted": len(g.deleted), "refused": len(g.refused), "fenced": len(g.fenced)}
+// stateSize counts the dispatcher's per-key entries of each kind.
+func (d *Dispatcher[K]) stateSize() map[string]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return map[string]int{"pendingAcks": len(d.pendingAcks), "inFlight": len(d.inFlight), "acking": len(d.acking),
+		"afterAck": len(d.afterAck), "acked": len(d.acked), "deleted": len(d.deleted), "refused": len(d.refused), "waiting": len(d.waiting)}
 }
 
-// The gate's per-key state does not grow with churn: round after round of
+// The dispatcher's per-key state does not grow with churn: round after round of
 // keys created here, handed over (with a stale enqueue after they left) and
 // deleted, it holds nothing once LeaseDuration has passed, and still
 // refuses the keys it handed over.
-func TestGateStateDoesNotGrowWithChurn(t *testing.T) {
+func TestDispatcherStateDoesNotGrowWithChurn(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
-	ge := newGateEnv(t, clk)
-	empty := map[string]int{"pendingAcks": 0, "inFlight": 0, "acking": 0, "afterAck": 0, "acked": 0, "deleted": 0, "refused": 0, "fenced": 0}
+	ge := newDispatcherEnv(t, clk)
+	empty := map[string]int{"pendingAcks": 0, "inFlight": 0, "acking": 0, "afterAck": 0, "acked": 0, "deleted": 0, "refused": 0, "waiting": 0}
 	ctx := context.Background()
 	cms := ge.env.Client().CoreV1().ConfigMaps("default")
 	for round := range 3 {
@@ -377,8 +378,8 @@ func TestGateStateDoesNotGrowWithChurn(t *testing.T) {
 		}
 		eventually(t, func() bool { return testutil.ToFloat64(ge.metrics.keysOwned.WithLabelValues("r", "m")) == n }, "all cached")
 		for i := range n {
-			require.True(t, ge.gate.Admit(key(i)))
-			ge.gate.Release(key(i))
+			require.True(t, ge.dispatcher.Admit(key(i)))
+			ge.dispatcher.Release(key(i))
 		}
 		// Half are handed over, half deleted.
 		for i := range n / 2 {
@@ -386,47 +387,47 @@ func TestGateStateDoesNotGrowWithChurn(t *testing.T) {
 			require.NoError(t, cms.Delete(ctx, key(n/2+i).Name, metav1.DeleteOptions{}))
 		}
 		eventually(t, func() bool {
-			return testutil.ToFloat64(ge.metrics.keysOwned.WithLabelValues("r", "m")) == 0 && ge.gate.stateSize()["acking"] == 0
+			return testutil.ToFloat64(ge.metrics.keysOwned.WithLabelValues("r", "m")) == 0 && ge.dispatcher.stateSize()["acking"] == 0
 		}, "all gone from the cache, every acknowledgement returned")
 		for i := range n {
-			admitted := ge.gate.Admit(key(i))
+			admitted := ge.dispatcher.Admit(key(i))
 			if admitted {
-				ge.gate.Release(key(i))
+				ge.dispatcher.Release(key(i))
 			}
 			assert.Equal(t, i >= n/2, admitted, "handed over keys are refused, deleted ones admitted: %s", key(i))
 		}
-		size := ge.gate.stateSize()
+		size := ge.dispatcher.stateSize()
 		assert.Equal(t, n/2, size["deleted"], "recent deletions")
 		assert.Equal(t, n/2, size["refused"], "recent refusals")
 		clk.Step(2 * time.Second) // the ring's LeaseDuration
-		ge.gate.releaseFenced()
-		assert.Equal(t, empty, ge.gate.stateSize(), "round %d", round)
+		ge.dispatcher.releaseWaiting()
+		assert.Equal(t, empty, ge.dispatcher.stateSize(), "round %d", round)
 		for i := range n / 2 {
-			assert.False(t, ge.gate.Admit(key(i)), "still refused once forgotten: %s", key(i))
+			assert.False(t, ge.dispatcher.Admit(key(i)), "still refused once forgotten: %s", key(i))
 		}
-		ge.gate.releaseFenced()
+		ge.dispatcher.releaseWaiting()
 		clk.Step(2 * time.Second)
-		ge.gate.releaseFenced()
+		ge.dispatcher.releaseWaiting()
 	}
-	assert.Equal(t, empty, ge.gate.stateSize())
+	assert.Equal(t, empty, ge.dispatcher.stateSize())
 }
 
 // An object labelled for this member but stamped for another process of
 // its identity (an earlier one, whose keys the sharder has not assigned
 // again yet) is not this process's: refused, its drain not acknowledged,
 // and admitted once the sharder stamps it for this process.
-func TestGateRefusesKeysStampedForAnotherProcess(t *testing.T) {
+func TestDispatcherRefusesKeysStampedForAnotherProcess(t *testing.T) {
 	other := map[string]string{HolderAnnotation("r"): "m_former"}
-	ge := newGateEnv(t, clock.RealClock{}, configMap("x", map[string]string{Label("r"): "m", DrainLabel("r"): "true"}, other))
+	ge := newDispatcherEnv(t, clock.RealClock{}, configMap("x", map[string]string{Label("r"): "m", DrainLabel("r"): "true"}, other))
 	eventually(t, func() bool { return ge.cached("x") != nil }, "x cached")
-	assert.False(t, ge.gate.Admit(keyX), "stamped for another process")
+	assert.False(t, ge.dispatcher.Admit(keyX), "stamped for another process")
 	ge.label(t, "x", map[string]*string{DrainLabel("r"): nil})
 	eventually(t, func() bool { return ge.cached("x").Labels[DrainLabel("r")] == "" }, "drain label gone")
-	assert.False(t, ge.gate.Admit(keyX), "stamped for another process")
+	assert.False(t, ge.dispatcher.Admit(keyX), "stamped for another process")
 	assert.Equal(t, "m", ge.stored(t, "x").Labels[Label("r")], "its drain was not acknowledged")
 	assert.Empty(t, ge.log.all(), "no acknowledgement written")
 	ge.label(t, "x", map[string]*string{Label("r"): ptr("m")}) // stamps it for testHolder
 	eventually(t, func() bool { return ge.cached("x").Annotations[HolderAnnotation("r")] == testHolder }, "stamped for this process")
-	require.True(t, ge.gate.Admit(keyX))
-	ge.gate.Release(keyX)
+	require.True(t, ge.dispatcher.Admit(keyX))
+	ge.dispatcher.Release(keyX)
 }

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// The children fence: before the new owner of a key reconciles it, each of
+// The children barrier: before the new owner of a key reconciles it, each of
 // its child informers must have delivered the newest child relabel the
 // sharder made for that key. The annotation holds one resourceVersion per
 // child resource, "pods=812,replicasets.apps=815", because a watch only
@@ -23,10 +23,10 @@ import (
 // storage (one increasing revision); ctrlkit's fake cluster stamps versions
 // the same way. A version that does not parse never holds a key back.
 
-// fence maps a child resource (GroupResource.String()) to a resourceVersion.
-type fence map[string]uint64
+// barrier maps a child resource (GroupResource.String()) to a resourceVersion.
+type barrier map[string]uint64
 
-func (f fence) String() string {
+func (f barrier) String() string {
 	parts := make([]string, 0, len(f))
 	for _, r := range slices.Sorted(maps.Keys(f)) {
 		parts = append(parts, r+"="+strconv.FormatUint(f[r], 10))
@@ -34,12 +34,12 @@ func (f fence) String() string {
 	return strings.Join(parts, ",")
 }
 
-// parseFence reads the annotation; entries that do not parse are skipped.
-func parseFence(s string) fence {
+// parseBarrier reads the annotation; entries that do not parse are skipped.
+func parseBarrier(s string) barrier {
 	if s == "" {
 		return nil
 	}
-	f := fence{}
+	f := barrier{}
 	for part := range strings.SplitSeq(s, ",") {
 		r, v, ok := strings.Cut(part, "=")
 		if !ok {
@@ -52,7 +52,7 @@ func parseFence(s string) fence {
 	return f
 }
 
-func (f fence) raise(resource, rv string) {
+func (f barrier) raise(resource, rv string) {
 	if n, ok := parseRV(rv); ok && n > f[resource] {
 		f[resource] = n
 	}
@@ -99,6 +99,10 @@ func (t *rvTracker) observe(obj any) {
 	}
 }
 
+// handler is the tracker as a client-go handler. A child informer comes as a
+// Source, whose object type the dispatcher does not know, so it cannot take
+// a typed informer.Handler: observe unwraps tombstones itself and reads
+// only the resourceVersion, which every object (of any type) has.
 func (t *rvTracker) handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { t.observe(obj) },
@@ -110,7 +114,7 @@ func (t *rvTracker) handler() cache.ResourceEventHandler {
 // passed reports whether every tracker has delivered its resource's version
 // in f (resources f does not name, and f's resources no tracker follows, do
 // not count).
-func passed(f fence, trackers []*rvTracker) bool {
+func passed(f barrier, trackers []*rvTracker) bool {
 	for _, t := range trackers {
 		if v, ok := f[t.resource]; ok && t.seen.Load() < v {
 			return false
@@ -119,8 +123,8 @@ func passed(f fence, trackers []*rvTracker) bool {
 	return true
 }
 
-// describe names what a fence still waits for, for logs.
-func describe(f fence, trackers []*rvTracker) string {
+// describe names what a barrier still waits for, for logs.
+func describe(f barrier, trackers []*rvTracker) string {
 	var b strings.Builder
 	for _, t := range trackers {
 		if v, ok := f[t.resource]; ok && t.seen.Load() < v {
