@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 // ReasonFinalizeFailed is the reason of the Warning event recorded when a finalize function
@@ -48,7 +50,7 @@ const RemovalMemory = 5 * time.Minute
 // default is the real clock; tests pass a fake one.
 func WithClock(c clock.PassiveClock) Option {
 	return func(o *options) {
-		if !isNil(c) {
+		if !object.IsNil(c) {
 			o.clock = c
 		}
 	}
@@ -60,7 +62,7 @@ func WithClock(c clock.PassiveClock) Option {
 // returned and logged by the controller. A manager.Manager gives one with EventRecorderFor.
 func WithEventRecorder(r record.EventRecorder) Option {
 	return func(o *options) {
-		if !isNil(r) {
+		if !object.IsNil(r) {
 			o.recorder = r
 		}
 	}
