@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/client-go/util/workqueue"
+	kworkqueue "k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/controller"
@@ -37,7 +37,7 @@ func apiEnv(t *testing.T) (*testkit.Env, kubernetes.Interface, string) {
 	t.Helper()
 	env := testkit.SharedAPIServer(t)
 	rsc, err := NewReplicaSetController(env.Factory(), env.Client(), Options{
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](5*time.Millisecond, 50*time.Millisecond),
+		RateLimiter: kworkqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](5*time.Millisecond, 50*time.Millisecond),
 	})
 	require.NoError(t, err)
 	k, err := kubelet.New(env.Client(), kubelet.Options{Namespace: env.Namespace(), StartupDelay: -1})

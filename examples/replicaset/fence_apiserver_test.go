@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/workqueue"
+	kworkqueue "k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
@@ -24,7 +24,7 @@ func TestAPIServerStatusWritesNeverConflict(t *testing.T) {
 	env := testkit.SharedAPIServer(t)
 	ns := env.Namespace()
 	rsc, err := NewReplicaSetController(env.Factory(), env.Client(), Options{
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](5*time.Millisecond, 50*time.Millisecond),
+		RateLimiter: kworkqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](5*time.Millisecond, 50*time.Millisecond),
 	})
 	require.NoError(t, err)
 	k, err := kubelet.New(env.Client(), kubelet.Options{Namespace: ns, StartupDelay: -1})

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/client-go/util/workqueue"
+	kworkqueue "k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/controller"
@@ -59,7 +59,7 @@ func newTestEnv(t *testing.T, eo envOptions) *testEnv {
 	}
 	if eo.opts.RateLimiter == nil {
 		// Retries within the quiet period of WaitForQuiet, which does not count keys in backoff.
-		eo.opts.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](time.Millisecond, 20*time.Millisecond)
+		eo.opts.RateLimiter = kworkqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](time.Millisecond, 20*time.Millisecond)
 	}
 	rsc, err := NewReplicaSetController(env.Factory(), env.Client(), eo.opts)
 	require.NoError(t, err)

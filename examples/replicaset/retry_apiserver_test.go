@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/client-go/util/workqueue"
+	kworkqueue "k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/controller"
@@ -58,7 +58,7 @@ func TestAPIServerConvergesAfterRetriesAreExhausted(t *testing.T) {
 		FactoryOptions: []informer.FactoryOption{informer.WithNamespace(ns)}})
 	require.NoError(t, err)
 	rsc, err := NewReplicaSetController(mgr.Factory(), mgr.Client(), Options{
-		RateLimiter:       workqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](5*time.Millisecond, 50*time.Millisecond),
+		RateLimiter:       kworkqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](5*time.Millisecond, 50*time.Millisecond),
 		MaxRetries:        3,
 		SlowRetryInterval: time.Second,
 		Recorder:          mgr.EventRecorderFor(ControllerName),
