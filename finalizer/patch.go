@@ -182,11 +182,11 @@ func patch[T Object](ctx context.Context, p Patcher[T], obj T, next []string, op
 // check refuses a nil patcher or object, which would otherwise panic further down.
 func check[T Object](p Patcher[T], obj T) error {
 	if object.IsNil(p) {
-		return ErrNilPatcher
+		return fmt.Errorf("nil patcher: %w", ErrInvalidInput)
 	}
 	var zero T
 	if obj == zero || object.IsNil(obj) {
-		return ErrNilObject
+		return fmt.Errorf("nil object: %w", ErrInvalidInput)
 	}
 	return nil
 }

@@ -125,7 +125,7 @@ func New[T Object](opts ...Option) *Finalizers[T] {
 
 // Register adds the finalizer name with its function after those registered before: at
 // deletion the functions run in registration order. name must pass ValidateName (wrapped
-// ErrInvalidName); a name registered twice is ErrAlreadyRegistered; a nil fn is ErrNilFunc.
+// ErrInvalidName); a name registered twice is ErrAlreadyRegistered; a nil fn is ErrInvalidInput.
 func (f *Finalizers[T]) Register(name string, fn Func[T]) error {
 	if f == nil {
 		return fmt.Errorf("finalizer: register %q on a nil Finalizers", name)
@@ -134,7 +134,7 @@ func (f *Finalizers[T]) Register(name string, fn Func[T]) error {
 		return fmt.Errorf("finalizer: register: %w", err)
 	}
 	if fn == nil {
-		return fmt.Errorf("finalizer: register %q: %w", name, ErrNilFunc)
+		return fmt.Errorf("finalizer: register %q: nil finalize function: %w", name, ErrInvalidInput)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
