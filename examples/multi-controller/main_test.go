@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -21,6 +22,12 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(testkit.WithSharedAPIServer(m)) }
+
+// run is main without os.Exit: 0 on success, 1 when a controller failed or the demo did not
+// converge, 2 for bad flags.
+func run(ctx context.Context, args []string, out io.Writer) int {
+	return demo.Run(ctx, program(&options{}), args, out)
+}
 
 func TestRunConvergesWithThePodCounterOff(t *testing.T) {
 	t.Setenv(demo.EnvKubeconfig, "")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,12 @@ import (
 // connections to it are closed and their goroutines gone.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(testkit.WithSharedAPIServer(m))
+}
+
+// run is main without os.Exit: 0 on success, 1 when a controller failed or the demo did not
+// converge, 2 for bad flags.
+func run(ctx context.Context, args []string, out io.Writer) int {
+	return demo.Run(ctx, program(&options{}), args, out)
 }
 
 // The README's command: the demo on the in-memory cluster converges and exits 0, and its log
