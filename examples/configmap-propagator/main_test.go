@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,11 +17,8 @@ import (
 // The shared API server (rbac_test.go) is stopped by WithSharedAPIServer before goleak looks.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(testkit.WithSharedAPIServer(m)) }
 
-// run is main without os.Exit: 0 on success, 1 when a controller failed or the demo did not
-// converge, 2 for bad flags.
-func run(ctx context.Context, args []string, out io.Writer) int {
-	return demo.Run(ctx, program(&options{}), args, out)
-}
+// run is main without os.Exit (see demo.Runner).
+var run = demo.Runner(func() demo.Program { return program(&options{}) })
 
 // The command the README shows: the demo on the in-memory cluster converges and exits 0.
 func TestRunConvergesOnTheInMemoryCluster(t *testing.T) {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"net"
 	"testing"
 	"time"
@@ -23,11 +22,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(testkit.WithSharedAPIServer(m)) }
 
-// run is main without os.Exit: 0 on success, 1 when a controller failed or the demo did not
-// converge, 2 for bad flags.
-func run(ctx context.Context, args []string, out io.Writer) int {
-	return demo.Run(ctx, program(&options{}), args, out)
-}
+// run is main without os.Exit (see demo.Runner).
+var run = demo.Runner(func() demo.Program { return program(&options{}) })
 
 func TestRunConvergesWithThePodCounterOff(t *testing.T) {
 	t.Setenv(demo.EnvKubeconfig, "")

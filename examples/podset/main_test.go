@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,11 +24,8 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(testkit.WithSharedAPIServer(m))
 }
 
-// run is main without os.Exit: 0 on success, 1 when a controller failed or the demo did not
-// converge, 2 for bad flags.
-func run(ctx context.Context, args []string, out io.Writer) int {
-	return demo.Run(ctx, program(&options{}), args, out)
-}
+// run is main without os.Exit (see demo.Runner).
+var run = demo.Runner(func() demo.Program { return program(&options{}) })
 
 // The README's command: the demo on the in-memory cluster converges and exits 0, and its log
 // shows each thing the controller does.

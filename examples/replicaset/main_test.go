@@ -17,11 +17,8 @@ import (
 	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
 )
 
-// run is main without os.Exit: 0 on success, 1 when a controller failed or the demo did not
-// converge, 2 for bad flags.
-func run(ctx context.Context, args []string, out io.Writer) int {
-	return demo.Run(ctx, program(), args, out)
-}
+// run is main without os.Exit (see demo.Runner).
+var run = demo.Runner(program)
 
 // The README's first command: `go run ./examples/replicaset` converges and exits 0.
 func TestRunConvergesOnTheInMemoryCluster(t *testing.T) {

@@ -65,6 +65,17 @@ func Apply(t testing.TB, env *testkit.Env, m *Manifests) *Install {
 	return in
 }
 
+// ApplyFiles is Load then Apply: the manifests of files applied to env's server for one test.
+// Manifests that do not load fail the test.
+func ApplyFiles(t testing.TB, env *testkit.Env, files ...string) *Install {
+	t.Helper()
+	m, err := Load(files...)
+	if err != nil {
+		t.Fatalf("rbactest: %v", err)
+	}
+	return Apply(t, env, m)
+}
+
 // create creates objs (but the Namespace) on the server as Apply describes.
 func (in *Install) create(objs []*unstructured.Unstructured) {
 	in.t.Helper()
