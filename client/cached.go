@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 // Lister is the read side of an informer cache that NewCached reads. informer.Lister[T]
@@ -45,7 +47,7 @@ type namespaceLister[T Object] interface {
 // one namespace (informer.Lister has), a List of one namespace goes through it, that is
 // through the cache's namespace index.
 func NewCached[T Object](c Client[T], lister Lister[T]) (Client[T], error) {
-	if isNil(c) || isNil(lister) {
+	if object.IsNil(c) || object.IsNil(lister) {
 		return nil, fmt.Errorf("client: cached client for %s: nil client or lister: %w", reflect.TypeFor[T](), ErrInvalidInput)
 	}
 	cc := &cached[T]{Client: c, lister: lister}

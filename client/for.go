@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 // For returns a Client for the built-in API type T (for example *corev1.Pod or
@@ -27,7 +29,7 @@ import (
 // customresource.NewClient for custom resources.
 func For[T Object](cs kubernetes.Interface) (Client[T], error) {
 	t := reflect.TypeFor[T]()
-	if isNil(cs) {
+	if object.IsNil(cs) {
 		return nil, fmt.Errorf("client: for %s: nil clientset: %w", t, ErrInvalidInput)
 	}
 	b, err := bindingFor(t)
@@ -39,7 +41,7 @@ func For[T Object](cs kubernetes.Interface) (Client[T], error) {
 		return nil, fmt.Errorf("client: for %s: clientset %T has no %s method: %w", t, cs, b.groupMethod, ErrUnsupportedType)
 	}
 	gc := group.Call(nil)[0]
-	if isNilValue(gc) {
+	if object.IsNilValue(gc) {
 		return nil, fmt.Errorf("client: for %s: clientset %T returned a nil %s client: %w", t, cs, b.groupMethod, ErrInvalidInput)
 	}
 	getter := gc.MethodByName(b.resourceMethod)
@@ -177,20 +179,4 @@ type typedOps[T Object] interface {
 
 type statusOps[T Object] interface {
 	UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
-}
-
-// isNil reports whether v is nil or a typed nil pointer in an interface.
-func isNil(v any) bool {
-	return v == nil || isNilValue(reflect.ValueOf(v))
-}
-
-func isNilValue(rv reflect.Value) bool {
-	if !rv.IsValid() {
-		return true
-	}
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
-		return rv.IsNil()
-	}
-	return false
 }

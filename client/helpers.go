@@ -3,6 +3,8 @@ package client
 import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 // IgnoreNotFound returns nil for an API NotFound error and err otherwise, for the common
@@ -20,7 +22,7 @@ func IgnoreNotFound(err error) error {
 // instead of deleting something the caller never saw. Fields obj leaves empty are not
 // preconditions; a nil obj gives nil.
 func Preconditions(obj metav1.Object) *metav1.Preconditions {
-	if isNil(obj) {
+	if object.IsNil(obj) {
 		return nil
 	}
 	var p metav1.Preconditions

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 // OperationResult says what CreateOrUpdate or CreateOrPatch did. The values complete the
@@ -151,10 +153,10 @@ func CreateOrPatch[T Object](ctx context.Context, c Client[T], obj T, mutate fun
 // obj with the created object (created true).
 func getOrCreate[T Object](ctx context.Context, c Client[T], obj T, mutate func(T) error) (cur T, created bool, err error) {
 	var zero T
-	if isNil(c) {
+	if object.IsNil(c) {
 		return zero, false, fmt.Errorf("client: create or update: nil client: %w", ErrInvalidInput)
 	}
-	if obj == zero || isNil(obj) {
+	if obj == zero || object.IsNil(obj) {
 		return zero, false, fmt.Errorf("client: create or update %s: nil object: %w", resourceName(c.Resource()), ErrInvalidInput)
 	}
 	cur, err = c.Get(ctx, obj.GetNamespace(), obj.GetName(), metav1.GetOptions{})
@@ -216,7 +218,7 @@ func runMutate[T Object](mutate func(T) error, obj T, key metav1.Object) error {
 // deepCopy copies obj through its generated DeepCopyObject.
 func deepCopy[T Object](obj T) (T, error) {
 	var zero T
-	if obj == zero || isNil(obj) {
+	if obj == zero || object.IsNil(obj) {
 		return zero, fmt.Errorf("client: nil object: %w", ErrInvalidInput)
 	}
 	c, ok := obj.DeepCopyObject().(T)

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 // Patch computes the body of a patch request for an object: Type is the patch type, Data the
@@ -42,7 +44,7 @@ func (p *mergeFrom[T]) Type() types.PatchType { return types.MergePatchType }
 
 func (p *mergeFrom[T]) Data(obj T) ([]byte, error) {
 	var zero T
-	if p.original == zero || isNil(p.original) || obj == zero || isNil(obj) {
+	if p.original == zero || object.IsNil(p.original) || obj == zero || object.IsNil(obj) {
 		return nil, fmt.Errorf("client: merge patch: nil object: %w", ErrInvalidInput)
 	}
 	var rv string
@@ -91,7 +93,7 @@ func mergePatch(original, modified any, rv string) ([]byte, error) {
 // c.Patch(ctx, obj, patch).
 func PatchObject[T Object](ctx context.Context, c Client[T], obj T, patch Patch[T], opts metav1.PatchOptions, subresources ...string) (T, error) {
 	var zero T
-	if isNil(c) || patch == nil || obj == zero || isNil(obj) {
+	if object.IsNil(c) || patch == nil || obj == zero || object.IsNil(obj) {
 		return zero, fmt.Errorf("client: patch: nil client, patch or object: %w", ErrInvalidInput)
 	}
 	data, err := patch.Data(obj)

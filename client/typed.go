@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/internal/fencehook"
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 // typed is the Client For returns: the clientset's own typed client for T, reached through
@@ -43,7 +44,7 @@ func (c *typed[T]) resource(ns string) (typedOps[T], reflect.Value, error) {
 		in = []reflect.Value{reflect.ValueOf(ns)}
 	}
 	out := c.getter.Call(in)[0]
-	if isNilValue(out) {
+	if object.IsNilValue(out) {
 		return nil, reflect.Value{}, fmt.Errorf("client: %s: the clientset returned a nil typed client: %w", resourceName(c.b.gvr), ErrInvalidInput)
 	}
 	ops, ok := out.Interface().(typedOps[T])
@@ -56,7 +57,7 @@ func (c *typed[T]) resource(ns string) (typedOps[T], reflect.Value, error) {
 // forObject validates obj and returns the typed client of its namespace.
 func (c *typed[T]) forObject(verb string, obj T) (typedOps[T], error) {
 	var zero T
-	if obj == zero || isNil(obj) {
+	if obj == zero || object.IsNil(obj) {
 		return nil, fmt.Errorf("client: %s %s: nil object: %w", verb, resourceName(c.b.gvr), ErrInvalidInput)
 	}
 	if err := checkNamespace(verb, c.b.gvr, c.b.namespaced, obj.GetNamespace(), obj.GetName(), false); err != nil {
@@ -90,7 +91,7 @@ func (c *typed[T]) List(ctx context.Context, namespace string, opts metav1.ListO
 	if e := res[1].Interface(); e != nil {
 		return nil, e.(error)
 	}
-	if isNilValue(res[0]) {
+	if object.IsNilValue(res[0]) {
 		return nil, fmt.Errorf("client: list %s: the typed client returned no list and no error", resourceName(c.b.gvr))
 	}
 	lv := res[0]

@@ -350,11 +350,3 @@ func (c *Client[T]) result(u *unstructured.Unstructured, err error) (T, error) {
 	}
 	return c.codec.fromUnstructured(u)
 }
-
-// typeName prints a Go type the way users write it: *v1alpha1.PodSet.
-func typeName(t reflect.Type) string {
-	if t == nil {
-		return "<nil>"
-	}
-	return t.String()
-}

@@ -26,12 +26,12 @@ type codec[T Object] struct {
 func newCodec[T Object](gvr schema.GroupVersionResource, o clientOptions) (*codec[T], error) {
 	t := reflect.TypeFor[T]()
 	if gvr.Version == "" || gvr.Resource == "" {
-		return nil, fmt.Errorf("customresource: client for %s: resource %q needs a version and a resource name: %w", typeName(t), gvr.String(), ErrInvalidInput)
+		return nil, fmt.Errorf("customresource: client for %s: resource %q needs a version and a resource name: %w", t.String(), gvr.String(), ErrInvalidInput)
 	}
 	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
-		return nil, fmt.Errorf("customresource: client for %s: type %s is not a pointer to a struct: %w", resourceString(gvr), typeName(t), ErrInvalidInput)
+		return nil, fmt.Errorf("customresource: client for %s: type %s is not a pointer to a struct: %w", resourceString(gvr), t.String(), ErrInvalidInput)
 	}
-	c := &codec[T]{gvr: gvr, typeName: typeName(t)}
+	c := &codec[T]{gvr: gvr, typeName: t.String()}
 	gv := gvr.GroupVersion()
 	switch {
 	case o.kind != "":

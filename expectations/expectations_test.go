@@ -20,6 +20,17 @@ func TestMain(m *testing.M) {
 
 var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
+// assertRecord checks what s says of key k: its counts, whether it holds a record, and whether
+// k is satisfied.
+func assertRecord(t *testing.T, s store, k string, add, del int64, exists, satisfied bool) {
+	t.Helper()
+	gotAdd, gotDel, gotExists := s.Get(k)
+	assert.Equal(t, add, gotAdd, "add")
+	assert.Equal(t, del, gotDel, "del")
+	assert.Equal(t, exists, gotExists, "exists")
+	assert.Equal(t, satisfied, s.Satisfied(k), "satisfied")
+}
+
 type env struct {
 	e   *expectations.Expectations[string]
 	clk *testingclock.FakePassiveClock
@@ -263,11 +274,7 @@ func TestTransitions(t *testing.T) {
 			for _, s := range tc.steps {
 				s(v)
 			}
-			add, del, exists := v.e.Get(k)
-			assert.Equal(t, tc.add, add, "add")
-			assert.Equal(t, tc.del, del, "del")
-			assert.Equal(t, tc.exists, exists, "exists")
-			assert.Equal(t, tc.satisfied, v.e.Satisfied(k), "satisfied")
+			assertRecord(t, v.e, k, tc.add, tc.del, tc.exists, tc.satisfied)
 			_, _, other := v.e.Get("ns/other")
 			assert.Equal(t, tc.otherKeyHas, other, "other key has a record")
 			wantLen := 0

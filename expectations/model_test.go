@@ -60,79 +60,145 @@ func keyOf(b byte) string { return fmt.Sprintf("ns/k%d", b%modelKeys) }
 // small maps a byte onto -1..4, so negative and zero expectations occur.
 func small(b byte) int { return int(b%6) - 1 }
 
+// store is what the counting and the UID-tracking stores share.
+type store interface {
+	ExpectCreations(k string, n int)
+	CreationObserved(k string)
+	LowerExpectations(k string, add, del int)
+	RaiseExpectations(k string, add, del int)
+	DeleteExpectations(k string)
+	Get(k string) (add, del int64, exists bool)
+	Satisfied(k string) bool
+	Len() int
+}
+
 // checkAll compares every key of the store with the model.
-func checkAll(t *testing.T, trace []string, m *model, get func(string) (int64, int64, bool), satisfied func(string) bool) {
+func checkAll(t *testing.T, trace []string, m *model, s store) {
 	t.Helper()
 	for i := range modelKeys {
 		k := keyOf(byte(i))
-		add, del, ok := get(k)
+		add, del, ok := s.Get(k)
 		r := m.records[k]
 		if ok != (r != nil) || (r != nil && (add != r.add || del != r.del)) {
 			t.Fatalf("Get(%s) = (%d, %d, %v), model %+v\nops:\n%v", k, add, del, ok, r, trace)
 		}
-		if got, want := satisfied(k), m.satisfied(k); got != want {
+		if got, want := s.Satisfied(k), m.satisfied(k); got != want {
 			t.Fatalf("Satisfied(%s) = %v, model says %v (record %+v, now %v)\nops:\n%v", k, got, want, r, m.now.Sub(epoch), trace)
 		}
 	}
 }
 
+// modelOp is one operation of a program: it applies argument a to key k, on the store and on
+// the model, and says what it did.
+type modelOp func(k string, a byte) string
+
+// runProgram interprets prog, three bytes an op (op, key, argument), with ops numbered by
+// their index, runs check after each op with the trace so far, and returns the trace.
+func runProgram(prog []byte, ops []modelOp, check func(trace []string)) []string {
+	var trace []string
+	for i := 0; i+2 < len(prog); i += 3 {
+		op := ops[int(prog[i])%len(ops)]
+		trace = append(trace, op(keyOf(prog[i+1]), prog[i+2]))
+		check(trace)
+	}
+	return trace
+}
+
+// The ops both stores have. lower and raise take a deletion count from the argument only
+// when deletions says so (the UID-tracking store counts deletions by UID).
+
+func expectCreationsOp(s store, m *model) modelOp {
+	return func(k string, a byte) string {
+		n := small(a)
+		s.ExpectCreations(k, n)
+		m.set(k, n, 0)
+		return fmt.Sprintf("ExpectCreations(%s, %d)", k, n)
+	}
+}
+
+func creationObservedOp(s store, m *model) modelOp {
+	return func(k string, _ byte) string {
+		s.CreationObserved(k)
+		m.adjust(k, -1, 0)
+		return fmt.Sprintf("CreationObserved(%s)", k)
+	}
+}
+
+func lowerOp(s store, m *model, deletions bool) modelOp {
+	return func(k string, a byte) string {
+		add, del := int(a%4), 0
+		if deletions {
+			del = int(a / 4 % 4)
+		}
+		s.LowerExpectations(k, add, del)
+		m.adjust(k, -add, -del)
+		return fmt.Sprintf("LowerExpectations(%s, %d, %d)", k, add, del)
+	}
+}
+
+func raiseOp(s store, m *model, deletions bool) modelOp {
+	return func(k string, a byte) string {
+		add, del := int(a%4), 0
+		if deletions {
+			del = int(a / 4 % 4)
+		}
+		s.RaiseExpectations(k, add, del)
+		m.adjust(k, add, del)
+		return fmt.Sprintf("RaiseExpectations(%s, %d, %d)", k, add, del)
+	}
+}
+
+func deleteOp(s store, m *model) modelOp {
+	return func(k string, _ byte) string {
+		s.DeleteExpectations(k)
+		delete(m.records, k)
+		delete(m.uids, k)
+		return fmt.Sprintf("DeleteExpectations(%s)", k)
+	}
+}
+
+func stepOp(clk *testingclock.FakePassiveClock, m *model) modelOp {
+	return func(_ string, a byte) string {
+		d := time.Duration(a%16) * modelStep
+		clk.SetTime(clk.Now().Add(d))
+		m.now = m.now.Add(d)
+		return fmt.Sprintf("Step(%v)", d)
+	}
+}
+
+func checkOp(string, byte) string { return "Check" }
+
 func runExpectationsProgram(t *testing.T, prog []byte) {
 	clk := testingclock.NewFakePassiveClock(epoch)
 	e := expectations.New[string](expectations.WithClock(clk), expectations.WithTTL(modelTTL))
 	m := newModel()
-	var trace []string
-	for i := 0; i+2 < len(prog); i += 3 {
-		op, k, a := prog[i]%10, keyOf(prog[i+1]), prog[i+2]
-		var s string
-		switch op {
-		case 0:
-			n := small(a)
-			e.ExpectCreations(k, n)
-			m.set(k, n, 0)
-			s = fmt.Sprintf("ExpectCreations(%s, %d)", k, n)
-		case 1:
+	ops := []modelOp{
+		expectCreationsOp(e, m),
+		func(k string, a byte) string {
 			n := small(a)
 			e.ExpectDeletions(k, n)
 			m.set(k, 0, n)
-			s = fmt.Sprintf("ExpectDeletions(%s, %d)", k, n)
-		case 2:
+			return fmt.Sprintf("ExpectDeletions(%s, %d)", k, n)
+		},
+		func(k string, a byte) string {
 			add, del := small(a), small(a/6)
 			e.SetExpectations(k, add, del)
 			m.set(k, add, del)
-			s = fmt.Sprintf("SetExpectations(%s, %d, %d)", k, add, del)
-		case 3:
-			e.CreationObserved(k)
-			m.adjust(k, -1, 0)
-			s = fmt.Sprintf("CreationObserved(%s)", k)
-		case 4:
+			return fmt.Sprintf("SetExpectations(%s, %d, %d)", k, add, del)
+		},
+		creationObservedOp(e, m),
+		func(k string, _ byte) string {
 			e.DeletionObserved(k)
 			m.adjust(k, 0, -1)
-			s = fmt.Sprintf("DeletionObserved(%s)", k)
-		case 5:
-			add, del := int(a%4), int(a/4%4)
-			e.LowerExpectations(k, add, del)
-			m.adjust(k, -add, -del)
-			s = fmt.Sprintf("LowerExpectations(%s, %d, %d)", k, add, del)
-		case 6:
-			add, del := int(a%4), int(a/4%4)
-			e.RaiseExpectations(k, add, del)
-			m.adjust(k, add, del)
-			s = fmt.Sprintf("RaiseExpectations(%s, %d, %d)", k, add, del)
-		case 7:
-			e.DeleteExpectations(k)
-			delete(m.records, k)
-			s = fmt.Sprintf("DeleteExpectations(%s)", k)
-		case 8:
-			d := time.Duration(a%16) * modelStep
-			clk.SetTime(clk.Now().Add(d))
-			m.now = m.now.Add(d)
-			s = fmt.Sprintf("Step(%v)", d)
-		case 9:
-			s = "Check"
-		}
-		trace = append(trace, s)
-		checkAll(t, trace, m, e.Get, e.Satisfied)
+			return fmt.Sprintf("DeletionObserved(%s)", k)
+		},
+		lowerOp(e, m, true),
+		raiseOp(e, m, true),
+		deleteOp(e, m),
+		stepOp(clk, m),
+		checkOp,
 	}
+	trace := runProgram(prog, ops, func(trace []string) { checkAll(t, trace, m, e) })
 	if e.Len() != len(m.records) {
 		t.Fatalf("Len() = %d, model has %d\nops:\n%v", e.Len(), len(m.records), trace)
 	}
@@ -144,17 +210,9 @@ func runUIDProgram(t *testing.T, prog []byte) {
 	clk := testingclock.NewFakePassiveClock(epoch)
 	u := expectations.NewUIDTracking[string](expectations.WithClock(clk), expectations.WithTTL(modelTTL))
 	m := newModel()
-	var trace []string
-	for i := 0; i+2 < len(prog); i += 3 {
-		op, k, a := prog[i]%9, keyOf(prog[i+1]), prog[i+2]
-		var s string
-		switch op {
-		case 0:
-			n := small(a)
-			u.ExpectCreations(k, n)
-			m.set(k, n, 0)
-			s = fmt.Sprintf("ExpectCreations(%s, %d)", k, n)
-		case 1:
+	ops := []modelOp{
+		expectCreationsOp(u, m),
+		func(k string, a byte) string {
 			// The low six bits pick from uid-0..uid-5 (uid-6 is never expected); bit 7
 			// repeats the first pick, to exercise duplicates.
 			var uids []types.UID
@@ -170,44 +228,26 @@ func runUIDProgram(t *testing.T, prog []byte) {
 			set := sets.New(uids...)
 			m.uids[k] = set
 			m.set(k, 0, set.Len())
-			s = fmt.Sprintf("ExpectDeletions(%s, %v)", k, uids)
-		case 2:
-			u.CreationObserved(k)
-			m.adjust(k, -1, 0)
-			s = fmt.Sprintf("CreationObserved(%s)", k)
-		case 3:
+			return fmt.Sprintf("ExpectDeletions(%s, %v)", k, uids)
+		},
+		creationObservedOp(u, m),
+		func(k string, a byte) string {
 			uid := uidOf(a)
 			u.DeletionObserved(k, uid)
 			if m.uids[k].Has(uid) {
 				m.uids[k].Delete(uid)
 				m.adjust(k, 0, -1)
 			}
-			s = fmt.Sprintf("DeletionObserved(%s, %s)", k, uid)
-		case 4:
-			add := int(a % 4)
-			u.LowerExpectations(k, add, 0)
-			m.adjust(k, -add, 0)
-			s = fmt.Sprintf("LowerExpectations(%s, %d, 0)", k, add)
-		case 5:
-			add := int(a % 4)
-			u.RaiseExpectations(k, add, 0)
-			m.adjust(k, add, 0)
-			s = fmt.Sprintf("RaiseExpectations(%s, %d, 0)", k, add)
-		case 6:
-			u.DeleteExpectations(k)
-			delete(m.records, k)
-			delete(m.uids, k)
-			s = fmt.Sprintf("DeleteExpectations(%s)", k)
-		case 7:
-			d := time.Duration(a%16) * modelStep
-			clk.SetTime(clk.Now().Add(d))
-			m.now = m.now.Add(d)
-			s = fmt.Sprintf("Step(%v)", d)
-		case 8:
-			s = "Check"
-		}
-		trace = append(trace, s)
-		checkAll(t, trace, m, u.Get, u.Satisfied)
+			return fmt.Sprintf("DeletionObserved(%s, %s)", k, uid)
+		},
+		lowerOp(u, m, false),
+		raiseOp(u, m, false),
+		deleteOp(u, m),
+		stepOp(clk, m),
+		checkOp,
+	}
+	runProgram(prog, ops, func(trace []string) {
+		checkAll(t, trace, m, u)
 		for j := range modelKeys {
 			k := keyOf(byte(j))
 			got, want := u.GetUIDs(k), m.uids[k]
@@ -215,7 +255,7 @@ func runUIDProgram(t *testing.T, prog []byte) {
 				t.Fatalf("GetUIDs(%s) = %v, model %v\nops:\n%v", k, sets.List(got), sets.List(want), trace)
 			}
 		}
-	}
+	})
 }
 
 func randomPrograms(t *testing.T, run func(*testing.T, []byte)) {

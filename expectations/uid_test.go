@@ -137,11 +137,7 @@ func TestUIDTrackingTransitions(t *testing.T) {
 			for _, s := range tc.steps {
 				s(v)
 			}
-			add, del, exists := v.u.Get(k)
-			assert.Equal(t, tc.add, add, "add")
-			assert.Equal(t, tc.del, del, "del")
-			assert.Equal(t, tc.exists, exists, "exists")
-			assert.Equal(t, tc.satisfied, v.u.Satisfied(k), "satisfied")
+			assertRecord(t, v.u, k, tc.add, tc.del, tc.exists, tc.satisfied)
 			got := v.u.GetUIDs(k)
 			if tc.uids == nil {
 				assert.Nil(t, got, "uid set")

@@ -72,7 +72,7 @@ func (a *ClientGoGates) Set(f clientfeatures.Feature, value bool) error {
 // feature through the test override path, so it works on a gate that was already read.
 // Setting the value the feature would have anyway drops the override, which is how that
 // helper's restore step leaves the gate as it found it. Because anyone can call it, it
-// respects Freeze (ErrFrozen), unlike package featuregatetesting.
+// respects Freeze (ErrClosed), unlike package featuregatetesting.
 func (a *ClientGoGates) SetForTesting(f clientfeatures.Feature, value bool) error {
 	return a.gate.setOverrideValue(Feature(f), value)
 }

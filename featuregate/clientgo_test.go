@@ -38,7 +38,7 @@ func TestClientGoFeaturesAreRegistered(t *testing.T) {
 	// The histories came along: at 1.31 WatchListClient was beta and off.
 	require.NoError(t, g.SetEmulationVersion(v(1, 31)))
 	assert.Contains(t, g.KnownFeatures(), "WatchListClient=true|false (BETA - default=false)")
-	assert.ErrorIs(t, g.Set("AtomicFIFO=true"), featuregate.ErrPreAlpha, "AtomicFIFO arrives at 1.36")
+	assertReason(t, g.Set("AtomicFIFO=true"), featuregate.ReasonPreAlpha, "AtomicFIFO arrives at 1.36")
 }
 
 func TestClientGoAdapterUnversionedRegistry(t *testing.T) {
@@ -135,7 +135,7 @@ func TestClientGoTestingHelper(t *testing.T) {
 	assert.Equal(t, "WatchListClient=false", g.String())
 
 	// Validation still applies to the testing path.
-	assert.ErrorIs(t, featuregate.ClientGoAdapter(g).SetForTesting("Nope", true), featuregate.ErrUnknownFeature)
+	assertReason(t, featuregate.ClientGoAdapter(g).SetForTesting("Nope", true), featuregate.ReasonUnknownFeature)
 }
 
 // SetForTesting is an exported method anyone can call, so it must not be a way around
@@ -146,9 +146,9 @@ func TestClientGoSetForTestingRespectsFreeze(t *testing.T) {
 	require.NoError(t, g.Set("WatchListClient=false"))
 	g.Freeze()
 	a := featuregate.ClientGoAdapter(g)
-	assert.ErrorIs(t, a.Set(clientfeatures.ClientsAllowCBOR, true), featuregate.ErrFrozen)
-	assert.ErrorIs(t, a.SetForTesting(clientfeatures.ClientsAllowCBOR, true), featuregate.ErrFrozen)
-	assert.ErrorIs(t, a.SetForTesting(clientfeatures.WatchListClient, true), featuregate.ErrFrozen)
+	assertReason(t, a.Set(clientfeatures.ClientsAllowCBOR, true), featuregate.ReasonFrozen)
+	assertReason(t, a.SetForTesting(clientfeatures.ClientsAllowCBOR, true), featuregate.ReasonFrozen)
+	assertReason(t, a.SetForTesting(clientfeatures.WatchListClient, true), featuregate.ReasonFrozen)
 	assert.False(t, g.Enabled("ClientsAllowCBOR"))
 	assert.False(t, g.Enabled("WatchListClient"))
 	assert.Equal(t, "WatchListClient=false", g.String())

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/util/version"
 )
@@ -16,7 +17,8 @@ import (
 // It fails for an unregistered feature, a feature locked to its default, a feature
 // PreAlpha at that version, once the flag was registered (the help text shows defaults)
 // and once the gate is frozen; errors carry component-base's texts and match
-// ErrUnknownFeature, ErrLocked, ErrPreAlpha, ErrFlagRegistered or ErrFrozen. Overriding the
+// ErrUnknownFeature, ErrInvalidValue (ReasonLocked, ReasonPreAlpha) or ErrClosed
+// (ReasonFlagRegistered, ReasonFrozen). Overriding the
 // default of a GA or deprecated feature works and logs a warning. Values set explicitly
 // still win over the new default.
 //
@@ -42,21 +44,25 @@ func (g *Gate) OverrideDefaultAtVersion(f Feature, value bool, v *version.Versio
 func (g *Gate) overrideDefault(f Feature, value bool, emu, minCompat *version.Version) error {
 	switch {
 	case g.frozen:
-		return fmt.Errorf("cannot override default for feature %q: %w", f, ErrFrozen)
+		return fmt.Errorf("cannot override default for feature %q: %w", f, frozen())
 	case g.flagRegistered:
-		return specError(f, ErrFlagRegistered, "cannot override default for feature %q: gates already added to a flag set", f)
+		return newError(ReasonFlagRegistered, f, "cannot override default for feature %q: gates already added to a flag set", f)
 	}
 	cur := g.current()
 	history, ok := cur.known[f]
 	if !ok {
-		return specError(f, ErrUnknownFeature, "cannot override default: feature %q is not registered", f)
+		return newError(ReasonUnknownFeature, f, "cannot override default: feature %q is not registered", f)
 	}
 	i := indexAt(history, emu, minCompat)
 	switch {
 	case i < 0:
-		return specError(f, ErrPreAlpha, "cannot override default: feature %q is not available before version %s", f, versionString(emu))
+		e := newError(ReasonPreAlpha, f, "cannot override default: feature %q is not available before version %s", f, versionString(emu))
+		e.Value, e.EmulationVersion, e.MinCompatibilityVersion = strconv.FormatBool(value), emu, minCompat
+		return e
 	case history[i].LockToDefault:
-		return specError(f, ErrLocked, "cannot override default: feature %q default is locked to %t", f, history[i].Default)
+		e := newError(ReasonLocked, f, "cannot override default: feature %q default is locked to %t", f, history[i].Default)
+		e.Value = strconv.FormatBool(value)
+		return e
 	case history[i].PreRelease == Deprecated:
 		g.log().Info("Warning: overriding default of deprecated feature gate. It will be removed in a future release.", "featureGate", f, "value", value)
 	case history[i].PreRelease == GA:

@@ -36,28 +36,28 @@ func TestOverrideDefault(t *testing.T) {
 func TestOverrideDefaultErrors(t *testing.T) {
 	g := newTestGate(t, featuregate.WithLogger(discard()), featuregate.WithEmulationVersion(v(1, 29)))
 	for _, tc := range []struct {
-		err      error
-		sentinel error
-		msg      string
+		err    error
+		reason featuregate.Reason
+		msg    string
 	}{
-		{err: g.OverrideDefault("Nope", true), sentinel: featuregate.ErrUnknownFeature,
+		{err: g.OverrideDefault("Nope", true), reason: featuregate.ReasonUnknownFeature,
 			msg: `cannot override default: feature "Nope" is not registered`},
-		{err: g.OverrideDefault(gaLocked, false), sentinel: featuregate.ErrLocked,
+		{err: g.OverrideDefault(gaLocked, false), reason: featuregate.ReasonLocked,
 			msg: `cannot override default: feature "GALocked" default is locked to true`},
-		{err: g.OverrideDefault(laterFeature, true), sentinel: featuregate.ErrPreAlpha,
+		{err: g.OverrideDefault(laterFeature, true), reason: featuregate.ReasonPreAlpha,
 			msg: `cannot override default: feature "LaterFeature" is not available before version 1.29`},
-		{err: g.OverrideDefaultAtVersion(laterFeature, false, v(1, 35)), sentinel: featuregate.ErrLocked,
+		{err: g.OverrideDefaultAtVersion(laterFeature, false, v(1, 35)), reason: featuregate.ReasonLocked,
 			msg: `cannot override default: feature "LaterFeature" default is locked to true`},
 	} {
-		require.ErrorIs(t, tc.err, tc.sentinel)
+		requireReason(t, tc.err, tc.reason)
 		assert.EqualError(t, tc.err, tc.msg)
 	}
 	g.AddFlag(pflagSet())
 	err := g.OverrideDefault(alphaOff, true)
-	require.ErrorIs(t, err, featuregate.ErrFlagRegistered)
+	requireReason(t, err, featuregate.ReasonFlagRegistered)
 	assert.EqualError(t, err, `cannot override default for feature "AlphaOff": gates already added to a flag set`)
 	g.Freeze()
-	assert.ErrorIs(t, g.OverrideDefault(alphaOff, true), featuregate.ErrFrozen)
+	assertReason(t, g.OverrideDefault(alphaOff, true), featuregate.ReasonFrozen)
 	assert.False(t, g.Enabled(alphaOff))
 }
 

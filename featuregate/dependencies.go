@@ -2,7 +2,6 @@ package featuregate
 
 import (
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 )
@@ -10,7 +9,7 @@ import (
 // AddDependencies declares that each feature (key) needs the features it maps to: the gate
 // refuses any state in which a feature is on while one it depends on is off. Set,
 // SetFromMap, SetEmulationVersion and test overrides that would reach such a state fail
-// with a *DependencyError ("A is enabled, but depends on features that are disabled: [B]")
+// with ErrInvalidValue, an *Error of ReasonDependency ("A is enabled, but depends on features that are disabled: [B]")
 // and change nothing. Dependencies add to those declared earlier.
 //
 // Every feature named must be registered first, and the declaration must hold at every
@@ -18,18 +17,15 @@ import (
 // feature cannot depend on a less stable one (alpha may depend on PreAlpha, nothing but
 // deprecated on deprecated), a default-on feature cannot depend on a default-off one, a
 // locked one cannot depend on an unlocked one, and there are no cycles; else
-// ErrInvalidDependency and nothing is added.
+// ErrInvalidSpec (ReasonInvalidDependency) and nothing is added.
 //
 // Like Add, it is registration: it fails once the gate was read, its flag registered or
 // it was frozen.
 func (g *Gate) AddDependencies(dependencies map[Feature][]Feature) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if err := g.registrationClosed("cannot add a feature gate dependency after adding it to the flag set"); err != nil {
-		if errors.Is(err, ErrFlagRegistered) {
-			return err // upstream's own text
-		}
-		return fmt.Errorf("cannot add feature gate dependencies: %w", err)
+	if err := g.registrationClosed("feature gate dependencies", "cannot add a feature gate dependency after adding it to the flag set"); err != nil {
+		return err
 	}
 	cur := g.current()
 	merged := make(map[Feature][]Feature, len(cur.deps)+len(dependencies))
@@ -63,13 +59,13 @@ func (g *Gate) AddDependencies(dependencies map[Feature][]Feature) error {
 func checkDependencies(known map[Feature]VersionedSpecs, f Feature, deps []Feature) []error {
 	history, ok := known[f]
 	if !ok {
-		return []error{specError(f, ErrInvalidDependency, "cannot add dependency for unknown feature %s", f)}
+		return []error{newError(ReasonInvalidDependency, f, "cannot add dependency for unknown feature %s", f)}
 	}
 	var errs []error
 	for _, dep := range deps {
 		depHistory, ok := known[dep]
 		if !ok {
-			errs = append(errs, specError(f, ErrInvalidDependency, "cannot add dependency from %s to unknown feature %s", f, dep))
+			errs = append(errs, newError(ReasonInvalidDependency, f, "cannot add dependency from %s to unknown feature %s", f, dep))
 			continue
 		}
 		for _, spec := range slices.Backward(history) {
@@ -78,12 +74,12 @@ func checkDependencies(known map[Feature]VersionedSpecs, f Feature, deps []Featu
 			var err error
 			switch {
 			case stabilityOrder(spec.PreRelease) > stabilityOrder(d.PreRelease):
-				err = specError(f, ErrInvalidDependency, "%s feature %s cannot depend on %s feature %s at version %s",
+				err = newError(ReasonInvalidDependency, f, "%s feature %s cannot depend on %s feature %s at version %s",
 					string(spec.PreRelease), f, string(d.PreRelease), dep, spec.Version)
 			case spec.Default && !d.Default:
-				err = specError(f, ErrInvalidDependency, "default-enabled feature %s cannot depend on default-disabled feature %s at version %s", f, dep, spec.Version)
+				err = newError(ReasonInvalidDependency, f, "default-enabled feature %s cannot depend on default-disabled feature %s at version %s", f, dep, spec.Version)
 			case spec.LockToDefault && !d.LockToDefault:
-				err = specError(f, ErrInvalidDependency, "locked-to-default feature %s cannot depend on unlocked feature %s at version %s", f, dep, spec.Version)
+				err = newError(ReasonInvalidDependency, f, "locked-to-default feature %s cannot depend on unlocked feature %s at version %s", f, dep, spec.Version)
 			}
 			if err != nil {
 				errs = append(errs, err)
@@ -121,7 +117,7 @@ func findCycle(deps map[Feature][]Feature) error {
 			return nil
 		}
 		if visited[f] {
-			return specError(f, ErrInvalidDependency, "cycle detected with feature %s", f)
+			return newError(ReasonInvalidDependency, f, "cycle detected with feature %s", f)
 		}
 		visited[f] = true
 		for _, d := range deps[f] {
@@ -166,7 +162,7 @@ func (s *snapshot) dependencyErrors() []error {
 			}
 		}
 		if len(off) > 0 {
-			errs = append(errs, &DependencyError{Feature: f, Disabled: off})
+			errs = append(errs, dependency(f, off))
 		}
 	}
 	return errs

@@ -29,11 +29,12 @@ func TestDependenciesAreEnforcedBySet(t *testing.T) {
 	assert.Equal(t, map[featuregate.Feature][]featuregate.Feature{"Child": {"Base"}, "Alpha2": {"Alpha1", "Base"}}, g.Dependencies())
 
 	err := g.Set("Base=false")
-	require.ErrorIs(t, err, featuregate.ErrDependency)
+	requireReason(t, err, featuregate.ReasonDependency)
 	assert.Equal(t, "Child is enabled, but depends on features that are disabled: [Base]", err.Error())
-	var de *featuregate.DependencyError
+	var de *featuregate.Error
 	require.ErrorAs(t, err, &de)
-	assert.Equal(t, featuregate.DependencyError{Feature: "Child", Disabled: []featuregate.Feature{"Base"}}, *de)
+	assert.Equal(t, featuregate.Feature("Child"), de.Feature)
+	assert.Equal(t, []featuregate.Feature{"Base"}, de.Disabled)
 	assert.True(t, g.Enabled("Base"), "a refused Set changes nothing")
 
 	require.NoError(t, g.Set("Base=false,Child=false"))
@@ -50,7 +51,7 @@ func TestDependenciesAreEnforcedForPseudoGatesAndEmulation(t *testing.T) {
 	require.NoError(t, g.Set("Alpha1=true,Alpha2=true"))
 	// AllBeta=false would turn Base off under Alpha2.
 	err := g.Set("AllBeta=false")
-	require.ErrorIs(t, err, featuregate.ErrDependency)
+	requireReason(t, err, featuregate.ReasonDependency)
 	assert.Equal(t, "Alpha2 is enabled, but depends on features that are disabled: [Base]", err.Error(),
 		"Child is beta too, so AllBeta turns it off with Base")
 	require.NoError(t, g.Set("AllBeta=false,Base=true"))
@@ -99,7 +100,7 @@ func TestAddDependenciesRejects(t *testing.T) {
 				require.NoError(t, g.AddVersioned(tc.specs))
 			}
 			err := g.AddDependencies(tc.deps)
-			require.ErrorIs(t, err, featuregate.ErrInvalidDependency)
+			requireReason(t, err, featuregate.ReasonInvalidDependency)
 			assert.Equal(t, tc.msg, err.Error())
 			assert.Empty(t, g.Dependencies(), "nothing added")
 		})
@@ -126,5 +127,5 @@ func TestAddDependenciesMergesAndCloses(t *testing.T) {
 	assert.EqualError(t, g.AddDependencies(map[featuregate.Feature][]featuregate.Feature{"B": {"A"}}),
 		"cannot add a feature gate dependency after adding it to the flag set")
 	g.Freeze()
-	assert.ErrorIs(t, g.AddDependencies(nil), featuregate.ErrFrozen)
+	assertReason(t, g.AddDependencies(nil), featuregate.ReasonFrozen)
 }

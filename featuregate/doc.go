@@ -48,7 +48,7 @@
 // AddDependencies declares that a feature needs others. The declaration is checked against
 // every version of the histories (no default-on feature on a default-off one, no stable
 // feature on a less stable one, no cycles), and the gate never reaches a state in which a
-// feature is on while one it needs is off: such a Set fails with a *DependencyError.
+// feature is on while one it needs is off: such a Set fails (ErrInvalidValue, ReasonDependency).
 //
 // # Semantics worth knowing
 //
@@ -60,8 +60,8 @@
 //     AllAlpha/AllBeta leave locked features alone.
 //   - Setting a GA or deprecated feature (or overriding its default) works and logs a
 //     structured warning (key "featureGate") through the logger given by WithLogger.
-//   - Errors match exported sentinels with errors.Is (ErrUnknownFeature, ErrLocked,
-//     ErrPreAlpha, ErrDependency, ...) and carry the culprit in typed errors for errors.As.
+//   - Errors match one of four sentinels with errors.Is (ErrUnknownFeature, ErrInvalidValue,
+//     ErrInvalidSpec, ErrClosed); errors.As gives an *Error with the Reason and the culprit.
 //
 // # Differences from component-base
 //

@@ -63,7 +63,8 @@ func ExampleGate_SetEmulationVersion() {
 	// 1.34: true  cannot set feature gate InPlaceResize to false, feature is locked to true
 }
 
-// Errors name the culprit and match sentinels; a failed Set changes nothing.
+// Errors name the culprit, match a few sentinels and carry a Reason; a failed Set changes
+// nothing.
 func ExampleGate_Set() {
 	gate := featuregate.New()
 	_ = gate.Add(map[featuregate.Feature]featuregate.FeatureSpec{
@@ -72,7 +73,11 @@ func ExampleGate_Set() {
 	})
 	err := gate.Set("A=true,B=false,C=true")
 	fmt.Println(err)
-	fmt.Println("locked:", errors.Is(err, featuregate.ErrLocked), "unknown:", errors.Is(err, featuregate.ErrUnknownFeature))
+	fmt.Println("invalid value:", errors.Is(err, featuregate.ErrInvalidValue), "unknown:", errors.Is(err, featuregate.ErrUnknownFeature))
+	var first *featuregate.Error
+	if errors.As(err, &first) {
+		fmt.Println("first:", first.Reason, first.Feature, first.Value)
+	}
 	fmt.Println("A unchanged:", gate.Enabled("A"))
 
 	fmt.Println(gate.Set("A=maybe"))
@@ -81,7 +86,8 @@ func ExampleGate_Set() {
 	// Output:
 	// cannot set feature gate B to false, feature is locked to true
 	// unrecognized feature gate: C
-	// locked: true unknown: true
+	// invalid value: true unknown: true
+	// first: Locked B false
 	// A unchanged: false
 	// invalid value of A=maybe, err: strconv.ParseBool: parsing "maybe": invalid syntax
 	// missing bool value for A

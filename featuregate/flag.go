@@ -3,6 +3,7 @@ package featuregate
 import (
 	"flag"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -23,7 +24,7 @@ func (g *Gate) Type() string { return "mapStringBool" }
 // AddFlag registers --feature-gates on fs; its help text lists KnownFeatures. Each use of
 // the flag calls Set, so values from repeated flags accumulate.
 //
-// Registration closes here (later Add fails with ErrFlagRegistered) because the help text
+// Registration closes here (later Add fails with ErrClosed, ReasonFlagRegistered) because the help text
 // is captured now and a feature added later would be settable but undocumented.
 func (g *Gate) AddFlag(fs *pflag.FlagSet) {
 	fs.Var(g, FlagName, g.flagUsage())
@@ -99,10 +100,10 @@ func (f *versionFlag) String() string {
 func (f *versionFlag) Set(value string) error {
 	v, err := version.Parse(strings.TrimSpace(value))
 	if err != nil {
-		return fmt.Errorf("%w %q: %w", ErrInvalidVersion, value, err)
+		return badVersionFlag(value, err, "invalid feature gate version %q: %v", value, err)
 	}
 	if v.Patch() != 0 {
-		return fmt.Errorf("%w: patch version not allowed, got: %s", ErrInvalidVersion, v)
+		return badVersionFlag(value, nil, "invalid feature gate version: patch version not allowed, got: %s", v)
 	}
 	v = version.MajorMinor(v.Major(), v.Minor())
 	if f.min {
@@ -115,4 +116,51 @@ func (f *versionFlag) Set(value string) error {
 		emu = f.vf.g.EmulationVersion()
 	}
 	return f.vf.g.SetEmulationVersionAndMinCompatibilityVersion(emu, f.vf.min)
+}
+
+// KnownFeatures returns sorted help lines, one per feature that can be set at the emulated
+// version, as upstream prints them: "A=true|false (BETA - default=true)". GA, deprecated
+// and PreAlpha features are left out (upstream hides them: they are not meant to be
+// toggled); AllAlpha and AllBeta are always listed. A feature whose spec changes once the
+// min compatibility version reaches the emulation version gets both lines joined by
+// ", or ", the second ending in " if --min-compatibility-version>=X", as upstream.
+func (g *Gate) KnownFeatures() []string {
+	s := g.load()
+	lines := make([]string, 0, len(s.known))
+	for f, specs := range s.known {
+		if isPseudo(f) {
+			lines = append(lines, helpLine(f, specs[0], false))
+			continue
+		}
+		now, compat := indexAt(specs, s.emulation, s.minCompat), indexAt(specs, s.emulation, s.emulation)
+		line := helpLine(f, specAt(specs, s.emulation, s.minCompat), false)
+		if now != compat {
+			var parts []string
+			if line != "" {
+				parts = append(parts, line)
+			}
+			if l := helpLine(f, specAt(specs, s.emulation, s.emulation), true); l != "" {
+				parts = append(parts, l)
+			}
+			line = strings.Join(parts, ", or ")
+		}
+		if line != "" {
+			lines = append(lines, line)
+		}
+	}
+	sort.Strings(lines)
+	return lines
+}
+
+// helpLine is one KnownFeatures line, "" for a stage that is not listed.
+func helpLine(f Feature, spec FeatureSpec, withCompat bool) string {
+	switch spec.PreRelease {
+	case GA, Deprecated, PreAlpha:
+		return ""
+	}
+	line := fmt.Sprintf("%s=true|false (%s - default=%t)", f, string(spec.PreRelease), spec.Default)
+	if withCompat && spec.MinCompatibilityVersion != nil {
+		line += fmt.Sprintf(" if --min-compatibility-version>=%s", spec.MinCompatibilityVersion)
+	}
+	return line
 }

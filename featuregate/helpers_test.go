@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -89,3 +90,55 @@ func with(kv map[featuregate.Feature]bool) map[featuregate.Feature]bool {
 }
 
 func pflagSet() *pflag.FlagSet { return pflag.NewFlagSet("test", pflag.ContinueOnError) }
+
+// sentinelOf is the sentinel each Reason matches, as errors.go documents it.
+var sentinelOf = map[featuregate.Reason]error{
+	featuregate.ReasonUnknownFeature:    featuregate.ErrUnknownFeature,
+	featuregate.ReasonMalformed:         featuregate.ErrInvalidValue,
+	featuregate.ReasonLocked:            featuregate.ErrInvalidValue,
+	featuregate.ReasonPreAlpha:          featuregate.ErrInvalidValue,
+	featuregate.ReasonDependency:        featuregate.ErrInvalidValue,
+	featuregate.ReasonInvalidVersion:    featuregate.ErrInvalidValue,
+	featuregate.ReasonInvalidSpec:       featuregate.ErrInvalidSpec,
+	featuregate.ReasonConflictingSpec:   featuregate.ErrInvalidSpec,
+	featuregate.ReasonInvalidDependency: featuregate.ErrInvalidSpec,
+	featuregate.ReasonFrozen:            featuregate.ErrClosed,
+	featuregate.ReasonAlreadyRead:       featuregate.ErrClosed,
+	featuregate.ReasonFlagRegistered:    featuregate.ErrClosed,
+}
+
+// reasons lists the Reason of every *featuregate.Error in err's tree, depth first.
+func reasons(err error) []featuregate.Reason {
+	var out []featuregate.Reason
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case *featuregate.Error:
+			out = append(out, e.Reason)
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				walk(inner)
+			}
+		case interface{ Unwrap() error }:
+			walk(e.Unwrap())
+		}
+	}
+	walk(err)
+	return out
+}
+
+// assertReason asserts that err is, wraps or joins an *featuregate.Error of reason, and that
+// it matches the reason's sentinel with errors.Is.
+func assertReason(t testing.TB, err error, reason featuregate.Reason, msgAndArgs ...any) bool {
+	t.Helper()
+	return assert.Contains(t, reasons(err), reason, msgAndArgs...) &&
+		assert.ErrorIs(t, err, sentinelOf[reason], msgAndArgs...)
+}
+
+// requireReason is assertReason that stops the test on failure.
+func requireReason(t testing.TB, err error, reason featuregate.Reason, msgAndArgs ...any) {
+	t.Helper()
+	if !assertReason(t, err, reason, msgAndArgs...) {
+		t.FailNow()
+	}
+}

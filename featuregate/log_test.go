@@ -37,8 +37,9 @@ func TestEnabledOfUnregisteredFeatureIsFalseAndReportedOnce(t *testing.T) {
 		if e.Type != ktesting.LogError {
 			continue
 		}
-		var uf *featuregate.UnknownFeatureError
+		var uf *featuregate.Error
 		require.ErrorAs(t, e.Err, &uf)
+		require.Equal(t, featuregate.ReasonUnknownFeature, uf.Reason)
 		assert.Equal(t, []any{"featureGate", uf.Feature}, e.ParameterKVList)
 		reported = append(reported, uf.Feature)
 	}

@@ -132,7 +132,7 @@ func (g *Gate) setOverrideValue(f Feature, v bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.frozen {
-		return fmt.Errorf("cannot set feature gate %s for testing: %w", f, ErrFrozen)
+		return fmt.Errorf("cannot set feature gate %s for testing: %w", f, frozen())
 	}
 	next := g.current()
 	if err := next.check(f, v); err != nil {

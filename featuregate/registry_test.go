@@ -86,8 +86,8 @@ func TestAddVersionedRejectsBadHistories(t *testing.T) {
 			err := g.AddVersioned(map[featuregate.Feature]featuregate.VersionedSpecs{tc.feature: tc.specs})
 			require.Error(t, err)
 			assert.Equal(t, tc.msg, err.Error())
-			assert.ErrorIs(t, err, featuregate.ErrInvalidSpec)
-			var se *featuregate.SpecError
+			assertReason(t, err, featuregate.ReasonInvalidSpec)
+			var se *featuregate.Error
 			require.ErrorAs(t, err, &se)
 			assert.Equal(t, tc.feature, se.Feature)
 		})
@@ -134,18 +134,18 @@ func TestAddConflicts(t *testing.T) {
 		"other version": {PreRelease: featuregate.Beta, Default: true, Version: v(1, 2)},
 	} {
 		err := g.Add(map[featuregate.Feature]featuregate.FeatureSpec{"A": spec})
-		assert.ErrorIs(t, err, featuregate.ErrConflictingSpec, name)
+		assertReason(t, err, featuregate.ReasonConflictingSpec, name)
 	}
 	// A history differing from the registered one conflicts as well.
 	err := g.AddVersioned(map[featuregate.Feature]featuregate.VersionedSpecs{"A": {
 		{Version: v(0, 0), PreRelease: featuregate.Beta, Default: true},
 		{Version: v(1, 40), PreRelease: featuregate.GA, Default: true},
 	}})
-	assert.ErrorIs(t, err, featuregate.ErrConflictingSpec)
+	assertReason(t, err, featuregate.ReasonConflictingSpec)
 	// The pseudo gates are registered and can only be re-added as they are.
 	assert.NoError(t, g.Add(map[featuregate.Feature]featuregate.FeatureSpec{featuregate.AllAlpha: {PreRelease: featuregate.Alpha}}))
-	assert.ErrorIs(t, g.Add(map[featuregate.Feature]featuregate.FeatureSpec{featuregate.AllBeta: {PreRelease: featuregate.Beta, Default: true}}),
-		featuregate.ErrConflictingSpec)
+	assertReason(t, g.Add(map[featuregate.Feature]featuregate.FeatureSpec{featuregate.AllBeta: {PreRelease: featuregate.Beta, Default: true}}),
+		featuregate.ReasonConflictingSpec)
 }
 
 func TestAddIsAllOrNothing(t *testing.T) {
@@ -154,8 +154,8 @@ func TestAddIsAllOrNothing(t *testing.T) {
 		"Good": {{Version: v(1, 30), PreRelease: featuregate.Alpha}},
 		"Bad":  {{PreRelease: featuregate.Alpha}},
 	})
-	require.ErrorIs(t, err, featuregate.ErrInvalidSpec)
-	assert.ErrorIs(t, g.Set("Good=true"), featuregate.ErrUnknownFeature, "nothing of a failed Add is registered")
+	requireReason(t, err, featuregate.ReasonInvalidSpec)
+	assertReason(t, g.Set("Good=true"), featuregate.ReasonUnknownFeature, "nothing of a failed Add is registered")
 	assert.Equal(t, []string{"AllAlpha=true|false (ALPHA - default=false)", "AllBeta=true|false (BETA - default=false)"}, g.KnownFeatures())
 }
 
@@ -164,17 +164,17 @@ func TestRegistrationCloses(t *testing.T) {
 	tests := []struct {
 		name  string
 		close func(*featuregate.Gate)
-		want  error
+		want  featuregate.Reason
 		msg   string
 	}{
 		{name: "after a read", close: func(g *featuregate.Gate) { g.Enabled(alphaOff) },
-			want: featuregate.ErrAlreadyRead, msg: "cannot add feature gates [More]: feature gate was already read"},
+			want: featuregate.ReasonAlreadyRead, msg: "cannot add feature gates [More]: feature gate was already read"},
 		{name: "after a read of an unknown feature", close: func(g *featuregate.Gate) { g.Enabled("Typo") },
-			want: featuregate.ErrAlreadyRead},
+			want: featuregate.ReasonAlreadyRead},
 		{name: "after AddFlag", close: func(g *featuregate.Gate) { g.AddFlag(pflag.NewFlagSet("x", pflag.ContinueOnError)) },
-			want: featuregate.ErrFlagRegistered, msg: "cannot add a feature gate after adding it to the flag set"},
+			want: featuregate.ReasonFlagRegistered, msg: "cannot add a feature gate after adding it to the flag set"},
 		{name: "after Freeze", close: func(g *featuregate.Gate) { g.Freeze() },
-			want: featuregate.ErrFrozen, msg: "cannot add feature gates [More]: feature gate is frozen"},
+			want: featuregate.ReasonFrozen, msg: "cannot add feature gates [More]: feature gate is frozen"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -182,11 +182,11 @@ func TestRegistrationCloses(t *testing.T) {
 			g := newTestGate(t, featuregate.WithLogger(discard()))
 			tc.close(g)
 			err := g.Add(more)
-			require.ErrorIs(t, err, tc.want)
+			requireReason(t, err, tc.want)
 			if tc.msg != "" {
 				assert.Equal(t, tc.msg, err.Error())
 			}
-			assert.ErrorIs(t, g.AddVersioned(map[featuregate.Feature]featuregate.VersionedSpecs{"More": {{Version: v(1, 1)}}}), tc.want)
+			assertReason(t, g.AddVersioned(map[featuregate.Feature]featuregate.VersionedSpecs{"More": {{Version: v(1, 1)}}}), tc.want)
 		})
 	}
 	t.Run("Set still works after a read", func(t *testing.T) {
@@ -202,19 +202,19 @@ func TestVersionedResolution(t *testing.T) {
 	tests := []struct {
 		emulation *version.Version
 		enabled   bool
-		help      string // its KnownFeatures line, "" when hidden
-		settable  error  // error of Set("LaterFeature=<!default>"), nil when it works
+		help      string             // its KnownFeatures line, "" when hidden
+		settable  featuregate.Reason // why Set("LaterFeature=<!default>") fails, "" when it works
 	}{
-		{emulation: v(1, 29), enabled: false, help: "", settable: featuregate.ErrPreAlpha},
+		{emulation: v(1, 29), enabled: false, help: "", settable: featuregate.ReasonPreAlpha},
 		{emulation: v(1, 30), enabled: false, help: "LaterFeature=true|false (ALPHA - default=false)"},
 		{emulation: v(1, 31), enabled: false, help: "LaterFeature=true|false (ALPHA - default=false)"},
 		{emulation: version.MustParse("1.31.9"), enabled: false, help: "LaterFeature=true|false (ALPHA - default=false)"},
 		{emulation: v(1, 32), enabled: true, help: "LaterFeature=true|false (BETA - default=true)"},
 		{emulation: version.MustParse("1.32.0"), enabled: true, help: "LaterFeature=true|false (BETA - default=true)"},
 		{emulation: v(1, 33), enabled: true, help: "LaterFeature=true|false (BETA - default=true)"},
-		{emulation: v(1, 34), enabled: true, help: "", settable: featuregate.ErrLocked},
-		{emulation: v(2, 0), enabled: true, help: "", settable: featuregate.ErrLocked},
-		{emulation: nil, enabled: true, help: "", settable: featuregate.ErrLocked},
+		{emulation: v(1, 34), enabled: true, help: "", settable: featuregate.ReasonLocked},
+		{emulation: v(2, 0), enabled: true, help: "", settable: featuregate.ReasonLocked},
+		{emulation: nil, enabled: true, help: "", settable: featuregate.ReasonLocked},
 	}
 	for _, tc := range tests {
 		t.Run(tc.emulation.String(), func(t *testing.T) {
@@ -228,11 +228,11 @@ func TestVersionedResolution(t *testing.T) {
 				}
 				assert.Equal(t, tc.help, line)
 				err := g.SetFromMap(map[string]bool{string(laterFeature): !tc.enabled})
-				if tc.settable == nil {
+				if tc.settable == "" {
 					require.NoError(t, err)
 					assert.Equal(t, !tc.enabled, g.Enabled(laterFeature))
 				} else {
-					assert.ErrorIs(t, err, tc.settable)
+					assertReason(t, err, tc.settable)
 					assert.Equal(t, tc.enabled, g.Enabled(laterFeature))
 				}
 			}
@@ -256,13 +256,13 @@ func TestSetEmulationVersionRechecksValues(t *testing.T) {
 
 	// At 1.34 the feature is locked to true: the stored false would be invalid there.
 	err := g.SetEmulationVersion(v(1, 34))
-	require.ErrorIs(t, err, featuregate.ErrLocked)
+	requireReason(t, err, featuregate.ReasonLocked)
 	assert.Equal(t, "cannot set feature gate LaterFeature to false, feature is locked to true", err.Error())
 	assert.Equal(t, "1.32", g.EmulationVersion().String(), "a failed SetEmulationVersion changes nothing")
 	assert.False(t, g.Enabled(laterFeature))
 
 	// Before 1.30 the feature does not exist.
-	require.ErrorIs(t, g.SetEmulationVersion(v(1, 29)), featuregate.ErrPreAlpha)
+	requireReason(t, g.SetEmulationVersion(v(1, 29)), featuregate.ReasonPreAlpha)
 	assert.Equal(t, "1.32", g.EmulationVersion().String())
 
 	// Going back to alpha keeps the (valid) explicit value.
@@ -311,7 +311,7 @@ func TestDeepCopyIsIndependent(t *testing.T) {
 
 	assert.Equal(t, with(map[featuregate.Feature]bool{alphaOff: true, laterFeature: false}), state(g), "the original is untouched")
 	assert.Equal(t, "1.30", g.EmulationVersion().String())
-	assert.ErrorIs(t, d.Set("Y=true"), featuregate.ErrUnknownFeature)
+	assertReason(t, d.Set("Y=true"), featuregate.ReasonUnknownFeature)
 }
 
 func TestZeroGateIsUsable(t *testing.T) {

@@ -1,7 +1,6 @@
 package featuregate_test
 
 import (
-	"errors"
 	"strconv"
 	"testing"
 
@@ -53,38 +52,39 @@ func TestSetErrors(t *testing.T) {
 		name      string
 		emulation *version.Version
 		value     string
-		msg       string  // exact error text users see
-		is        []error // sentinels the error matches
+		msg       string               // exact error text users see
+		reasons   []featuregate.Reason // of the errors joined, in order
+		cause     error                // what the error wraps besides, if anything
 	}{
 		{name: "unknown feature", value: "Nope=true",
-			msg: "unrecognized feature gate: Nope", is: []error{featuregate.ErrUnknownFeature}},
+			msg: "unrecognized feature gate: Nope", reasons: []featuregate.Reason{featuregate.ReasonUnknownFeature}},
 		{name: "missing value", value: "AlphaOff",
-			msg: "missing bool value for AlphaOff", is: []error{featuregate.ErrMissingValue}},
+			msg: "missing bool value for AlphaOff", reasons: []featuregate.Reason{featuregate.ReasonMalformed}},
 		{name: "missing value, spaces trimmed", value: " AlphaOff ",
-			msg: "missing bool value for AlphaOff", is: []error{featuregate.ErrMissingValue}},
+			msg: "missing bool value for AlphaOff", reasons: []featuregate.Reason{featuregate.ReasonMalformed}},
 		{name: "missing name", value: "=true",
-			msg: `missing feature name in "=true"`, is: []error{featuregate.ErrMissingName}},
+			msg: `missing feature name in "=true"`, reasons: []featuregate.Reason{featuregate.ReasonMalformed}},
 		{name: "invalid value", value: "AlphaOff=maybe",
-			msg: "invalid value of AlphaOff=maybe, err: " + parseBoolErr.Error(),
-			is:  []error{featuregate.ErrInvalidValue, strconv.ErrSyntax}},
+			msg:     "invalid value of AlphaOff=maybe, err: " + parseBoolErr.Error(),
+			reasons: []featuregate.Reason{featuregate.ReasonMalformed}, cause: strconv.ErrSyntax},
 		{name: "empty value", value: "AlphaOff=",
-			msg: `invalid value of AlphaOff=, err: strconv.ParseBool: parsing "": invalid syntax`,
-			is:  []error{featuregate.ErrInvalidValue}},
+			msg:     `invalid value of AlphaOff=, err: strconv.ParseBool: parsing "": invalid syntax`,
+			reasons: []featuregate.Reason{featuregate.ReasonMalformed}},
 		{name: "locked to true", value: "GALocked=false",
-			msg: "cannot set feature gate GALocked to false, feature is locked to true", is: []error{featuregate.ErrLocked}},
+			msg: "cannot set feature gate GALocked to false, feature is locked to true", reasons: []featuregate.Reason{featuregate.ReasonLocked}},
 		{name: "locked to false", value: "BetaLocked=true",
-			msg: "cannot set feature gate BetaLocked to true, feature is locked to false", is: []error{featuregate.ErrLocked}},
+			msg: "cannot set feature gate BetaLocked to true, feature is locked to false", reasons: []featuregate.Reason{featuregate.ReasonLocked}},
 		{name: "pre-alpha at the emulated version", emulation: version.MajorMinor(1, 29), value: "LaterFeature=true",
-			msg: "cannot set feature gate LaterFeature to true, feature is PreAlpha at emulated version 1.29, min compatibility version 1.28",
-			is:  []error{featuregate.ErrPreAlpha}},
+			msg:     "cannot set feature gate LaterFeature to true, feature is PreAlpha at emulated version 1.29, min compatibility version 1.28",
+			reasons: []featuregate.Reason{featuregate.ReasonPreAlpha}},
 		{name: "locked at the emulated version", emulation: version.MajorMinor(1, 34), value: "LaterFeature=false",
-			msg: "cannot set feature gate LaterFeature to false, feature is locked to true", is: []error{featuregate.ErrLocked}},
+			msg: "cannot set feature gate LaterFeature to false, feature is locked to true", reasons: []featuregate.Reason{featuregate.ReasonLocked}},
 		{name: "every error is reported, in input order", value: "Nope=true,AlphaOff=true,GALocked=false",
-			msg: "unrecognized feature gate: Nope\ncannot set feature gate GALocked to false, feature is locked to true",
-			is:  []error{featuregate.ErrUnknownFeature, featuregate.ErrLocked}},
+			msg:     "unrecognized feature gate: Nope\ncannot set feature gate GALocked to false, feature is locked to true",
+			reasons: []featuregate.Reason{featuregate.ReasonUnknownFeature, featuregate.ReasonLocked}},
 		{name: "every parse error is reported", value: "A,B=x",
-			msg: "missing bool value for A\ninvalid value of B=x, err: strconv.ParseBool: parsing \"x\": invalid syntax",
-			is:  []error{featuregate.ErrMissingValue, featuregate.ErrInvalidValue}},
+			msg:     "missing bool value for A\ninvalid value of B=x, err: strconv.ParseBool: parsing \"x\": invalid syntax",
+			reasons: []featuregate.Reason{featuregate.ReasonMalformed, featuregate.ReasonMalformed}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,8 +93,12 @@ func TestSetErrors(t *testing.T) {
 			err := g.Set(tc.value)
 			require.Error(t, err)
 			assert.Equal(t, tc.msg, err.Error())
-			for _, target := range tc.is {
-				assert.ErrorIs(t, err, target)
+			assert.Equal(t, tc.reasons, reasons(err))
+			for _, r := range tc.reasons {
+				assertReason(t, err, r)
+			}
+			if tc.cause != nil {
+				assert.ErrorIs(t, err, tc.cause)
 			}
 			assert.Equal(t, before, g.String(), "a failed Set must change nothing")
 		})
@@ -104,31 +108,39 @@ func TestSetErrors(t *testing.T) {
 func TestTypedErrors(t *testing.T) {
 	g := newTestGate(t)
 
-	var unknown *featuregate.UnknownFeatureError
+	var unknown *featuregate.Error
 	require.ErrorAs(t, g.Set("Nope=true"), &unknown)
+	assert.Equal(t, featuregate.ReasonUnknownFeature, unknown.Reason)
 	assert.Equal(t, featuregate.Feature("Nope"), unknown.Feature)
 
-	var parse *featuregate.ParseError
+	var parse *featuregate.Error
 	require.ErrorAs(t, g.Set("AlphaOff=maybe"), &parse)
-	assert.Equal(t, featuregate.ParseError{Entry: "AlphaOff=maybe", Feature: alphaOff, Value: "maybe", Err: parse.Err}, *parse)
+	assert.Equal(t, featuregate.ReasonMalformed, parse.Reason)
+	assert.Equal(t, "AlphaOff=maybe", parse.Entry)
+	assert.Equal(t, alphaOff, parse.Feature)
+	assert.Equal(t, "maybe", parse.Value)
 	assert.ErrorIs(t, parse.Err, strconv.ErrSyntax)
 
-	var locked *featuregate.LockedError
+	var locked *featuregate.Error
 	require.ErrorAs(t, g.SetFromMap(map[string]bool{"GALocked": false}), &locked)
-	assert.Equal(t, featuregate.LockedError{Feature: gaLocked, Value: false, Default: true}, *locked)
+	assert.Equal(t, featuregate.ReasonLocked, locked.Reason)
+	assert.Equal(t, gaLocked, locked.Feature)
+	assert.Equal(t, "false", locked.Value)
+	assert.EqualError(t, locked, "cannot set feature gate GALocked to false, feature is locked to true")
 
 	require.NoError(t, g.SetEmulationVersion(version.MajorMinor(1, 29)))
-	var pre *featuregate.PreAlphaError
+	var pre *featuregate.Error
 	require.ErrorAs(t, g.Set("LaterFeature=true"), &pre)
+	assert.Equal(t, featuregate.ReasonPreAlpha, pre.Reason)
 	assert.Equal(t, laterFeature, pre.Feature)
-	assert.True(t, pre.Value)
+	assert.Equal(t, "true", pre.Value)
 	assert.Equal(t, "1.29", pre.EmulationVersion.String())
 
-	var spec *featuregate.SpecError
+	var spec *featuregate.Error
 	err := g.Add(map[featuregate.Feature]featuregate.FeatureSpec{alphaOff: {Default: true, PreRelease: featuregate.Alpha}})
 	require.ErrorAs(t, err, &spec)
 	assert.Equal(t, alphaOff, spec.Feature)
-	assert.ErrorIs(t, err, featuregate.ErrConflictingSpec)
+	assertReason(t, err, featuregate.ReasonConflictingSpec)
 	assert.Equal(t, `feature gate "AlphaOff" with different spec already exists: [{false false ALPHA 0.0 <nil>}]`, err.Error())
 }
 
@@ -249,11 +261,11 @@ func TestFrozenGateRefusesSets(t *testing.T) {
 		"SetEmulationVersion": g.SetEmulationVersion(version.MajorMinor(1, 31)),
 		"Add":                 g.Add(map[featuregate.Feature]featuregate.FeatureSpec{"New": {}}),
 	} {
-		assert.ErrorIs(t, err, featuregate.ErrFrozen, name)
+		assertReason(t, err, featuregate.ReasonFrozen, name)
 	}
 	assert.Equal(t, with(map[featuregate.Feature]bool{alphaOff: true}), state(g))
 	assert.Nil(t, g.EmulationVersion())
-	assert.True(t, errors.Is(g.Set(""), featuregate.ErrFrozen), "even an empty Set is refused: the gate is read-only")
+	assertReason(t, g.Set(""), featuregate.ReasonFrozen, "even an empty Set is refused: the gate is read-only")
 }
 
 // As upstream (which parses into a map), a feature named twice in one Set keeps its last

@@ -39,7 +39,8 @@ func (g *Gate) SetEmulationVersion(v *version.Version) error {
 // must keep working with (during an upgrade or a rollback). A spec with a
 // MinCompatibilityVersion applies only once minCompat is at least that version: until then
 // the entry before it does. With minCompat nil, the default applies: one minor before emu,
-// or no bound at all without emulation. minCompat must not be after emu (ErrInvalidVersion,
+// or no bound at all without emulation. minCompat must not be after emu (ErrInvalidValue,
+// ReasonInvalidVersion,
 // with component-base's text).
 //
 // Values already set are re-checked as in SetEmulationVersion, unless both versions are
@@ -51,7 +52,7 @@ func (g *Gate) SetEmulationVersionAndMinCompatibilityVersion(emu, minCompat *ver
 // setVersions sets both versions; the test override path passes bypassFreeze.
 func (g *Gate) setVersions(emu, minCompat *version.Version, bypassFreeze bool) error {
 	if emu != nil && minCompat != nil && minCompat.GreaterThan(emu) {
-		return &VersionError{EmulationVersion: emu, MinCompatibilityVersion: minCompat}
+		return versionOrder(emu, minCompat)
 	}
 	if minCompat == nil {
 		minCompat = defaultMinCompat(emu)
@@ -59,7 +60,7 @@ func (g *Gate) setVersions(emu, minCompat *version.Version, bypassFreeze bool) e
 	g.mu.Lock()
 	if g.frozen && !bypassFreeze {
 		g.mu.Unlock()
-		return fmt.Errorf("cannot set emulation version %s: %w", versionString(emu), ErrFrozen)
+		return fmt.Errorf("cannot set emulation version %s: %w", versionString(emu), frozen())
 	}
 	prev := g.load()
 	if emu.EqualTo(prev.emulation) && minCompat.EqualTo(prev.minCompat) {

@@ -77,13 +77,13 @@ func TestMinCompatibilityVersion(t *testing.T) {
 func TestMinCompatibilityVersionErrors(t *testing.T) {
 	g := compatGate(t)
 	err := g.SetEmulationVersionAndMinCompatibilityVersion(v(1, 31), v(1, 32))
-	require.ErrorIs(t, err, featuregate.ErrInvalidVersion)
+	requireReason(t, err, featuregate.ReasonInvalidVersion)
 	assert.EqualError(t, err, "minCompatibilityVersion version 1.32 is not between [0.0, 1.31]")
 	assert.Nil(t, g.EmulationVersion(), "nothing changed")
 
 	require.NoError(t, g.SetEmulationVersionAndMinCompatibilityVersion(v(1, 32), v(1, 30)))
 	err = g.Set("Skew=true")
-	require.ErrorIs(t, err, featuregate.ErrPreAlpha)
+	requireReason(t, err, featuregate.ReasonPreAlpha)
 	assert.EqualError(t, err, "cannot set feature gate Skew to true, feature is PreAlpha at emulated version 1.32, min compatibility version 1.30")
 
 	// Values set are re-checked when the versions change.
@@ -118,7 +118,7 @@ func TestVersionFlags(t *testing.T) {
 	assert.ErrorContains(t, fs.Parse([]string{"--emulated-version=1.35.1"}), "patch version not allowed, got: 1.35.1")
 	assert.ErrorContains(t, fs.Parse([]string{"--min-compatibility-version=1.36"}), "minCompatibilityVersion version 1.36 is not between [0.0, 1.35]")
 	assert.ErrorContains(t, fs.Parse([]string{"--emulated-version=x"}), `invalid feature gate version "x": could not parse`)
-	assert.ErrorIs(t, fs.Lookup("emulated-version").Value.Set("1.35.2"), featuregate.ErrInvalidVersion)
+	assertReason(t, fs.Lookup("emulated-version").Value.Set("1.35.2"), featuregate.ReasonInvalidVersion)
 }
 
 // parseOpt parses a major.minor version, nil for "".
@@ -132,7 +132,7 @@ func parseOpt(s string) *version.Version {
 func TestFrozenGateRefusesTheNewSetters(t *testing.T) {
 	g := compatGate(t)
 	g.Freeze()
-	assert.ErrorIs(t, g.SetEmulationVersionAndMinCompatibilityVersion(v(1, 36), v(1, 35)), featuregate.ErrFrozen)
-	assert.ErrorIs(t, g.OverrideDefaultAtVersion("Skew", true, v(1, 36)), featuregate.ErrFrozen)
+	assertReason(t, g.SetEmulationVersionAndMinCompatibilityVersion(v(1, 36), v(1, 35)), featuregate.ReasonFrozen)
+	assertReason(t, g.OverrideDefaultAtVersion("Skew", true, v(1, 36)), featuregate.ReasonFrozen)
 	assert.Nil(t, g.MinCompatibilityVersion())
 }

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
+	kworkqueue "k8s.io/client-go/util/workqueue"
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/finalizer"
@@ -161,7 +161,7 @@ func startFinalizing(t *testing.T, env *testkit.Env, x *external, names ...strin
 	})
 	c, err := controller.New("finalizing", r, controller.Options[controller.Key]{
 		Workers:     2,
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](5*time.Millisecond, 200*time.Millisecond),
+		RateLimiter: kworkqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](5*time.Millisecond, 200*time.Millisecond),
 		MaxRetries:  1000,
 	})
 	require.NoError(t, err)

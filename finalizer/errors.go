@@ -3,6 +3,8 @@ package finalizer
 import (
 	"errors"
 	"fmt"
+
+	"github.com/ctrlkit/ctrlkit/internal/errs"
 )
 
 var (
@@ -11,12 +13,9 @@ var (
 	// "example.com/cleanup"; the standard names "kubernetes", "orphan" and
 	// "foregroundDeletion" are accepted as they are.
 	ErrInvalidName = errors.New("invalid finalizer name")
-	// ErrNilObject: a nil object was passed.
-	ErrNilObject = errors.New("nil object")
-	// ErrNilPatcher: a nil Patcher was passed.
-	ErrNilPatcher = errors.New("nil patcher")
-	// ErrNilFunc: Register was given a nil finalize function.
-	ErrNilFunc = errors.New("nil finalize function")
+	// ErrInvalidInput: a nil object or Patcher was passed, or Register was given a nil finalize
+	// function; the message says which. It is the same value as client.ErrInvalidInput.
+	ErrInvalidInput = errs.ErrInvalidInput
 	// ErrMissingResourceVersion: the object has no resourceVersion (it was not read from the API
 	// server), so a patch could not carry the precondition that keeps a concurrent writer's
 	// finalizers from being lost. Nothing is sent.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -77,7 +76,7 @@ func ValidateName(name string) error {
 
 // Has reports whether obj carries the finalizer name. A nil obj has none.
 func Has(obj metav1.Object, name string) bool {
-	if isNil(obj) {
+	if object.IsNil(obj) {
 		return false
 	}
 	return slices.Contains(obj.GetFinalizers(), name)
@@ -182,12 +181,12 @@ func patch[T Object](ctx context.Context, p Patcher[T], obj T, next []string, op
 
 // check refuses a nil patcher or object, which would otherwise panic further down.
 func check[T Object](p Patcher[T], obj T) error {
-	if isNil(p) {
-		return ErrNilPatcher
+	if object.IsNil(p) {
+		return fmt.Errorf("nil patcher: %w", ErrInvalidInput)
 	}
 	var zero T
-	if obj == zero || isNil(obj) {
-		return ErrNilObject
+	if obj == zero || object.IsNil(obj) {
+		return fmt.Errorf("nil object: %w", ErrInvalidInput)
 	}
 	return nil
 }
@@ -202,16 +201,4 @@ func key(obj metav1.Object) string {
 		return obj.GetName()
 	}
 	return obj.GetNamespace() + "/" + obj.GetName()
-}
-
-// isNil reports whether v is nil or an interface holding a nil pointer, map, func, ...
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
 }

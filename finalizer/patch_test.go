@@ -217,14 +217,18 @@ func TestAddRemoveRefuseBadInput(t *testing.T) {
 	assert.Contains(t, err.Error(), `"cleanup"`)
 
 	_, err = finalizer.Add(ctx, cms, (*corev1.ConfigMap)(nil), cleanup)
-	require.ErrorIs(t, err, finalizer.ErrNilObject)
+	require.ErrorIs(t, err, finalizer.ErrInvalidInput)
+	require.ErrorContains(t, err, "nil object")
 	_, err = finalizer.Remove(ctx, cms, (*corev1.ConfigMap)(nil), cleanup)
-	require.ErrorIs(t, err, finalizer.ErrNilObject)
+	require.ErrorIs(t, err, finalizer.ErrInvalidInput)
+	require.ErrorContains(t, err, "nil object")
 	_, err = finalizer.Add(ctx, nil, cm, cleanup)
-	require.ErrorIs(t, err, finalizer.ErrNilPatcher)
+	require.ErrorIs(t, err, finalizer.ErrInvalidInput)
+	require.ErrorContains(t, err, "nil patcher")
 	var nilFunc finalizer.PatcherFunc[*corev1.ConfigMap]
 	_, err = finalizer.Remove(ctx, nilFunc, configMap("x", cleanup), cleanup)
-	require.ErrorIs(t, err, finalizer.ErrNilPatcher)
+	require.ErrorIs(t, err, finalizer.ErrInvalidInput)
+	require.ErrorContains(t, err, "nil patcher")
 
 	unread := configMap("a") // built, not read: no resourceVersion to precondition on
 	_, err = finalizer.Add(ctx, cms, unread, cleanup)

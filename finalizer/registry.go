@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 // ReasonFinalizeFailed is the reason of the Warning event recorded when a finalize function
@@ -48,7 +50,7 @@ const RemovalMemory = 5 * time.Minute
 // default is the real clock; tests pass a fake one.
 func WithClock(c clock.PassiveClock) Option {
 	return func(o *options) {
-		if !isNil(c) {
+		if !object.IsNil(c) {
 			o.clock = c
 		}
 	}
@@ -60,7 +62,7 @@ func WithClock(c clock.PassiveClock) Option {
 // returned and logged by the controller. A manager.Manager gives one with EventRecorderFor.
 func WithEventRecorder(r record.EventRecorder) Option {
 	return func(o *options) {
-		if !isNil(r) {
+		if !object.IsNil(r) {
 			o.recorder = r
 		}
 	}
@@ -123,7 +125,7 @@ func New[T Object](opts ...Option) *Finalizers[T] {
 
 // Register adds the finalizer name with its function after those registered before: at
 // deletion the functions run in registration order. name must pass ValidateName (wrapped
-// ErrInvalidName); a name registered twice is ErrAlreadyRegistered; a nil fn is ErrNilFunc.
+// ErrInvalidName); a name registered twice is ErrAlreadyRegistered; a nil fn is ErrInvalidInput.
 func (f *Finalizers[T]) Register(name string, fn Func[T]) error {
 	if f == nil {
 		return fmt.Errorf("finalizer: register %q on a nil Finalizers", name)
@@ -132,7 +134,7 @@ func (f *Finalizers[T]) Register(name string, fn Func[T]) error {
 		return fmt.Errorf("finalizer: register: %w", err)
 	}
 	if fn == nil {
-		return fmt.Errorf("finalizer: register %q: %w", name, ErrNilFunc)
+		return fmt.Errorf("finalizer: register %q: nil finalize function: %w", name, ErrInvalidInput)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

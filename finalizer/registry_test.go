@@ -63,7 +63,8 @@ func TestRegister(t *testing.T) {
 	assert.ErrorIs(t, f.Register("example.com/b", noop), finalizer.ErrAlreadyRegistered)
 	err := f.Register("cleanup", noop)
 	assert.ErrorIs(t, err, finalizer.ErrInvalidName)
-	assert.ErrorIs(t, f.Register("example.com/c", nil), finalizer.ErrNilFunc)
+	assert.ErrorIs(t, f.Register("example.com/c", nil), finalizer.ErrInvalidInput)
+	assert.ErrorContains(t, f.Register("example.com/c", nil), "nil finalize function")
 	assert.Equal(t, []string{"example.com/b", "example.com/a"}, f.Names(), "registration order")
 
 	var zero finalizer.Finalizers[*corev1.ConfigMap]
@@ -222,9 +223,11 @@ func TestFinalizePatchErrors(t *testing.T) {
 	assert.True(t, apierrors.IsInternalError(err), "got %v", err)
 
 	_, _, err = f.Finalize(ctx, nil, cm)
-	assert.ErrorIs(t, err, finalizer.ErrNilPatcher)
+	assert.ErrorIs(t, err, finalizer.ErrInvalidInput)
+	assert.ErrorContains(t, err, "nil patcher")
 	_, _, err = f.Finalize(ctx, answer(nil), nil)
-	assert.ErrorIs(t, err, finalizer.ErrNilObject)
+	assert.ErrorIs(t, err, finalizer.ErrInvalidInput)
+	assert.ErrorContains(t, err, "nil object")
 	assert.Equal(t, []string{"cleanup a", "cleanup a"}, j.list())
 
 	// A typed nil recorder is no recorder, not a panic.

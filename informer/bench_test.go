@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/internal/hashcons"
 )
@@ -364,6 +365,34 @@ func heapAlloc() uint64 {
 	return m.HeapAlloc
 }
 
+// syncedHeap measures, each loop, the heap a fresh factory and informer (made by newInformer)
+// hold once synced, checking that the informer cached want objects; it returns the last
+// loop's figure.
+func syncedHeap(b *testing.B, want int, newInformer func() (*Factory, cache.Store, error)) uint64 {
+	b.Helper()
+	var heap uint64
+	for b.Loop() {
+		before := heapAlloc()
+		f, store, err := newInformer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		f.Start(ctx)
+		if err := f.WaitForCacheSync(ctx); err != nil {
+			b.Fatal(err)
+		}
+		after := heapAlloc()
+		if got := len(store.ListKeys()); got != want {
+			b.Fatalf("cached %d objects, want %d", got, want)
+		}
+		heap = after - before
+		cancel()
+		f.Shutdown()
+	}
+	return heap
+}
+
 // BenchmarkCacheHeapPerPod measures the heap a synced Pod informer holds per
 // cached Pod, for 10^4 Pods with server-side-apply managedFields (podList:
 // 100 Deployments of 100 Pods), with the default transform (managedFields
@@ -401,28 +430,15 @@ func BenchmarkCacheHeapPerPod(b *testing.B) {
 				list := &corev1.PodList{}
 				return true, list, json.Unmarshal(data, list)
 			})
-			var perObject float64
-			for b.Loop() {
-				before := heapAlloc()
+			heap := syncedHeap(b, n, func() (*Factory, cache.Store, error) {
 				f := NewFactory(client, tc.opts...)
 				pods, err := For[*corev1.Pod](f)
 				if err != nil {
-					b.Fatal(err)
+					return nil, nil, err
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				f.Start(ctx)
-				if err := f.WaitForCacheSync(ctx); err != nil {
-					b.Fatal(err)
-				}
-				after := heapAlloc()
-				if got := len(pods.Informer().GetStore().ListKeys()); got != n {
-					b.Fatalf("cached %d pods, want %d", got, n)
-				}
-				perObject = float64(after-before) / n
-				cancel()
-				f.Shutdown()
-			}
-			b.ReportMetric(perObject, "B/object")
+				return f, pods.Informer().GetStore(), nil
+			})
+			b.ReportMetric(float64(heap)/n, "B/object")
 			runtime.KeepAlive(data)
 		})
 	}
@@ -448,28 +464,15 @@ func BenchmarkCacheHeapPerPod(b *testing.B) {
 			}
 			return true, list, nil
 		})
-		var perObject float64
-		for b.Loop() {
-			before := heapAlloc()
+		heap := syncedHeap(b, n, func() (*Factory, cache.Store, error) {
 			f := NewFactory(fake.NewClientset(), WithMetadataClient(meta))
 			pods, err := ForMetadata(f, corev1.SchemeGroupVersion.WithResource("pods"))
 			if err != nil {
-				b.Fatal(err)
+				return nil, nil, err
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			f.Start(ctx)
-			if err := f.WaitForCacheSync(ctx); err != nil {
-				b.Fatal(err)
-			}
-			after := heapAlloc()
-			if got := len(pods.Informer().GetStore().ListKeys()); got != n {
-				b.Fatalf("cached %d pods, want %d", got, n)
-			}
-			perObject = float64(after-before) / n
-			cancel()
-			f.Shutdown()
-		}
-		b.ReportMetric(perObject, "B/object")
+			return f, pods.Informer().GetStore(), nil
+		})
+		b.ReportMetric(float64(heap)/n, "B/object")
 		runtime.KeepAlive(data)
 	})
 }
@@ -612,28 +615,15 @@ func BenchmarkScopedCacheHeap(b *testing.B) {
 				list := &corev1.PodList{}
 				return true, list, json.Unmarshal(lists[action.GetNamespace()], list)
 			})
-			var heap float64
-			for b.Loop() {
-				before := heapAlloc()
+			heap := syncedHeap(b, tc.want, func() (*Factory, cache.Store, error) {
 				f := NewFactory(client)
 				inf, err := For(f, tc.opts...)
 				if err != nil {
-					b.Fatal(err)
+					return nil, nil, err
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				f.Start(ctx)
-				if err := f.WaitForCacheSync(ctx); err != nil {
-					b.Fatal(err)
-				}
-				after := heapAlloc()
-				if got := len(inf.Informer().GetStore().ListKeys()); got != tc.want {
-					b.Fatalf("cached %d pods, want %d", got, tc.want)
-				}
-				heap = float64(after - before)
-				cancel()
-				f.Shutdown()
-			}
-			b.ReportMetric(heap/(1<<20), "heap-MiB")
+				return f, inf.Informer().GetStore(), nil
+			})
+			b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
 			b.ReportMetric(float64(tc.want), "pods")
 			runtime.KeepAlive(lists)
 		})

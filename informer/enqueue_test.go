@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
-	clientworkqueue "k8s.io/client-go/util/workqueue"
+	kworkqueue "k8s.io/client-go/util/workqueue"
 )
 
 var rsGVK = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
@@ -28,7 +28,7 @@ func controllerKey(p *corev1.Pod) []string {
 }
 
 // client-go's own queue fits Adder.
-var _ Adder[string] = clientworkqueue.NewTyped[string]()
+var _ Adder[string] = kworkqueue.NewTyped[string]()
 
 func TestEnqueueMappedOwnKeyThroughAnInformer(t *testing.T) {
 	ctx := context.Background()
@@ -38,7 +38,7 @@ func TestEnqueueMappedOwnKeyThroughAnInformer(t *testing.T) {
 	require.NoError(t, err)
 	nodes, err := For[*corev1.Node](f)
 	require.NoError(t, err)
-	q := clientworkqueue.NewTyped[string]()
+	q := kworkqueue.NewTyped[string]()
 	defer q.ShutDown()
 	_, err = pods.AddHandler(EnqueueMapped(q, ownKey[*corev1.Pod]))
 	require.NoError(t, err)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 // Sentinel errors, matched with errors.Is.
@@ -78,22 +80,6 @@ func (e *UnexpectedTypeError) Error() string {
 // Is makes errors.Is(err, ErrUnexpectedType) true.
 func (e *UnexpectedTypeError) Is(target error) bool { return target == ErrUnexpectedType }
 
-// typeName renders a Go type with its package path so that *v1.Pod of
-// k8s.io/api/core/v1 and of k8s.io/api/events/v1 are told apart.
-func typeName(t reflect.Type) string {
-	if t == nil {
-		return "<nil>"
-	}
-	ptr := ""
-	base := t
-	for base.Kind() == reflect.Pointer {
-		ptr += "*"
-		base = base.Elem()
-	}
-	if base.PkgPath() == "" {
-		return t.String()
-	}
-	return fmt.Sprintf("%s%s.%s", ptr, base.PkgPath(), base.Name())
-}
-
-func typeOf(v any) string { return typeName(reflect.TypeOf(v)) }
+// typeOf names v's dynamic type with its package path (see object.TypeName), so that types of
+// one name in two packages are told apart.
+func typeOf(v any) string { return object.TypeName(reflect.TypeOf(v)) }

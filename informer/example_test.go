@@ -17,7 +17,7 @@ import (
 	metadatafake "k8s.io/client-go/metadata/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
+	kworkqueue "k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/ctrlkit/ctrlkit/informer"
@@ -125,7 +125,7 @@ func ExampleControllerOf() {
 	f := informer.NewFactory(client)
 	defer f.Shutdown()
 	pods, _ := informer.For[*corev1.Pod](f)
-	queue := workqueue.NewTyped[string]()
+	queue := kworkqueue.NewTyped[string]()
 	defer queue.ShutDown()
 	rs := appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 	_, _ = pods.AddHandler(informer.EnqueueMapped(queue, func(p *corev1.Pod) []string {
@@ -155,7 +155,7 @@ func ExampleEnqueueMapped() {
 	f := informer.NewFactory(client)
 	defer f.Shutdown()
 	cms, _ := informer.For[*corev1.ConfigMap](f)
-	queue := workqueue.NewTyped[string]()
+	queue := kworkqueue.NewTyped[string]()
 	defer queue.ShutDown()
 	_, _ = cms.AddHandler(informer.EnqueueMapped(queue, func(cm *corev1.ConfigMap) []string {
 		return []string{cache.MetaObjectToName(cm).String()}

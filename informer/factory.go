@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ctrlkit/ctrlkit/internal/hashcons"
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 // Factory hands out shared typed informers. It wraps client-go's
@@ -322,7 +323,7 @@ type conflictError struct {
 }
 
 func (e *conflictError) Error() string {
-	return "informer " + e.name + " already serves " + typeName(e.have) + ", cannot serve " + typeName(e.want)
+	return "informer " + e.name + " already serves " + object.TypeName(e.have) + ", cannot serve " + object.TypeName(e.want)
 }
 
 func (e *conflictError) Is(target error) bool { return target == ErrUnsupportedType }

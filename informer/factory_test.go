@@ -27,6 +27,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 func countActions(c *k8stesting.Fake, verb, resource string) int {
@@ -166,12 +168,12 @@ func TestForEveryServedType(t *testing.T) {
 		// InformerFor returns the informer the factory already keeps for
 		// this Go type; it only calls newFunc if there is none.
 		byType := f.shared.InformerFor(obj, func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer {
-			t.Errorf("%s resolved to %v, but the factory keeps no informer for its Go type", typeName(ptr), gvr)
+			t.Errorf("%s resolved to %v, but the factory keeps no informer for its Go type", object.TypeName(ptr), gvr)
 			return cache.NewSharedIndexInformer(nil, obj, 0, cache.Indexers{})
 		})
 		// client-go wraps the shared informer anew on every call, so
 		// compare the shared store.
-		assert.Same(t, byType.GetIndexer(), inf.GetIndexer(), "%s -> %v", typeName(ptr), gvr)
+		assert.Same(t, byType.GetIndexer(), inf.GetIndexer(), "%s -> %v", object.TypeName(ptr), gvr)
 	}
 	for _, obj := range []runtime.Object{
 		&corev1.Pod{}, &corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Node{}, &corev1.Endpoints{},

@@ -56,10 +56,10 @@ type Object = object.Object
 func For[T Object](f *Factory, opts ...ScopeOption[T]) (Informer[T], error) {
 	t := reflect.TypeFor[T]()
 	if f == nil {
-		return nil, fmt.Errorf("informer for %s: %w", typeName(t), ErrNilFactory)
+		return nil, fmt.Errorf("informer for %s: %w", object.TypeName(t), ErrNilFactory)
 	}
 	if !f.hasClient {
-		return nil, fmt.Errorf("informer for %s: %w", typeName(t), ErrNoClient)
+		return nil, fmt.Errorf("informer for %s: %w", object.TypeName(t), ErrNoClient)
 	}
 	sc, err := buildScope(opts)
 	if err != nil {
@@ -91,11 +91,11 @@ func newScopedTyped[T Object](f *Factory, t reflect.Type, sc scope) (*sharedInfo
 	// the factory's name, and logs an error for every later one: only the
 	// first namespace's client-go factory gets the name.
 	name := f.name // nil is no name
-	combined, err := f.newScoped(typeName(t), sc, func(ns string) (startable, cache.SharedIndexInformer, error) {
+	combined, err := f.newScoped(object.TypeName(t), sc, func(ns string) (startable, cache.SharedIndexInformer, error) {
 		factory := informers.NewSharedInformerFactoryWithOptions(f.client, f.cfg.resync,
 			informers.WithNamespace(ns),
 			informers.WithTweakListOptions(sc.tweak(f.cfg.tweak)),
-			informers.WithTransform(f.checkNamespace(typeName(t), ns, f.transform)),
+			informers.WithTransform(f.checkNamespace(object.TypeName(t), ns, f.transform)),
 			informers.WithInformerName(name))
 		name = nil
 		var (
@@ -178,7 +178,7 @@ func (f *Factory) checkNamespace(what, ns string, next cache.TransformFunc) cach
 // resolveTyped finds the client-go informer serving Go type t.
 func (f *Factory) resolveTyped(t reflect.Type, shared informers.SharedInformerFactory) (schema.GroupVersionKind, schema.GroupVersionResource, cache.SharedIndexInformer, error) {
 	unsupported := func(reason string) error {
-		return fmt.Errorf("informer for %s: %w: %s", typeName(t), ErrUnsupportedType, reason)
+		return fmt.Errorf("informer for %s: %w: %s", object.TypeName(t), ErrUnsupportedType, reason)
 	}
 	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
 		return schema.GroupVersionKind{}, schema.GroupVersionResource{}, nil, unsupported("not a pointer to an API struct")

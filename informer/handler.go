@@ -6,6 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 // Handler receives an informer's events as typed objects. Implement it, or
@@ -202,14 +204,14 @@ func (a *adapter[T]) tombstone(d cache.DeletedFinalStateUnknown) {
 	}
 	typed, ok := d.Obj.(T)
 	if !ok {
-		a.report(&UnexpectedTypeError{Informer: a.name, Want: typeName(reflect.TypeFor[T]()), Got: typeOf(d.Obj), Tombstone: true, Key: d.Key})
+		a.report(&UnexpectedTypeError{Informer: a.name, Want: object.TypeName(reflect.TypeFor[T]()), Got: typeOf(d.Obj), Tombstone: true, Key: d.Key})
 		return
 	}
 	a.h.HandleDelete(typed, info)
 }
 
 func (a *adapter[T]) wrongType(obj any, tombstone bool) {
-	e := &UnexpectedTypeError{Informer: a.name, Want: typeName(reflect.TypeFor[T]()), Got: typeOf(obj), Tombstone: tombstone}
+	e := &UnexpectedTypeError{Informer: a.name, Want: object.TypeName(reflect.TypeFor[T]()), Got: typeOf(obj), Tombstone: tombstone}
 	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 		e.Key = key
 	}

@@ -48,13 +48,15 @@ func newClient(objs ...runtime.Object) *fake.Clientset {
 	return c
 }
 
-// errorSink records what a Factory reports.
+// errorSink records what a Factory (handle) or a mutation detector (add) reports.
 type errorSink struct {
 	mu   sync.Mutex
 	errs []error
 }
 
-func (s *errorSink) handle(_ context.Context, err error) {
+func (s *errorSink) handle(_ context.Context, err error) { s.add(err) }
+
+func (s *errorSink) add(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.errs = append(s.errs, err)

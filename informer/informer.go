@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 // IndexControllerUID is the name of the built-in index mapping an object to
@@ -207,7 +209,7 @@ func (s *sharedInformer[T]) typedList(objs []any) ([]T, error) {
 }
 
 func (s *sharedInformer[T]) unexpected(obj any) error {
-	e := &UnexpectedTypeError{Informer: s.name, Want: typeName(reflect.TypeFor[T]()), Got: typeOf(obj)}
+	e := &UnexpectedTypeError{Informer: s.name, Want: object.TypeName(reflect.TypeFor[T]()), Got: typeOf(obj)}
 	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 		e.Key = key
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,24 +16,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
 )
-
-// reports collects what a mutation detector reports.
-type reports struct {
-	mu   sync.Mutex
-	errs []error
-}
-
-func (r *reports) add(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.errs = append(r.errs, err)
-}
-
-func (r *reports) all() []error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]error(nil), r.errs...)
-}
 
 func webPod(name string) *corev1.Pod {
 	p := pod("default", name, map[string]string{"app": "web"})
@@ -58,7 +39,7 @@ func mutationErrors(t *testing.T, err error) []*MutationError {
 }
 
 func TestMutationDetectorNamesObjectAndField(t *testing.T) {
-	got := &reports{}
+	got := &errorSink{}
 	clk := testingclock.NewFakeClock(time.Now())
 	f := NewFactory(newClient(webPod("a"), webPod("b"), webPod("c")), WithMutationDetector(got.add), WithClock(clk))
 	pods, err := For[*corev1.Pod](f)

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 // FactoryOption configures NewFactory. Options are applied in order; a later
@@ -124,7 +126,7 @@ func WithTransform[T Object](fn func(T) (T, error)) FactoryOption {
 			}
 			out, err := fn(typed)
 			if err != nil {
-				return obj, fmt.Errorf("transform for %s: %w", typeName(t), err)
+				return obj, fmt.Errorf("transform for %s: %w", object.TypeName(t), err)
 			}
 			return out, nil
 		}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/ctrlkit/ctrlkit/internal/object"
 	"github.com/ctrlkit/ctrlkit/internal/unstructuredconv"
 )
 
@@ -48,7 +49,7 @@ func ForResource[T Object](f *Factory, gvr schema.GroupVersionResource, opts ...
 	}
 	t := reflect.TypeFor[T]()
 	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
-		return nil, fmt.Errorf("informer for %s: %w: %s is not a pointer to a struct", gvr.GroupResource(), ErrUnsupportedType, typeName(t))
+		return nil, fmt.Errorf("informer for %s: %w: %s is not a pointer to a struct", gvr.GroupResource(), ErrUnsupportedType, object.TypeName(t))
 	}
 	sc, err := buildScope(opts)
 	if err != nil {
@@ -123,7 +124,7 @@ func convertTransform[T Object](f *Factory, key registryKey, name string) cache.
 		}
 		typed, err := conv.FromUnstructured(u.UnstructuredContent())
 		if err != nil {
-			f.reportUndecodable(u, fmt.Errorf("informer %s: convert %s to %s: %w", name, objectKey(u), typeName(reflect.TypeFor[T]()), err))
+			f.reportUndecodable(u, fmt.Errorf("informer %s: convert %s to %s: %w", name, objectKey(u), object.TypeName(reflect.TypeFor[T]()), err))
 			return u, nil
 		}
 		return own(typed)

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 // ErrScopeConflict is matched by the error For returns when the factory
@@ -107,7 +109,7 @@ func buildScope[T Object](opts []ScopeOption[T]) (scope, error) {
 			continue
 		}
 		if err := opt(&s); err != nil {
-			return scope{}, fmt.Errorf("informer for %s: %w", typeName(reflect.TypeFor[T]()), err)
+			return scope{}, fmt.Errorf("informer for %s: %w", object.TypeName(reflect.TypeFor[T]()), err)
 		}
 	}
 	return s, nil

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/util/workqueue"
+	kworkqueue "k8s.io/client-go/util/workqueue"
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/informer"
@@ -49,7 +49,7 @@ func labelSeen(env *testkit.Env) (*controller.Controller[controller.Key], error)
 		Workers: 2,
 		// Retries come back within WaitForQuiet's quiet period, so a key in backoff is never
 		// mistaken for a settled one for long.
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](time.Millisecond, 20*time.Millisecond),
+		RateLimiter: kworkqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](time.Millisecond, 20*time.Millisecond),
 		MaxRetries:  100,
 	})
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/workqueue"
+	kworkqueue "k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/client"
@@ -75,7 +75,7 @@ func TestAPIServerFencedStatusCounterNeverConflicts(t *testing.T) {
 	}), controller.Options[controller.Key]{
 		Workers:     4,
 		Fences:      &controller.Fences{Auto: true},
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](0, time.Millisecond),
+		RateLimiter: kworkqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](0, time.Millisecond),
 	})
 	require.NoError(t, err)
 	require.NoError(t, controller.Watch(c, deps, controller.EnqueueObject))
@@ -147,7 +147,7 @@ func testFencesAcrossRestart(t *testing.T, env *testkit.Env) {
 		Workers:     2,
 		Fences:      &controller.Fences{Auto: true, TTL: 5 * time.Minute},
 		Metrics:     metrics,
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](time.Millisecond, 500*time.Millisecond),
+		RateLimiter: kworkqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](time.Millisecond, 500*time.Millisecond),
 	})
 	require.NoError(t, err)
 	require.NoError(t, controller.Watch(c, cms, controller.EnqueueObject))

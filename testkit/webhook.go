@@ -56,43 +56,57 @@ var errNoServer = errors.New("testkit: webhooks need an API server Env (NewAPISe
 // unique to the test (GenerateName is fine). It is deleted when the test ends. The API server
 // takes up a new configuration within about a second: poll for its effect.
 func (e *Env) InstallMutatingWebhook(s WebhookServer, cfg *admissionregistrationv1.MutatingWebhookConfiguration) (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
-	if e.server == nil {
-		return nil, errNoServer
-	}
 	cfg = cfg.DeepCopy()
+	webhooks := make([]webhookRef, len(cfg.Webhooks))
 	for i := range cfg.Webhooks {
 		w := &cfg.Webhooks[i]
-		if err := e.pointAt(s, w.Name, &w.ClientConfig, &w.NamespaceSelector); err != nil {
-			return nil, err
-		}
+		webhooks[i] = webhookRef{name: w.Name, cc: &w.ClientConfig, ns: &w.NamespaceSelector}
 	}
-	api := e.client.AdmissionregistrationV1().MutatingWebhookConfigurations()
-	created, err := api.Create(e.ctx, cfg, metav1.CreateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("testkit: creating MutatingWebhookConfiguration: %w", err)
-	}
-	e.t.Cleanup(func() { e.deleteClusterObject("MutatingWebhookConfiguration", created.Name, api.Delete) })
-	return created, nil
+	return installConfiguration(e, "MutatingWebhookConfiguration", e.client.AdmissionregistrationV1().MutatingWebhookConfigurations(), s, cfg, webhooks)
 }
 
 // InstallValidatingWebhook is InstallMutatingWebhook for a ValidatingWebhookConfiguration.
 func (e *Env) InstallValidatingWebhook(s WebhookServer, cfg *admissionregistrationv1.ValidatingWebhookConfiguration) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
-	if e.server == nil {
-		return nil, errNoServer
-	}
 	cfg = cfg.DeepCopy()
+	webhooks := make([]webhookRef, len(cfg.Webhooks))
 	for i := range cfg.Webhooks {
 		w := &cfg.Webhooks[i]
-		if err := e.pointAt(s, w.Name, &w.ClientConfig, &w.NamespaceSelector); err != nil {
-			return nil, err
+		webhooks[i] = webhookRef{name: w.Name, cc: &w.ClientConfig, ns: &w.NamespaceSelector}
+	}
+	return installConfiguration(e, "ValidatingWebhookConfiguration", e.client.AdmissionregistrationV1().ValidatingWebhookConfigurations(), s, cfg, webhooks)
+}
+
+// webhookRef is what pointAt rewrites in one webhook of a configuration (the two kinds of
+// configuration hold webhooks of two types with these fields in common).
+type webhookRef struct {
+	name string
+	cc   *admissionregistrationv1.WebhookClientConfig
+	ns   **metav1.LabelSelector
+}
+
+// configurationAPI is the typed client of one kind of webhook configuration.
+type configurationAPI[C any] interface {
+	Create(context.Context, C, metav1.CreateOptions) (C, error)
+	Delete(context.Context, string, metav1.DeleteOptions) error
+}
+
+// installConfiguration points the webhooks of cfg (a copy the caller owns) at s, creates cfg
+// with api and deletes it when the test ends.
+func installConfiguration[C metav1.Object](e *Env, kind string, api configurationAPI[C], s WebhookServer, cfg C, webhooks []webhookRef) (C, error) {
+	var none C
+	if e.server == nil {
+		return none, errNoServer
+	}
+	for _, w := range webhooks {
+		if err := e.pointAt(s, w.name, w.cc, w.ns); err != nil {
+			return none, err
 		}
 	}
-	api := e.client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	created, err := api.Create(e.ctx, cfg, metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("testkit: creating ValidatingWebhookConfiguration: %w", err)
+		return none, fmt.Errorf("testkit: creating %s: %w", kind, err)
 	}
-	e.t.Cleanup(func() { e.deleteClusterObject("ValidatingWebhookConfiguration", created.Name, api.Delete) })
+	e.t.Cleanup(func() { e.deleteClusterObject(kind, created.GetName(), api.Delete) })
 	return created, nil
 }
 

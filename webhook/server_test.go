@@ -189,16 +189,11 @@ func TestServerReloadsItsCertificateWithoutFailingARequest(t *testing.T) {
 	body := reviewBody(t, `{"metadata":{"name":"cfg"}}`)
 
 	var failures atomic.Int32
-	stop := make(chan struct{})
+	var stop atomic.Bool
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for !stop.Load() {
 				if out, code, err := postReview(c, url+"/default", body); err != nil || code != http.StatusOK || !out.Response.Allowed {
 					failures.Add(1)
 				}
@@ -218,7 +213,7 @@ func TestServerReloadsItsCertificateWithoutFailingARequest(t *testing.T) {
 		clk.Step(time.Second)
 		return served() == second.Certificate.Leaf.SerialNumber.String(), nil
 	}))
-	close(stop)
+	stop.Store(true)
 	wg.Wait()
 	assert.Zero(t, failures.Load())
 }

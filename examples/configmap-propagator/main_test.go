@@ -17,6 +17,9 @@ import (
 // The shared API server (rbac_test.go) is stopped by WithSharedAPIServer before goleak looks.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(testkit.WithSharedAPIServer(m)) }
 
+// run is main without os.Exit (see demo.Runner).
+var run = demo.Runner(func() demo.Program { return program(&options{}) })
+
 // The command the README shows: the demo on the in-memory cluster converges and exits 0.
 func TestRunConvergesOnTheInMemoryCluster(t *testing.T) {
 	t.Setenv(demo.EnvKubeconfig, "")

@@ -29,10 +29,8 @@ import (
 // Namespaces are cluster-scoped: the test's targets carry a label of their own, which the
 // source selects.
 func TestAPIServerLeastPrivilege(t *testing.T) {
-	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/deployment.yaml", "deploy/metrics-reader.yaml")
-	require.NoError(t, err)
 	env := testkit.SharedAPIServer(t)
-	in := rbactest.Apply(t, env, m)
+	in := rbactest.ApplyFiles(t, env, "deploy/rbac.yaml", "deploy/deployment.yaml", "deploy/metrics-reader.yaml")
 	ctx, src, client := env.Context(), env.Namespace(), env.Client()
 	mine := map[string]string{"ctrlkit.dev/test-run": src}
 	target := func(name string) {
@@ -51,7 +49,7 @@ func TestAPIServerLeastPrivilege(t *testing.T) {
 		}), "the copy in %s", ns)
 	}
 	target(src + "-a")
-	_, err = client.CoreV1().ConfigMaps(src).Create(ctx, &corev1.ConfigMap{
+	_, err := client.CoreV1().ConfigMaps(src).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "settings", Labels: map[string]string{propagator.LabelPropagate: "true"},
 			Annotations: map[string]string{propagator.AnnotationTargets: "ctrlkit.dev/test-run=" + src}},
 		Data: map[string]string{"region": "eu"},

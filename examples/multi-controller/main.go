@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"io"
 
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
@@ -14,12 +13,6 @@ import (
 )
 
 func main() { demo.Main(program(&options{})) }
-
-// run is main without os.Exit, for tests: 0 on success, 1 when a controller failed or the
-// demo did not converge, 2 for bad flags.
-func run(ctx context.Context, args []string, out io.Writer) int {
-	return demo.Run(ctx, program(&options{}), args, out)
-}
 
 // options are this binary's own flags; package demo parses the shared ones (one
 // --feature-gates, one Lease, one /metrics for every controller).

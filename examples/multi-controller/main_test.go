@@ -22,6 +22,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(testkit.WithSharedAPIServer(m)) }
 
+// run is main without os.Exit (see demo.Runner).
+var run = demo.Runner(func() demo.Program { return program(&options{}) })
+
 func TestRunConvergesWithThePodCounterOff(t *testing.T) {
 	t.Setenv(demo.EnvKubeconfig, "")
 	var out bytes.Buffer

@@ -22,14 +22,12 @@ import (
 // source.
 func leastPrivilegeEnv(t *testing.T, files ...string) (*testkit.Env, *rbactest.Install, string) {
 	t.Helper()
-	m, err := rbactest.Load(append(files, "deploy/deployment.yaml", "deploy/metrics-reader.yaml")...)
-	require.NoError(t, err)
 	env := testkit.SharedAPIServer(t)
-	in := rbactest.Apply(t, env, m)
+	in := rbactest.ApplyFiles(t, env, append(files, "deploy/deployment.yaml", "deploy/metrics-reader.yaml")...)
 	src := env.Namespace()
 	target := src + "-t"
 	targetNamespace(t, env, target, map[string]string{"ctrlkit.dev/test-run": src})
-	_, err = env.Client().CoreV1().ConfigMaps(src).Create(env.Context(), &corev1.ConfigMap{
+	_, err := env.Client().CoreV1().ConfigMaps(src).Create(env.Context(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "settings", Labels: map[string]string{propagator.LabelPropagate: "true"},
 			Annotations: map[string]string{propagator.AnnotationTargets: "ctrlkit.dev/test-run=" + src}},
 		Data: map[string]string{"k": "v"},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -24,12 +23,6 @@ import (
 )
 
 func main() { demo.Main(program(&options{})) }
-
-// run is main without os.Exit, for tests: 0 on success, 1 when the controller failed or the
-// demo did not converge, 2 for bad flags.
-func run(ctx context.Context, args []string, out io.Writer) int {
-	return demo.Run(ctx, program(&options{}), args, out)
-}
 
 // options are this binary's own flags; package demo parses the shared ones.
 type options struct {

@@ -29,12 +29,10 @@ import (
 // a deleted PodSet go. Without the right to
 // read its CRD it cannot start, and exits saying why.
 func TestAPIServerLeastPrivilege(t *testing.T) {
-	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/deployment.yaml", "deploy/metrics-reader.yaml")
-	require.NoError(t, err)
 	env := testkit.SharedAPIServer(t)
+	in := rbactest.ApplyFiles(t, env, "deploy/rbac.yaml", "deploy/deployment.yaml", "deploy/metrics-reader.yaml")
 	ctx, ns := env.Context(), env.Namespace()
 	require.NoError(t, customresource.EnsureCRDFromYAML(ctx, env.Dynamic(), v1alpha1.CRDManifest), "the admin installs the CRD")
-	in := rbactest.Apply(t, env, m)
 
 	k, err := kubelet.New(env.Client(), kubelet.Options{Namespace: ns, StartupDelay: -1})
 	require.NoError(t, err)

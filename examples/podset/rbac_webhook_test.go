@@ -31,11 +31,9 @@ import (
 // each configuration once they exist) it exits naming that refusal. Its own API server: the
 // binary writes the cluster-scoped CRD and webhook configurations.
 func TestAPIServerWebhookModeLeastPrivilege(t *testing.T) {
-	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/deployment.yaml")
-	require.NoError(t, err)
 	env := testkit.NewAPIServer(t)
 	ctx := env.Context()
-	in := rbactest.Apply(t, env, m)
+	in := rbactest.ApplyFiles(t, env, "deploy/rbac.yaml", "deploy/deployment.yaml")
 	addr := freePort(t)
 	webhookMode := []string{"--namespace", in.Namespace, "--webhook-addr", addr, "--webhook-url", "https://" + addr}
 

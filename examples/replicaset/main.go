@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,12 +18,6 @@ func main() { demo.Main(program()) }
 
 // ShardRing is the ring --sharded joins: --shard-ring=replicasets.
 const ShardRing = "replicasets"
-
-// run is main without os.Exit, for tests: 0 on success, 1 when the controller failed or the
-// demo did not converge, 2 for bad flags.
-func run(ctx context.Context, args []string, out io.Writer) int {
-	return demo.Run(ctx, program(), args, out)
-}
 
 // program is what is particular to this binary; package demo does the rest (flags, cluster,
 // Manager, kubelet, demo).

@@ -17,6 +17,9 @@ import (
 	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
 )
 
+// run is main without os.Exit (see demo.Runner).
+var run = demo.Runner(program)
+
 // The README's first command: `go run ./examples/replicaset` converges and exits 0.
 func TestRunConvergesOnTheInMemoryCluster(t *testing.T) {
 	t.Setenv(demo.EnvKubeconfig, "")

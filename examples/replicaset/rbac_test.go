@@ -24,10 +24,8 @@ import (
 // refusal, naming verb and resource, and retry with backoff rather than exit; given back, it
 // converges.
 func TestAPIServerLeastPrivilege(t *testing.T) {
-	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/deployment.yaml", "deploy/metrics-reader.yaml")
-	require.NoError(t, err)
 	env := testkit.SharedAPIServer(t)
-	in := rbactest.Apply(t, env, m)
+	in := rbactest.ApplyFiles(t, env, "deploy/rbac.yaml", "deploy/deployment.yaml", "deploy/metrics-reader.yaml")
 	ns, client := env.Namespace(), env.Client()
 
 	// The test plays the kubelet (with the admin's credentials: it is not the binary).
@@ -85,10 +83,8 @@ func TestAPIServerLeastPrivilege(t *testing.T) {
 // refusal on every attempt of the reflector rather than exiting, and converges once the right
 // is back.
 func TestAPIServerLeastPrivilegeInformer(t *testing.T) {
-	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/deployment.yaml")
-	require.NoError(t, err)
 	env := testkit.SharedAPIServer(t)
-	in := rbactest.Apply(t, env, m)
+	in := rbactest.ApplyFiles(t, env, "deploy/rbac.yaml", "deploy/deployment.yaml")
 	ns, client := env.Namespace(), env.Client()
 	k, err := kubelet.New(client, kubelet.Options{Namespace: ns, StartupDelay: -1})
 	require.NoError(t, err)
@@ -111,10 +107,8 @@ func TestAPIServerLeastPrivilegeInformer(t *testing.T) {
 // without deploy/sharding.yaml's "patch replicasets" it exits 1 with a message naming the
 // request, instead of running with ReplicaSets the sharder can never label.
 func TestAPIServerShardingLeastPrivilege(t *testing.T) {
-	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/sharding.yaml", "deploy/deployment.yaml")
-	require.NoError(t, err)
 	env := testkit.SharedAPIServer(t)
-	in := rbactest.Apply(t, env, m)
+	in := rbactest.ApplyFiles(t, env, "deploy/rbac.yaml", "deploy/sharding.yaml", "deploy/deployment.yaml")
 	patchRS := rbactest.Access{Verb: "patch", Group: "apps", Resource: "replicasets", ClusterScoped: true}
 	in.Revoke("ClusterRole", "ctrlkit-replicaset-sharding", patchRS)
 	p := in.Start(run, "--sharded", "--shard-identity=rs-0", "--shard-namespace="+env.Namespace())

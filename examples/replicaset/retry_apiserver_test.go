@@ -40,10 +40,8 @@ import (
 // ServiceAccount token as its only credentials, with retries shortened so the test takes
 // seconds: 3 retries from 5 ms, then one every second.
 func TestAPIServerConvergesAfterRetriesAreExhausted(t *testing.T) {
-	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/deployment.yaml")
-	require.NoError(t, err)
 	env := testkit.SharedAPIServer(t)
-	in := rbactest.Apply(t, env, m)
+	in := rbactest.ApplyFiles(t, env, "deploy/rbac.yaml", "deploy/deployment.yaml")
 	ns, admin := env.Namespace(), env.Client()
 
 	// The test plays the kubelet (with the admin's credentials: it is not the controller).

@@ -54,10 +54,8 @@ const (
 // converges within LeaseDuration+RetryPeriod and some slack; and no ReplicaSet ever has more
 // live Pods than it asked for, which two replicas reconciling the same ReplicaSet would cause.
 func TestAPIServerShardedThreeProcesses(t *testing.T) {
-	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/sharding.yaml", "deploy/deployment.yaml")
-	require.NoError(t, err)
 	env := testkit.SharedAPIServer(t)
-	in := rbactest.Apply(t, env, m)
+	in := rbactest.ApplyFiles(t, env, "deploy/rbac.yaml", "deploy/sharding.yaml", "deploy/deployment.yaml")
 	ctx, ns, client := env.Context(), env.Namespace(), env.Client()
 
 	k, err := kubelet.New(client, kubelet.Options{Namespace: ns, StartupDelay: -1})

@@ -99,10 +99,8 @@ var benchRuns atomic.Int64
 // before and after, and the requests it made while the timer ran (by method) with the time
 // they waited in its client-side rate limiters.
 func BenchmarkShardedConverge(b *testing.B) {
-	m, err := rbactest.Load("deploy/rbac.yaml", "deploy/sharding.yaml", "deploy/deployment.yaml")
-	require.NoError(b, err)
 	env := testkit.NewAPIServer(b)
-	in := rbactest.Apply(b, env, m)
+	in := rbactest.ApplyFiles(b, env, "deploy/rbac.yaml", "deploy/sharding.yaml", "deploy/deployment.yaml")
 	k, err := kubelet.New(env.Client(), kubelet.Options{Namespace: in.Namespace, StartupDelay: -1})
 	require.NoError(b, err)
 	env.RunController(env.Context(), k)

@@ -56,14 +56,14 @@ func TestSetDuringTestWorksOnReadAndFrozenGates(t *testing.T) {
 	g := newGate(t)
 	assert.False(t, g.Enabled(alpha)) // read: registration is closed
 	g.Freeze()                        // frozen: Set is refused
-	require.ErrorIs(t, g.Set("Alpha=true"), featuregate.ErrFrozen)
+	require.ErrorIs(t, g.Set("Alpha=true"), featuregate.ErrClosed)
 
 	t.Run("inner", func(t *testing.T) {
 		featuregatetesting.SetDuringTest(t, g, alpha, true)
 		assert.True(t, g.Enabled(alpha))
 	})
 	assert.False(t, g.Enabled(alpha))
-	require.ErrorIs(t, g.Set("Alpha=true"), featuregate.ErrFrozen, "still frozen afterwards")
+	require.ErrorIs(t, g.Set("Alpha=true"), featuregate.ErrClosed, "still frozen afterwards")
 }
 
 func TestNestedOverridesRestoreInReverse(t *testing.T) {
@@ -261,7 +261,7 @@ func TestSetEmulationVersionDuringTest(t *testing.T) {
 	assert.Equal(t, "1.30", g.EmulationVersion().String())
 	assert.Equal(t, "1.29", g.MinCompatibilityVersion().String())
 	assert.False(t, g.Enabled(later))
-	require.ErrorIs(t, g.SetEmulationVersion(version.MajorMinor(1, 31)), featuregate.ErrFrozen, "still frozen")
+	require.ErrorIs(t, g.SetEmulationVersion(version.MajorMinor(1, 31)), featuregate.ErrClosed, "still frozen")
 }
 
 func TestSetVersionsDuringTestFailures(t *testing.T) {

@@ -63,12 +63,92 @@ func verString(v *version.Version) string {
 	return v.String()
 }
 
+// ---- what both drivers do the same way ----
+
+// gate is what the two gates have in common; F is each one's feature name type.
+type gate[F ~string] interface {
+	AddDependencies(map[F][]F) error
+	SetEmulationVersion(*version.Version) error
+	SetEmulationVersionAndMinCompatibilityVersion(emu, minCompat *version.Version) error
+	Set(string) error
+	SetFromMap(map[string]bool) error
+	OverrideDefault(F, bool) error
+	OverrideDefaultAtVersion(F, bool, *version.Version) error
+	AddFlag(*pflag.FlagSet)
+	Enabled(F) bool
+	KnownFeatures() []string
+	EmulationVersion() *version.Version
+	MinCompatibilityVersion() *version.Version
+}
+
+// common implements the driver methods whose only difference between the two gates is the
+// feature name type; each driver embeds it and adds the rest.
+type common[F ~string, G gate[F]] struct{ g G }
+
+func (c common[F, G]) AddDependencies(m map[string][]string) error {
+	in := map[F][]F{}
+	for f, deps := range m {
+		for _, dep := range deps {
+			in[F(f)] = append(in[F(f)], F(dep))
+		}
+	}
+	return c.g.AddDependencies(in)
+}
+
+func (c common[F, G]) SetEmulation(emu, minCompat string) error {
+	if minCompat == "" {
+		return c.g.SetEmulationVersion(ver(emu))
+	}
+	return c.g.SetEmulationVersionAndMinCompatibilityVersion(ver(emu), ver(minCompat))
+}
+
+func (c common[F, G]) Set(s string) error                 { return c.g.Set(s) }
+func (c common[F, G]) SetFromMap(m map[string]bool) error { return c.g.SetFromMap(m) }
+func (c common[F, G]) OverrideDefault(f string, v bool) error {
+	return c.g.OverrideDefault(F(f), v)
+}
+func (c common[F, G]) OverrideDefaultAtVersion(f string, v bool, at string) error {
+	return c.g.OverrideDefaultAtVersion(F(f), v, ver(at))
+}
+func (c common[F, G]) AddFlag()                 { c.g.AddFlag(pflag.NewFlagSet("x", pflag.ContinueOnError)) }
+func (c common[F, G]) Enabled(f string) bool    { return c.g.Enabled(F(f)) }
+func (c common[F, G]) KnownFeatures() []string  { return c.g.KnownFeatures() }
+func (c common[F, G]) EmulationVersion() string { return verString(c.g.EmulationVersion()) }
+func (c common[F, G]) MinCompatibilityVersion() string {
+	return verString(c.g.MinCompatibilityVersion())
+}
+
+// keyed re-keys m by a gate's feature name type and converts its values.
+func keyed[M ~map[F]W, F ~string, V, W any](m map[string]V, conv func(V) W) M {
+	out := M{}
+	for f, v := range m {
+		out[F(f)] = conv(v)
+	}
+	return out
+}
+
+// histories converts feature histories, entry by entry.
+func histories[F ~string, H ~[]S, S any](m map[string][]Spec, spec func(Spec) S) map[F]H {
+	return keyed[map[F]H](m, func(specs []Spec) H {
+		h := H{}
+		for _, s := range specs {
+			h = append(h, spec(s))
+		}
+		return h
+	})
+}
+
+func same[V any](v V) V { return v }
+
 // ---- ctrlkit ----
 
-type ctrlkitDriver struct{ g *featuregate.Gate }
+type ctrlkitDriver struct {
+	common[featuregate.Feature, *featuregate.Gate]
+}
 
 func newCtrlkit(emu string) *ctrlkitDriver {
-	return &ctrlkitDriver{g: featuregate.New(featuregate.WithLogger(klog.Logger{}), featuregate.WithEmulationVersion(ver(emu)))}
+	g := featuregate.New(featuregate.WithLogger(klog.Logger{}), featuregate.WithEmulationVersion(ver(emu)))
+	return &ctrlkitDriver{common[featuregate.Feature, *featuregate.Gate]{g}}
 }
 
 func (d *ctrlkitDriver) spec(s Spec) featuregate.FeatureSpec {
@@ -77,59 +157,16 @@ func (d *ctrlkitDriver) spec(s Spec) featuregate.FeatureSpec {
 }
 
 func (d *ctrlkitDriver) AddVersioned(m map[string][]Spec) error {
-	in := map[featuregate.Feature]featuregate.VersionedSpecs{}
-	for f, specs := range m {
-		vs := featuregate.VersionedSpecs{}
-		for _, s := range specs {
-			vs = append(vs, d.spec(s))
-		}
-		in[featuregate.Feature(f)] = vs
-	}
-	return d.g.AddVersioned(in)
+	return d.g.AddVersioned(histories[featuregate.Feature, featuregate.VersionedSpecs](m, d.spec))
 }
 
 func (d *ctrlkitDriver) Add(m map[string]Spec) error {
-	in := map[featuregate.Feature]featuregate.FeatureSpec{}
-	for f, s := range m {
-		in[featuregate.Feature(f)] = d.spec(s)
-	}
-	return d.g.Add(in)
+	return d.g.Add(keyed[map[featuregate.Feature]featuregate.FeatureSpec](m, d.spec))
 }
-
-func (d *ctrlkitDriver) AddDependencies(m map[string][]string) error {
-	in := map[featuregate.Feature][]featuregate.Feature{}
-	for f, deps := range m {
-		for _, dep := range deps {
-			in[featuregate.Feature(f)] = append(in[featuregate.Feature(f)], featuregate.Feature(dep))
-		}
-	}
-	return d.g.AddDependencies(in)
-}
-
-func (d *ctrlkitDriver) SetEmulation(emu, minCompat string) error {
-	if minCompat == "" {
-		return d.g.SetEmulationVersion(ver(emu))
-	}
-	return d.g.SetEmulationVersionAndMinCompatibilityVersion(ver(emu), ver(minCompat))
-}
-
-func (d *ctrlkitDriver) Set(s string) error                 { return d.g.Set(s) }
-func (d *ctrlkitDriver) SetFromMap(m map[string]bool) error { return d.g.SetFromMap(m) }
-func (d *ctrlkitDriver) OverrideDefault(f string, v bool) error {
-	return d.g.OverrideDefault(featuregate.Feature(f), v)
-}
-func (d *ctrlkitDriver) OverrideDefaultAtVersion(f string, v bool, at string) error {
-	return d.g.OverrideDefaultAtVersion(featuregate.Feature(f), v, ver(at))
-}
-func (d *ctrlkitDriver) AddFlag() { d.g.AddFlag(pflag.NewFlagSet("x", pflag.ContinueOnError)) }
 
 func (d *ctrlkitDriver) Override(name string, values map[string]bool) (*recorder, func()) {
 	rec := &recorder{name: name}
-	in := map[featuregate.Feature]bool{}
-	for f, v := range values {
-		in[featuregate.Feature(f)] = v
-	}
-	featuregatetesting.SetManyDuringTest(rec, d.g, in)
+	featuregatetesting.SetManyDuringTest(rec, d.g, keyed[map[featuregate.Feature]bool](values, same))
 	return rec, rec.end
 }
 
@@ -139,22 +176,16 @@ func (d *ctrlkitDriver) OverrideVersions(name, emu, minCompat string) (*recorder
 	return rec, rec.end
 }
 
-func (d *ctrlkitDriver) Enabled(f string) bool    { return d.g.Enabled(featuregate.Feature(f)) }
-func (d *ctrlkitDriver) KnownFeatures() []string  { return d.g.KnownFeatures() }
-func (d *ctrlkitDriver) String() string           { return d.g.String() }
-func (d *ctrlkitDriver) EmulationVersion() string { return verString(d.g.EmulationVersion()) }
-func (d *ctrlkitDriver) MinCompatibilityVersion() string {
-	return verString(d.g.MinCompatibilityVersion())
-}
+func (d *ctrlkitDriver) String() string { return d.g.String() }
 
 // ---- component-base ----
 
 type upstreamDriver struct {
-	g basefg.MutableVersionedFeatureGate
+	common[basefg.Feature, basefg.MutableVersionedFeatureGate]
 }
 
 func newUpstream(emu string) *upstreamDriver {
-	return &upstreamDriver{g: basefg.NewVersionedFeatureGate(ver(emu))}
+	return &upstreamDriver{common[basefg.Feature, basefg.MutableVersionedFeatureGate]{basefg.NewVersionedFeatureGate(ver(emu))}}
 }
 
 func (d *upstreamDriver) spec(s Spec) basefg.FeatureSpec {
@@ -177,59 +208,16 @@ func (d *upstreamDriver) spec(s Spec) basefg.FeatureSpec {
 }
 
 func (d *upstreamDriver) AddVersioned(m map[string][]Spec) error {
-	in := map[basefg.Feature]basefg.VersionedSpecs{}
-	for f, specs := range m {
-		vs := basefg.VersionedSpecs{}
-		for _, s := range specs {
-			vs = append(vs, d.spec(s))
-		}
-		in[basefg.Feature(f)] = vs
-	}
-	return d.g.AddVersioned(in)
+	return d.g.AddVersioned(histories[basefg.Feature, basefg.VersionedSpecs](m, d.spec))
 }
 
 func (d *upstreamDriver) Add(m map[string]Spec) error {
-	in := map[basefg.Feature]basefg.FeatureSpec{}
-	for f, s := range m {
-		in[basefg.Feature(f)] = d.spec(s)
-	}
-	return d.g.Add(in)
+	return d.g.Add(keyed[map[basefg.Feature]basefg.FeatureSpec](m, d.spec))
 }
-
-func (d *upstreamDriver) AddDependencies(m map[string][]string) error {
-	in := map[basefg.Feature][]basefg.Feature{}
-	for f, deps := range m {
-		for _, dep := range deps {
-			in[basefg.Feature(f)] = append(in[basefg.Feature(f)], basefg.Feature(dep))
-		}
-	}
-	return d.g.AddDependencies(in)
-}
-
-func (d *upstreamDriver) SetEmulation(emu, minCompat string) error {
-	if minCompat == "" {
-		return d.g.SetEmulationVersion(ver(emu))
-	}
-	return d.g.SetEmulationVersionAndMinCompatibilityVersion(ver(emu), ver(minCompat))
-}
-
-func (d *upstreamDriver) Set(s string) error                 { return d.g.Set(s) }
-func (d *upstreamDriver) SetFromMap(m map[string]bool) error { return d.g.SetFromMap(m) }
-func (d *upstreamDriver) OverrideDefault(f string, v bool) error {
-	return d.g.OverrideDefault(basefg.Feature(f), v)
-}
-func (d *upstreamDriver) OverrideDefaultAtVersion(f string, v bool, at string) error {
-	return d.g.OverrideDefaultAtVersion(basefg.Feature(f), v, ver(at))
-}
-func (d *upstreamDriver) AddFlag() { d.g.AddFlag(pflag.NewFlagSet("x", pflag.ContinueOnError)) }
 
 func (d *upstreamDriver) Override(name string, values map[string]bool) (*recorder, func()) {
 	rec := &recorder{name: name}
-	in := basetesting.FeatureOverrides{}
-	for f, v := range values {
-		in[basefg.Feature(f)] = v
-	}
-	basetesting.SetFeatureGatesDuringTest(rec, d.g, in)
+	basetesting.SetFeatureGatesDuringTest(rec, d.g, keyed[basetesting.FeatureOverrides](values, same))
 	return rec, rec.end
 }
 
@@ -239,13 +227,7 @@ func (d *upstreamDriver) OverrideVersions(name, emu, minCompat string) (*recorde
 	return rec, rec.end
 }
 
-func (d *upstreamDriver) Enabled(f string) bool    { return d.g.Enabled(basefg.Feature(f)) }
-func (d *upstreamDriver) KnownFeatures() []string  { return d.g.KnownFeatures() }
-func (d *upstreamDriver) String() string           { return d.g.(fmt.Stringer).String() }
-func (d *upstreamDriver) EmulationVersion() string { return verString(d.g.EmulationVersion()) }
-func (d *upstreamDriver) MinCompatibilityVersion() string {
-	return verString(d.g.MinCompatibilityVersion())
-}
+func (d *upstreamDriver) String() string { return d.g.(fmt.Stringer).String() }
 
 // ---- a testing.TB stand-in for both helpers ----
 

@@ -5,6 +5,8 @@ import (
 	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
 // Recorder receives the writes made with a Reconcile's context.
@@ -32,7 +34,7 @@ func From(ctx context.Context) Recorder {
 
 // Written tells ctx's Recorder, if any, that obj was written.
 func Written(ctx context.Context, obj metav1.Object) {
-	if r := From(ctx); r != nil && obj != nil && !isNilPointer(obj) {
+	if r := From(ctx); r != nil && !object.IsNil(obj) {
 		r.Written(obj)
 	}
 }
@@ -43,9 +45,4 @@ func Deleted(ctx context.Context, t reflect.Type, namespace, name string) {
 	if r := From(ctx); r != nil {
 		r.Deleted(t, namespace, name)
 	}
-}
-
-func isNilPointer(obj metav1.Object) bool {
-	v := reflect.ValueOf(obj)
-	return v.Kind() == reflect.Pointer && v.IsNil()
 }

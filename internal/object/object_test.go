@@ -2,6 +2,7 @@ package object_test
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +37,28 @@ func TestIsNil(t *testing.T) {
 	} {
 		if got := object.IsNil(c.v); got != c.want {
 			t.Errorf("%s: IsNil = %v, want %v", name, got, c.want)
+		}
+	}
+}
+
+func TestIsNilValue(t *testing.T) {
+	var pod *corev1.Pod
+	if !object.IsNilValue(reflect.Value{}) || !object.IsNilValue(reflect.ValueOf(pod)) || object.IsNilValue(reflect.ValueOf(1)) {
+		t.Error("IsNilValue: the zero Value and a nil pointer are nil, an int is not")
+	}
+}
+
+func TestTypeName(t *testing.T) {
+	for want, typ := range map[string]reflect.Type{
+		"*k8s.io/api/core/v1.Pod":      reflect.TypeFor[*corev1.Pod](),
+		"k8s.io/api/core/v1.Pod":       reflect.TypeFor[corev1.Pod](),
+		"**k8s.io/api/core/v1.PodList": reflect.TypeFor[**corev1.PodList](),
+		"[]string":                     reflect.TypeFor[[]string](),
+		"*int":                         reflect.TypeFor[*int](),
+		"<nil>":                        nil,
+	} {
+		if got := object.TypeName(typ); got != want {
+			t.Errorf("TypeName = %q, want %q", got, want)
 		}
 	}
 }

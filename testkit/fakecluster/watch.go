@@ -1,6 +1,7 @@
 package fakecluster
 
 import (
+	"fmt"
 	"strconv"
 	"sync"
 
@@ -158,4 +159,58 @@ func (w *unstructuredWatch) Stop() {
 		close(w.stop)
 		w.inner.Stop()
 	})
+}
+
+// Watch streams the changes to gvr in ns (all namespaces for ""). Without a resourceVersion (or
+// with "0") it starts with an Added event for every object there is; with the resourceVersion of
+// a List or of an event it replays every change since, so nothing written between a List and
+// its Watch is lost. A resourceVersion older than the kept history answers 410 Gone.
+func (s *store) Watch(gvr schema.GroupVersionResource, ns string, opts ...metav1.ListOptions) (watch.Interface, error) {
+	var o metav1.ListOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	return s.watch(gvr, ns, o)
+}
+
+func (s *store) watch(gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions) (watch.Interface, error) {
+	if _, err := s.c.info(gvr); err != nil {
+		return nil, err
+	}
+	sel, err := newSelector(opts)
+	if err != nil {
+		return nil, err
+	}
+	from := int64(-1) // no resourceVersion: start with the current state
+	if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+		if from, err = strconv.ParseInt(opts.ResourceVersion, 10, 64); err != nil || from < 0 {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", opts.ResourceVersion))
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := newWatcher(s, gvr, ns, sel)
+	if from < 0 {
+		for _, obj := range s.matchingLocked(gvr, ns, sel) {
+			w.offer(event{gvr: gvr, typ: watch.Added, obj: obj})
+		}
+	} else {
+		if from < s.compacted {
+			return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, s.compacted+1))
+		}
+		for _, ev := range s.log {
+			if ev.rv > from {
+				w.offer(ev)
+			}
+		}
+	}
+	s.watchers[w] = struct{}{}
+	go w.run()
+	return w, nil
+}
+
+func (s *store) removeWatcher(w *watcher) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.watchers, w)
 }

@@ -175,6 +175,14 @@ func Run(ctx context.Context, p Program, args []string, out io.Writer) int {
 	return ExitOK
 }
 
+// Runner is Run for an example's tests, with the signature rbactest.RunFunc expects: each call
+// runs a fresh Program from newProgram (so no flag value leaks from one run into the next).
+func Runner(newProgram func() Program) func(ctx context.Context, args []string, out io.Writer) int {
+	return func(ctx context.Context, args []string, out io.Writer) int {
+		return Run(ctx, newProgram(), args, out)
+	}
+}
+
 // Parse registers the shared and the program's own flags, parses args and checks every value
 // (the program's through Complete): what Run does before anything starts. pflag.ErrHelp means
 // -h was asked for (and the usage was printed to out).

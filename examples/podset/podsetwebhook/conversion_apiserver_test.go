@@ -132,16 +132,11 @@ func TestConversionThroughTheAPIServer(t *testing.T) {
 	// Certificate rotation while clients read both versions: no request fails.
 	var failures, successes atomic.Int32
 	var lastErr atomic.Value
-	stop := make(chan struct{})
+	var stop atomic.Bool
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for !stop.Load() {
 				if _, err := beta.List(ctx, ns, metav1.ListOptions{}); err != nil {
 					failures.Add(1)
 					lastErr.Store(err.Error())
@@ -173,7 +168,7 @@ func TestConversionThroughTheAPIServer(t *testing.T) {
 		return err
 	}))
 	poll("alpha, scaled to 3 through v1beta1 after the rotation, has 3 Pods", replicas("alpha", 3))
-	close(stop)
+	stop.Store(true)
 	wg.Wait()
 	assert.Zero(t, failures.Load(), "requests failed during the rotation, the last: %v", lastErr.Load())
 	assert.Positive(t, successes.Load(), "requests were made during the rotation")

@@ -2,20 +2,18 @@ package kubeserver
 
 import (
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
+
+	"github.com/ctrlkit/ctrlkit/certwatcher"
 )
 
 // pki is the throw-away key material of one API server: a CA, a serving certificate signed by
@@ -36,8 +34,8 @@ type pki struct {
 // does, so tests need no role bindings.
 const adminUser = "ctrlkit-admin"
 
-// newPKI writes the key material into dir. ECDSA P-256 keeps the TLS keys fast to generate; the
-// service-account key is RSA because that is what every token consumer accepts.
+// newPKI writes the key material into dir. The TLS keys are ECDSA P-256 (certwatcher's, fast to
+// generate); the service-account key is RSA because that is what every token consumer accepts.
 func newPKI(dir string) (*pki, error) {
 	p := &pki{
 		servingCert: filepath.Join(dir, "serving.crt"),
@@ -46,56 +44,24 @@ func newPKI(dir string) (*pki, error) {
 		saPrivate:   filepath.Join(dir, "sa.key"),
 		tokenFile:   filepath.Join(dir, "tokens.csv"),
 	}
-	now := time.Now()
-
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	// The serving pair is certwatcher's throw-away pair, for the names clients in and out of
+	// the cluster use.
+	b, err := certwatcher.SelfSigned(certwatcher.SelfSignedOptions{
+		Hosts:      []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "127.0.0.1", "::1"},
+		CommonName: "kube-apiserver",
+		Validity:   24 * time.Hour,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("generate ca key: %w", err)
+		return nil, fmt.Errorf("serving certificate: %w", err)
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "ctrlkit-testkit-ca"},
-		NotBefore:             now.Add(-time.Hour), // tolerate clock skew between processes
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
-	if err != nil {
-		return nil, fmt.Errorf("create ca certificate: %w", err)
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, fmt.Errorf("parse ca certificate: %w", err)
-	}
-	p.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-
-	servingKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generate serving key: %w", err)
-	}
-	servingTmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-	}
-	servingDER, err := x509.CreateCertificate(rand.Reader, servingTmpl, caCert, servingKey.Public(), caKey)
-	if err != nil {
-		return nil, fmt.Errorf("create serving certificate: %w", err)
-	}
+	p.caPEM = b.CAPEM
 	// The CA goes after the leaf so clients that only trust a bundle still see the chain.
-	chain := append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: servingDER}), p.caPEM...)
+	chain := append(slices.Clip(b.CertPEM), b.CAPEM...)
 	if err := os.WriteFile(p.servingCert, chain, 0o600); err != nil {
 		return nil, fmt.Errorf("write serving certificate: %w", err)
 	}
-	if err := writeKey(p.servingKey, servingKey); err != nil {
-		return nil, err
+	if err := os.WriteFile(p.servingKey, b.KeyPEM, 0o600); err != nil {
+		return nil, fmt.Errorf("write serving key: %w", err)
 	}
 
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -135,15 +101,4 @@ func writeKey(path string, key crypto.Signer) error {
 		return fmt.Errorf("write key %s: %w", filepath.Base(path), err)
 	}
 	return nil
-}
-
-// serial returns a random 128-bit certificate serial number; a reused serial for the same CA
-// name would make TLS stacks that cache certificates refuse the new one.
-func serial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
-	if err != nil {
-		// crypto/rand does not fail on supported platforms; fall back to time so we never panic.
-		return big.NewInt(time.Now().UnixNano())
-	}
-	return n
 }
