@@ -44,7 +44,7 @@ func (m *Manager) addCheck(list *[]namedCheck, endpoint, name string, check Chec
 	case m.started:
 		return fmt.Errorf("manager: adding %s check %q: %w", endpoint, name, controller.ErrAlreadyStarted)
 	case name == "" || check == nil:
-		return &controller.OptionsError{Field: "Manager.Add" + strings.ToUpper(endpoint[:1]) + endpoint[1:] + "Check",
+		return &OptionsError{Field: "Manager.Add" + strings.ToUpper(endpoint[:1]) + endpoint[1:] + "Check",
 			Reason: fmt.Sprintf("needs a name and a check, got name %q", name)}
 	case slices.ContainsFunc(*list, func(c namedCheck) bool { return c.name == name }):
 		return fmt.Errorf("manager: %s check %q: %w", endpoint, name, ErrDuplicateCheck)

@@ -268,13 +268,13 @@ type Manager struct {
 	cachesSynced atomic.Bool
 }
 
-// New validates opts and builds a Manager. Errors match
-// controller.ErrInvalidOptions (a *controller.OptionsError naming the field),
-// or are the leader election configuration's own (matching
-// leaderelection.ErrInvalidConfig).
+// New validates opts and builds a Manager. Errors match ErrInvalidOptions
+// (an *OptionsError naming the field), or are the leader election's or the
+// ring's configuration's own (matching leaderelection.ErrInvalidConfig or
+// sharding.ErrInvalidConfig).
 func New(opts Options) (_ *Manager, err error) {
 	bad := func(field, reason string) (*Manager, error) {
-		return nil, &controller.OptionsError{Field: "manager.Options." + field, Reason: reason}
+		return nil, &OptionsError{Field: "manager.Options." + field, Reason: reason}
 	}
 	if opts.Client != nil && opts.Config != nil {
 		return bad("Config", "set together with Client; Config is only for building the Client")
@@ -432,7 +432,7 @@ func (m *Manager) Add(rs ...Runnable) error {
 	seen := map[string]struct{}{}
 	for i, r := range rs {
 		if r == nil {
-			return &controller.OptionsError{Field: "Manager.Add", Reason: fmt.Sprintf("controller %d is nil", i)}
+			return &OptionsError{Field: "Manager.Add", Reason: fmt.Sprintf("controller %d is nil", i)}
 		}
 		name := r.Name()
 		if _, dup := m.names[name]; dup {
@@ -443,7 +443,7 @@ func (m *Manager) Add(rs ...Runnable) error {
 		}
 		seen[name] = struct{}{}
 		if f := featureOf(r); f != "" && m.gate == nil {
-			return &controller.OptionsError{Controller: name, Field: "Feature",
+			return &OptionsError{Runnable: name, Field: "Feature",
 				Reason: fmt.Sprintf("%q is set but manager.Options.FeatureGate is nil", f)}
 		}
 	}

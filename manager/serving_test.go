@@ -19,7 +19,6 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ctrlkit/ctrlkit/certwatcher"
-	"github.com/ctrlkit/ctrlkit/controller"
 )
 
 // httpsGet GETs url with an optional bearer token through client.
@@ -175,10 +174,10 @@ func TestMetricsServingOptionsValidation(t *testing.T) {
 	} {
 		opts.Client = client
 		_, err := New(opts)
-		var oe *controller.OptionsError
+		var oe *OptionsError
 		require.ErrorAs(t, err, &oe, field)
 		assert.Equal(t, "manager.Options."+field, oe.Field)
-		assert.ErrorIs(t, err, controller.ErrInvalidOptions)
+		assert.ErrorIs(t, err, ErrInvalidOptions)
 	}
 	m, err := New(Options{Client: client, MetricsAddr: "127.0.0.1:0", HealthProbeAddr: "127.0.0.1:0",
 		MetricsServing: MetricsServingOptions{SecureServing: true}})
