@@ -36,8 +36,6 @@ func testClientGoMetrics(t *testing.T, env *testkit.Env) {
 	informerName := "metrics-test-" + cl.namespace // process-unique
 	factory := informer.NewFactory(client, informer.WithNamespace(cl.namespace), informer.WithLogger(logger),
 		informer.WithInformerName(informerName))
-	_, err = informer.For[*corev1.ConfigMap](factory)
-	require.NoError(t, err)
 	const leaseName = "ctrlkit-metrics-test"
 	mgr, err := manager.New(manager.Options{
 		Client: client, Factory: factory, Logger: logger,
@@ -47,6 +45,10 @@ func testClientGoMetrics(t *testing.T, env *testkit.Env) {
 			ReleaseOnCancel: true,
 		},
 	})
+	require.NoError(t, err)
+	// After New: an informer reports its store through the provider hooked
+	// when it was built, and the first New hooks it.
+	_, err = informer.For[*corev1.ConfigMap](factory)
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithCancel(context.Background())

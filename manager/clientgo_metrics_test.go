@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+
+	"github.com/ctrlkit/ctrlkit/manager/internal/clientgometrics"
 )
 
 // sample returns the value of the series name{labels} in g: a counter's or
@@ -135,10 +137,12 @@ func TestManagerExportsLeaderElectionStatus(t *testing.T) {
 	assert.Equal(t, 0.0, v, "not the leader once stopped")
 }
 
-// A registry that has the client-go series already keeps them: registering
-// again is not an error.
-func TestRegisterClientGoMetricsTwice(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	require.NoError(t, registerClientGoMetrics(reg))
-	require.NoError(t, registerClientGoMetrics(reg))
+// Importing manager takes none of client-go's metric hooks (hookedAtInit is
+// read while the test binary initialises, before any test built a Manager);
+// New takes them.
+func TestNewInstallsClientGoHooks(t *testing.T) {
+	assert.False(t, hookedAtInit, "client-go's hooks were taken before any Manager was built")
+	_, err := New(Options{Client: fake.NewClientset()})
+	require.NoError(t, err)
+	assert.True(t, clientgometrics.Hooked(), "New took client-go's hooks")
 }

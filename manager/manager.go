@@ -22,6 +22,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/featuregate"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/leaderelection"
+	"github.com/ctrlkit/ctrlkit/manager/internal/clientgometrics"
 	"github.com/ctrlkit/ctrlkit/sharding"
 )
 
@@ -103,7 +104,9 @@ type Options struct {
 	// client-go's informer metrics under the name "ctrlkit-manager-<n>",
 	// n counting the Managers of the process from 1
 	// (informer.WithInformerName). A Factory of your own reports them only
-	// with a name of its own.
+	// with a name of its own, and its informers report their store only
+	// when taken after the process's first New (which hooks client-go's
+	// metrics in).
 	Factory *informer.Factory
 
 	// FactoryOptions configure the factory the Manager builds when Factory
@@ -273,6 +276,9 @@ type Manager struct {
 // ring's configuration's own (matching leaderelection.ErrInvalidConfig or
 // sharding.ErrInvalidConfig).
 func New(opts Options) (_ *Manager, err error) {
+	// Before anything of the Manager makes a request: client-go reads its
+	// hooks without a lock.
+	clientgometrics.Install()
 	bad := func(field, reason string) (*Manager, error) {
 		return nil, &OptionsError{Field: "manager.Options." + field, Reason: reason}
 	}
@@ -365,8 +371,8 @@ func New(opts Options) (_ *Manager, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := registerClientGoMetrics(reg); err != nil {
-		return nil, err
+	if err := clientgometrics.Register(reg); err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
 	}
 	if g, ok := opts.FeatureGate.(*featuregate.Gate); ok && g != nil {
 		// kubernetes_feature_enabled{name,stage}, as every Kubernetes component exports it.
@@ -743,4 +749,14 @@ func (m *Manager) goRunLocked(ctx context.Context, r Runnable, wg *sync.WaitGrou
 			m.reportFatal(fmt.Errorf("controller %q: %w", r.Name(), err))
 		}
 	}()
+}
+
+// managerSeq numbers the factories Managers build, for their names.
+var managerSeq atomic.Int64
+
+// managerInformerName is the informer name of the next factory a Manager
+// builds: "ctrlkit-manager-1" for the first of the process, so a binary
+// with one Manager always exports the same name.
+func managerInformerName() string {
+	return fmt.Sprintf("ctrlkit-manager-%d", managerSeq.Add(1))
 }
