@@ -23,6 +23,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/leaderelection"
 	"github.com/ctrlkit/ctrlkit/manager/internal/clientgometrics"
+	eventpipes "github.com/ctrlkit/ctrlkit/manager/internal/events"
 	"github.com/ctrlkit/ctrlkit/sharding"
 )
 
@@ -261,7 +262,7 @@ type Manager struct {
 	live       map[*Runnable]struct{} // Run called and not returned: the /readyz set
 	fatal      chan error
 	runWG      sync.WaitGroup // every Runnable.Run
-	events     eventPipes
+	events     *eventpipes.Recorders
 	boundAddrs map[string]string // "health"/"metrics" → address listened on
 
 	healthz []namedCheck // AddHealthzCheck's, fixed once started
@@ -330,6 +331,10 @@ func New(opts Options) (_ *Manager, err error) {
 		exitOnLoss:      opts.ExitOnLeaseLoss,
 		clock:           clock.RealClock{},
 	}
+	if m.scheme == nil {
+		m.scheme = scheme.Scheme
+	}
+	m.events = eventpipes.New(m.client, m.scheme, m.log)
 	if m.factory == nil {
 		fopts := append([]informer.FactoryOption{
 			informer.WithEventRecorder(m.EventRecorderFor(informerEventSource)),
@@ -343,9 +348,6 @@ func New(opts Options) (_ *Manager, err error) {
 				m.factory.Shutdown()
 			}
 		}()
-	}
-	if m.scheme == nil {
-		m.scheme = scheme.Scheme
 	}
 	if serving.SecureServing {
 		m.auth = newAPIAuth(opts.Client, clock.RealClock{}, serving.AllowCacheTTL, serving.DenyCacheTTL, m.log)
@@ -583,7 +585,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.startEvents()
+	m.events.Start(logger, m.identity())
 	m.factory.Start(base)
 	probeCtx, stopProbe := context.WithCancel(base)
 	var probe sync.WaitGroup
@@ -684,7 +686,7 @@ func (m *Manager) Start(ctx context.Context) error {
 			}
 		}
 	}
-	m.stopEvents()
+	m.events.Stop()
 	m.shutdownServers(servers, logger)
 	// Later fatal errors are logged; the first one is returned.
 	for len(fatal) > 0 {
