@@ -1,17 +1,13 @@
 package manager
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"k8s.io/klog/v2"
 )
 
 // HealthzHandler serves /healthz: 200 "ok", or 500 naming the failure when
@@ -107,117 +103,4 @@ func (m *Manager) Handler() http.Handler {
 func writeOK(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = w.Write([]byte("ok"))
-}
-
-// server is one listening HTTP server.
-type server struct {
-	srv       *http.Server
-	done      chan struct{}
-	stopWatch func() // stops the certificate watcher of a TLS server; nil without one
-}
-
-// listen starts the HTTP servers the options ask for.
-func (m *Manager) listen(logger klog.Logger) ([]server, error) {
-	type want struct {
-		addr    string
-		mux     *http.ServeMux
-		kind    []string
-		metrics bool
-	}
-	var wants []*want
-	add := func(addr, kind string, paths map[string]http.Handler) {
-		if addr == "" {
-			return
-		}
-		var w *want
-		for _, x := range wants {
-			// One server for equal addresses, unless the port is to be
-			// picked (":0"): then each gets its own.
-			if x.addr == addr && !strings.HasSuffix(addr, ":0") {
-				w = x
-			}
-		}
-		if w == nil {
-			w = &want{addr: addr, mux: http.NewServeMux()}
-			wants = append(wants, w)
-		}
-		w.kind = append(w.kind, kind)
-		w.metrics = w.metrics || kind == "metrics"
-		for p, h := range paths {
-			w.mux.Handle(p, h)
-		}
-	}
-	add(m.healthAddr, "health", map[string]http.Handler{"/healthz": m.HealthzHandler(), "/readyz": m.ReadyzHandler()})
-	add(m.metricsAddr, "metrics", m.metricsPaths())
-
-	var servers []server
-	for _, w := range wants {
-		s := server{srv: &http.Server{Handler: w.mux, ErrorLog: httpErrorLog(logger)}, done: make(chan struct{})}
-		t := m.timeouts
-		if w.metrics && m.serving.EnableProfiling {
-			t.write = max(t.write, profilingWriteTimeout)
-		}
-		t.apply(s.srv)
-		if w.metrics && m.serving.SecureServing { // validate kept the probes apart
-			cfg, watcher, err := m.metricsTLS(logger)
-			if err != nil {
-				m.shutdownServers(servers, logger)
-				return nil, err
-			}
-			s.srv.TLSConfig, s.srv.Protocols = cfg, http1Only()
-			if watcher != nil {
-				s.stopWatch = runWatcher(klog.NewContext(context.Background(), logger), watcher)
-			}
-		}
-		ln, err := net.Listen("tcp", w.addr)
-		if err != nil {
-			if s.stopWatch != nil {
-				s.stopWatch()
-			}
-			m.shutdownServers(servers, logger)
-			return nil, fmt.Errorf("manager: serving %s on %q: %w", strings.Join(w.kind, " and "), w.addr, err)
-		}
-		https := s.srv.TLSConfig != nil // read before Serve, which writes the server's fields
-		go func() {
-			defer close(s.done)
-			var err error
-			if https {
-				err = s.srv.ServeTLS(ln, "", "")
-			} else {
-				err = s.srv.Serve(ln)
-			}
-			if err != nil && !errors.Is(err, http.ErrServerClosed) {
-				logger.Error(err, "HTTP server failed", "addr", ln.Addr().String())
-			}
-		}()
-		m.mu.Lock()
-		for _, k := range w.kind {
-			m.boundAddrs[k] = ln.Addr().String()
-		}
-		m.mu.Unlock()
-		logger.Info("Serving", "addr", ln.Addr().String(), "what", w.kind, "https", https)
-		if w.metrics && m.serving.EnableProfiling && !https {
-			logger.Info("Serving /debug/pprof/ to anyone: MetricsServing.SecureServing is false", "addr", ln.Addr().String())
-		}
-		servers = append(servers, s)
-	}
-	return servers, nil
-}
-
-func (m *Manager) shutdownServers(servers []server, logger klog.Logger) {
-	for _, s := range servers {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := s.srv.Shutdown(ctx); err != nil {
-			logger.Error(err, "HTTP server shutdown")
-			_ = s.srv.Close()
-		}
-		cancel()
-		<-s.done
-		if s.stopWatch != nil {
-			s.stopWatch()
-		}
-	}
-	m.mu.Lock()
-	clear(m.boundAddrs)
-	m.mu.Unlock()
 }

@@ -23,7 +23,9 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/leaderelection"
 	"github.com/ctrlkit/ctrlkit/manager/internal/clientgometrics"
+	"github.com/ctrlkit/ctrlkit/manager/internal/delegatedauth"
 	eventpipes "github.com/ctrlkit/ctrlkit/manager/internal/events"
+	"github.com/ctrlkit/ctrlkit/manager/internal/serving"
 	"github.com/ctrlkit/ctrlkit/sharding"
 )
 
@@ -241,8 +243,8 @@ type Manager struct {
 	healthAddr  string
 	metricsAddr string
 	serving     MetricsServingOptions // defaults filled
-	auth        *apiAuth              // nil unless serving.SecureServing
-	timeouts    serverTimeouts        // of every server; tests shorten them
+	auth        *delegatedauth.Filter // nil unless serving.SecureServing
+	timeouts    serving.Timeouts      // of every server; tests shorten them
 	certClock   clock.WithTicker      // of the metrics certificate's watcher; nil: real, tests step it
 	syncTimeout time.Duration
 	// shutdownTimeout is Options.GracefulShutdownTimeout, defaulted; < 0
@@ -252,18 +254,18 @@ type Manager struct {
 	probeEvery      time.Duration // Options.APIServerProbeInterval, defaulted; < 0: none
 	clock           clock.Clock
 
-	mu         sync.Mutex
-	runnables  []Runnable
-	names      map[string]struct{}
-	started    bool
-	stopping   bool // shutdown began: a late OnStartedLeading starts nothing
-	ctrlCtx    context.Context
-	leaders    []Runnable
-	live       map[*Runnable]struct{} // Run called and not returned: the /readyz set
-	fatal      chan error
-	runWG      sync.WaitGroup // every Runnable.Run
-	events     *eventpipes.Recorders
-	boundAddrs map[string]string // "health"/"metrics" → address listened on
+	mu        sync.Mutex
+	runnables []Runnable
+	names     map[string]struct{}
+	started   bool
+	stopping  bool // shutdown began: a late OnStartedLeading starts nothing
+	ctrlCtx   context.Context
+	leaders   []Runnable
+	live      map[*Runnable]struct{} // Run called and not returned: the /readyz set
+	fatal     chan error
+	runWG     sync.WaitGroup // every Runnable.Run
+	events    *eventpipes.Recorders
+	servers   *serving.Servers // set by Start once listening
 
 	healthz []namedCheck // AddHealthzCheck's, fixed once started
 	readyz  []namedCheck // AddReadyzCheck's, fixed once started
@@ -308,13 +310,13 @@ func New(opts Options) (_ *Manager, err error) {
 	if opts.CacheSyncTimeout < 0 {
 		return bad("CacheSyncTimeout", fmt.Sprintf("%v is negative", opts.CacheSyncTimeout))
 	}
-	serving := opts.MetricsServing
-	if field, reason := serving.validate(opts.MetricsAddr, opts.HealthProbeAddr); field != "" {
+	metricsServing := opts.MetricsServing
+	if field, reason := metricsServing.validate(opts.MetricsAddr, opts.HealthProbeAddr); field != "" {
 		return bad("MetricsServing."+field, reason)
 	}
 	m := &Manager{
-		serving:     serving,
-		timeouts:    defaultServerTimeouts,
+		serving:     metricsServing,
+		timeouts:    serving.DefaultTimeouts,
 		client:      opts.Client,
 		factory:     opts.Factory,
 		gate:        opts.FeatureGate,
@@ -324,7 +326,6 @@ func New(opts Options) (_ *Manager, err error) {
 		metricsAddr: opts.MetricsAddr,
 		syncTimeout: opts.CacheSyncTimeout,
 		names:       map[string]struct{}{},
-		boundAddrs:  map[string]string{},
 		live:        map[*Runnable]struct{}{},
 
 		shutdownTimeout: gracefulShutdownTimeout(opts.GracefulShutdownTimeout),
@@ -349,8 +350,10 @@ func New(opts Options) (_ *Manager, err error) {
 			}
 		}()
 	}
-	if serving.SecureServing {
-		m.auth = newAPIAuth(opts.Client, clock.RealClock{}, serving.AllowCacheTTL, serving.DenyCacheTTL, m.log)
+	if metricsServing.SecureServing {
+		m.auth = delegatedauth.New(opts.Client, delegatedauth.Options{
+			AllowTTL: metricsServing.AllowCacheTTL, DenyTTL: metricsServing.DenyCacheTTL, Log: m.log,
+		})
 	}
 
 	reg, gath := opts.Registerer, opts.Gatherer
@@ -499,7 +502,7 @@ func (m *Manager) Elector() *leaderelection.Elector { return m.elector }
 func (m *Manager) HealthProbeAddr() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.boundAddrs["health"]
+	return m.servers.Addr("health")
 }
 
 // MetricsAddr returns the address /metrics is served on once Start has
@@ -507,7 +510,7 @@ func (m *Manager) HealthProbeAddr() string {
 func (m *Manager) MetricsAddr() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.boundAddrs["metrics"]
+	return m.servers.Addr("metrics")
 }
 
 // Start runs everything until ctx ends or something fatal happens, then shuts
@@ -687,7 +690,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		}
 	}
 	m.events.Stop()
-	m.shutdownServers(servers, logger)
+	servers.Shutdown(logger)
 	// Later fatal errors are logged; the first one is returned.
 	for len(fatal) > 0 {
 		if err := <-fatal; err != first {
