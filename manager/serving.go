@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/certwatcher"
@@ -128,4 +129,36 @@ func (m *Manager) listen(logger klog.Logger) (*serving.Servers, error) {
 	m.servers = servers
 	m.mu.Unlock()
 	return servers, nil
+}
+
+// HealthProbeAddr returns the address /healthz and /readyz are served on
+// once Start has listened ("" before, or when not served): with
+// HealthProbeAddr "127.0.0.1:0" it names the port picked.
+func (m *Manager) HealthProbeAddr() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.servers.Addr("health")
+}
+
+// MetricsAddr returns the address /metrics is served on once Start has
+// listened ("" before, or when not served).
+func (m *Manager) MetricsAddr() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.servers.Addr("metrics")
+}
+
+// MetricsHandler serves the Manager's Gatherer in the Prometheus text
+// format.
+func (m *Manager) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(m.gatherer, promhttp.HandlerOpts{})
+}
+
+// Handler serves /healthz, /readyz and /metrics on one mux.
+func (m *Manager) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/healthz", m.HealthzHandler())
+	mux.Handle("/readyz", m.ReadyzHandler())
+	mux.Handle("/metrics", m.MetricsHandler())
+	return mux
 }
