@@ -1,7 +1,6 @@
 package manager_test
 
 import (
-	"context"
 	"crypto/tls"
 	"net/http"
 	"testing"
@@ -71,13 +70,8 @@ func TestSecureMetricsAPIServer(t *testing.T) {
 			},
 		})
 		require.NoError(t, err)
-		mctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- mgr.Start(mctx) }()
-		t.Cleanup(func() {
-			cancel()
-			assert.NoError(t, <-done)
-		})
+		stop := manager.StartManager(t, ctx, mgr)
+		t.Cleanup(func() { assert.NoError(t, stop()) })
 		require.Eventually(t, func() bool { return mgr.MetricsAddr() != "" }, apiWait, 10*time.Millisecond)
 		return "https://" + mgr.MetricsAddr() + "/metrics"
 	}
