@@ -237,7 +237,7 @@ func (m *Manager) Client() kubernetes.Interface { return m.client }
 
 // Metrics returns the Manager's metrics, for controllers built to report
 // into its registry explicitly (controller.Options.Metrics) and for queues
-// built by hand (it is a client-go workqueue.MetricsProvider).
+// built by hand (it is a k8s.io/client-go/util/workqueue.MetricsProvider).
 func (m *Manager) Metrics() *controller.Metrics { return m.metrics }
 
 // Registerer returns the registry the Manager's metrics are registered on
