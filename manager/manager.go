@@ -88,7 +88,9 @@ const informerEventSource = "ctrlkit-informer"
 // New validates opts and builds a Manager. Errors match ErrInvalidOptions
 // (an *OptionsError naming the field), or are the leader election's or the
 // ring's configuration's own (matching leaderelection.ErrInvalidConfig or
-// sharding.ErrInvalidConfig).
+// sharding.ErrInvalidConfig). The process's first New hooks client-go's
+// metrics in (see the package doc): build the first Manager before other
+// goroutines make requests.
 func New(opts Options) (_ *Manager, err error) {
 	// Before anything of the Manager makes a request: client-go reads its
 	// hooks without a lock.
