@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,7 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 
-	"github.com/ctrlkit/ctrlkit/manager/internal/clientgometrics"
+	"github.com/ctrlkit/ctrlkit/internal/clientgometrics"
 )
 
 // sample returns the value of the series name{labels} in g: a counter's or
@@ -137,12 +139,22 @@ func TestManagerExportsLeaderElectionStatus(t *testing.T) {
 	assert.Equal(t, 0.0, v, "not the leader once stopped")
 }
 
-// Importing manager takes none of client-go's metric hooks (hookedAtInit is
-// read while the test binary initialises, before any test built a Manager);
-// New takes them.
+// Importing manager takes none of client-go's metric hooks; New takes them.
+// Checked in a process of its own, where nothing built a Manager (or a
+// testkit Env) before.
 func TestNewInstallsClientGoHooks(t *testing.T) {
-	assert.False(t, hookedAtInit, "client-go's hooks were taken before any Manager was built")
+	if os.Getenv(freshProcessEnv) == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestNewInstallsClientGoHooks$", "-test.count=1")
+		cmd.Env = append(os.Environ(), freshProcessEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "the test in a fresh process:\n%s", out)
+		return
+	}
+	assert.False(t, clientgometrics.Hooked(), "client-go's hooks were taken before any Manager was built")
 	_, err := New(Options{Client: fake.NewClientset()})
 	require.NoError(t, err)
 	assert.True(t, clientgometrics.Hooked(), "New took client-go's hooks")
 }
+
+// freshProcessEnv marks the process TestNewInstallsClientGoHooks starts.
+const freshProcessEnv = "CTRLKIT_MANAGER_TEST_FRESH_PROCESS"

@@ -12,8 +12,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/internal/clientgometrics"
 	"github.com/ctrlkit/ctrlkit/leaderelection"
-	"github.com/ctrlkit/ctrlkit/manager/internal/clientgometrics"
 )
 
 // RestartableRunnable is a Runnable that may be Run again after its Run

@@ -10,7 +10,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/featuregate"
-	"github.com/ctrlkit/ctrlkit/manager/internal/clientgometrics"
+	"github.com/ctrlkit/ctrlkit/internal/clientgometrics"
 )
 
 // setUpMetrics makes the Manager's registry (Options.Registerer, or a

@@ -73,16 +73,6 @@ func TestRunAgainstARealAPIServer(t *testing.T) {
 			t.Log(out.String())
 		}
 	}()
-	poll := func(what string, cond func(context.Context) (bool, error)) {
-		t.Helper()
-		require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, cond), what)
-	}
-	// First: run's Manager, the first of this process, installs client-go's metric hooks, which
-	// client-go reads without a lock, so the kubelet's requests and this test's come after it.
-	poll("run reports the CRD served", func(context.Context) (bool, error) {
-		return strings.Contains(out.String(), `"PodSet CRD is served"`), nil
-	})
-
 	k, err := kubelet.New(env.Client(), kubelet.Options{Namespace: ns, StartupDelay: -1})
 	require.NoError(t, err)
 	kubeletDone := make(chan error, 1)
@@ -90,11 +80,19 @@ func TestRunAgainstARealAPIServer(t *testing.T) {
 	go func() { kubeletDone <- k.Run(kubeletCtx) }()
 	defer func() { stopKubelet(); <-kubeletDone }()
 
+	poll := func(what string, cond func(context.Context) (bool, error)) {
+		t.Helper()
+		require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, cond), what)
+	}
 	sample := loadSample(t)
 	sample.Namespace = ns
 	poll("run installs the CRD; the sample PodSet can be created", func(ctx context.Context) (bool, error) {
 		_, err := crs.Create(ctx, sample, metav1.CreateOptions{})
 		return err == nil, nil // NotFound until the CRD is served
+	})
+	// When an earlier test installed the CRD, the create can win the race with run's log line.
+	poll("run reports the CRD served", func(context.Context) (bool, error) {
+		return strings.Contains(out.String(), `"PodSet CRD is served"`), nil
 	})
 
 	converged := func(n int32) func(context.Context) (bool, error) {

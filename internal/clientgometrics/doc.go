@@ -14,7 +14,8 @@
 // client-go reads its hook variables without a lock, so Install must run
 // before any goroutine of the process makes a request: manager.New calls it
 // first thing, and a binary builds its Manager before its clients start
-// working. An informer reports its store through the provider that was
+// working. testkit calls it too, when it builds an Env: a test may run a
+// binary, and so its first New, in a goroutine next to requests of its own. An informer reports its store through the provider that was
 // hooked when it was built, so informers built before the first Manager
 // report no store series.
 //

@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ctrlkit/ctrlkit/manager/internal/clientgometrics"
+	"github.com/ctrlkit/ctrlkit/internal/clientgometrics"
 )
 
 // A Manager hooks the collectors into client-go once per process and
