@@ -51,8 +51,8 @@ func (e *TerminalError) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrTerminal) true.
 func (e *TerminalError) Is(target error) bool { return target == ErrTerminal }
 
-// OptionsError reports one invalid option given to New (or to
-// manager.New, which uses the same type).
+// OptionsError reports one invalid option given to New (manager.New has an
+// OptionsError of its own).
 type OptionsError struct {
 	// Controller is the controller's name, empty for a Manager's options.
 	Controller string

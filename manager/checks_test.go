@@ -37,8 +37,8 @@ func TestUserHealthAndReadinessChecks(t *testing.T) {
 	}))
 	assert.ErrorIs(t, m.AddReadyzCheck("database", func(*http.Request) error { return nil }), ErrDuplicateCheck)
 	assert.NoError(t, m.AddHealthzCheck("database", func(*http.Request) error { return nil }), "names are per endpoint")
-	assert.ErrorIs(t, m.AddReadyzCheck("", func(*http.Request) error { return nil }), controller.ErrInvalidOptions)
-	assert.ErrorIs(t, m.AddReadyzCheck("nil", nil), controller.ErrInvalidOptions)
+	assert.ErrorIs(t, m.AddReadyzCheck("", func(*http.Request) error { return nil }), ErrInvalidOptions)
+	assert.ErrorIs(t, m.AddReadyzCheck("nil", nil), ErrInvalidOptions)
 
 	ctx, _ := testLogger(t)
 	stop := startManager(t, ctx, m)

@@ -9,8 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/ctrlkit/ctrlkit/informer"
@@ -27,17 +25,11 @@ func testClientGoMetrics(t *testing.T, env *testkit.Env) {
 	cfg := env.Config()
 	u, err := url.Parse(cfg.Host)
 	require.NoError(t, err)
-	httpClient, err := rest.HTTPClientFor(cfg)
-	require.NoError(t, err)
-	t.Cleanup(httpClient.CloseIdleConnections)
-	client, err := kubernetes.NewForConfigAndClient(cfg, httpClient)
-	require.NoError(t, err)
+	client := newClient(t, cfg)
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
 	informerName := "metrics-test-" + cl.namespace // process-unique
 	factory := informer.NewFactory(client, informer.WithNamespace(cl.namespace), informer.WithLogger(logger),
 		informer.WithInformerName(informerName))
-	_, err = informer.For[*corev1.ConfigMap](factory)
-	require.NoError(t, err)
 	const leaseName = "ctrlkit-metrics-test"
 	mgr, err := manager.New(manager.Options{
 		Client: client, Factory: factory, Logger: logger,
@@ -48,20 +40,12 @@ func testClientGoMetrics(t *testing.T, env *testkit.Env) {
 		},
 	})
 	require.NoError(t, err)
+	// After New: an informer reports its store through the provider hooked
+	// when it was built, and the first New hooks it.
+	_, err = informer.For[*corev1.ConfigMap](factory)
+	require.NoError(t, err)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	stopped := false
-	stop := func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		cancel()
-		return <-done
-	}
-	t.Cleanup(func() { _ = stop() })
+	stop := manager.StartManager(t, context.Background(), mgr)
 	waitUntil(t, apiWait, mgr.Elector().IsLeader, "the Manager leads")
 	waitUntil(t, apiWait, func() bool {
 		code, _ := probe(mgr.ReadyzHandler())

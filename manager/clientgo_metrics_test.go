@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+
+	"github.com/ctrlkit/ctrlkit/internal/clientgometrics"
 )
 
 // sample returns the value of the series name{labels} in g: a counter's or
@@ -135,10 +139,22 @@ func TestManagerExportsLeaderElectionStatus(t *testing.T) {
 	assert.Equal(t, 0.0, v, "not the leader once stopped")
 }
 
-// A registry that has the client-go series already keeps them: registering
-// again is not an error.
-func TestRegisterClientGoMetricsTwice(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	require.NoError(t, registerClientGoMetrics(reg))
-	require.NoError(t, registerClientGoMetrics(reg))
+// Importing manager takes none of client-go's metric hooks; New takes them.
+// Checked in a process of its own, where nothing built a Manager (or a
+// testkit Env) before.
+func TestNewInstallsClientGoHooks(t *testing.T) {
+	if os.Getenv(freshProcessEnv) == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestNewInstallsClientGoHooks$", "-test.count=1")
+		cmd.Env = append(os.Environ(), freshProcessEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "the test in a fresh process:\n%s", out)
+		return
+	}
+	assert.False(t, clientgometrics.Hooked(), "client-go's hooks were taken before any Manager was built")
+	_, err := New(Options{Client: fake.NewClientset()})
+	require.NoError(t, err)
+	assert.True(t, clientgometrics.Hooked(), "New took client-go's hooks")
 }
+
+// freshProcessEnv marks the process TestNewInstallsClientGoHooks starts.
+const freshProcessEnv = "CTRLKIT_MANAGER_TEST_FRESH_PROCESS"

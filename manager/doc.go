@@ -76,11 +76,14 @@
 // informer_store_resource_version{name,group,version,resource} for the typed
 // informers of a factory with a name (informer.WithInformerName; the
 // factory a Manager builds is "ctrlkit-manager-<n>"). client-go reports them through
-// process-global hooks that take effect once, so this package hooks one set
-// of collectors in at init and every Manager's registry serves that same
-// set: the counts are the process's, not one Manager's. A package that took
-// the hooks first (component-base's restclient metrics, controller-runtime)
-// keeps them, and these series stay empty here.
+// process-global hooks that take effect once, so the first New of the
+// process hooks one set of collectors in (importing the package does
+// nothing) and every Manager's registry serves that same set: the counts
+// are the process's, not one Manager's. client-go reads its hooks without a
+// lock, so build the first Manager before clients of your own start making
+// requests; informers built before it report no store series. A package
+// that took the hooks first (component-base's restclient metrics,
+// controller-runtime) keeps them, and these series stay empty here.
 //
 // # Secure metrics
 //

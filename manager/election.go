@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/internal/clientgometrics"
 	"github.com/ctrlkit/ctrlkit/leaderelection"
 )
 
@@ -40,7 +41,7 @@ func restartable(r Runnable) bool {
 // onStartedLeading did), it contends again, so a leader cut off from the API
 // server for a moment leads again without a restart.
 func (m *Manager) campaign(ctx context.Context) error {
-	defer leaderElectionEnded(m.leaseName())
+	defer clientgometrics.LeaderElectionEnded(m.leaseName())
 	for {
 		err := m.elector.Run(ctx)
 		switch {
@@ -53,7 +54,7 @@ func (m *Manager) campaign(ctx context.Context) error {
 			return fmt.Errorf("%w; not contending again: Runnables %s need leader election and cannot run twice (manager.RestartableRunnable)",
 				err, strings.Join(once, ", "))
 		}
-		leaderElectionEnded(m.leaseName())
+		clientgometrics.LeaderElectionEnded(m.leaseName())
 		m.log().Info("Lost the lease: the controllers that need leader election stopped; contending for it again",
 			"lease", m.leaseName(), "identity", m.elector.Identity())
 	}
@@ -162,4 +163,11 @@ func (m *Manager) reportFatal(err error) {
 	default:
 		m.log().Error(err, "Another fatal error during shutdown")
 	}
+}
+
+// leaseName is the elector's lease as client-go names it in
+// leader_election_master_status: "<namespace>/<name>".
+func (m *Manager) leaseName() string {
+	cfg := m.elector.Config()
+	return cfg.Namespace + "/" + cfg.Name
 }

@@ -107,7 +107,7 @@ func TestEventReportingInstanceIsTheElectionIdentity(t *testing.T) {
 		Enabled: true, Namespace: "kube-system", Name: "ctrlkit-test", Identity: strings.Repeat("x", 200),
 	}})
 	require.NoError(t, err)
-	assert.Equal(t, strings.Repeat("x", maxReportingInstance), m.identity(), "cut to the API server's limit")
+	assert.Equal(t, strings.Repeat("x", 128), m.identity(), "cut to the API server's limit on reportingInstance")
 }
 
 // AnnotatedEventf writes the annotations; a repeated event becomes one Event

@@ -14,7 +14,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
@@ -44,13 +43,8 @@ func testLeaseAccess(t *testing.T, env *testkit.Env) {
 
 	cfg := rest.CopyConfig(env.Config())
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	httpClient, err := rest.HTTPClientFor(cfg)
-	require.NoError(t, err)
-	t.Cleanup(httpClient.CloseIdleConnections)
-	client, err := kubernetes.NewForConfigAndClient(cfg, httpClient)
-	require.NoError(t, err)
 	mgr, err := manager.New(manager.Options{
-		Client:          client,
+		Client:          newClient(t, cfg),
 		Logger:          ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2))),
 		HealthProbeAddr: "127.0.0.1:0",
 		LeaderElection: &leaderelection.Config{
@@ -59,18 +53,8 @@ func testLeaseAccess(t *testing.T, env *testkit.Env) {
 		},
 	})
 	require.NoError(t, err)
-	runCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(runCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err, "Start")
-		case <-time.After(apiWait):
-			t.Errorf("Start did not return within %v of cancel", apiWait)
-		}
-	})
+	stop := manager.StartManager(t, context.Background(), mgr)
+	t.Cleanup(func() { assert.NoError(t, stop(), "Start") })
 	waitUntil(t, apiWait, func() bool { return mgr.HealthProbeAddr() != "" }, "the probes are served")
 	probes := &http.Client{Timeout: 5 * time.Second}
 	t.Cleanup(probes.CloseIdleConnections)

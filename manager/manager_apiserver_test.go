@@ -212,6 +212,18 @@ func newCluster(t *testing.T, env *testkit.Env) *cluster {
 	return &cluster{env: env, client: env.Client(), namespace: ns.Name}
 }
 
+// newClient is a clientset of cfg with an HTTP client of its own, whose idle keep-alive
+// connections are closed when the test ends: they would otherwise live until the server stops.
+func newClient(t *testing.T, cfg *rest.Config) kubernetes.Interface {
+	t.Helper()
+	httpClient, err := rest.HTTPClientFor(cfg)
+	require.NoError(t, err)
+	t.Cleanup(httpClient.CloseIdleConnections)
+	client, err := kubernetes.NewForConfigAndClient(cfg, httpClient)
+	require.NoError(t, err)
+	return client
+}
+
 // replica is one Manager with its own clientset, a controller that needs leader election and
 // one that does not, both counting reconciles of the test namespace's ConfigMaps.
 type replica struct {
@@ -231,13 +243,7 @@ type replica struct {
 
 func newReplica(t *testing.T, cl *cluster, name string, release bool) *replica {
 	t.Helper()
-	cfg := cl.env.Config()
-	httpClient, err := rest.HTTPClientFor(cfg)
-	require.NoError(t, err)
-	// Idle keep-alive connections would otherwise live until the server stops.
-	t.Cleanup(httpClient.CloseIdleConnections)
-	client, err := kubernetes.NewForConfigAndClient(cfg, httpClient)
-	require.NoError(t, err)
+	client := newClient(t, cl.env.Config())
 
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2))).WithValues("replica", name)
 	factory := informer.NewFactory(client, informer.WithNamespace(cl.namespace), informer.WithLogger(logger))

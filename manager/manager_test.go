@@ -121,18 +121,19 @@ current-context: c
 func TestNewManagerRejectsBadOptions(t *testing.T) {
 	client := fake.NewClientset()
 	_, err := New(Options{Client: client, Config: &rest.Config{Host: "https://127.0.0.1:1"}})
-	assert.ErrorIs(t, err, controller.ErrInvalidOptions)
+	assert.ErrorIs(t, err, ErrInvalidOptions)
+	assert.NotErrorIs(t, err, controller.ErrInvalidOptions, "the Manager's options have an error of their own")
 	assert.ErrorContains(t, err, "manager.Options.Config")
 
 	_, err = New(Options{Client: client, CacheSyncTimeout: -1})
-	assert.ErrorIs(t, err, controller.ErrInvalidOptions)
+	assert.ErrorIs(t, err, ErrInvalidOptions)
 
 	_, err = New(Options{Client: client, Factory: informer.NewFactory(client), FactoryOptions: []informer.FactoryOption{informer.WithNamespace("a")}})
-	assert.ErrorIs(t, err, controller.ErrInvalidOptions)
+	assert.ErrorIs(t, err, ErrInvalidOptions)
 	assert.ErrorContains(t, err, "FactoryOptions")
 
 	_, err = New(Options{Client: client, Registerer: onlyRegisterer{prometheus.NewRegistry()}})
-	assert.ErrorIs(t, err, controller.ErrInvalidOptions)
+	assert.ErrorIs(t, err, ErrInvalidOptions)
 	assert.ErrorContains(t, err, "Gatherer")
 
 	reg := prometheus.NewRegistry()
@@ -162,9 +163,9 @@ func TestManagerAdd(t *testing.T) {
 	assert.ErrorIs(t, err, ErrDuplicateName)
 	assert.ErrorContains(t, err, `"a"`)
 	assert.ErrorIs(t, m.Add(mk("c", controller.Options[controller.Key]{}), mk("c", controller.Options[controller.Key]{})), ErrDuplicateName)
-	assert.ErrorIs(t, m.Add(nil), controller.ErrInvalidOptions)
+	assert.ErrorIs(t, m.Add(nil), ErrInvalidOptions)
 	err = m.Add(mk("gated", controller.Options[controller.Key]{Feature: "Fancy"}))
-	assert.ErrorIs(t, err, controller.ErrInvalidOptions)
+	assert.ErrorIs(t, err, ErrInvalidOptions)
 	assert.ErrorContains(t, err, "FeatureGate")
 
 	// Names are unique per Manager, not per process.

@@ -1,9 +1,7 @@
 package manager_test
 
 import (
-	"context"
 	"crypto/tls"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/ctrlkit/ctrlkit/manager"
+	"github.com/ctrlkit/ctrlkit/manager/internal/delegatedauth/delegatedauthtest"
 	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
@@ -71,13 +70,8 @@ func TestSecureMetricsAPIServer(t *testing.T) {
 			},
 		})
 		require.NoError(t, err)
-		mctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- mgr.Start(mctx) }()
-		t.Cleanup(func() {
-			cancel()
-			assert.NoError(t, <-done)
-		})
+		stop := manager.StartManager(t, ctx, mgr)
+		t.Cleanup(func() { assert.NoError(t, stop()) })
 		require.Eventually(t, func() bool { return mgr.MetricsAddr() != "" }, apiWait, 10*time.Millisecond)
 		return "https://" + mgr.MetricsAddr() + "/metrics"
 	}
@@ -86,15 +80,7 @@ func TestSecureMetricsAPIServer(t *testing.T) {
 	hc := &http.Client{Transport: transport, Timeout: apiWait}
 	get := func(url, token string) int {
 		t.Helper()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		require.NoError(t, err)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := hc.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		_, _ = io.Copy(io.Discard, resp.Body)
+		resp, _ := delegatedauthtest.Get(t, hc, url, token)
 		return resp.StatusCode
 	}
 	url := start(clientAs(managerToken))

@@ -1,20 +1,17 @@
 package manager
 
 import (
-	"context"
-	"crypto/tls"
 	"fmt"
-	"log"
+	"maps"
 	"net/http"
-	"net/http/pprof"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/certwatcher"
+	"github.com/ctrlkit/ctrlkit/manager/internal/serving"
 )
 
 // MetricsServingOptions configure the server of Options.MetricsAddr. The zero value serves
@@ -57,11 +54,19 @@ type MetricsServingOptions struct {
 	// EnableProfiling serves net/http/pprof's /debug/pprof/ on the metrics server, behind the
 	// same authentication and authorization as /metrics when SecureServing (a scraper then
 	// needs get on /debug/pprof/* as well). The server's write timeout is then long enough for
-	// /debug/pprof/profile's default 30 s (profiles up to just under profilingWriteTimeout).
+	// /debug/pprof/profile's default 30 s (profiles up to just under 2 minutes).
 	// false means not served (kube-controller-manager's --profiling defaults to true; a
 	// library opts in).
 	EnableProfiling bool
 }
+
+// Defaults of MetricsServingOptions' cache TTLs: controller-runtime's authorizer defaults for
+// denials, and its authenticator's for allowed requests (a revoked token or a removed
+// permission keeps working at most this long).
+const (
+	DefaultAllowCacheTTL = time.Minute
+	DefaultDenyCacheTTL  = 30 * time.Second
+)
 
 // validate checks o and fills its defaults.
 func (o *MetricsServingOptions) validate(metricsAddr, healthAddr string) (field, reason string) {
@@ -90,119 +95,70 @@ func (o *MetricsServingOptions) validate(metricsAddr, healthAddr string) (field,
 	return "", ""
 }
 
-// serverTimeouts bound what one client can hold of a server: every server the Manager starts
-// has all of them, so a slow or hostile client is cut off instead of holding a goroutine and
-// its buffers forever.
-type serverTimeouts struct {
-	readHeader     time.Duration // headers (and a TLS handshake) must arrive within this
-	read           time.Duration // the whole request
-	write          time.Duration // from the end of the headers to the end of the response
-	idle           time.Duration // a kept-alive connection between requests
-	maxHeaderBytes int
-}
-
-var defaultServerTimeouts = serverTimeouts{
-	readHeader: 10 * time.Second,
-	read:       30 * time.Second,
-	write:      30 * time.Second,
-	// Longer than a Prometheus scrape interval, so a scraper's connection is reused.
-	idle: 2 * time.Minute,
-	// Far above a service-account token (about 1 KiB), far below Go's 1 MiB default.
-	maxHeaderBytes: 64 << 10,
-}
-
-// profilingWriteTimeout replaces the write timeout of a server with pprof: pprof refuses a
-// profile whose duration reaches the write timeout.
-const profilingWriteTimeout = 2 * time.Minute
-
-func (t serverTimeouts) apply(s *http.Server) {
-	s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout = t.readHeader, t.read, t.write, t.idle
-	s.MaxHeaderBytes = t.maxHeaderBytes
-}
-
 // metricsPaths are the handlers of the metrics server: /metrics and, with EnableProfiling,
 // /debug/pprof/, each behind the API server's authentication and authorization when
 // SecureServing.
 func (m *Manager) metricsPaths() map[string]http.Handler {
 	paths := map[string]http.Handler{"/metrics": m.MetricsHandler()}
 	if m.serving.EnableProfiling {
-		// pprof.Index serves the named profiles (heap, goroutine, ...) under the prefix.
-		paths["/debug/pprof/"] = http.HandlerFunc(pprof.Index)
-		paths["/debug/pprof/cmdline"] = http.HandlerFunc(pprof.Cmdline)
-		paths["/debug/pprof/profile"] = http.HandlerFunc(pprof.Profile)
-		paths["/debug/pprof/symbol"] = http.HandlerFunc(pprof.Symbol)
-		paths["/debug/pprof/trace"] = http.HandlerFunc(pprof.Trace)
+		maps.Copy(paths, serving.Pprof())
 	}
 	if m.auth != nil {
 		for p, h := range paths {
-			paths[p] = m.auth.wrap(h)
+			paths[p] = m.auth.Wrap(h)
 		}
 	}
 	return paths
 }
 
-// metricsTLS is the TLS configuration of the secure metrics server, and the certificate
-// watcher to run next to it (nil for a self-signed certificate).
-func (m *Manager) metricsTLS(logger klog.Logger) (*tls.Config, *certwatcher.CertWatcher, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if dir := m.serving.CertDir; dir != "" {
-		w, err := certwatcher.New(certwatcher.Options{
-			CertFile: filepath.Join(dir, m.serving.CertName),
-			KeyFile:  filepath.Join(dir, m.serving.KeyName),
-			Clock:    m.certClock,
-		})
-		if err != nil {
-			return nil, nil, fmt.Errorf("manager: metrics serving certificate: %w", err)
-		}
-		cfg.GetCertificate = w.GetCertificate
-		return cfg, w, nil
+// listen starts the HTTP servers the options ask for: the probes on
+// HealthProbeAddr, the metrics (and pprof) on MetricsAddr, one server when
+// the two are equal.
+func (m *Manager) listen(logger klog.Logger) (*serving.Servers, error) {
+	metrics := serving.Site{Name: "metrics", Addr: m.metricsAddr, Paths: m.metricsPaths(), Profiling: m.serving.EnableProfiling}
+	if m.serving.SecureServing { // validate kept the probes apart
+		metrics.TLS = &serving.TLS{CertDir: m.serving.CertDir, CertName: m.serving.CertName, KeyName: m.serving.KeyName, Clock: m.certClock}
 	}
-	hosts := append([]string(nil), certwatcher.DefaultHosts...)
-	if h, err := os.Hostname(); err == nil && h != "" && h != "localhost" {
-		hosts = append(hosts, h)
-	}
-	b, err := certwatcher.SelfSigned(certwatcher.SelfSignedOptions{Hosts: hosts})
+	health := serving.Site{Name: "health", Addr: m.healthAddr,
+		Paths: map[string]http.Handler{"/healthz": m.HealthzHandler(), "/readyz": m.ReadyzHandler()}}
+	servers, err := serving.Start(logger, m.timeouts, health, metrics)
 	if err != nil {
-		return nil, nil, fmt.Errorf("manager: self-signed metrics certificate: %w", err)
+		return nil, fmt.Errorf("manager: %w", err)
 	}
-	logger.Info("Serving metrics with a self-signed certificate (MetricsServingOptions.CertDir is empty): scrapers must skip verification", "hosts", hosts)
-	cfg.Certificates = []tls.Certificate{b.Certificate}
-	return cfg, nil, nil
+	m.mu.Lock()
+	m.servers = servers
+	m.mu.Unlock()
+	return servers, nil
 }
 
-// runWatcher runs w until the returned stop is called; stop waits for it.
-func runWatcher(ctx context.Context, w *certwatcher.CertWatcher) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = w.Start(ctx) // a fresh watcher: ErrAlreadyStarted cannot happen
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
+// HealthProbeAddr returns the address /healthz and /readyz are served on
+// once Start has listened ("" before, or when not served): with
+// HealthProbeAddr "127.0.0.1:0" it names the port picked.
+func (m *Manager) HealthProbeAddr() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.servers.Addr("health")
 }
 
-// http1Only is the protocol set of the secure metrics server: HTTP/2's stream multiplexing
-// is what the 2023 rapid-reset attacks abused, and a scraper gains nothing from it
-// (kubebuilder's scaffolding disables it on metrics servers for the same reason).
-func http1Only() *http.Protocols {
-	p := new(http.Protocols)
-	p.SetHTTP1(true)
-	return p
+// MetricsAddr returns the address /metrics is served on once Start has
+// listened ("" before, or when not served).
+func (m *Manager) MetricsAddr() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.servers.Addr("metrics")
 }
 
-// httpErrorLog routes net/http's own complaints (TLS handshake errors, bad requests it
-// rejects before a handler runs) to the Manager's logger at V(4) instead of the process's
-// stderr: a port scanner must not fill the log.
-func httpErrorLog(logger klog.Logger) *log.Logger {
-	return log.New(errorLogWriter{logger.V(4)}, "", 0)
+// MetricsHandler serves the Manager's Gatherer in the Prometheus text
+// format.
+func (m *Manager) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(m.gatherer, promhttp.HandlerOpts{})
 }
 
-type errorLogWriter struct{ logger klog.Logger }
-
-func (w errorLogWriter) Write(p []byte) (int, error) {
-	w.logger.Info("HTTP server", "error", strings.TrimSpace(string(p)))
-	return len(p), nil
+// Handler serves /healthz, /readyz and /metrics on one mux.
+func (m *Manager) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/healthz", m.HealthzHandler())
+	mux.Handle("/readyz", m.ReadyzHandler())
+	mux.Handle("/metrics", m.MetricsHandler())
+	return mux
 }

@@ -19,24 +19,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ctrlkit/ctrlkit/certwatcher"
-	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/manager/internal/delegatedauth/delegatedauthtest"
+	"github.com/ctrlkit/ctrlkit/manager/internal/serving"
 )
-
-// httpsGet GETs url with an optional bearer token through client.
-func httpsGet(t *testing.T, client *http.Client, url, token string) (*http.Response, string) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	require.NoError(t, err)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp, string(body)
-}
 
 func tlsClient(t *testing.T, cfg *tls.Config) *http.Client {
 	tr := &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}
@@ -47,7 +32,7 @@ func tlsClient(t *testing.T, cfg *tls.Config) *http.Client {
 // Secure metrics with a self-signed certificate: /metrics and pprof need a token allowed for
 // their path, the probes on their own address stay open, plain HTTP and HTTP/2 are refused.
 func TestSecureMetricsServing(t *testing.T) {
-	client, rev := newFakeReviewer()
+	client, rev := delegatedauthtest.NewReviewer()
 	m, err := New(Options{Client: client, HealthProbeAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0",
 		MetricsServing: MetricsServingOptions{SecureServing: true, EnableProfiling: true}})
 	require.NoError(t, err)
@@ -58,37 +43,37 @@ func TestSecureMetricsServing(t *testing.T) {
 	base := "https://" + m.MetricsAddr()
 	c := tlsClient(t, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // self-signed on purpose
 
-	resp, body := httpsGet(t, c, base+"/metrics", "")
+	resp, body := delegatedauthtest.Get(t, c, base+"/metrics", "")
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, body)
 	assert.Equal(t, "HTTP/1.1", resp.Proto, "no HTTP/2 on the metrics server")
-	resp, body = httpsGet(t, c, base+"/metrics", "nobody-token")
+	resp, body = delegatedauthtest.Get(t, c, base+"/metrics", "nobody-token")
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode, body)
-	resp, body = httpsGet(t, c, base+"/metrics", "scraper-token")
+	resp, body = delegatedauthtest.Get(t, c, base+"/metrics", "scraper-token")
 	assert.Equal(t, http.StatusOK, resp.StatusCode, body)
 	assert.Contains(t, body, "go_goroutines")
 	leaf := resp.TLS.PeerCertificates[0]
 	assert.Contains(t, leaf.DNSNames, "localhost", "self-signed for localhost")
 
 	// pprof, behind its own paths' permissions.
-	resp, _ = httpsGet(t, c, base+"/debug/pprof/cmdline", "scraper-token")
+	resp, _ = delegatedauthtest.Get(t, c, base+"/debug/pprof/cmdline", "scraper-token")
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "a scraper of /metrics may not profile")
-	resp, body = httpsGet(t, c, base+"/debug/pprof/goroutine?debug=1", "admin-token")
+	resp, body = delegatedauthtest.Get(t, c, base+"/debug/pprof/goroutine?debug=1", "admin-token")
 	assert.Equal(t, http.StatusOK, resp.StatusCode, body)
 	assert.Contains(t, body, "goroutine profile:")
-	resp, _ = httpsGet(t, c, base+"/debug/pprof/cmdline", "admin-token")
+	resp, _ = delegatedauthtest.Get(t, c, base+"/debug/pprof/cmdline", "admin-token")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 
 	// Unknown paths are 404 without asking the API server.
-	calls := rev.calls()
-	resp, _ = httpsGet(t, c, base+"/nope", "")
+	calls := rev.Calls()
+	resp, _ = delegatedauthtest.Get(t, c, base+"/nope", "")
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
-	assert.Equal(t, calls, rev.calls())
+	assert.Equal(t, calls, rev.Calls())
 
 	// The probes are open, on plain HTTP.
-	resp, body = httpsGet(t, &http.Client{Timeout: 10 * time.Second}, "http://"+m.HealthProbeAddr()+"/healthz", "")
+	resp, body = delegatedauthtest.Get(t, &http.Client{Timeout: 10 * time.Second}, "http://"+m.HealthProbeAddr()+"/healthz", "")
 	assert.Equal(t, http.StatusOK, resp.StatusCode, body)
 	// Plain HTTP to the TLS port is refused by net/http itself.
-	resp, _ = httpsGet(t, &http.Client{Timeout: 10 * time.Second}, "http://"+m.MetricsAddr()+"/metrics", "")
+	resp, _ = delegatedauthtest.Get(t, &http.Client{Timeout: 10 * time.Second}, "http://"+m.MetricsAddr()+"/metrics", "")
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 
 	var said bool
@@ -106,7 +91,7 @@ func TestSecureMetricsCertDir(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "cert.pem"), b.CertPEM, 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "key.pem"), b.KeyPEM, 0o600))
-	client, _ := newFakeReviewer()
+	client, _ := delegatedauthtest.NewReviewer()
 	m, err := New(Options{Client: client, MetricsAddr: "127.0.0.1:0",
 		MetricsServing: MetricsServingOptions{SecureServing: true, CertDir: dir, CertName: "cert.pem", KeyName: "key.pem"}})
 	require.NoError(t, err)
@@ -114,7 +99,7 @@ func TestSecureMetricsCertDir(t *testing.T) {
 	stop := startManager(t, ctx, m)
 	require.Eventually(t, func() bool { return m.MetricsAddr() != "" }, 10*time.Second, time.Millisecond)
 	c := tlsClient(t, &tls.Config{RootCAs: b.CertPool(), ServerName: "metrics.test", MinVersion: tls.VersionTLS12})
-	resp, body := httpsGet(t, c, "https://"+m.MetricsAddr()+"/metrics", "scraper-token")
+	resp, body := delegatedauthtest.Get(t, c, "https://"+m.MetricsAddr()+"/metrics", "scraper-token")
 	assert.Equal(t, http.StatusOK, resp.StatusCode, body)
 	require.NoError(t, stop())
 
@@ -135,7 +120,7 @@ func TestSecureMetricsCertRotation(t *testing.T) {
 	second, err := certwatcher.SelfSigned(certwatcher.SelfSignedOptions{})
 	require.NoError(t, err)
 	require.NoError(t, first.WriteFiles(dir))
-	client, _ := newFakeReviewer()
+	client, _ := delegatedauthtest.NewReviewer()
 	m, err := New(Options{Client: client, MetricsAddr: "127.0.0.1:0",
 		MetricsServing: MetricsServingOptions{SecureServing: true, CertDir: dir}})
 	require.NoError(t, err)
@@ -153,7 +138,7 @@ func TestSecureMetricsCertRotation(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	served := func() string {
-		resp, body := httpsGet(t, c, "https://"+m.MetricsAddr()+"/metrics", "scraper-token")
+		resp, body := delegatedauthtest.Get(t, c, "https://"+m.MetricsAddr()+"/metrics", "scraper-token")
 		require.Equal(t, http.StatusOK, resp.StatusCode, body)
 		return resp.TLS.PeerCertificates[0].SerialNumber.String()
 	}
@@ -175,10 +160,10 @@ func TestMetricsServingOptionsValidation(t *testing.T) {
 	} {
 		opts.Client = client
 		_, err := New(opts)
-		var oe *controller.OptionsError
+		var oe *OptionsError
 		require.ErrorAs(t, err, &oe, field)
 		assert.Equal(t, "manager.Options."+field, oe.Field)
-		assert.ErrorIs(t, err, controller.ErrInvalidOptions)
+		assert.ErrorIs(t, err, ErrInvalidOptions)
 	}
 	m, err := New(Options{Client: client, MetricsAddr: "127.0.0.1:0", HealthProbeAddr: "127.0.0.1:0",
 		MetricsServing: MetricsServingOptions{SecureServing: true}})
@@ -192,15 +177,15 @@ func TestMetricsServingOptionsValidation(t *testing.T) {
 // one serving the probes and pprof, a TLS one with authentication): each gets a 4xx or is cut
 // off by a timeout, nothing panics, and no header is read past MaxHeaderBytes.
 func TestServersRejectMalformedAndSlowRequests(t *testing.T) {
-	client, rev := newFakeReviewer()
+	client, rev := delegatedauthtest.NewReviewer()
 	plain, err := New(Options{Client: client, HealthProbeAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0",
 		MetricsServing: MetricsServingOptions{EnableProfiling: true}})
 	require.NoError(t, err)
 	secure, err := New(Options{Client: client, MetricsAddr: "127.0.0.1:0",
 		MetricsServing: MetricsServingOptions{SecureServing: true, EnableProfiling: true}})
 	require.NoError(t, err)
-	short := defaultServerTimeouts
-	short.readHeader, short.read, short.idle = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
+	short := serving.DefaultTimeouts
+	short.ReadHeader, short.Read, short.Idle = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
 	plain.timeouts, secure.timeouts = short, short
 	ctx, _ := testLogger(t)
 	for _, m := range []*Manager{plain, secure} {
@@ -249,13 +234,13 @@ func TestServersRejectMalformedAndSlowRequests(t *testing.T) {
 	huge := "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 4<<20) + "\r\n\r\n"
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
-			calls := rev.calls()
+			calls := rev.Calls()
 			assert.Equal(t, http.StatusNotFound, status(t, tg, "GET /no/such/path HTTP/1.1\r\nHost: x\r\n\r\n"))
 			assert.Equal(t, http.StatusBadRequest, status(t, tg, "GARBAGE\r\n\r\n"))
 			assert.Equal(t, http.StatusBadRequest, status(t, tg, "GET /%zz HTTP/1.1\r\nHost: x\r\n\r\n"))
 			assert.Equal(t, http.StatusBadRequest, status(t, tg, "GET /metrics HTTP/1.1\r\n\r\n"), "no Host")
 			assert.Equal(t, http.StatusRequestHeaderFieldsTooLarge, status(t, tg, huge), "a 4 MiB header")
-			assert.Equal(t, calls, rev.calls(), "nothing reached the API server")
+			assert.Equal(t, calls, rev.Calls(), "nothing reached the API server")
 
 			// A slow client trickling header lines is cut off by ReadHeaderTimeout: the
 			// server closes the connection although the client keeps sending.
@@ -292,9 +277,9 @@ func TestServersRejectMalformedAndSlowRequests(t *testing.T) {
 		})
 	}
 	// The servers still serve after all that.
-	resp, _ := httpsGet(t, &http.Client{Timeout: 10 * time.Second}, "http://"+plain.HealthProbeAddr()+"/healthz", "")
+	resp, _ := delegatedauthtest.Get(t, &http.Client{Timeout: 10 * time.Second}, "http://"+plain.HealthProbeAddr()+"/healthz", "")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
-	resp, _ = httpsGet(t, tlsClient(t, &tls.Config{InsecureSkipVerify: true}), "https://"+secure.MetricsAddr()+"/metrics", "scraper-token") //nolint:gosec
+	resp, _ = delegatedauthtest.Get(t, tlsClient(t, &tls.Config{InsecureSkipVerify: true}), "https://"+secure.MetricsAddr()+"/metrics", "scraper-token") //nolint:gosec
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 }
 

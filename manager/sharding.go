@@ -101,7 +101,7 @@ const shardGroupPrefix = "shard-"
 // member's informer factory: nothing contacts the API server yet.
 func (m *Manager) newShardState(opts ShardingOptions, restCfg *rest.Config) (*shardState, error) {
 	bad := func(field, reason string) (*shardState, error) {
-		return nil, &controller.OptionsError{Field: "manager.Options.Sharding." + field, Reason: reason}
+		return nil, &OptionsError{Field: "manager.Options.Sharding." + field, Reason: reason}
 	}
 	cfg := opts.Config.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -191,7 +191,7 @@ var ErrNotSharded = errors.New("manager has no sharding options")
 // must be unique, as with Add.
 func AddSharded[K sharding.Key, T informer.Object](m *Manager, c ShardedController[K], owners informer.Informer[T], children ...sharding.Source) error {
 	field := func(reason string) error {
-		return &controller.OptionsError{Field: "manager.AddSharded", Reason: reason}
+		return &OptionsError{Field: "manager.AddSharded", Reason: reason}
 	}
 	if m == nil {
 		return field("nil Manager")
@@ -224,7 +224,7 @@ func AddSharded[K sharding.Key, T informer.Object](m *Manager, c ShardedControll
 		return fmt.Errorf("manager: %w %q", ErrDuplicateName, name)
 	}
 	if f := featureOf(c); f != "" && m.gate == nil {
-		return &controller.OptionsError{Controller: name, Field: "Feature",
+		return &OptionsError{Runnable: name, Field: "Feature",
 			Reason: fmt.Sprintf("%q is set but manager.Options.FeatureGate is nil", f)}
 	}
 	m.names[name] = struct{}{}

@@ -64,7 +64,7 @@ func TestShardingOptionsRefusedByNew(t *testing.T) {
 	bad = shardingOptions("web", "m-0")
 	bad.Metadata = nil
 	_, err = manager.New(manager.Options{Client: client, Sharding: bad})
-	var oe *controller.OptionsError
+	var oe *manager.OptionsError
 	require.ErrorAs(t, err, &oe)
 	assert.Equal(t, "manager.Options.Sharding.Metadata", oe.Field)
 	assert.Contains(t, oe.Reason, "Client and no Config")
@@ -108,7 +108,7 @@ func TestAddShardedRefusesMistakes(t *testing.T) {
 	pods, err := informer.For[*corev1.Pod](mgr.ShardFactory())
 	require.NoError(t, err)
 
-	var oe *controller.OptionsError
+	var oe *manager.OptionsError
 	err = manager.AddSharded(mgr, c, secrets)
 	require.ErrorAs(t, err, &oe)
 	assert.Contains(t, oe.Reason, "the ring \"web\" shards configmaps")

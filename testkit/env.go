@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/clientgometrics"
 	"github.com/ctrlkit/ctrlkit/testkit/internal/kubeserver"
 )
 
@@ -48,6 +49,11 @@ type Env struct {
 // newEnv fills the parts every Env shares: the test context (carrying a ktesting logger, so
 // contextual log output lands in the test's log) and the informer factory on client.
 func newEnv(t testing.TB, client kubernetes.Interface, dyn dynamic.Interface) *Env {
+	// A Manager's first New installs client-go's metric hooks, which client-go reads without a
+	// lock: a test running a binary in a goroutine next to requests of its own would race with
+	// it. Installed here first, before any of the Env's requests, as a main builds its Manager
+	// before anything else.
+	clientgometrics.Install()
 	logger := ktesting.NewLogger(t, ktesting.DefaultConfig)
 	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), logger))
 	e := &Env{t: t, ctx: ctx, cancel: cancel, client: client, dynamic: dyn}

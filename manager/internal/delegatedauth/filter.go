@@ -1,4 +1,4 @@
-package manager
+package delegatedauth
 
 import (
 	"context"
@@ -18,28 +18,28 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Defaults of MetricsServingOptions' cache TTLs: controller-runtime's authorizer defaults for
-// denials, and its authenticator's for allowed requests (a revoked token or a removed
-// permission keeps working at most this long).
-const (
-	DefaultAllowCacheTTL = time.Minute
-	DefaultDenyCacheTTL  = 30 * time.Second
-)
+// reviewTimeout bounds each TokenReview and SubjectAccessReview.
+const reviewTimeout = 10 * time.Second
 
-const (
-	// maxCachedDecisions bounds the decision cache, so that a client spraying random tokens
-	// costs API calls, not memory.
-	maxCachedDecisions = 4096
-	// reviewTimeout bounds each TokenReview and SubjectAccessReview.
-	reviewTimeout = 10 * time.Second
-)
+// Options configure a Filter.
+type Options struct {
+	// AllowTTL is how long an allowed decision is reused without asking the
+	// API server again (a revoked token or a removed permission keeps
+	// working at most this long).
+	AllowTTL time.Duration
+	// DenyTTL is how long a 401 or 403 is reused.
+	DenyTTL time.Duration
+	// Clock times the cached decisions. nil means the real clock.
+	Clock clock.PassiveClock
+	// Log returns the logger of the errors the API server answers with
+	// (the client gets a bare 500). nil means klog.Background.
+	Log func() klog.Logger
+}
 
-// apiAuth authenticates a request's bearer token with a TokenReview and authorizes its user
-// to use the request's path with a SubjectAccessReview for that non-resource URL (the verb is
-// the lower-cased method, as the API server names non-resource verbs), the way kube-apiserver
-// delegates both for its own components' endpoints. Decisions are cached per token, verb and
-// path; errors are not.
-type apiAuth struct {
+// Filter authenticates a request's bearer token with a TokenReview and
+// authorizes its user to use the request's path with a SubjectAccessReview
+// for that non-resource URL. Its methods may be called concurrently.
+type Filter struct {
 	client   kubernetes.Interface
 	clock    clock.PassiveClock
 	allowTTL time.Duration
@@ -50,29 +50,33 @@ type apiAuth struct {
 	entries map[string]cachedDecision
 }
 
+// New returns a Filter whose reviews client makes.
+func New(client kubernetes.Interface, opts Options) *Filter {
+	f := &Filter{client: client, clock: opts.Clock, allowTTL: opts.AllowTTL, denyTTL: opts.DenyTTL, log: opts.Log,
+		entries: map[string]cachedDecision{}}
+	if f.clock == nil {
+		f.clock = clock.RealClock{}
+	}
+	if f.log == nil {
+		f.log = klog.Background
+	}
+	return f
+}
+
 // decision is what a request gets: 0 lets it through, else the status and its text.
 type decision struct {
 	status int
 	reason string
 }
 
-type cachedDecision struct {
-	decision
-	expires time.Time
-}
-
-func newAPIAuth(client kubernetes.Interface, clk clock.PassiveClock, allowTTL, denyTTL time.Duration, log func() klog.Logger) *apiAuth {
-	return &apiAuth{client: client, clock: clk, allowTTL: allowTTL, denyTTL: denyTTL, log: log,
-		entries: map[string]cachedDecision{}}
-}
-
-// wrap serves h to requests that are authenticated and authorized: 401 without a valid
-// bearer token, 403 without the permission, 500 when the API server could not tell.
-func (a *apiAuth) wrap(h http.Handler) http.Handler {
+// Wrap serves h to requests that are authenticated and authorized: 401
+// without a valid bearer token, 403 without the permission, 500 when the
+// API server could not tell.
+func (f *Filter) Wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d, err := a.decide(r)
+		d, err := f.decide(r)
 		if err != nil {
-			a.log().Error(err, "Cannot authenticate or authorize a request", "path", r.URL.Path, "remote", r.RemoteAddr)
+			f.log().Error(err, "Cannot authenticate or authorize a request", "path", r.URL.Path, "remote", r.RemoteAddr)
 			http.Error(w, "Internal Server Error: authentication or authorization failed", http.StatusInternalServerError)
 			return
 		}
@@ -89,7 +93,7 @@ func (a *apiAuth) wrap(h http.Handler) http.Handler {
 
 var unauthorized = decision{http.StatusUnauthorized, "Unauthorized"}
 
-func (a *apiAuth) decide(r *http.Request) (decision, error) {
+func (f *Filter) decide(r *http.Request) (decision, error) {
 	token, ok := bearerToken(r)
 	if !ok {
 		return unauthorized, nil
@@ -97,26 +101,26 @@ func (a *apiAuth) decide(r *http.Request) (decision, error) {
 	verb, path := strings.ToLower(r.Method), r.URL.Path
 	sum := sha256.Sum256([]byte(token)) // the cache keeps no token
 	key := string(sum[:]) + "\x00" + verb + "\x00" + path
-	if d, ok := a.cached(key); ok {
+	if d, ok := f.cached(key); ok {
 		return d, nil
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), reviewTimeout)
 	defer cancel()
-	d, err := a.review(ctx, token, verb, path)
+	d, err := f.review(ctx, token, verb, path)
 	if err != nil {
 		return decision{}, err
 	}
-	ttl := a.denyTTL
+	ttl := f.denyTTL
 	if d.status == 0 {
-		ttl = a.allowTTL
+		ttl = f.allowTTL
 	}
-	a.store(key, d, ttl)
+	f.store(key, d, ttl)
 	return d, nil
 }
 
 // review asks the API server: who holds token, and may they verb path?
-func (a *apiAuth) review(ctx context.Context, token, verb, path string) (decision, error) {
-	tr, err := a.client.AuthenticationV1().TokenReviews().Create(ctx,
+func (f *Filter) review(ctx context.Context, token, verb, path string) (decision, error) {
+	tr, err := f.client.AuthenticationV1().TokenReviews().Create(ctx,
 		&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
 	if err != nil {
 		return decision{}, fmt.Errorf("token review: %w%s", err, delegationHint(err, "tokenreviews"))
@@ -129,7 +133,7 @@ func (a *apiAuth) review(ctx context.Context, token, verb, path string) (decisio
 	for k, v := range user.Extra {
 		extra[k] = authorizationv1.ExtraValue(v)
 	}
-	sar, err := a.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+	sar, err := f.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 		Spec: authorizationv1.SubjectAccessReviewSpec{
 			User:                  user.Username,
 			UID:                   user.UID,
@@ -170,40 +174,4 @@ func bearerToken(r *http.Request) (string, bool) {
 		return "", false
 	}
 	return token, true
-}
-
-func (a *apiAuth) cached(key string) (decision, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	e, ok := a.entries[key]
-	if !ok {
-		return decision{}, false
-	}
-	if !a.clock.Now().Before(e.expires) {
-		delete(a.entries, key)
-		return decision{}, false
-	}
-	return e.decision, true
-}
-
-func (a *apiAuth) store(key string, d decision, ttl time.Duration) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	now := a.clock.Now()
-	if len(a.entries) >= maxCachedDecisions {
-		for k, e := range a.entries {
-			if !now.Before(e.expires) {
-				delete(a.entries, k)
-			}
-		}
-		// Still full of live entries: drop one at random (map order), which bounds memory
-		// and costs at most one extra review later.
-		for k := range a.entries {
-			if len(a.entries) < maxCachedDecisions {
-				break
-			}
-			delete(a.entries, k)
-		}
-	}
-	a.entries[key] = cachedDecision{decision: d, expires: now.Add(ttl)}
 }

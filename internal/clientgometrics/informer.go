@@ -1,20 +1,15 @@
-package manager
+package clientgometrics
 
 import (
-	"fmt"
 	"sync"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/tools/cache"
 )
 
-// client-go's informers report their queue and store through one more
-// process-global hook, cache.SetInformerMetricsProvider, hooked at this
-// package's init with the others (see clientgo_metrics.go). client-go asks
-// the provider only for informers of a factory given a process-unique name
-// (informer.WithInformerName); the factory a Manager builds gets one of its
-// own (managerInformerName).
+// client-go asks the informer metrics provider only for the informers of a
+// factory given a process-unique name (informer.WithInformerName); the
+// factory a Manager builds gets one of its own.
 
 // informerLatencyBuckets are kube's (component-base's clientgo/fifo) for
 // informer_processing_latency_seconds.
@@ -23,8 +18,8 @@ var informerLatencyBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2
 // informerLabels identify an informer: its factory's name and its resource.
 var informerLabels = []string{"name", "group", "version", "resource"}
 
-// informerSeries is what New registers into each Manager's registry: the
-// three series kube-controller-manager exports, with kube's names, labels
+// informerSeries is client-go's informer metrics provider and the collector
+// of the three series kube-controller-manager exports, with kube's names, labels
 // and help.
 var informerSeries = &informerCollector{
 	queued: prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -153,14 +148,4 @@ func (r reservedObserver) Observe(v float64) {
 	if r.id.Reserved() {
 		r.o.Observe(v)
 	}
-}
-
-// managerSeq numbers the factories Managers build, for their names.
-var managerSeq atomic.Int64
-
-// managerInformerName is the informer name of the next factory a Manager
-// builds: "ctrlkit-manager-1" for the first of the process, so a binary
-// with one Manager always exports the same name.
-func managerInformerName() string {
-	return fmt.Sprintf("ctrlkit-manager-%d", managerSeq.Add(1))
 }

@@ -1,0 +1,151 @@
+package manager
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/featuregate"
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/leaderelection"
+)
+
+// Options configure a Manager. Only Client is required.
+type Options struct {
+	// Client is the clientset of the informer factory (unless Factory is
+	// set), the Lease and the events. nil means one built from Config.
+	Client kubernetes.Interface
+	// Config is the API server to talk to when Client is nil. nil means
+	// GetConfig's: $KUBECONFIG, ~/.kube/config, then in-cluster, as kubectl
+	// finds it. Tests pass Client (testkit's), so they never reach a
+	// cluster by accident.
+	Config *rest.Config
+
+	// Factory is the informer factory the Manager owns: it starts it, waits
+	// for its caches for /readyz, and shuts it down after the controllers
+	// stopped. nil means the Manager builds one on Client with
+	// FactoryOptions, recording events about undecodable custom resources
+	// through the Manager (informer.WithEventRecorder) and reporting
+	// client-go's informer metrics under the name "ctrlkit-manager-<n>",
+	// n counting the Managers of the process from 1
+	// (informer.WithInformerName). A Factory of your own reports them only
+	// with a name of its own, and its informers report their store only
+	// when taken after the process's first New (which hooks client-go's
+	// metrics in).
+	Factory *informer.Factory
+
+	// FactoryOptions configure the factory the Manager builds when Factory
+	// is nil (for example informer.WithDynamicClient for custom resources,
+	// informer.WithNamespace, informer.WithInformerName to replace the
+	// default name, "" for none). Setting both is an error.
+	FactoryOptions []informer.FactoryOption
+
+	// LeaderElection, when non-nil with Enabled true (the --leader-elect
+	// flag), makes the Manager contend for a Lease: Runnables that need
+	// leader election run only while this process leads, everything else
+	// (other Runnables, the informer caches) runs on every replica so
+	// standbys are warm. Set ReleaseOnCancel to hand the Lease over at once
+	// on shutdown; the Manager releases it only after every controller
+	// stopped. /readyz gets a check "leaderelection" that fails while this
+	// replica cannot read or write the Lease (leaderelection's
+	// Elector.ReadyCheck: a standby that reads it is ready). nil or Enabled
+	// false means no election: everything runs.
+	LeaderElection *leaderelection.Config
+
+	// ExitOnLeaseLoss makes a lost Lease fatal, as in kube-controller-manager
+	// and controller-runtime: Start stops everything and returns an error
+	// matching leaderelection.ErrLeaseLost, and the caller exits. By default
+	// (false) a lost Lease stops only the Runnables that need leader
+	// election, waits for them (up to GracefulShutdownTimeout and at most
+	// LeaseDuration - RenewDeadline; past it the loss is fatal after all) and
+	// contends for the Lease again, Running them anew when it wins; webhooks,
+	// probes, metrics, informers and the Runnables that need no election keep
+	// serving throughout. A controller.Controller runs again as a fresh term;
+	// a Runnable of your own that needs leader election is run again only if
+	// it is a RestartableRunnable, else the loss is fatal.
+	ExitOnLeaseLoss bool
+
+	// Sharding, when non-nil, makes this replica a member of a ring
+	// (package sharding): the replicas of the binary split the objects of
+	// the controllers added with AddSharded, and their caches, instead of
+	// one replica doing all the work. New validates it (the ring's name,
+	// identity and durations) and builds the member, the sharder and
+	// ShardFactory; Start first asks the API server whether the ring has
+	// every permission it needs (sharding.CheckAccess) and refuses to start
+	// without, naming the missing one. The ring runs as one Runnable named
+	// "shard-<ring>" on every replica, with a /readyz check of the same name
+	// and the ctrlkit_shard_* series on Registerer. With LeaderElection
+	// enabled too, sharded controllers still run on every member (the ring,
+	// not the election, says which objects are whose), while the other
+	// Runnables that need leader election run only on the leader.
+	Sharding *ShardingOptions
+
+	// FeatureGate decides whether Runnables with a Feature start. A
+	// Runnable whose gate is off is not started, and the log says so.
+	// Adding a Runnable with a Feature to a Manager without a FeatureGate
+	// is an error. A *featuregate.Gate is also exported on /metrics as
+	// kubernetes_feature_enabled{name,stage}.
+	FeatureGate featuregate.Gates
+
+	// HealthProbeAddr is where /healthz and /readyz are served, e.g.
+	// ":8081". Empty means not served (HealthzHandler and ReadyzHandler
+	// still work, for httptest).
+	HealthProbeAddr string
+	// MetricsAddr is where /metrics is served, e.g. ":8080". Empty means
+	// not served (MetricsHandler still works). It may equal
+	// HealthProbeAddr: then one server serves all three paths (not with
+	// MetricsServing.SecureServing).
+	MetricsAddr string
+	// MetricsServing configures the server of MetricsAddr: HTTPS with
+	// authentication and authorization through the API server, the
+	// certificate, pprof. The zero value serves plain HTTP to anyone.
+	MetricsServing MetricsServingOptions
+
+	// Registerer receives the controller and queue metrics, and client-go's
+	// REST client and leader election series (see the package doc). nil means a
+	// private registry of the Manager (with Go and process collectors);
+	// Prometheus' global default registry is never used implicitly.
+	Registerer prometheus.Registerer
+	// Gatherer is what /metrics serves. nil means Registerer when it is also
+	// a Gatherer (a *prometheus.Registry is), else it is an error.
+	Gatherer prometheus.Gatherer
+
+	// Scheme resolves the kinds of objects events are about. nil means
+	// client-go's scheme (built-in types); add your custom types to a scheme
+	// of your own and pass it to record events about them.
+	Scheme *runtime.Scheme
+
+	// Logger overrides the logger taken from Start's context.
+	Logger klog.Logger
+
+	// CacheSyncTimeout, when > 0, makes Start fail (with an error matching
+	// informer.ErrCacheSyncTimeout)
+	// when the factory's caches have not synced this long after Start. 0
+	// means wait as long as it takes (/readyz fails meanwhile).
+	CacheSyncTimeout time.Duration
+
+	// APIServerProbeInterval is how often the Manager asks the API server
+	// for /readyz, each ask bounded by the interval, to log an outage when
+	// it begins ("The API server does not answer"), every 30 s while it
+	// lasts, and when it ends. 0 means the leader election's RetryPeriod
+	// (2 s by default) or, without election, leaderelection.DefaultRetryPeriod;
+	// negative means no probe.
+	APIServerProbeInterval time.Duration
+
+	// GracefulShutdownTimeout bounds how long Start waits, once ctx ended or
+	// a fatal error occurred, for the Runnables to return from Run (a
+	// controller waits for its in-flight Reconciles). After it, Start logs
+	// each Runnable still running as abandoned and returns an error
+	// matching ErrShutdownTimeout (a *ShutdownTimeoutError naming them). The
+	// Lease is then not released while a Runnable that needs leader
+	// election may still act: it expires by itself after LeaseDuration.
+	// The informers, events and HTTP servers are stopped all the same.
+	// 0 means DefaultGracefulShutdownTimeout (30 s, as in
+	// controller-runtime); a negative value means no deadline. Unlike
+	// controller-runtime's *time.Duration, 0 does not mean "do not wait".
+	GracefulShutdownTimeout time.Duration
+}
