@@ -10,7 +10,7 @@ import "fmt"
 type Admission[K comparable] interface {
 	// Admit is called by a worker with a key it took from the queue, before
 	// Reconcile. false drops the key: it is forgotten (not retried) and not
-	// reconciled, and the gate enqueues it again itself if it should run
+	// reconciled, and the admission step enqueues it again itself if it should run
 	// later. true starts a Reconcile that ends with Release.
 	Admit(key K) bool
 	// Release is called once the Reconcile of an admitted key has returned

@@ -36,7 +36,7 @@ func (g *pausedKeys) Release(string) {
 
 func ExampleController_SetAdmission() {
 	done := make(chan struct{})
-	c, err := controller.New("gated", controller.ReconcilerFunc[string](func(_ context.Context, key string) (controller.Result, error) {
+	c, err := controller.New("admitted", controller.ReconcilerFunc[string](func(_ context.Context, key string) (controller.Result, error) {
 		fmt.Println("reconciled:", key)
 		close(done)
 		return controller.Result{}, nil
@@ -45,8 +45,8 @@ func ExampleController_SetAdmission() {
 		fmt.Println(err)
 		return
 	}
-	gate := &pausedKeys{paused: map[string]bool{"moving": true}}
-	if err := c.SetAdmission(gate); err != nil {
+	admission := &pausedKeys{paused: map[string]bool{"moving": true}}
+	if err := c.SetAdmission(admission); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -61,7 +61,7 @@ func ExampleController_SetAdmission() {
 	}
 	cancel()
 	<-stopped
-	fmt.Println("in flight:", gate.inFlight)
+	fmt.Println("in flight:", admission.inFlight)
 	// Output:
 	// held back: moving
 	// reconciled: staying

@@ -51,7 +51,7 @@ func (g *recordingGate) record(e string) {
 func TestAdmissionRefusesAndBrackets(t *testing.T) {
 	g := &recordingGate{refuse: map[string]bool{"b": true}, inFlight: map[string]bool{}}
 	var reconciled sync.Map
-	c, err := New("gated", ReconcilerFunc[string](func(_ context.Context, key string) (Result, error) {
+	c, err := New("admitted", ReconcilerFunc[string](func(_ context.Context, key string) (Result, error) {
 		g.record("reconcile " + key)
 		reconciled.Store(key, true)
 		if key == "b" {

@@ -44,7 +44,7 @@
 // controllers added with AddSharded, and their caches. Such a controller
 // takes the informers of the sharded resource and its children from
 // ShardFactory, whose every informer selects this replica's label, and runs
-// on every member behind the ring's gate, so no object is reconciled by two
+// on every member behind the ring's dispatcher, so no object is reconciled by two
 // replicas at once. New validates the ring's configuration; Start checks the
 // ring's permissions (sharding.CheckAccess) before it starts anything; the
 // ring runs as one Runnable named "shard-<ring>", with a /readyz check of
