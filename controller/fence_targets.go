@@ -29,14 +29,7 @@ func (ft *fenceTable[K]) target(id any, mk func() *fenceTarget) *fenceTarget {
 // handler is registered now unless fed, in which case a Watch's handler registration shows
 // it the informer's events (feed).
 func (ft *fenceTable[K]) declare(t *fenceTarget, fed bool) {
-	if fed {
-		ft.regMu.Lock()
-		if _, ok := ft.targets[t.id]; !ok {
-			t.fed = true
-			ft.targets[t.id] = t
-		}
-		ft.regMu.Unlock()
-	}
+	t.fed = fed // before target registers it; a target already known keeps its own
 	t = ft.target(t.id, func() *fenceTarget { return t })
 	ft.regMu.Lock()
 	ft.byType[t.typ] = t

@@ -86,6 +86,7 @@ type contextStep[K comparable] struct {
 func (s contextStep[K]) enter(w *work[K]) bool {
 	w.id = uuid.NewUUID()
 	logger := w.logger.WithValues("key", w.key, "reconcileID", w.id)
+	w.rlog = logger
 	ctx := klog.NewContext(w.ctx, logger)
 	if !s.provenance {
 		w.ctx = withReconcile(ctx, w.id, nil)

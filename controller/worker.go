@@ -19,7 +19,8 @@ type work[K comparable] struct {
 	why    Reasons         // why the key was queued (with provenance)
 	run    context.Context // Run's
 	ctx    context.Context // the Reconcile's, decorated by the steps
-	logger klog.Logger     // the worker's; the context step adds key and reconcileID
+	logger klog.Logger     // the worker's
+	rlog   klog.Logger     // the Reconcile's: with key and reconcileID (contextStep)
 	id     types.UID
 
 	span   trace.Span         // tracingStep's
@@ -134,7 +135,7 @@ func (c *Controller[K]) reconcile(ctx context.Context, key K) (res Result, err e
 // handle is the error policy: the one place that decides what happens to a
 // key after Reconcile. It reports whether it put the key back.
 func (c *Controller[K]) handle(w *work[K]) (requeued bool) {
-	q, key, res, err, logger := w.q, w.key, w.res, w.err, klog.FromContext(w.ctx)
+	q, key, res, err, logger := w.q, w.key, w.res, w.err, w.rlog
 	switch {
 	case err == nil:
 		// Success clears the failure history whatever comes next.
