@@ -39,6 +39,7 @@ func TestSharderNeverLedByTwoProcessesOfOneIdentity(t *testing.T) {
 
 	type process struct {
 		sharder *sharding.Sharder
+		member  *sharding.Member
 		cancel  context.CancelFunc
 		done    chan struct{}
 		err     error // the group's, once done is closed
@@ -51,7 +52,7 @@ func TestSharderNeverLedByTwoProcessesOfOneIdentity(t *testing.T) {
 		g, err := sharding.NewGroup(name, m, sh, nil, idle{})
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(env.Context())
-		p := &process{sharder: sh, cancel: cancel, done: make(chan struct{})}
+		p := &process{sharder: sh, member: m, cancel: cancel, done: make(chan struct{})}
 		go func() {
 			defer close(p.done)
 			p.err = g.Run(ctx)
@@ -65,6 +66,10 @@ func TestSharderNeverLedByTwoProcessesOfOneIdentity(t *testing.T) {
 
 	first := start("first")
 	require.Eventually(t, first.sharder.IsLeader, 30*time.Second, 10*time.Millisecond, "the first process leads the sharder")
+	// And holds the member Lease: the sharder's election and the member's run side by side,
+	// so on a loaded machine the second process's member could otherwise take the member
+	// Lease first and the first would be the one stopped as the duplicate.
+	require.Eventually(t, first.member.IsMember, 30*time.Second, 10*time.Millisecond, "the first process is a member")
 	lease, err := env.Client().CoordinationV1().Leases(env.Namespace()).Get(env.Context(), ringName+"-sharder", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.NotNil(t, lease.Spec.HolderIdentity)
@@ -83,6 +88,8 @@ watch:
 		select {
 		case <-second.done:
 			break watch
+		case <-first.done:
+			require.FailNow(t, "the first process stopped instead of the second", "%v", first.err)
 		case <-deadline:
 			require.FailNow(t, "the second process of identity a was not stopped as a duplicate")
 		case <-tick.C:
