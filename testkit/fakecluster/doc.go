@@ -22,7 +22,8 @@
 //     write gets a new resourceVersion, unique and increasing across all resources, like etcd's
 //     revision;
 //   - delete: UID and resourceVersion preconditions; DeleteCollection with label selectors; an
-//     object with finalizers is only marked (deletionTimestamp, once) and goes when an update
+//     object with finalizers is only marked (deletionTimestamp, once, with generation bumped as
+//     kube-apiserver does, so generation-filtered controllers see the deletion) and goes when an update
 //     removes its last finalizer; no finalizer can be added to an object being deleted;
 //   - pods/binding: assigns a Pending Pod to a node once (spec.nodeName and the PodScheduled
 //     condition), as the scheduler does through the API;

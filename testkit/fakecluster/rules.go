@@ -432,6 +432,11 @@ func (c *Cluster) deleteOrMarkLocked(gvr schema.GroupVersionResource, stored run
 	now := metav1.NewTime(c.clock.Now().Truncate(time.Second))
 	mm.SetDeletionTimestamp(&now)
 	mm.SetDeletionGracePeriodSeconds(new(int64))
+	// As kube-apiserver's graceful deletion does (rest.BeforeDelete): the deletion is a change
+	// of the object's desired state, so a controller filtering on generation sees it.
+	if g := mm.GetGeneration(); g > 0 {
+		mm.SetGeneration(g + 1)
+	}
 	return c.store.putLocked(gvr, marked, false)
 }
 
