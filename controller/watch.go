@@ -99,8 +99,11 @@ func EnqueueControllerOf[T informer.Object](owner schema.GroupVersionKind) func(
 // EnqueueControllerOf[T](owners.GVK()) and the option
 // WithPredicates(predicate.ResourceVersionChanged[T]()) ahead of opts, which
 // add predicates of their own. The name is controller-runtime's builder.Owns.
-// An owners informer of no known kind (a metadata informer of a resource
-// missing from client-go's scheme) is an error matching ErrInvalidOptions.
+// Custom-resource owners work as built-in ones: informer.ForResource knows the
+// kind from the Go type's name (PodSet for podsets) or the factory's scheme.
+// An owners informer of no known kind (an irregular plural, an unstructured or
+// metadata informer of a kind in no scheme) is an error matching
+// ErrInvalidOptions that says how to name it.
 // Objects whose resourceVersion never changes (client-go's plain fake
 // clientset keeps the one a test gave) have every update dropped; ctrlkit's
 // fake cluster stamps a new one on each write.
@@ -116,7 +119,8 @@ func Owns[T, O informer.Object](c *Controller[Key], inf informer.Informer[T], ow
 	}
 	ownerGVK := owners.GVK()
 	if ownerGVK.Kind == "" {
-		return &OptionsError{Controller: name, Field: "Owns", Reason: fmt.Sprintf("owners informer %s has no kind", owners.Name())}
+		return &OptionsError{Controller: name, Field: "Owns", Reason: fmt.Sprintf("owners informer %s has no kind: "+
+			"name its Go type after the kind, or register the type in the factory's scheme (informer.WithScheme, manager.Options.Scheme)", owners.Name())}
 	}
 	all := make([]WatchOption[T], 0, len(opts)+1)
 	all = append(all, WithPredicates(predicate.ResourceVersionChanged[T]()))

@@ -3,10 +3,8 @@ package informer
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 )
@@ -44,7 +42,7 @@ func ForMetadata(f *Factory, gvr schema.GroupVersionResource, opts ...ScopeOptio
 		if !sc.narrowed() {
 			shared := f.metadata.ForResource(gvr).Informer()
 			setTransform(f, name, shared, transform)
-			return newSharedInformer[*metav1.PartialObjectMetadata](f, name, gvr, kindFor(gvr), shared)
+			return newSharedInformer[*metav1.PartialObjectMetadata](f, name, gvr, f.kindOf(gvr, nil), shared)
 		}
 		combined, err := f.newScoped(name, sc, func(ns string) (startable, cache.SharedIndexInformer, error) {
 			factory := metadatainformer.NewFilteredSharedInformerFactory(f.cfg.metadataClient, f.cfg.resync, ns, sc.tweak(f.cfg.tweak))
@@ -55,7 +53,7 @@ func ForMetadata(f *Factory, gvr schema.GroupVersionResource, opts ...ScopeOptio
 		if err != nil {
 			return nil, err
 		}
-		return newSharedInformer[*metav1.PartialObjectMetadata](f, name, gvr, kindFor(gvr), combined)
+		return newSharedInformer[*metav1.PartialObjectMetadata](f, name, gvr, f.kindOf(gvr, nil), combined)
 	})
 	if err != nil {
 		return nil, err
@@ -77,16 +75,4 @@ func setTransform(f *Factory, name string, inf cache.SharedIndexInformer, fn cac
 	if err := inf.SetTransform(fn); err != nil {
 		f.report(fmt.Errorf("informer %s: transform not installed: %w", name, err))
 	}
-}
-
-// kindFor finds the kind of gvr in client-go's scheme (empty when the scheme
-// does not know it, e.g. for a custom resource).
-func kindFor(gvr schema.GroupVersionResource) schema.GroupVersionKind {
-	for kind := range scheme.Scheme.KnownTypes(gvr.GroupVersion()) {
-		gvk := gvr.GroupVersion().WithKind(kind)
-		if plural, _ := meta.UnsafeGuessKindToResource(gvk); plural == gvr {
-			return gvk
-		}
-	}
-	return schema.GroupVersionKind{}
 }

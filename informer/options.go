@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/klog/v2"
@@ -40,6 +41,7 @@ type factoryConfig struct {
 	mutationReport    func(error)
 	clock             clock.WithTicker
 	informerName      string
+	scheme            *runtime.Scheme
 }
 
 // WithResync sets the default resync period of every informer (0, the
@@ -156,6 +158,15 @@ func WithEventRecorder(rec record.EventRecorder) FactoryOption {
 // error handler's context. The default is klog.Background().
 func WithLogger(logger klog.Logger) FactoryOption {
 	return func(c *factoryConfig) { c.logger = &logger }
+}
+
+// WithScheme names the kinds of the Go types registered in s, for informers of custom
+// resources (ForResource) whose kind cannot be told from the type's name: Owns and the
+// mappings keyed on an owner's kind need it. Most need no scheme: a Go type named after
+// its kind (PodSet, served as podsets) is recognised. client-go's scheme is always
+// consulted after s. A manager.Manager passes its Options.Scheme.
+func WithScheme(s *runtime.Scheme) FactoryOption {
+	return func(c *factoryConfig) { c.scheme = s }
 }
 
 // WithDynamicClient gives the factory a dynamic client so that ForResource can

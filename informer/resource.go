@@ -61,7 +61,7 @@ func ForResource[T Object](f *Factory, gvr schema.GroupVersionResource, opts ...
 		if !sc.narrowed() {
 			shared := f.dynamic.ForResource(gvr).Informer()
 			setTransform(f, name, shared, convertTransform[T](f, key, name))
-			return newSharedInformer[T](f, name, gvr, kindFor(gvr), shared)
+			return newSharedInformer[T](f, name, gvr, f.kindOf(gvr, t), shared)
 		}
 		combined, err := f.newScoped(name, sc, func(ns string) (startable, cache.SharedIndexInformer, error) {
 			factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(f.cfg.dynamicClient, f.cfg.resync, ns, sc.tweak(f.cfg.tweak))
@@ -72,7 +72,7 @@ func ForResource[T Object](f *Factory, gvr schema.GroupVersionResource, opts ...
 		if err != nil {
 			return nil, err
 		}
-		return newSharedInformer[T](f, name, gvr, kindFor(gvr), combined)
+		return newSharedInformer[T](f, name, gvr, f.kindOf(gvr, t), combined)
 	})
 	if err != nil {
 		return nil, err

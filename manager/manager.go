@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -32,6 +33,7 @@ import (
 type Manager struct {
 	// Set by New, then fixed.
 	client    kubernetes.Interface
+	dynamic   dynamic.Interface // nil when Options gave Client without Dynamic
 	factory   *informer.Factory
 	gate      featuregate.Gates
 	elector   *leaderelection.Elector // nil without leader election
@@ -119,6 +121,7 @@ func New(opts Options) (_ *Manager, err error) {
 		serving:     metricsServing,
 		timeouts:    serving.DefaultTimeouts,
 		client:      opts.Client,
+		dynamic:     opts.Dynamic,
 		factory:     opts.Factory,
 		gate:        opts.FeatureGate,
 		scheme:      opts.Scheme,
@@ -138,10 +141,17 @@ func New(opts Options) (_ *Manager, err error) {
 	}
 	m.events = eventpipes.New(m.client, m.scheme, m.log)
 	if m.factory == nil {
-		fopts := append([]informer.FactoryOption{
+		fopts := []informer.FactoryOption{
 			informer.WithEventRecorder(m.EventRecorderFor(informerEventSource)),
 			informer.WithInformerName(managerInformerName()),
-		}, opts.FactoryOptions...)
+		}
+		if m.dynamic != nil {
+			fopts = append(fopts, informer.WithDynamicClient(m.dynamic))
+		}
+		if opts.Scheme != nil {
+			fopts = append(fopts, informer.WithScheme(opts.Scheme))
+		}
+		fopts = append(fopts, opts.FactoryOptions...)
 		m.factory = informer.NewFactory(opts.Client, fopts...)
 		// Nobody shuts down the factory of a Manager New does not return:
 		// release its informer name now, so a retry can take it.
@@ -214,11 +224,21 @@ func clientFor(opts *Options) (*rest.Config, error) {
 			return nil, fmt.Errorf("manager: no Client or Config: %w", err)
 		}
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	// One HTTP client: the clientset and the dynamic client share connections.
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("manager: client for %s: %w", cfg.Host, err)
+	}
+	cs, err := kubernetes.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("manager: client for %s: %w", cfg.Host, err)
 	}
 	opts.Client = cs
+	if opts.Dynamic == nil {
+		if opts.Dynamic, err = dynamic.NewForConfigAndClient(cfg, hc); err != nil {
+			return nil, fmt.Errorf("manager: dynamic client for %s: %w", cfg.Host, err)
+		}
+	}
 	return cfg, nil
 }
 
@@ -236,6 +256,11 @@ func (m *Manager) Factory() *informer.Factory { return m.factory }
 
 // Client returns Options.Client.
 func (m *Manager) Client() kubernetes.Interface { return m.client }
+
+// Dynamic is the dynamic client for custom resources (Options.Dynamic, or the
+// one built from Config with Client), for customresource.NewClient; nil when
+// Options gave Client without Dynamic.
+func (m *Manager) Dynamic() dynamic.Interface { return m.dynamic }
 
 // Metrics returns the Manager's metrics, for controllers built to report
 // into its registry explicitly (controller.Options.Metrics) and for queues

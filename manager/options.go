@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -24,6 +25,13 @@ type Options struct {
 	// finds it. Tests pass Client (testkit's), so they never reach a
 	// cluster by accident.
 	Config *rest.Config
+	// Dynamic is the dynamic client for custom resources: the Manager's
+	// factory serves informer.ForResource with it (informer.WithDynamicClient)
+	// and Dynamic returns it for customresource.NewClient. nil means one built
+	// from Config along with Client, sharing its configuration (QPS, burst,
+	// user agent) and its HTTP connections; with Client given instead of
+	// Config (tests pass testkit's), nil means none: pass the Env's Dynamic.
+	Dynamic dynamic.Interface
 
 	// Factory is the informer factory the Manager owns: it starts it, waits
 	// for its caches for /readyz, and shuts it down after the controllers
@@ -114,7 +122,9 @@ type Options struct {
 	// a Gatherer (a *prometheus.Registry is), else it is an error.
 	Gatherer prometheus.Gatherer
 
-	// Scheme resolves the kinds of objects events are about. nil means
+	// Scheme resolves the kinds of objects events are about, and of custom
+	// resources whose Go type is not named after its kind (the factory the
+	// Manager builds gets it through informer.WithScheme). nil means
 	// client-go's scheme (built-in types); add your custom types to a scheme
 	// of your own and pass it to record events about them.
 	Scheme *runtime.Scheme

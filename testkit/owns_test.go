@@ -1,0 +1,117 @@
+package testkit_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/customresource"
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/testkit"
+	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
+)
+
+// Gadget is a custom resource's Go type, named after its kind as users name them.
+type Gadget struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+}
+
+func (g *Gadget) DeepCopyObject() runtime.Object {
+	c := *g
+	g.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	return &c
+}
+
+var gadgetsGVR = schema.GroupVersionResource{Group: "owns.ctrlkit.dev", Version: "v1", Resource: "gadgets"}
+
+const gadgetCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.owns.ctrlkit.dev
+spec:
+  group: owns.ctrlkit.dev
+  names: {kind: Gadget, listKind: GadgetList, plural: gadgets, singular: gadget}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+
+// Owns with a custom-resource owner: a ConfigMap controlled by a Gadget enqueues the Gadget,
+// one controlled by something else enqueues nothing, on the fake cluster and on kube-apiserver
+// alike. Before, Owns refused the owner informer ("has no kind").
+func TestOwnsWithACustomResourceOwner(t *testing.T) {
+	for name, newEnv := range map[string]func(t *testing.T) *testkit.Env{
+		"fake": func(t *testing.T) *testkit.Env {
+			return testkit.NewFakeWithOptions(t, testkit.FakeOptions{Resources: []fakecluster.Resource{
+				{GVR: gadgetsGVR, Kind: "Gadget", Namespaced: true}}}).Env
+		},
+		"apiserver": func(t *testing.T) *testkit.Env {
+			env := testkit.SharedAPIServer(t)
+			require.NoError(t, customresource.EnsureCRDFromYAML(env.Context(), env.Dynamic(), []byte(gadgetCRD)))
+			return env
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			env := newEnv(t)
+			ctx, ns := env.Context(), env.Namespace()
+			gadgets, err := informer.ForResource[*Gadget](env.Factory(), gadgetsGVR)
+			require.NoError(t, err)
+			cms, err := informer.For[*corev1.ConfigMap](env.Factory())
+			require.NoError(t, err)
+
+			var mu sync.Mutex
+			reconciled := map[controller.Key]int{}
+			ctrl, err := controller.New("gadgets", controller.ReconcilerFunc[controller.Key](func(_ context.Context, k controller.Key) (controller.Result, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				reconciled[k]++
+				return controller.Result{}, nil
+			}), controller.Options[controller.Key]{})
+			require.NoError(t, err)
+			require.NoError(t, controller.Owns(ctrl, cms, gadgets))
+			env.Sync()
+			env.RunController(ctx, ctrl)
+
+			g, err := env.Dynamic().Resource(gadgetsGVR).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "owns.ctrlkit.dev/v1", "kind": "Gadget", "metadata": map[string]any{"name": "g1"},
+			}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			owned := func(name, kind, owner string) *corev1.ConfigMap {
+				return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: "owns.ctrlkit.dev/v1", Kind: kind, Name: owner, UID: g.GetUID(), Controller: ptr.To(true),
+				}}}}
+			}
+			_, err = env.Client().CoreV1().ConfigMaps(ns).Create(ctx, owned("not-a-gadgets", "Gizmo", "gizmo"), metav1.CreateOptions{})
+			require.NoError(t, err)
+			_, err = env.Client().CoreV1().ConfigMaps(ns).Create(ctx, owned("gadgets-own", "Gadget", "g1"), metav1.CreateOptions{})
+			require.NoError(t, err)
+
+			key := controller.Key{Namespace: ns, Name: "g1"}
+			require.Eventually(t, func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return reconciled[key] > 0
+			}, 30*time.Second, 10*time.Millisecond, "the owned ConfigMap's event enqueues its Gadget")
+			env.WaitForQuiet(30 * time.Second)
+			mu.Lock()
+			defer mu.Unlock()
+			assert.Equal(t, map[controller.Key]int{key: 1}, reconciled, "the Gizmo-owned ConfigMap enqueues nothing")
+		})
+	}
+}
