@@ -32,6 +32,10 @@ import (
 // version as an add). Deleting an object whose last version did not convert
 // reaches OnDelete with a skeleton of its key (DeleteInfo.ObjectMissing).
 //
+// The informer's GVK (which Owns and the owner-keyed mappings need) comes from
+// T's name when T is named after its kind (PodSet, served as podsets), else
+// from the factory's scheme (WithScheme); it is empty when neither tells.
+//
 // Every call for gvr returns the same informer; asking for the same gvr with
 // another T is an error matching ErrUnsupportedType. Scope options narrow
 // the informer as for For (same rules: one scope per resource per factory,
