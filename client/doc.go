@@ -1,6 +1,6 @@
 // Package client is a typed client for every built-in Kubernetes type, and the helpers a
-// controller writes with: CreateOrUpdate, CreateOrPatch, MergeFrom, IgnoreNotFound,
-// Preconditions, and a cached reader.
+// controller writes with: CreateOrUpdate, CreateOrPatch, PatchStatus, MergeFrom,
+// IgnoreNotFound, Preconditions, and a cached reader.
 //
 // # One interface for every type
 //
@@ -67,6 +67,23 @@
 //		return err // a Conflict means someone wrote in between: requeue
 //	}
 //	logger.V(2).Info("Deployment reconciled", "deployment", klog.KObj(dep), "operation", res)
+//
+// # Writing status
+//
+// PatchStatus is the status half of a Reconcile: it runs a mutate function on a copy of the
+// object (which may come from the cache, and is never modified), sets status.observedGeneration
+// and the observedGeneration of every metav1.Condition to the object's generation, and sends a
+// merge patch of what changed to the status subresource, or nothing when the status is as it
+// was. The patch carries no resourceVersion: the controller owns the status, so a cache that
+// lags behind the last write is no Conflict. Set conditions with apimachinery's
+// meta.SetStatusCondition, which keeps a condition's lastTransitionTime while its status stays:
+//
+//	ps, _, err = client.PatchStatus(ctx, podsets, ps, func(ps *v1alpha1.PodSet) error {
+//		ps.Status.ReadyReplicas = ready
+//		meta.SetStatusCondition(&ps.Status.Conditions, metav1.Condition{Type: "Ready",
+//			Status: metav1.ConditionTrue, Reason: "AllReady", Message: "all Pods ready"})
+//		return nil
+//	})
 //
 // The helpers keep controller-runtime's names and behaviour (controllerutil.CreateOrUpdate,
 // CreateOrPatch, OperationResult, client.MergeFrom, client.IgnoreNotFound) since users know

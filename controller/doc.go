@@ -49,6 +49,27 @@
 //
 // with rsInformer and podInformer from informer.For on mgr.Factory().
 //
+// # Object reconcilers
+//
+// Most Reconciles start alike: read the key's object from the lister, return when it is
+// gone, keep finalizers on it and run their cleanups when it is deleted. AsReconciler does
+// that part (as controller-runtime's reconcile.AsReconciler does) and hands an
+// ObjectReconciler the object itself, live and carrying the registered finalizers; an object
+// being deleted never reaches it, since cleanup belongs in finalizers (WithFinalizers):
+//
+//	fins := finalizer.New[*v1alpha1.PodSet]()
+//	fins.Register("example.com/record", removeRecord)
+//	r, err := controller.AsReconciler(podsets.Lister(), controller.ObjectReconcilerFunc[*v1alpha1.PodSet](
+//		func(ctx context.Context, ps *v1alpha1.PodSet) (controller.Result, error) {
+//			// ... children with client.CreateOrUpdate ...
+//			_, _, err := client.PatchStatus(ctx, podsetClient, ps, setStatus)
+//			return controller.Result{}, err
+//		}), controller.WithFinalizers(fins, podsetClient))
+//	c, err := controller.New("podset", r, controller.Options[controller.Key]{Fences: &controller.Fences{Auto: true}})
+//
+// The object is the cache's own, not a copy (see AsReconciler for why): never modify it;
+// client.PatchStatus and client.CreateOrPatch copy what they change.
+//
 // # The worker loop
 //
 // Each worker takes a key from the queue (a key is never handed to two
