@@ -5,14 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	clienttesting "k8s.io/client-go/testing"
 	kworkqueue "k8s.io/client-go/util/workqueue"
 
 	"github.com/ctrlkit/ctrlkit/client"
@@ -175,4 +179,62 @@ func operatorJourney(t *testing.T, env *testkit.Env) {
 func TestObjectReconcilerOperatorOnFake(t *testing.T) {
 	env := testkit.NewFakeWithOptions(t, testkit.FakeOptions{Resources: []fakecluster.Resource{widgetResource}})
 	operatorJourney(t, env.Env)
+}
+
+// A status written with client.PatchStatus by an object reconciler fences the key like any
+// other write (Fences.Auto): while the informer's watch is held back, the requeued key waits
+// (Stats.Fenced) instead of reading the old status and writing it again.
+func TestObjectReconcilerStatusWriteIsFenced(t *testing.T) {
+	cluster, err := fakecluster.New(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}})
+	require.NoError(t, err)
+	open := make(chan struct{})
+	tracker := cluster.Tracker()
+	cluster.Clientset().PrependWatchReactor("deployments", func(action clienttesting.Action) (bool, watch.Interface, error) {
+		inner, err := tracker.Watch(action.GetResource(), action.GetNamespace(), action.(clienttesting.WatchActionImpl).ListOptions)
+		if err != nil {
+			return true, nil, err
+		}
+		return true, newGatedWatch(inner, open), nil
+	})
+	f := informer.NewFactory(cluster.Clientset())
+	deployments, err := informer.For[*appsv1.Deployment](f)
+	require.NoError(t, err)
+	deps, err := client.For[*appsv1.Deployment](cluster.Clientset())
+	require.NoError(t, err)
+
+	var passes, writes atomic.Int32
+	r, err := controller.AsReconciler(deployments.Lister(), controller.ObjectReconcilerFunc[*appsv1.Deployment](
+		func(ctx context.Context, d *appsv1.Deployment) (controller.Result, error) {
+			passes.Add(1)
+			_, res, err := client.PatchStatus(ctx, deps, d, func(d *appsv1.Deployment) error {
+				d.Status.ReadyReplicas = 1
+				return nil
+			})
+			if res == client.OperationResultNone {
+				return controller.Result{}, err
+			}
+			writes.Add(1)
+			return controller.Result{Requeue: true}, err // look again at once: the fence decides when
+		}))
+	require.NoError(t, err)
+	c, err := controller.New("status", r, controller.Options[controller.Key]{Fences: &controller.Fences{Auto: true, TTL: time.Hour}})
+	require.NoError(t, err)
+	require.NoError(t, controller.Watch(c, deployments, controller.EnqueueObject))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.Start(ctx)
+	defer f.Shutdown()
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+
+	require.Eventually(t, func() bool { return c.Stats().Fenced == 1 }, operatorWait, time.Millisecond)
+	assert.Equal(t, int32(1), passes.Load(), "held until the informer shows the status write")
+	close(open)
+	require.Eventually(t, func() bool { return passes.Load() >= 2 && c.Stats().Idle() }, operatorWait, time.Millisecond,
+		"passes %d, stats %+v", passes.Load(), c.Stats())
+	assert.Equal(t, int32(1), writes.Load(), "the passes after the fence saw the status: no second write")
 }

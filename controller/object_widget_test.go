@@ -18,16 +18,19 @@ type Widget struct {
 	Status WidgetStatus `json:"status,omitempty"`
 }
 
+// WidgetSpec is what the user asks for.
 type WidgetSpec struct {
 	Size int32 `json:"size,omitempty"`
 }
 
+// WidgetStatus is what the operator reports, written with client.PatchStatus.
 type WidgetStatus struct {
 	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
 	Size               int32              `json:"size,omitempty"`
 	Conditions         []metav1.Condition `json:"conditions,omitempty"`
 }
 
+// DeepCopyObject copies w as deepcopy-gen would (conditions included).
 func (w *Widget) DeepCopyObject() runtime.Object {
 	out := *w
 	w.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
