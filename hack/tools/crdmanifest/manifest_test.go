@@ -28,6 +28,7 @@ func TestConvertKeepsControllerGensBytes(t *testing.T) {
 		file string
 		opts options
 	}{
+		{"../../../examples/webapp/api/v1/crd.yaml", options{}},
 		{"../../../examples/podset/api/v1alpha1/crd.yaml", options{}},
 		{"../../../examples/podset/api/v1beta1/crd.yaml", options{conversionService: "podset-system/podset-webhook", conversionPath: "/convert"}},
 	} {
