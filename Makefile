@@ -6,7 +6,7 @@ FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 6
 
-.PHONY: all test fmt-check vet lint bench bench-peers fuzz tidy kube
+.PHONY: all test fmt-check vet lint bench bench-peers fuzz tidy kube generate
 
 all: test
 
@@ -49,6 +49,11 @@ fuzz:
 tidy:
 	$(GO) mod tidy
 	@if [ -f hack/bench/go.mod ]; then cd hack/bench && $(GO) mod tidy; fi
+
+## generate: run the examples' go:generate lines: controller-gen (pinned in hack/tools/go.mod)
+## writes the deepcopy functions and CRD manifests of their API packages. Commit the result.
+generate:
+	$(GO) generate ./examples/...
 
 ## kube: build kube-apiserver and etcd from Go module sources (see hack/install-kube.sh).
 kube:

@@ -9,11 +9,23 @@ import (
 // creates Pods from Spec.Template until Spec.Replicas Pods match Spec.Selector, deletes
 // the surplus, and owns every Pod it adopts through a controller owner reference, so
 // deleting the PodSet lets the garbage collector delete its Pods (no finalizer).
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:storageversion
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Current",type=integer,JSONPath=`.status.replicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PodSet struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   PodSetSpec   `json:"spec,omitempty"`
+	// Spec is what the user wants.
+	// +optional
+	Spec PodSetSpec `json:"spec,omitempty"`
+	// Status is what the controller last saw.
+	// +optional
 	Status PodSetStatus `json:"status,omitempty"`
 }
 
@@ -21,11 +33,18 @@ type PodSet struct {
 type PodSetSpec struct {
 	// Replicas is the number of Pods wanted. Nil means 1 (the CRD defaults it to 1, so
 	// objects read from a real API server always have it set).
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Selector picks the Pods that count towards Replicas. It must match the labels of
 	// Template.
 	Selector *metav1.LabelSelector `json:"selector"`
-	// Template is the Pod the controller creates when there are too few.
+	// Template is the Pod the controller creates when there are too few. The CRD keeps it
+	// as sent, without a schema of its own: the API server checks the Pods made from it.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
 	Template corev1.PodTemplateSpec `json:"template"`
 }
 
@@ -33,17 +52,25 @@ type PodSetSpec struct {
 // subresource only.
 type PodSetStatus struct {
 	// Replicas is the number of Pods that match the selector and are not being deleted.
+	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
 	// ReadyReplicas is the number of those Pods whose Ready condition is True.
+	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 	// ObservedGeneration is the metadata.generation this status was computed for; when
 	// it is below metadata.generation the status is stale.
+	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions are the standard metav1 conditions, one per Type.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // PodSetList is a list of PodSets, the body of a LIST response.
+//
+// +kubebuilder:object:root=true
 type PodSetList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`

@@ -1,7 +1,6 @@
-// Package crdtest checks a hand-written CustomResourceDefinition against the Go types it
-// serves, for the tests of each API version of the PodSet example: the manifest parses as the
-// API machinery parses it, its schema is structural, and its properties match the types' JSON
-// fields.
+// Package crdtest reads the generated CustomResourceDefinitions of the PodSet example in the
+// tests of each API version: Parse decodes a manifest as the API machinery does, Nested reads
+// a field of it. Whether a schema fits the Go types is customresource.VerifyCRD's job.
 //
 // Every function takes the test's *testing.T and fails it with the path of what is wrong.
 package crdtest
