@@ -15,6 +15,7 @@ test: fmt-check vet
 	$(GO) test -race -count=1 $(PKGS)
 	$(GO) test -count=1 -tags wqmap ./workqueue/
 	cd hack/featuregate-compat && $(GO) test -race -count=1 ./...
+	cd hack/tools && $(GO) test -count=1 ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -25,6 +26,7 @@ vet:
 	$(GO) vet -tags wqmap ./workqueue/
 	@if [ -f hack/bench/go.mod ]; then cd hack/bench && $(GO) vet ./...; fi
 	cd hack/featuregate-compat && $(GO) vet ./...
+	cd hack/tools && $(GO) vet ./...
 
 ## lint: formatting and vet for the main module and the benchmark module.
 lint: fmt-check vet
