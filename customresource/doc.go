@@ -1,5 +1,6 @@
 // Package customresource is a typed client for custom resources that needs no code
-// generator beyond deepcopy: write the Go types of your CRD (with DeepCopyObject), and
+// generator beyond deepcopy: write the Go types of your CRD (with DeepCopyObject, which
+// controller-gen generates with the CRD itself, as docs/custom-resources.md shows), and
 // NewClient gives you Get, List, Create, Update, UpdateStatus, Patch, Apply, Delete,
 // DeleteCollection and Watch that take and return your type.
 //

@@ -112,7 +112,12 @@ type controllerImpl struct {
 }
 
 var controllerImpls = []controllerImpl{
-	{"ctrlkit", startCtrlkit},
+	{"ctrlkit", func(b *testing.B, c kubernetes.Interface, t *tally) func() { return startCtrlkit(b, c, t, nil) }},
+	// Write fences on (Fences.Auto), for reconciles that write nothing: the cost of the
+	// fence step every key passes, which decides whether Auto could be the default.
+	{"ctrlkit-fences", func(b *testing.B, c kubernetes.Interface, t *tally) func() {
+		return startCtrlkit(b, c, t, &controller.Fences{Auto: true})
+	}},
 	{"controller-runtime", func(b *testing.B, c kubernetes.Interface, t *tally) func() {
 		return startControllerRuntime(b, c, t, true)
 	}},
@@ -138,7 +143,7 @@ func (s *syncingInformer) WaitForSync(ctx context.Context) error {
 	return nil
 }
 
-func startCtrlkit(b *testing.B, client kubernetes.Interface, t *tally) func() {
+func startCtrlkit(b *testing.B, client kubernetes.Interface, t *tally, fences *controller.Fences) func() {
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
 	f := informer.NewFactory(client, informer.WithNamespace("bench"))
 	cms, err := informer.For[*corev1.ConfigMap](f)
@@ -153,7 +158,7 @@ func startCtrlkit(b *testing.B, client kubernetes.Interface, t *tally) func() {
 	c, err := controller.New("bench", controller.ReconcilerFunc[controller.Key](
 		func(ctx context.Context, k controller.Key) (controller.Result, error) {
 			return controller.Result{}, t.reconciled(lister.Get(k.Namespace, k.Name))
-		}), controller.Options[controller.Key]{Workers: 8, Metrics: metrics})
+		}), controller.Options[controller.Key]{Workers: 8, Metrics: metrics, Fences: fences})
 	if err != nil {
 		b.Fatal(err)
 	}
