@@ -3,6 +3,7 @@ module github.com/ctrlkit/ctrlkit
 go 1.26.0
 
 require (
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/go-logr/logr v1.4.3
 	github.com/prometheus/client_golang v1.25.0
 	github.com/spf13/pflag v1.0.10

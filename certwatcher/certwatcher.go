@@ -11,11 +11,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
 
-// DefaultInterval is how often Start re-reads the files when Options.Interval is 0.
+// DefaultInterval is how often Start re-reads the files when Options.Interval is 0. File-system
+// notifications usually pick a change up at once; the interval bounds the delay when they do not.
 const DefaultInterval = 10 * time.Second
 
 var (
@@ -31,10 +33,15 @@ type Options struct {
 	CertFile string
 	// KeyFile is the PEM private key of CertFile's leaf. Required.
 	KeyFile string
-	// Interval is how often Start re-reads both files. 0 means DefaultInterval.
+	// Interval is how often Start re-reads both files, whatever the notifications say. 0 means
+	// DefaultInterval.
 	Interval time.Duration
 	// Clock drives Start's ticker. nil means the real clock.
 	Clock clock.WithTicker
+	// Registerer receives the read metrics (MetricReadCertificateTotal and
+	// MetricReadCertificateErrorsTotal). nil means they are not registered anywhere. Watchers
+	// on one registry share the counters, as controller-runtime's process-wide ones are.
+	Registerer prometheus.Registerer
 }
 
 // CertWatcher serves the certificate of a cert/key file pair and reloads it when the files
@@ -47,10 +54,13 @@ type CertWatcher struct {
 	cert    atomic.Pointer[tls.Certificate]
 	started atomic.Bool
 
-	mu              sync.Mutex // serializes reads; guards the fields below
-	certPEM, keyPEM []byte     // the served pair's file content
-	badCert, badKey []byte     // the last content that did not load, so it is logged once
-	readErr         string     // the last error reading the files, for the same reason
+	metrics metrics
+
+	mu              sync.Mutex // serializes reads and callbacks; guards the fields below
+	callback        func(tls.Certificate)
+	certPEM, keyPEM []byte // the served pair's file content
+	badCert, badKey []byte // the last content that did not load, so it is logged once
+	readErr         string // the last error reading the files, for the same reason
 }
 
 // New checks opts and loads the pair: an error matches ErrInvalidOptions, or names the files
@@ -64,7 +74,11 @@ func New(opts Options) (*CertWatcher, error) {
 	case opts.Interval < 0:
 		return nil, fmt.Errorf("%w: Interval %v is negative", ErrInvalidOptions, opts.Interval)
 	}
-	w := &CertWatcher{certFile: opts.CertFile, keyFile: opts.KeyFile, interval: opts.Interval, clock: opts.Clock}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	w := &CertWatcher{certFile: opts.CertFile, keyFile: opts.KeyFile, interval: opts.Interval, clock: opts.Clock, metrics: m}
 	if w.interval == 0 {
 		w.interval = DefaultInterval
 	}
@@ -90,7 +104,21 @@ func (w *CertWatcher) ReadCertificate() error {
 	return err
 }
 
-// Start re-reads the files every Options.Interval until ctx ends, then returns nil. A pair
+// RegisterCallback sets the function called with the new pair after each reload that changed
+// it (controller-runtime's name and rule: a later call replaces the callback, and the served
+// pair is handed to it at once). Calls are serialized with reloads, in reload order; the
+// callback must not call ReadCertificate or RegisterCallback, which would wait for it.
+func (w *CertWatcher) RegisterCallback(callback func(tls.Certificate)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.callback = callback
+	if callback != nil {
+		callback(*w.cert.Load())
+	}
+}
+
+// Start watches the files until ctx ends, then returns nil: it re-reads them on every
+// file-system notification about them (see the package doc) and every Options.Interval. A pair
 // that does not load is logged (through ctx's klog logger) once per distinct content and the
 // previous one stays; a reloaded pair is logged at V(1). A CertWatcher starts once
 // (ErrAlreadyStarted).
@@ -99,6 +127,10 @@ func (w *CertWatcher) Start(ctx context.Context) error {
 		return ErrAlreadyStarted
 	}
 	logger := klog.FromContext(ctx).WithValues("certFile", w.certFile, "keyFile", w.keyFile)
+	n := w.notify(logger)
+	defer n.close(logger)
+	// A change between New and the watches being in place has no notification.
+	w.readAndLog(logger)
 	t := w.clock.NewTicker(w.interval)
 	defer t.Stop()
 	for {
@@ -106,32 +138,71 @@ func (w *CertWatcher) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C():
-		}
-		changed, repeated, err := w.reload()
-		switch {
-		case err != nil && !repeated:
-			logger.Error(err, "Certificate not reloaded; serving the previous one")
-		case changed:
-			if leaf := w.cert.Load().Leaf; leaf != nil {
-				logger.V(1).Info("Certificate reloaded", "subject", leaf.Subject.String(),
-					"serial", leaf.SerialNumber.String(), "notAfter", leaf.NotAfter)
+		case ev, ok := <-n.events():
+			if !ok {
+				n.closed(true)
+				continue
 			}
+			if !n.concerns(ev) {
+				continue
+			}
+		case err, ok := <-n.errors():
+			if !ok {
+				n.closed(false)
+				continue
+			}
+			// An overflow means events were lost: read now rather than wait for the tick.
+			logger.V(1).Info("File-system notification error; re-reading the files", "err", err)
+		}
+		w.readAndLog(logger)
+	}
+}
+
+// Run is Start, for manager.Runnable.
+func (w *CertWatcher) Run(ctx context.Context) error { return w.Start(ctx) }
+
+// Name names the watcher after its certificate file, so that a Manager can run several.
+func (w *CertWatcher) Name() string { return "certwatcher:" + w.certFile }
+
+// NeedLeaderElection is false: every replica serves TLS, leader or not.
+func (w *CertWatcher) NeedLeaderElection() bool { return false }
+
+// readAndLog reloads the pair and logs the outcome as Start documents.
+func (w *CertWatcher) readAndLog(logger klog.Logger) {
+	changed, repeated, err := w.reload()
+	switch {
+	case err != nil && !repeated:
+		logger.Error(err, "Certificate not reloaded; serving the previous one")
+	case changed:
+		if leaf := w.cert.Load().Leaf; leaf != nil {
+			logger.V(1).Info("Certificate reloaded", "subject", leaf.Subject.String(),
+				"serial", leaf.SerialNumber.String(), "notAfter", leaf.NotAfter)
 		}
 	}
 }
 
 // reload reads both files and swaps in their pair when their content differs from the served
-// one. repeated reports an error about the same content as the previous error, so that Start
-// logs each bad pair once, not once per tick.
+// one, then calls the callback. repeated reports an error about the same content as the
+// previous error, so that Start logs each bad pair once, not once per tick or event.
 func (w *CertWatcher) reload() (changed, repeated bool, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.metrics.reads.Inc()
+	defer func() {
+		if err != nil {
+			w.metrics.errors.Inc()
+		}
+	}()
 	certPEM, err := os.ReadFile(w.certFile)
 	if err == nil {
 		var keyPEM []byte
 		if keyPEM, err = os.ReadFile(w.keyFile); err == nil {
 			w.readErr = ""
-			return w.loadLocked(certPEM, keyPEM)
+			changed, repeated, err = w.loadLocked(certPEM, keyPEM)
+			if changed && w.callback != nil {
+				w.callback(*w.cert.Load())
+			}
+			return changed, repeated, err
 		}
 	}
 	err = fmt.Errorf("certwatcher: reading the pair: %w", err)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ctrlkit/ctrlkit/certwatcher"
 )
 
@@ -43,7 +45,7 @@ func ExampleSelfSigned() {
 	// [metrics.my-system.svc] [127.0.0.1]
 }
 
-// A server's certificate from files that are replaced while it runs: Start polls them,
+// A server's certificate from files that are replaced while it runs: Start watches them,
 // GetCertificate hands the current pair to every handshake.
 func ExampleCertWatcher() {
 	dir, err := os.MkdirTemp("", "certs")
@@ -74,4 +76,51 @@ func ExampleCertWatcher() {
 	fmt.Println(cert.Leaf.DNSNames)
 	// Output:
 	// [webhook.example]
+}
+
+// A callback told of each new pair (here the rotation a cert-manager renewal would make), and
+// the read metrics on a registry of the caller's.
+func ExampleCertWatcher_RegisterCallback() {
+	dir, err := os.MkdirTemp("", "certs")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	first, _ := certwatcher.SelfSigned(certwatcher.SelfSignedOptions{Hosts: []string{"v1.example"}})
+	second, _ := certwatcher.SelfSigned(certwatcher.SelfSignedOptions{Hosts: []string{"v2.example"}})
+	_ = first.WriteFiles(dir)
+
+	reg := prometheus.NewRegistry()
+	w, err := certwatcher.New(certwatcher.Options{
+		CertFile:   filepath.Join(dir, certwatcher.CertFileName),
+		KeyFile:    filepath.Join(dir, certwatcher.KeyFileName),
+		Registerer: reg,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	reloaded := make(chan []string, 1)
+	w.RegisterCallback(func(c tls.Certificate) { reloaded <- c.Leaf.DNSNames })
+	fmt.Println("serving", <-reloaded) // the served pair is handed over at once
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = w.Start(ctx) })
+	defer wg.Wait()
+	defer cancel()
+
+	_ = second.WriteFiles(dir)
+	fmt.Println("reloaded", <-reloaded) // a notification, or the next tick at the latest
+
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		fmt.Println(mf.GetName())
+	}
+	// Output:
+	// serving [v1.example]
+	// reloaded [v2.example]
+	// certwatcher_read_certificate_errors_total
+	// certwatcher_read_certificate_total
 }

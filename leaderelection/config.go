@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/ctrlkit/ctrlkit/internal/leasetiming"
 )
@@ -65,6 +66,9 @@ func namespaceFrom(path string) string {
 	return DefaultNamespace
 }
 
+// EventReasonLeaderElection is the reason of the events Config.EventRecorder records, client-go's.
+const EventReasonLeaderElection = "LeaderElection"
+
 // resourceLock is the one lock kind client-go still has, the only value
 // --leader-elect-resource-lock accepts and its default.
 const resourceLock = "leases"
@@ -116,7 +120,19 @@ type Config struct {
 	// Identity of this candidate, unique among all candidates for this Lease: a candidate
 	// whose identity is the Lease's holder is the leader without asking. Default
 	// "<hostname>_<12 random hex digits>", chosen once by WithDefaults.
+	//
+	// An empty Identity always means the default: a string field cannot tell one left unset
+	// from one set to "" (say from an unset $POD_NAME), so where client-go's
+	// NewLeaderElector refuses "", ctrlkit fills it in. A caller that must not run under a
+	// made-up identity checks its value before building the Config; an Identity of white
+	// space only is refused (ErrInvalidConfig, field "identity").
 	Identity string
+
+	// EventRecorder, when set, records client-go's leader-election events on the Lease, as
+	// kube-controller-manager does: "<identity> became leader" when this candidate acquires
+	// it and "<identity> stopped leading" when its leadership ends, of type Normal and reason
+	// EventReasonLeaderElection. A client-go record.EventRecorder fits. nil records none.
+	EventRecorder resourcelock.EventRecorder
 
 	// LeaseDuration is how long standbys wait, from the last renewal they observed, before
 	// taking over an unrenewed lease: the longest a dead leader goes unreplaced.

@@ -72,6 +72,20 @@
 // runs under an Elector should use short durations (1s/600ms/200ms satisfy Validate) and
 // wait for callbacks with deadlines.
 //
+// # Events and the identity
+//
+// With Config.EventRecorder set (a client-go record.EventRecorder), a candidate records
+// client-go's events on the Lease, as kube-controller-manager does: "<identity> became
+// leader" when it acquires the Lease and "<identity> stopped leading" when its leadership
+// ends, type Normal, reason "LeaderElection" (EventReasonLeaderElection), so kubectl
+// describe lease shows the leadership history.
+//
+// client-go refuses an empty identity; ctrlkit's Config.Identity defaults instead (to
+// "<hostname>_<12 random hex digits>"), since a string field cannot tell an identity left
+// unset from one set to "". Check a value that must not be empty (one read from the
+// environment, say) before putting it in the Config; an identity of white space only is
+// refused.
+//
 // # Flags
 //
 // Config.AddFlags registers kube-controller-manager's flags: --leader-elect,

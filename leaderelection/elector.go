@@ -175,7 +175,7 @@ func (e *Elector) Run(ctx context.Context) error {
 		inner: &resourcelock.LeaseLock{
 			LeaseMeta:  metav1.ObjectMeta{Namespace: e.cfg.Namespace, Name: e.cfg.Name},
 			Client:     versionLeases{LeasesGetter: e.client.CoordinationV1(), read: read},
-			LockConfig: resourcelock.ResourceLockConfig{Identity: e.cfg.Identity},
+			LockConfig: resourcelock.ResourceLockConfig{Identity: e.cfg.Identity, EventRecorder: e.cfg.EventRecorder},
 		},
 		s:    s,
 		read: read,

@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/leaderelection"
@@ -136,4 +137,30 @@ func ExampleConfig_Validate() {
 	// Output:
 	// true true
 	// invalid leader election config: leaseDuration 15s, stored in whole seconds as 15s, must be greater than renewDeadline 14s + retryPeriod 2s = 16s
+}
+
+// Leader-election events on the Lease, as kube-controller-manager records them: give the
+// Config an event recorder (here client-go's fake; in a process, one from a
+// record.EventBroadcaster writing to the API server).
+func ExampleConfig_eventRecorder() {
+	events := record.NewFakeRecorder(10)
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logr.Discard()))
+	defer cancel()
+	err := leaderelection.Run(ctx, fake.NewClientset(), leaderelection.Config{
+		Namespace:     "default",
+		Name:          "example-controller",
+		Identity:      "replica-1",
+		EventRecorder: events,
+	}, leaderelection.Callbacks{
+		OnStartedLeading: func(context.Context) { cancel() }, // lead, then shut down
+	})
+	fmt.Println("Run:", err)
+	close(events.Events)
+	for ev := range events.Events {
+		fmt.Println(ev)
+	}
+	// Output:
+	// Run: <nil>
+	// Normal LeaderElection replica-1 became leader
+	// Normal LeaderElection replica-1 stopped leading
 }
