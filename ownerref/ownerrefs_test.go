@@ -146,6 +146,7 @@ func TestRemoveControllerReference(t *testing.T) {
 		wantErr string
 	}{
 		{"the controller reference", []metav1.OwnerReference{plainCMRef, webCtrlRef}, []metav1.OwnerReference{plainCMRef}, ""},
+		{"a plain reference to owner stays", []metav1.OwnerReference{webCtrlRef, webRef}, []metav1.OwnerReference{webRef}, ""},
 		{"no controller reference, only a plain one to owner", []metav1.OwnerReference{webRef}, []metav1.OwnerReference{webRef},
 			"remove controller reference of default/web-0 to ReplicaSet default/web: default/web-0 has no controller reference: object has no such owner reference"},
 		{"controlled by another owner", []metav1.OwnerReference{dbCtrlRef, webRef}, []metav1.OwnerReference{dbCtrlRef, webRef},
