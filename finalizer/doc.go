@@ -64,4 +64,29 @@
 // Finalize, Result.Updated). Unlike controller-runtime's, Finalize writes the object itself
 // (it does not leave the update to the caller), runs the functions in registration order
 // rather than in map order, and stops at the first failure.
+//
+// # Porting from controller-runtime
+//
+// controller-runtime's controllerutil helpers edit the object in memory and leave the write to
+// the caller; Add and Remove here write the server themselves, with a precondition. The
+// in-memory helpers are kept beside them for code that edits the object before a write it
+// makes anyway (a Create, an Update of the whole object):
+//
+//	controller-runtime                      ctrlkit
+//	controllerutil.AddFinalizer(o, n)       AddToObject(o, n): in memory, reports whether added
+//	controllerutil.RemoveFinalizer(o, n)    RemoveFromObject(o, n): in memory, every occurrence
+//	controllerutil.ContainsFinalizer(o, n)  Has(o, n)
+//	AddFinalizer + client.Update            Add(ctx, p, o, n...): one preconditioned patch
+//	RemoveFinalizer + client.Update         Remove(ctx, p, o, n...): one preconditioned patch
+//	finalizer.NewFinalizers, Register       New[T](), Register
+//	Finalizers.Finalize + client.Update     Finalizers.Finalize (writes the object itself)
+//
+// Choose Add and Remove when the finalizer is the only change: the patch cannot lose a
+// finalizer another writer added meanwhile, and nothing is sent when nothing changes. Choose
+// AddToObject and RemoveFromObject when the change rides on another write, or to port code as
+// it is. Like controller-runtime's, the in-memory helpers do not validate names (Add does,
+// with ValidateName): a name without a domain prefix is refused by the API server for built-in
+// types only when the object is written. Unlike controller-runtime's, they accept a nil
+// object (nothing changes) and never write into the slice the object holds, which a cached
+// object's shallow copy may share.
 package finalizer

@@ -74,7 +74,9 @@ func ValidateName(name string) error {
 	return nil
 }
 
-// Has reports whether obj carries the finalizer name. A nil obj has none.
+// Has reports whether obj carries the finalizer name. A nil obj has none. It is
+// controller-runtime's controllerutil.ContainsFinalizer (same answer, and it does not validate
+// name either), except that a nil obj gives false instead of a panic.
 func Has(obj metav1.Object, name string) bool {
 	if object.IsNil(obj) {
 		return false

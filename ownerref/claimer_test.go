@@ -28,11 +28,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/ownerref"
+	"github.com/ctrlkit/ctrlkit/testkit"
 )
 
 func TestMain(m *testing.M) {
-	// Claims start no goroutines; the fake clientset's watchers are never started here.
-	goleak.VerifyTestMain(m)
+	// Claims start no goroutines; the fake clientset's watchers are never started here. The
+	// shared API server is stopped before goleak looks.
+	goleak.VerifyTestMain(testkit.WithSharedAPIServer(m))
 }
 
 func selectorOf(t *testing.T, rs *appsv1.ReplicaSet) labels.Selector {

@@ -15,12 +15,14 @@ import (
 
 // SetControllerReference makes owner the controller of obj: it adds (or, for the same owner,
 // refreshes) the owner reference with controller and blockOwnerDeletion true, as
-// NewControllerRef builds it. It changes obj in memory only; write obj afterwards (Create,
+// NewControllerRef builds it (WithBlockOwnerDeletion(false) leaves the owner's deletion
+// unblocked; blocking needs delete permission on the owner). It changes obj in memory only; write obj afterwards (Create,
 // Update, CreateOrUpdate's mutate).
 //
 // The owner's kind is, in this order: WithKind's; the owner's own apiVersion and kind (custom
-// resources decoded by ctrlkit keep them); the kind client-go's scheme registers for the
-// owner's Go type (built-in objects read from a clientset or a lister carry no TypeMeta).
+// resources decoded by ctrlkit keep them); the kind client-go's scheme (or WithScheme's)
+// registers for the owner's Go type (built-in objects read from a clientset or a lister carry
+// no TypeMeta).
 // An owner of none of these is an error matching ErrUnknownKind that names its Go type.
 //
 // It refuses, leaving obj unchanged:
@@ -36,30 +38,15 @@ import (
 // Calling it again with the same owner changes nothing. The name and rules are
 // controller-runtime's controllerutil.SetControllerReference.
 func SetControllerReference(owner, obj metav1.Object, opts ...Option) error {
-	if object.IsNil(owner) || object.IsNil(obj) {
-		return fmt.Errorf("set controller reference: %w", ErrNilObject)
-	}
-	child := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
-	ownerKey := types.NamespacedName{Namespace: owner.GetNamespace(), Name: owner.GetName()}
-	var cfg options
-	for _, o := range opts {
-		o.apply(&cfg)
-	}
-	gvk, err := ownerKind(owner, cfg.kind)
+	cfg := newOptions(opts)
+	child, gvk, err := checkOwner("set controller reference", owner, obj, cfg)
 	if err != nil {
-		return fmt.Errorf("set controller reference of %s to %s: %w", child, ownerKey, err)
-	}
-	switch {
-	case owner.GetName() == "":
-		return fmt.Errorf("set controller reference of %s: %s owner has no name: %w", child, gvk.Kind, ErrInvalidOwner)
-	case owner.GetUID() == "":
-		return fmt.Errorf("set controller reference of %s to %s %s: owner has no uid: %w", child, gvk.Kind, ownerKey, ErrMissingUID)
-	case owner.GetNamespace() != "" && obj.GetNamespace() == "":
-		return fmt.Errorf("set controller reference of cluster-scoped %s to %s %s: a namespaced owner cannot own a cluster-scoped object: %w", child, gvk.Kind, ownerKey, ErrInvalidOwner)
-	case owner.GetNamespace() != "" && owner.GetNamespace() != obj.GetNamespace():
-		return fmt.Errorf("set controller reference of %s to %s %s: owner and object are in different namespaces: %w", child, gvk.Kind, ownerKey, ErrInvalidOwner)
+		return err
 	}
 	ref := *NewControllerRef(owner, gvk)
+	if cfg.block != nil {
+		ref.BlockOwnerDeletion = new(*cfg.block)
+	}
 	refs := obj.GetOwnerReferences()
 	if cur := controllerOfNoCopy(obj); cur != nil && !sameOwner(*cur, ref) {
 		return &AlreadyOwnedError{Object: child, Controller: *cur, Owner: ref}
@@ -97,13 +84,27 @@ func sameOwner(a, b metav1.OwnerReference) bool {
 	return ga.Group == gb.Group && a.Kind == b.Kind && a.Name == b.Name
 }
 
-// Option configures SetControllerReference.
+// Option configures SetControllerReference and the other functions that take an owner:
+// SetOwnerReference, RemoveOwnerReference, RemoveControllerReference, HasOwnerReference.
+// An option a function has no use for is ignored.
 type Option interface {
 	apply(*options)
 }
 
 type options struct {
-	kind schema.GroupVersionKind
+	kind   schema.GroupVersionKind
+	scheme *runtime.Scheme
+	block  *bool
+}
+
+func newOptions(opts []Option) options {
+	var cfg options
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	return cfg
 }
 
 type kindOption schema.GroupVersionKind
@@ -115,10 +116,63 @@ func (k kindOption) apply(o *options) { o.kind = schema.GroupVersionKind(k) }
 // GroupVersionKind give it).
 func WithKind(gvk schema.GroupVersionKind) Option { return kindOption(gvk) }
 
+type schemeOption struct{ s *runtime.Scheme }
+
+func (s schemeOption) apply(o *options) {
+	if s.s != nil {
+		o.scheme = s.s
+	}
+}
+
+// WithScheme looks the owner's Go type up in s instead of client-go's scheme, for owners of
+// types registered in a scheme of one's own: controller-runtime's scheme argument, as in
+// SetControllerReference(owner, obj, WithScheme(mgr.GetScheme())). A nil s is ignored.
+// WithKind, or the kind the owner carries, still comes first.
+func WithScheme(s *runtime.Scheme) Option { return schemeOption{s} }
+
+type blockOption bool
+
+func (b blockOption) apply(o *options) { o.block = new(bool(b)) }
+
+// WithBlockOwnerDeletion sets the reference's blockOwnerDeletion (controller-runtime's option
+// of the same name). With true, a foreground deletion of the owner waits for the child to be
+// gone; setting it needs delete permission on the owner (the API server refuses the write
+// otherwise, when the OwnerReferencesPermissionEnforcement admission plugin is on).
+// SetControllerReference sets true without it, SetOwnerReference leaves the field unset.
+func WithBlockOwnerDeletion(block bool) Option { return blockOption(block) }
+
+// checkOwner resolves owner's kind and checks owner and obj as SetControllerReference
+// documents; op starts the errors.
+func checkOwner(op string, owner, obj metav1.Object, cfg options) (types.NamespacedName, schema.GroupVersionKind, error) {
+	if object.IsNil(obj) {
+		return types.NamespacedName{}, schema.GroupVersionKind{}, fmt.Errorf("%s: object: %w", op, ErrNilObject)
+	}
+	child := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	if object.IsNil(owner) {
+		return child, schema.GroupVersionKind{}, fmt.Errorf("%s of %s: owner: %w", op, child, ErrNilObject)
+	}
+	ownerKey := types.NamespacedName{Namespace: owner.GetNamespace(), Name: owner.GetName()}
+	gvk, err := ownerKind(owner, cfg)
+	if err != nil {
+		return child, gvk, fmt.Errorf("%s of %s to %s: %w", op, child, ownerKey, err)
+	}
+	switch {
+	case owner.GetName() == "":
+		return child, gvk, fmt.Errorf("%s of %s: %s owner has no name: %w", op, child, gvk.Kind, ErrInvalidOwner)
+	case owner.GetUID() == "":
+		return child, gvk, fmt.Errorf("%s of %s to %s %s: owner has no uid: %w", op, child, gvk.Kind, ownerKey, ErrMissingUID)
+	case owner.GetNamespace() != "" && obj.GetNamespace() == "":
+		return child, gvk, fmt.Errorf("%s of cluster-scoped %s to %s %s: a namespaced owner cannot own a cluster-scoped object: %w", op, child, gvk.Kind, ownerKey, ErrInvalidOwner)
+	case owner.GetNamespace() != "" && owner.GetNamespace() != obj.GetNamespace():
+		return child, gvk, fmt.Errorf("%s of %s to %s %s: owner and object are in different namespaces: %w", op, child, gvk.Kind, ownerKey, ErrInvalidOwner)
+	}
+	return child, gvk, nil
+}
+
 // ownerKind resolves the owner's kind as SetControllerReference documents.
-func ownerKind(owner metav1.Object, given schema.GroupVersionKind) (schema.GroupVersionKind, error) {
-	if given.Kind != "" {
-		return given, nil
+func ownerKind(owner metav1.Object, cfg options) (schema.GroupVersionKind, error) {
+	if cfg.kind.Kind != "" {
+		return cfg.kind, nil
 	}
 	ro, ok := owner.(runtime.Object)
 	if !ok {
@@ -132,9 +186,13 @@ func ownerKind(owner metav1.Object, given schema.GroupVersionKind) (schema.Group
 	if gvk := ro.GetObjectKind().GroupVersionKind(); gvk.Kind != "" && gvk.Version != "" {
 		return gvk, nil
 	}
-	gvks, _, err := scheme.Scheme.ObjectKinds(ro)
+	sch, name := scheme.Scheme, "client-go's scheme"
+	if cfg.scheme != nil {
+		sch, name = cfg.scheme, "the given scheme"
+	}
+	gvks, _, err := sch.ObjectKinds(ro)
 	if err != nil || len(gvks) == 0 {
-		return schema.GroupVersionKind{}, fmt.Errorf("kind of owner type %v is not in client-go's scheme and the owner has no apiVersion and kind, pass ownerref.WithKind: %w", reflect.TypeOf(owner), ErrUnknownKind)
+		return schema.GroupVersionKind{}, fmt.Errorf("kind of owner type %v is not in %s and the owner has no apiVersion and kind, pass ownerref.WithKind: %w", reflect.TypeOf(owner), name, ErrUnknownKind)
 	}
 	return gvks[0], nil
 }

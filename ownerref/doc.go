@@ -45,6 +45,40 @@
 // that another owner already controls (ErrAlreadyOwned), an owner without UID, and an owner
 // in another namespace or a namespaced owner of a cluster-scoped object (ErrInvalidOwner).
 //
+// # Porting from controller-runtime
+//
+// The helpers of controller-runtime's controllerutil that edit owner references in memory are
+// here under their names, with the scheme argument turned into options (the owner's kind is
+// found without one for built-in types and for objects that carry their apiVersion and kind):
+//
+//	controller-runtime                             ctrlkit
+//	SetControllerReference(o, c, scheme, opts...)  SetControllerReference(o, c, opts...)
+//	SetOwnerReference(o, c, scheme, opts...)       SetOwnerReference(o, c, opts...)
+//	RemoveOwnerReference(o, c, scheme)             RemoveOwnerReference(o, c, opts...)
+//	RemoveControllerReference(o, c, scheme)        RemoveControllerReference(o, c, opts...)
+//	HasOwnerReference(c.GetOwnerReferences(), o,   HasOwnerReference(c, o, opts...)
+//	  scheme)
+//	HasControllerReference(c)                      HasControllerReference(c)
+//	WithBlockOwnerDeletion(b)                      WithBlockOwnerDeletion(b)
+//	the scheme argument                            WithScheme(scheme), or WithKind(gvk)
+//	metav1.IsControlledBy(c, o)                    IsControlledBy(c, o) (empty UIDs match nothing)
+//
+// Which to choose: SetControllerReference for the children a controller creates and finds
+// again (one controller per object; claims, EnqueueControllerOf and IsControlledBy go by
+// it); SetOwnerReference for objects that should only be deleted with their owner, or have
+// several owners. SetControllerReference sets blockOwnerDeletion true unless
+// WithBlockOwnerDeletion(false) says otherwise; SetOwnerReference leaves it unset unless the
+// option sets it.
+//
+// Differences, each deliberate: both Set functions refuse an owner without a UID
+// (ErrMissingUID), which controller-runtime accepts and the API server then refuses;
+// RemoveOwnerReference removes every reference to the owner, not only the first; errors match
+// sentinels (ErrNotOwned, ErrInvalidOwner, ErrUnknownKind, ErrNilObject) and name the objects;
+// a nil object is an error, never a panic. As in controller-runtime, SetOwnerReference,
+// RemoveOwnerReference, RemoveControllerReference and HasOwnerReference recognise the owner by
+// API group, kind and name, not by version or UID, so a reference to an owner deleted and
+// re-created under its name counts as a reference to it (IsControlledBy, by UID, does not).
+//
 // Any client works through Patcher: PodsPatcher for Pods, ClientPatcher for any client-go
 // typed client or the dynamic client, PatcherFunc for anything else.
 //

@@ -131,11 +131,11 @@ func invalid[T informer.Object](p Predicate[T]) string {
 		}
 	case matching[T]:
 		if v.match == nil {
-			return "Matching: nil function"
+			return v.name() + ": nil function"
 		}
 	case labelSelector[T]:
 		if v.sel == nil {
-			return "LabelSelector: nil selector"
+			return v.name() + ": nil selector"
 		}
 	default:
 		// A nil pointer or func of the user's own type: its methods would

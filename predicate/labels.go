@@ -16,7 +16,7 @@ import (
 // delete whose object is missing always.
 //
 // This differs from controller-runtime's LabelSelectorPredicate, which
-// judges an update by the new object only. Note that the cache still holds
+// judges an update by the new object only (LabelSelectorNewObject does). Note that the cache still holds
 // every object; to cache only the selected ones, scope the informer
 // instead. A nil sel matches nothing (and Validate reports it).
 func LabelSelector[T informer.Object](sel labels.Selector) Predicate[T] {
@@ -29,6 +29,14 @@ func LabelSelector[T informer.Object](sel labels.Selector) Predicate[T] {
 type labelSelector[T informer.Object] struct {
 	matching[T]
 	sel labels.Selector
+}
+
+// name is the constructor's name, for Validate's messages.
+func (l labelSelector[T]) name() string {
+	if l.newOnly {
+		return "LabelSelectorNewObject"
+	}
+	return "LabelSelector"
 }
 
 // FromLabelSelector is LabelSelector for an API label selector, such as a

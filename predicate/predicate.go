@@ -98,6 +98,16 @@ func Matching[T informer.Object](match func(T) bool) Predicate[T] {
 
 type matching[T informer.Object] struct {
 	match func(T) bool
+	// newOnly judges an update by its new object alone (MatchingNewObject).
+	newOnly bool
+}
+
+// name is the constructor's name, for Validate's messages.
+func (m matching[T]) name() string {
+	if m.newOnly {
+		return "MatchingNewObject"
+	}
+	return "Matching"
 }
 
 func (m matching[T]) test(obj T) bool {
@@ -108,6 +118,9 @@ func (m matching[T]) test(obj T) bool {
 func (m matching[T]) Create(e CreateEvent[T]) bool { return m.test(e.Object) }
 
 func (m matching[T]) Update(e UpdateEvent[T]) bool {
+	if m.newOnly {
+		return m.test(e.ObjectNew)
+	}
 	return m.test(e.ObjectOld) || m.test(e.ObjectNew)
 }
 
