@@ -94,6 +94,15 @@ func TestEventRecorderAPIServer(t *testing.T) {
 	assert.Equal(t, "core/v1 event", v1.Note)
 	assert.Equal(t, "config-legacy", v1.DeprecatedSource.Component)
 	assert.Equal(t, "config-legacy", core.Source.Component)
+
+	// The elector records client-go's event on the Lease, as kube-controller-manager's does,
+	// so `kubectl describe lease events-test` names the leader.
+	require.Eventually(t, mgr.Elector().IsLeader, apiWait, 10*time.Millisecond)
+	v1, core = byReason(leaderelection.EventReasonLeaderElection)
+	assert.Equal(t, "Lease", core.InvolvedObject.Kind)
+	assert.Equal(t, "events-test", core.InvolvedObject.Name)
+	assert.Regexp(t, `^replica-a.* became leader$`, core.Message)
+	assert.Equal(t, "events-test", v1.DeprecatedSource.Component, "the recorder is named after the Lease")
 }
 
 // recordOnRun is a Runnable that calls run once the Manager runs it, then

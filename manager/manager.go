@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -189,7 +190,12 @@ func New(opts Options) (_ *Manager, err error) {
 	}
 
 	if le := opts.LeaderElection; le != nil && le.Enabled {
-		e, err := leaderelection.NewElector(opts.Client, *le, leaderelection.Callbacks{
+		cfg := *le
+		if cfg.EventRecorder == nil {
+			// "<identity> became leader" on the Lease, as kube-controller-manager records it.
+			cfg.EventRecorder = m.EventRecorderFor(cmp.Or(cfg.Name, "leader-election"))
+		}
+		e, err := leaderelection.NewElector(opts.Client, cfg, leaderelection.Callbacks{
 			OnStartedLeading: m.onStartedLeading,
 			OnNewLeader: func(id string) {
 				m.log().Info("New leader observed", "leader", id)

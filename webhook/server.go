@@ -146,10 +146,11 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		return nil, fmt.Errorf("webhook: registering metrics: %w", err)
 	}
 	certs, err := certwatcher.New(certwatcher.Options{
-		CertFile: filepath.Join(opts.CertDir, opts.CertName),
-		KeyFile:  filepath.Join(opts.CertDir, opts.KeyName),
-		Interval: opts.CertReloadInterval,
-		Clock:    opts.Clock,
+		CertFile:   filepath.Join(opts.CertDir, opts.CertName),
+		KeyFile:    filepath.Join(opts.CertDir, opts.KeyName),
+		Interval:   opts.CertReloadInterval,
+		Clock:      opts.Clock,
+		Registerer: reg, // controller-runtime's certwatcher_* counters, next to the webhook's
 	})
 	if err != nil {
 		return nil, fmt.Errorf("webhook: serving certificate: %w", err)
