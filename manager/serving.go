@@ -117,7 +117,8 @@ func (m *Manager) metricsPaths() map[string]http.Handler {
 func (m *Manager) listen(logger klog.Logger) (*serving.Servers, error) {
 	metrics := serving.Site{Name: "metrics", Addr: m.metricsAddr, Paths: m.metricsPaths(), Profiling: m.serving.EnableProfiling}
 	if m.serving.SecureServing { // validate kept the probes apart
-		metrics.TLS = &serving.TLS{CertDir: m.serving.CertDir, CertName: m.serving.CertName, KeyName: m.serving.KeyName, Clock: m.certClock}
+		metrics.TLS = &serving.TLS{CertDir: m.serving.CertDir, CertName: m.serving.CertName, KeyName: m.serving.KeyName, Clock: m.certClock,
+			Registerer: m.Registerer()}
 	}
 	health := serving.Site{Name: "health", Addr: m.healthAddr,
 		Paths: map[string]http.Handler{"/healthz": m.HealthzHandler(), "/readyz": m.ReadyzHandler()}}

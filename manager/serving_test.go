@@ -101,6 +101,8 @@ func TestSecureMetricsCertDir(t *testing.T) {
 	c := tlsClient(t, &tls.Config{RootCAs: b.CertPool(), ServerName: "metrics.test", MinVersion: tls.VersionTLS12})
 	resp, body := delegatedauthtest.Get(t, c, "https://"+m.MetricsAddr()+"/metrics", "scraper-token")
 	assert.Equal(t, http.StatusOK, resp.StatusCode, body)
+	// The watcher's read counter is served next to the Manager's metrics (the initial read).
+	assert.Regexp(t, `(?m)^certwatcher_read_certificate_total [1-9]`, body)
 	require.NoError(t, stop())
 
 	m, err = New(Options{Client: client, MetricsAddr: "127.0.0.1:0",

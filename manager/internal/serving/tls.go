@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -24,6 +25,8 @@ type TLS struct {
 	KeyName  string
 	// Clock is the certificate watcher's. nil means the real clock.
 	Clock clock.WithTicker
+	// Registerer receives the certificate watcher's certwatcher_* counters. nil registers none.
+	Registerer prometheus.Registerer
 }
 
 // config is the TLS configuration of the server of a site named name, and
@@ -33,9 +36,10 @@ func (t *TLS) config(name string, logger klog.Logger) (*tls.Config, *certwatcher
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if t.CertDir != "" {
 		w, err := certwatcher.New(certwatcher.Options{
-			CertFile: filepath.Join(t.CertDir, t.CertName),
-			KeyFile:  filepath.Join(t.CertDir, t.KeyName),
-			Clock:    t.Clock,
+			CertFile:   filepath.Join(t.CertDir, t.CertName),
+			KeyFile:    filepath.Join(t.CertDir, t.KeyName),
+			Clock:      t.Clock,
+			Registerer: t.Registerer,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s serving certificate: %w", name, err)
