@@ -340,6 +340,12 @@ func (f *Factory) transform(obj any) (any, error) {
 // last: after it, the object must not be written to. The mutation detector,
 // when on, then takes the object's fingerprint.
 func (f *Factory) transformFor(key registryKey, obj any) (any, error) {
+	// client-go's watch-list transforms each listed object into its temporary store, and its
+	// FIFO transforms the same object again on Replace. The detector, tracking the object since
+	// the first pass, may be reading it: a second pass must not write to it.
+	if f.detector != nil && f.detector.tracks(key, obj) {
+		return obj, nil
+	}
 	out, err := f.transformOwn(obj)
 	if f.table != nil {
 		f.table.Share(out)

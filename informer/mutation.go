@@ -155,6 +155,22 @@ func (d *mutationDetector) track(key registryKey, obj any) {
 	d.mu.Unlock()
 }
 
+// tracks reports whether obj itself (not only an object of its key) is tracked: it has been
+// transformed for the informer key already.
+func (d *mutationDetector) tracks(key registryKey, obj any) bool {
+	if key.source == sourceTyped {
+		key.typ = reflect.TypeOf(obj)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rec := d.records[recordKey{informer: key, key: cacheKey(m.GetNamespace(), m.GetName())}]
+	return rec != nil && rec.obj == obj
+}
+
 func (d *mutationDetector) newRecord(obj any, namespace, name string) *tracked {
 	return &tracked{obj: obj, hash: fingerprint(d.seed, obj), copy: deepCopy(obj), namespace: namespace, name: name}
 }
