@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record"
 
@@ -59,4 +60,12 @@ func (m *Manager) identity() string {
 		id = m.elector.Identity()
 	}
 	return eventpipes.Instance(id)
+}
+
+// leaseEvents records the leader elector's events (client-go's resourcelock.EventRecorder)
+// as events.k8s.io/v1 Events, with the reason as their action.
+type leaseEvents struct{ rec EventRecorder }
+
+func (l leaseEvents) Eventf(obj runtime.Object, eventType, reason, message string, args ...any) {
+	l.rec.Eventf(obj, nil, eventType, reason, reason, message, args...)
 }

@@ -102,7 +102,8 @@ func TestEventRecorderAPIServer(t *testing.T) {
 	assert.Equal(t, "Lease", core.InvolvedObject.Kind)
 	assert.Equal(t, "events-test", core.InvolvedObject.Name)
 	assert.Regexp(t, `^replica-a.* became leader$`, core.Message)
-	assert.Equal(t, "events-test", v1.DeprecatedSource.Component, "the recorder is named after the Lease")
+	assert.Equal(t, "events-test", v1.ReportingController, "the recorder is named after the Lease")
+	assert.Equal(t, "replica-a", v1.ReportingInstance)
 }
 
 // recordOnRun is a Runnable that calls run once the Manager runs it, then

@@ -192,8 +192,10 @@ func New(opts Options) (_ *Manager, err error) {
 	if le := opts.LeaderElection; le != nil && le.Enabled {
 		cfg := *le
 		if cfg.EventRecorder == nil {
-			// "<identity> became leader" on the Lease, as kube-controller-manager records it.
-			cfg.EventRecorder = m.EventRecorderFor(cmp.Or(cfg.Name, "leader-election"))
+			// "<identity> became leader" on the Lease, as kube-controller-manager records it;
+			// through events.k8s.io, whose writes in flight Start waits for on its way out
+			// ("stopped leading" is recorded during shutdown).
+			cfg.EventRecorder = leaseEvents{m.EventRecorder(cmp.Or(cfg.Name, "leader-election"))}
 		}
 		e, err := leaderelection.NewElector(opts.Client, cfg, leaderelection.Callbacks{
 			OnStartedLeading: m.onStartedLeading,
