@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/informer"
@@ -37,39 +38,41 @@ func (c *counter) counts(ns string, names ...string) []int {
 }
 
 // Four controllers watch one real ConfigMap informer over the fake cluster,
-// mapping each ConfigMap to the key its "target" label names: one without
+// mapping each Deployment to the key its "target" label names: one without
 // predicates (the witness that every event was delivered), one with
 // GenerationChanged, one with LabelsChanged, one with a LabelSelector.
-// A relabelling (metadata only: no new generation) moves the ConfigMap from
+// (A Deployment, not a ConfigMap: a ConfigMap has no generation, so GenerationChanged drops
+// every update of one, on kube-apiserver and on the fake.)
+// A relabelling (metadata only: no new generation) moves the Deployment from
 // key a to key b: GenerationChanged drops it whole, neither a nor b is
 // reconciled; LabelsChanged passes it and both keys are.
 func TestWatchPredicatesOnAnInformer(t *testing.T) {
 	env := testkit.NewFake(t)
 	ns := env.Namespace()
-	cms, err := informer.For[*corev1.ConfigMap](env.Factory())
+	deps, err := informer.For[*appsv1.Deployment](env.Factory())
 	require.NoError(t, err)
-	byTarget := func(cm *corev1.ConfigMap) []controller.Key {
-		return []controller.Key{{Namespace: cm.Namespace, Name: cm.Labels["target"]}}
+	byTarget := func(d *appsv1.Deployment) []controller.Key {
+		return []controller.Key{{Namespace: d.Namespace, Name: d.Labels["target"]}}
 	}
-	type Pred = predicate.Predicate[*corev1.ConfigMap]
+	type Pred = predicate.Predicate[*appsv1.Deployment]
 	run := func(name string, ps ...Pred) *counter {
 		r := &counter{}
 		c, err := controller.New(name, controller.Reconciler[controller.Key](r), controller.Options[controller.Key]{})
 		require.NoError(t, err)
-		require.NoError(t, controller.Watch(c, cms, byTarget, controller.WithPredicates(ps...)))
+		require.NoError(t, controller.Watch(c, deps, byTarget, controller.WithPredicates(ps...)))
 		env.RunController(env.Context(), c)
 		return r
 	}
 	all := run("all")
-	gen := run("generation", predicate.GenerationChanged[*corev1.ConfigMap]())
-	lbl := run("labels", predicate.LabelsChanged[*corev1.ConfigMap]())
-	sel := run("selector", predicate.LabelSelector[*corev1.ConfigMap](labels.SelectorFromSet(labels.Set{"target": "a"})))
+	gen := run("generation", predicate.GenerationChanged[*appsv1.Deployment]())
+	lbl := run("labels", predicate.LabelsChanged[*appsv1.Deployment]())
+	sel := run("selector", predicate.LabelSelector[*appsv1.Deployment](labels.SelectorFromSet(labels.Set{"target": "a"})))
 
 	// step writes, waits until the witness saw the event (so every handler
 	// was handed it) and the controllers are quiet, and checks the counts of
 	// keys a and b.
 	ctx := env.Context()
-	client := env.Client().CoreV1().ConfigMaps(ns)
+	client := env.Client().AppsV1().Deployments(ns)
 	step := func(what string, write func(), witness, wantGen, wantLbl, wantSel []int) {
 		t.Helper()
 		write()
@@ -81,34 +84,36 @@ func TestWatchPredicatesOnAnInformer(t *testing.T) {
 		assert.Equal(t, wantLbl, lbl.counts(ns, "a", "b"), "%s: LabelsChanged", what)
 		assert.Equal(t, wantSel, sel.counts(ns, "a", "b"), "%s: LabelSelector target=a", what)
 	}
-	get := func() *corev1.ConfigMap {
-		cm, err := client.Get(ctx, "x", metav1.GetOptions{})
+	get := func() *appsv1.Deployment {
+		d, err := client.Get(ctx, "x", metav1.GetOptions{})
 		require.NoError(t, err)
-		return cm
+		return d
 	}
-	update := func(mod func(*corev1.ConfigMap)) func() {
+	update := func(mod func(*appsv1.Deployment)) func() {
 		return func() {
-			cm := get()
-			mod(cm)
-			_, err := client.Update(ctx, cm, metav1.UpdateOptions{})
+			d := get()
+			mod(d)
+			_, err := client.Update(ctx, d, metav1.UpdateOptions{})
 			require.NoError(t, err)
 		}
 	}
 
 	step("create with target=a", func() {
-		_, err := client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Labels: map[string]string{"target": "a"}}}, metav1.CreateOptions{})
+		d := newDeployment("x")
+		d.Labels = map[string]string{"target": "a"}
+		_, err := client.Create(ctx, d, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}, []int{1, 0}, []int{1, 0}, []int{1, 0}, []int{1, 0})
 	require.Equal(t, int64(1), get().Generation)
 
-	step("relabel to target=b", update(func(cm *corev1.ConfigMap) { cm.Labels["target"] = "b" }),
+	step("relabel to target=b", update(func(d *appsv1.Deployment) { d.Labels["target"] = "b" }),
 		[]int{2, 1},
 		[]int{1, 0}, // the update is refused whole: neither the old key nor the new one
 		[]int{2, 1}, // passed: both keys
 		[]int{2, 1}) // the old object matched: seen once more, both keys
 	require.Equal(t, int64(1), get().Generation, "labels are metadata: no new generation")
 
-	step("change data", update(func(cm *corev1.ConfigMap) { cm.Data = map[string]string{"k": "v"} }),
+	step("change the spec", update(func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](3) }),
 		[]int{2, 2},
 		[]int{1, 1}, // a new generation
 		[]int{2, 1}, // same labels
@@ -117,6 +122,22 @@ func TestWatchPredicatesOnAnInformer(t *testing.T) {
 
 	step("delete", func() { require.NoError(t, client.Delete(ctx, "x", metav1.DeleteOptions{})) },
 		[]int{2, 3}, []int{1, 2}, []int{2, 2}, []int{2, 1})
+}
+
+// newDeployment is a valid Deployment of one replica.
+func newDeployment(name string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+			},
+		},
+	}
 }
 
 // statusWriter is a Reconciler that records the generation it observed in

@@ -108,6 +108,13 @@ type kindInfo struct {
 	namespaced bool
 	status     bool // has a status subresource
 	typed      bool // a kind of client-go's scheme: stored as its Go type
+	// generation: metadata.generation is 1 on create and bumped when the desired state changes
+	// (custom resources, and the built-in kinds in generationKinds); others keep 0.
+	generation bool
+	// annotationsInGeneration: a change of annotations bumps generation too (Deployments).
+	annotationsInGeneration bool
+	// conditionalUpdate: an update must carry a resourceVersion (custom resources, Leases, ...).
+	conditionalUpdate bool
 }
 
 // Cluster is one in-memory cluster: one store with one resourceVersion counter, served through a
@@ -199,7 +206,7 @@ func (c *Cluster) declare(r Resource) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.custom[r.GVR] = kindInfo{gvk: r.GVR.GroupVersion().WithKind(r.Kind), namespaced: r.Namespaced, status: r.StatusSubresource}
+	c.custom[r.GVR] = kindInfo{gvk: r.GVR.GroupVersion().WithKind(r.Kind), namespaced: r.Namespaced, status: r.StatusSubresource, generation: true, conditionalUpdate: true}
 	return nil
 }
 
@@ -219,7 +226,7 @@ func (c *Cluster) info(gvr schema.GroupVersionResource) (kindInfo, error) {
 		if m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
 			namespaced = m.Scope.Name() == meta.RESTScopeNameNamespace
 		}
-		ki = kindInfo{gvk: gvk, namespaced: namespaced, status: true, typed: true}
+		ki = builtinInfo(gvk, namespaced)
 		c.builtins.Store(gvr, ki)
 		return ki, nil
 	}
@@ -241,14 +248,14 @@ func (c *Cluster) infoForObject(obj runtime.Object) (schema.GroupVersionResource
 		}
 	}
 	if m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
-		return m.Resource, kindInfo{gvk: gvk, namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace, status: true, typed: true}, nil
+		return m.Resource, builtinInfo(gvk, m.Scope.Name() == meta.RESTScopeNameNamespace), nil
 	}
 	if _, ok := obj.(*unstructured.Unstructured); !ok {
 		return schema.GroupVersionResource{}, kindInfo{}, fmt.Errorf("kind %s is not in client-go's scheme: seed it as *unstructured.Unstructured", gvk)
 	}
 	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
 	m, _ := meta.Accessor(obj)
-	ki := kindInfo{gvk: gvk, namespaced: m.GetNamespace() != "", status: true}
+	ki := kindInfo{gvk: gvk, namespaced: m.GetNamespace() != "", status: true, generation: true, conditionalUpdate: true}
 	c.custom[gvr] = ki
 	return gvr, ki, nil
 }

@@ -15,7 +15,7 @@ import (
 // given in Options.Resources, and reports it Established at once.
 var CRDResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-var crdInfo = kindInfo{gvk: CRDResource.GroupVersion().WithKind("CustomResourceDefinition"), status: true}
+var crdInfo = kindInfo{gvk: CRDResource.GroupVersion().WithKind("CustomResourceDefinition"), status: true, generation: true, conditionalUpdate: true}
 
 // serveCRD declares the resources of every served version of crd and sets the status an API
 // server reports once it serves them: names accepted, Established, the storage version stored.

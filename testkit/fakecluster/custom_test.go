@@ -72,9 +72,11 @@ func TestCreateStampsAndDropsStatus(t *testing.T) {
 	stale := widget("x", 1)
 	stale.SetResourceVersion("3")
 	_, err = c.Create(ctx, stale, metav1.CreateOptions{})
-	assert.True(t, apierrors.IsBadRequest(err), "resourceVersion on create: %v", err)
+	var st apierrors.APIStatus
+	require.ErrorAs(t, err, &st)
+	assert.Equal(t, int32(500), st.Status().Code, "resourceVersion on create: a 500, as kube-apiserver's storage answers it: %v", err)
 	_, err = c.Create(ctx, widget("", 1), metav1.CreateOptions{})
-	assert.True(t, apierrors.IsBadRequest(err), "no name: %v", err)
+	assert.True(t, apierrors.IsInvalid(err), "no name: %v", err)
 }
 
 func TestUpdateKeepsStatusAndBumpsGenerationOnSpecChange(t *testing.T) {

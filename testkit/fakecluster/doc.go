@@ -10,34 +10,54 @@
 // from most handlers; a status update from a stale cached copy silently reverts a spec change.
 // This cluster does what an API server does on every write instead:
 //
-//   - create: a name from generateName, a UID, creationTimestamp, generation 1 and a
-//     resourceVersion; a resourceVersion sent with a create is rejected; for a resource with a
-//     status subresource the client's status is dropped (Pods start Pending, Namespaces Active);
+//   - create: a name from generateName, a UID, creationTimestamp, a resourceVersion and, for
+//     custom resources and the built-in kinds whose strategy tracks it (Deployments, Pods, Jobs,
+//     ...; not ConfigMaps or Secrets), generation 1; a resourceVersion sent with a create is
+//     rejected; for a resource with a status subresource the client's status is dropped (Pods
+//     start Pending, Namespaces Active); a Secret's stringData is merged into data and its type
+//     defaults to Opaque, as on every write;
 //   - update and patch (JSON and merge patch; strategic merge patch for built-in kinds only, a
-//     custom resource answers 415 Unsupported Media Type as from an API server): a resourceVersion
-//     or UID sent is a precondition (Conflict when stale, so optimistic concurrency works);
-//     metadata the server owns (uid, creationTimestamp, deletionTimestamp) is kept; with a status
-//     subresource the main resource keeps the stored status and "status" changes nothing but the
-//     status; generation is bumped when anything outside metadata (and status) changed; every
-//     write gets a new resourceVersion, unique and increasing across all resources, like etcd's
-//     revision;
+//     custom resource answers 415 Unsupported Media Type as from an API server; a JSON patch that
+//     does not apply is a 422): a resourceVersion or UID sent is a precondition (Conflict when
+//     stale, so optimistic concurrency works); an update without one is refused (422) for custom
+//     resources, Leases and the other kinds whose strategy wants it; metadata the server owns
+//     (uid, creationTimestamp, deletionTimestamp) is kept; built-in kinds whose Go type has a
+//     Status field, and custom resources that declare it, have a status subresource: the main
+//     resource keeps the stored status and "status" changes nothing but the status (the others
+//     answer 404 for "status"); generation is bumped when anything outside metadata (and status)
+//     changed, or a Deployment's annotations; every write gets a new resourceVersion, unique and
+//     increasing across all resources, like etcd's revision, and a write that changes nothing is
+//     not written (no new resourceVersion, no watch event);
 //   - delete: UID and resourceVersion preconditions; DeleteCollection with label selectors; an
 //     object with finalizers is only marked (deletionTimestamp, once, with generation bumped as
-//     kube-apiserver does, so generation-filtered controllers see the deletion) and goes when an update
-//     removes its last finalizer; no finalizer can be added to an object being deleted;
+//     kube-apiserver does, so generation-filtered controllers see the deletion) and goes when an
+//     update removes its last finalizer (the update's answer is the object as sent, and watchers
+//     see it deleted, not modified); no finalizer can be added to an object being deleted (422);
+//     propagationPolicy Orphan and Foreground add the garbage collector's "orphan" and
+//     "foregroundDeletion" finalizers, Background removes them;
 //   - pods/binding: assigns a Pending Pod to a node once (spec.nodeName and the PodScheduled
 //     condition), as the scheduler does through the API;
 //   - list and watch: label selectors, and field selectors on any field path (an API server
-//     supports only a few per kind); a modification that takes an object out of a watch's
-//     selectors is a Deleted event, one that brings it in an Added event; a list carries the cluster's resourceVersion, and a watch from it (or from any
+//     supports only a few per kind); limit and continue page a list; a modification that takes
+//     an object out of a watch's selectors is a Deleted event, one that brings it in an Added
+//     event; a list carries the cluster's resourceVersion, and a watch from it (or from any
 //     event's) replays every change since, so an informer that lists and then watches misses
 //     nothing; a resourceVersion older than Options.EventHistory writes answers 410 Gone, and
 //     informers list again; watch events carry copies that share no memory with the store.
 //
-// What it does not do: validation, defaulting, admission, namespace existence checks, graceful
-// deletion periods (a delete without finalizers is immediate), garbage collection (deleting an owner leaves
-// its dependents), server-side apply (refused with BadRequest), watch-list streaming or the scale
-// subresource. Tests that depend on any of that belong on a real API server
+// Every rule above is checked against kube-apiserver by testkit's differential harness
+// (TestDifferentialFakeVersusAPIServer: seeded random sequences of writes, reads and watches on
+// both, compared after each operation). What stays different on purpose is pinned by
+// testkit's TestFakeDifferencesArePinned, which runs each difference on both back ends: the
+// fake does no validation of built-in kinds (a ConfigMap named "Bad_Name" is stored), no
+// defaulting of built-in kinds (a Deployment keeps the fields it was sent), accepts a field
+// selector on any field, does not check that the namespace exists, and pages a list from the
+// objects as they are now rather than from a snapshot. Neither does it do admission, graceful
+// deletion periods (a delete without finalizers is immediate), garbage collection (deleting an
+// owner leaves its dependents, and "orphan" or "foregroundDeletion" stay until removed: the same
+// as a kube-apiserver without kube-controller-manager, as under testkit.NewAPIServer),
+// server-side apply (refused with BadRequest), watch-list streaming or the scale subresource.
+// Tests that depend on any of that belong on a real API server
 // (testkit.NewAPIServer).
 //
 // # Custom resources

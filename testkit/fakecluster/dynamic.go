@@ -154,6 +154,8 @@ func toUnstructuredList(obj runtime.Object, gvr schema.GroupVersionResource) (*u
 	}
 	if lm, err := meta.ListAccessor(obj); err == nil {
 		out.SetResourceVersion(lm.GetResourceVersion())
+		out.SetContinue(lm.GetContinue())
+		out.SetRemainingItemCount(lm.GetRemainingItemCount())
 	}
 	out.Items = make([]unstructured.Unstructured, 0, len(items))
 	for _, item := range items {

@@ -1,6 +1,8 @@
 package fakecluster
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -41,6 +43,11 @@ func (s *store) list(gvr schema.GroupVersionResource, ns string, opts metav1.Lis
 	rv := s.rv
 	items := s.matchingLocked(gvr, ns, sel)
 	s.mu.Unlock()
+	items, page, err := paginate(items, rv, opts, sel)
+	if err != nil {
+		return nil, err
+	}
+	rv = page.rv
 
 	listGVK := ki.gvk.GroupVersion().WithKind(ki.gvk.Kind + "List")
 	if ki.typed {
@@ -57,11 +64,15 @@ func (s *store) list(gvr schema.GroupVersionResource, ns string, opts metav1.Lis
 		}
 		lm, _ := meta.ListAccessor(list)
 		lm.SetResourceVersion(strconv.FormatInt(rv, 10))
+		lm.SetContinue(page.next)
+		lm.SetRemainingItemCount(page.remaining)
 		return list, nil
 	}
 	list := &unstructured.UnstructuredList{Object: map[string]any{}}
 	list.SetGroupVersionKind(listGVK)
 	list.SetResourceVersion(strconv.FormatInt(rv, 10))
+	list.SetContinue(page.next)
+	list.SetRemainingItemCount(page.remaining)
 	list.Items = make([]unstructured.Unstructured, 0, len(items))
 	for _, obj := range items {
 		list.Items = append(list.Items, *obj.(*unstructured.Unstructured).DeepCopy())
@@ -149,4 +160,61 @@ func (s selector) matches(obj runtime.Object, ns string) bool {
 		}
 	}
 	return s.fields.Matches(set)
+}
+
+// listPage is where a paginated list stands: the resourceVersion every page carries (the
+// first page's), the token of the next page ("" on the last) and, without selectors, how many
+// items remain after this page.
+type listPage struct {
+	rv        int64
+	next      string
+	remaining *int64
+}
+
+// continueToken is the content of a continue token: the first page's resourceVersion and the
+// namespace/name key of the last item served.
+type continueToken struct {
+	RV    int64  `json:"rv"`
+	After string `json:"after"`
+}
+
+// paginate serves opts.Limit items of items (sorted by namespace and name) after the continue
+// token's key, as kube-apiserver pages a list. The pages are cut from the objects as they are
+// now, not from a snapshot at the first page's resourceVersion as etcd serves them: an object
+// written between two pages shows its new state (the API server would show the old one).
+func paginate(items []runtime.Object, rv int64, opts metav1.ListOptions, sel selector) ([]runtime.Object, listPage, error) {
+	page := listPage{rv: rv}
+	if opts.Continue != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(opts.Continue)
+		var tok continueToken
+		if err == nil {
+			err = json.Unmarshal(raw, &tok)
+		}
+		if err != nil {
+			return nil, page, apierrors.NewBadRequest(fmt.Sprintf("continue key is not valid: %v", err))
+		}
+		page.rv = tok.RV
+		start := sort.Search(len(items), func(i int) bool { return objectKey(items[i]) > tok.After })
+		items = items[start:]
+	}
+	if opts.Limit <= 0 || int64(len(items)) <= opts.Limit {
+		return items, page, nil
+	}
+	rest := int64(len(items)) - opts.Limit
+	items = items[:opts.Limit]
+	raw, err := json.Marshal(continueToken{RV: page.rv, After: objectKey(items[len(items)-1])})
+	if err != nil {
+		return nil, page, err
+	}
+	page.next = base64.RawURLEncoding.EncodeToString(raw)
+	if sel.labels.Empty() && sel.fields.Empty() {
+		page.remaining = &rest
+	}
+	return items, page, nil
+}
+
+// objectKey orders objects as sortObjects does: by namespace, then name.
+func objectKey(obj runtime.Object) string {
+	m, _ := meta.Accessor(obj)
+	return m.GetNamespace() + "\x00" + m.GetName()
 }

@@ -106,7 +106,12 @@ func applyPatch(pt types.PatchType, old, patch []byte, schemaObj any) ([]byte, e
 	default:
 		return nil, unsupportedMediaType(pt)
 	}
-	if err != nil {
+	switch {
+	case err != nil && pt == types.JSONPatchType:
+		// A patch that decodes but does not apply (a failed test, a missing path) is a 422,
+		// as kube-apiserver answers it.
+		return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+	case err != nil:
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	return modified, nil

@@ -3,6 +3,8 @@ package fakecluster
 import (
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"net/http"
 	"reflect"
 	"slices"
 	"time"
@@ -59,9 +61,9 @@ func (c *Cluster) react(action clienttesting.Action) (bool, runtime.Object, erro
 		if sub := a.GetSubresource(); sub != "" {
 			return true, nil, unsupportedSubresource(gvr, sub)
 		}
-		return true, nil, c.delete(gvr, ns, a.GetName(), a.DeleteOptions.Preconditions)
+		return true, nil, c.delete(gvr, ns, a.GetName(), a.DeleteOptions)
 	case clienttesting.DeleteCollectionActionImpl:
-		return true, nil, c.deleteCollection(gvr, ns, a.ListOptions)
+		return true, nil, c.deleteCollection(gvr, ns, a.ListOptions, a.DeleteOptions)
 	}
 	return true, nil, apierrors.NewMethodNotSupported(gvr.GroupResource(), action.GetVerb())
 }
@@ -103,8 +105,9 @@ func unsupportedSubresource(gvr schema.GroupVersionResource, sub string) error {
 	return apierrors.NewBadRequest(fmt.Sprintf("fakecluster: subresource %q of %s is not supported", sub, gvrString(gvr)))
 }
 
-func invalid(gvr schema.GroupVersionResource, name, field, msg string) error {
-	return apierrors.NewBadRequest(fmt.Sprintf("%s %q is invalid: %s: %s", gvr.Resource, name, field, msg))
+// required is the 422 an API server's validation answers for a missing field.
+func required(ki kindInfo, name string, path *field.Path, msg string) error {
+	return apierrors.NewInvalid(ki.gvk.GroupKind(), name, field.ErrorList{field.Required(path, msg)})
 }
 
 // create stamps what the API server assigns on creation: name from generateName, UID,
@@ -119,7 +122,10 @@ func (c *Cluster) create(gvr schema.GroupVersionResource, ki kindInfo, ns string
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	if m.GetResourceVersion() != "" {
-		return nil, invalid(gvr, m.GetName(), "metadata.resourceVersion", "must not be set on objects to be created")
+		// kube-apiserver's storage refuses it with a plain error, which reaches the client as a
+		// 500 without a reason; the same here, so a test sees what production would.
+		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+			Message: "resourceVersion should not be set on objects to be created"}}
 	}
 	if m.GetNamespace() == "" {
 		m.SetNamespace(ns)
@@ -131,7 +137,7 @@ func (c *Cluster) create(gvr schema.GroupVersionResource, ki kindInfo, ns string
 	defer c.store.mu.Unlock()
 	if m.GetName() == "" {
 		if m.GetGenerateName() == "" {
-			return nil, invalid(gvr, "", "metadata.name", "name or generateName is required")
+			return nil, required(ki, "", field.NewPath("metadata", "name"), "name or generateName is required")
 		}
 		// The API server adds five random characters and, on a clash, answers AlreadyExists;
 		// here a clash is retried instead, since nothing can be done about it in a test.
@@ -146,7 +152,8 @@ func (c *Cluster) create(gvr schema.GroupVersionResource, ki kindInfo, ns string
 	m.SetUID("") // the server, not the client, picks UIDs
 	m.SetCreationTimestamp(metav1.Time{})
 	m.SetGeneration(0)
-	c.store.stampNew(m)
+	c.store.stampNew(m, ki)
+	convertOnWrite(obj)
 	resetStatusOnCreate(obj, ki)
 	if u, ok := obj.(*unstructured.Unstructured); ok && gvr == CRDResource {
 		if err := c.serveCRD(u); err != nil {
@@ -240,6 +247,12 @@ func (c *Cluster) update(gvr schema.GroupVersionResource, ki kindInfo, ns string
 	case subresource != "" && subresource != "status":
 		return nil, unsupportedSubresource(gvr, subresource)
 	}
+	if ki.conditionalUpdate {
+		if m, err := meta.Accessor(in); err == nil && m.GetResourceVersion() == "" {
+			return nil, apierrors.NewInvalid(schema.GroupKind{Group: gvr.Group, Kind: gvr.Resource}, m.GetName(), field.ErrorList{
+				field.Invalid(field.NewPath("metadata", "resourceVersion"), 0, "must be specified for an update")})
+		}
+	}
 	c.store.mu.Lock()
 	defer c.store.mu.Unlock()
 	return c.updateLocked(gvr, ki, ns, in, subresource)
@@ -300,29 +313,45 @@ func (c *Cluster) updateLocked(gvr schema.GroupVersionResource, ki kindInfo, ns 
 		}
 	}
 	gen := sm.GetGeneration()
-	if !equality.Semantic.DeepEqual(generationFields(old, ki), generationFields(out, ki)) {
+	if ki.generation && !equality.Semantic.DeepEqual(generationFields(old, ki), generationFields(out, ki)) {
 		gen++
 	}
 	result, err := fromMap(out, stored, ki)
 	if err != nil {
 		return nil, err
 	}
+	convertOnWrite(result)
 	rm, _ := meta.Accessor(result)
 	rm.SetGeneration(gen)
+	// A write that changes nothing is not written, as etcd3's store skips it on kube-apiserver:
+	// no new resourceVersion, no watch event.
+	rm.SetResourceVersion(sm.GetResourceVersion())
+	if equality.Semantic.DeepEqual(stored, result) {
+		return stored.DeepCopyObject(), nil
+	}
 	if sm.GetDeletionTimestamp() != nil {
 		if added := newFinalizers(sm.GetFinalizers(), rm.GetFinalizers()); len(added) > 0 {
-			return nil, apierrors.NewForbidden(gvr.GroupResource(), m.GetName(),
-				fmt.Errorf("no new finalizers can be added if the object is being deleted, found new finalizers %q", added))
+			errs := field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"),
+				fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %q", added))}
+			if !ki.typed {
+				// kube-apiserver validates a custom resource's metadata twice (the generic
+				// update check and the custom resource strategy's) and reports both.
+				errs = append(errs, errs[0])
+			}
+			return nil, apierrors.NewInvalid(ki.gvk.GroupKind(), m.GetName(), errs)
 		}
 	}
-	if err := c.store.putLocked(gvr, result, false); err != nil {
-		return nil, err
-	}
 	if rm.GetDeletionTimestamp() != nil && len(rm.GetFinalizers()) == 0 {
-		// The last finalizer is gone: the deletion completes, as on an API server.
+		// The last finalizer is gone: the deletion completes, as on an API server, which
+		// deletes the stored object (watchers see it go, finalizers and all) instead of writing
+		// this one, and answers with the object as sent, at the resourceVersion it had.
 		if _, err := c.store.deleteLocked(gvr, rm.GetNamespace(), rm.GetName()); err != nil {
 			return nil, err
 		}
+		return result.DeepCopyObject(), nil
+	}
+	if err := c.store.putLocked(gvr, result, false); err != nil {
+		return nil, err
 	}
 	return result.DeepCopyObject(), nil
 }
@@ -377,7 +406,10 @@ func fromMap(m map[string]any, like runtime.Object, ki kindInfo) (runtime.Object
 // generationFields is everything generation tracks: the object without metadata and type, and
 // without status when the resource has a status subresource.
 func generationFields(u map[string]any, ki kindInfo) map[string]any {
-	c := make(map[string]any, len(u))
+	c := make(map[string]any, len(u)+1)
+	if ki.annotationsInGeneration {
+		c["annotations"], _, _ = unstructured.NestedFieldNoCopy(u, "metadata", "annotations")
+	}
 	for k, v := range u {
 		switch k {
 		case "metadata", "apiVersion", "kind":
@@ -394,14 +426,14 @@ func generationFields(u map[string]any, ki kindInfo) map[string]any {
 
 // delete removes an object (or, when it has finalizers, marks it deleted), after checking the
 // UID and resourceVersion preconditions.
-func (c *Cluster) delete(gvr schema.GroupVersionResource, ns, name string, pre *metav1.Preconditions) error {
+func (c *Cluster) delete(gvr schema.GroupVersionResource, ns, name string, opts metav1.DeleteOptions) error {
 	c.store.mu.Lock()
 	defer c.store.mu.Unlock()
 	stored, ok := c.store.getLocked(gvr, ns, name)
 	if !ok {
 		return apierrors.NewNotFound(gvr.GroupResource(), name)
 	}
-	if pre != nil {
+	if pre := opts.Preconditions; pre != nil {
 		sm, _ := meta.Accessor(stored)
 		if pre.UID != nil && *pre.UID != sm.GetUID() {
 			return apierrors.NewConflict(gvr.GroupResource(), name,
@@ -412,35 +444,72 @@ func (c *Cluster) delete(gvr schema.GroupVersionResource, ns, name string, pre *
 				fmt.Errorf("Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", *pre.ResourceVersion, sm.GetResourceVersion()))
 		}
 	}
-	return c.deleteOrMarkLocked(gvr, stored)
+	return c.deleteOrMarkLocked(gvr, stored, opts)
 }
 
-// deleteOrMarkLocked deletes stored at once unless it has finalizers: then, as an API server
-// does, it only sets deletionTimestamp (once) and the object goes when an update removes its
-// last finalizer.
-func (c *Cluster) deleteOrMarkLocked(gvr schema.GroupVersionResource, stored runtime.Object) error {
+// deleteOrMarkLocked deletes stored at once unless it has finalizers once the propagation
+// policy's are set: then, as an API server does, it only marks the object (deletionTimestamp,
+// once) and the object goes when an update removes its last finalizer.
+func (c *Cluster) deleteOrMarkLocked(gvr schema.GroupVersionResource, stored runtime.Object, opts metav1.DeleteOptions) error {
 	sm, _ := meta.Accessor(stored)
-	if len(sm.GetFinalizers()) == 0 {
+	finalizers := propagationFinalizers(sm.GetFinalizers(), opts)
+	if len(finalizers) == 0 {
 		_, err := c.store.deleteLocked(gvr, sm.GetNamespace(), sm.GetName())
 		return err
 	}
-	if sm.GetDeletionTimestamp() != nil {
-		return nil // already being deleted: waiting for its finalizers
-	}
 	marked := stored.DeepCopyObject()
 	mm, _ := meta.Accessor(marked)
-	now := metav1.NewTime(c.clock.Now().Truncate(time.Second))
-	mm.SetDeletionTimestamp(&now)
+	mm.SetFinalizers(finalizers)
+	if mm.GetDeletionTimestamp() == nil {
+		now := metav1.NewTime(c.clock.Now().Truncate(time.Second))
+		mm.SetDeletionTimestamp(&now)
+		// As kube-apiserver's graceful deletion does (rest.BeforeDelete): the deletion is a
+		// change of the object's desired state, so a controller filtering on generation sees it.
+		if g := mm.GetGeneration(); g > 0 {
+			mm.SetGeneration(g + 1)
+		}
+	}
 	mm.SetDeletionGracePeriodSeconds(new(int64))
-	// As kube-apiserver's graceful deletion does (rest.BeforeDelete): the deletion is a change
-	// of the object's desired state, so a controller filtering on generation sees it.
-	if g := mm.GetGeneration(); g > 0 {
-		mm.SetGeneration(g + 1)
+	if equality.Semantic.DeepEqual(stored, marked) {
+		return nil // already being deleted, with the same finalizers: nothing is written
 	}
 	return c.store.putLocked(gvr, marked, false)
 }
 
-func (c *Cluster) deleteCollection(gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions) error {
+// propagationFinalizers are the finalizers an object has once a delete with opts asks for its
+// dependents to be orphaned ("orphan") or deleted first ("foregroundDeletion"), as the API
+// server sets them for the garbage collector. The cluster has no garbage collector: like a
+// kube-apiserver without kube-controller-manager, such an object stays, being deleted, until a
+// test removes the finalizer.
+func propagationFinalizers(current []string, opts metav1.DeleteOptions) []string {
+	orphan := slices.Contains(current, metav1.FinalizerOrphanDependents)
+	foreground := slices.Contains(current, metav1.FinalizerDeleteDependents)
+	switch {
+	case opts.OrphanDependents != nil: //nolint:staticcheck // honoured as the API server does
+		orphan, foreground = *opts.OrphanDependents, false //nolint:staticcheck
+	case opts.PropagationPolicy != nil:
+		orphan = *opts.PropagationPolicy == metav1.DeletePropagationOrphan
+		foreground = *opts.PropagationPolicy == metav1.DeletePropagationForeground
+	}
+	out := make([]string, 0, len(current)+1)
+	for _, f := range current {
+		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {
+			out = append(out, f)
+		}
+	}
+	if orphan {
+		out = append(out, metav1.FinalizerOrphanDependents)
+	}
+	if foreground {
+		out = append(out, metav1.FinalizerDeleteDependents)
+	}
+	if slices.Equal(slices.Sorted(slices.Values(out)), slices.Sorted(slices.Values(current))) {
+		return current
+	}
+	return out
+}
+
+func (c *Cluster) deleteCollection(gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions, del metav1.DeleteOptions) error {
 	sel, err := newSelector(opts)
 	if err != nil {
 		return err
@@ -455,7 +524,7 @@ func (c *Cluster) deleteCollection(gvr schema.GroupVersionResource, ns string, o
 	}
 	sortObjects(doomed)
 	for _, obj := range doomed {
-		if err := c.deleteOrMarkLocked(gvr, obj); err != nil {
+		if err := c.deleteOrMarkLocked(gvr, obj, del); err != nil {
 			return err
 		}
 	}

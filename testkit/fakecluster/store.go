@@ -148,9 +148,9 @@ func (s *store) nextRVLocked() int64 {
 	return s.rv
 }
 
-// stampNew sets what a create assigns and a seed keeps when given: UID, creationTimestamp and
-// generation.
-func (s *store) stampNew(m metav1.Object) {
+// stampNew sets what a create assigns and a seed keeps when given: UID, creationTimestamp and,
+// for a kind that tracks it, generation.
+func (s *store) stampNew(m metav1.Object, ki kindInfo) {
 	if m.GetUID() == "" {
 		m.SetUID(uuid.NewUUID())
 	}
@@ -158,7 +158,7 @@ func (s *store) stampNew(m metav1.Object) {
 		// Stored in whole seconds, as the API server's serialization does.
 		m.SetCreationTimestamp(metav1.NewTime(s.c.clock.Now().Truncate(time.Second)))
 	}
-	if m.GetGeneration() == 0 {
+	if m.GetGeneration() == 0 && ki.generation {
 		m.SetGeneration(1)
 	}
 }
@@ -257,7 +257,8 @@ func (s *store) Add(obj runtime.Object) error {
 	if m.GetName() == "" {
 		return errors.New("seed object needs a name")
 	}
-	s.stampNew(m)
+	s.stampNew(m, ki)
+	convertOnWrite(stored)
 	if u, ok := stored.(*unstructured.Unstructured); ok && gvr == CRDResource {
 		if err := s.c.serveCRD(u); err != nil {
 			return err

@@ -70,12 +70,14 @@ func TestCreateRejectsWhatTheServerWould(t *testing.T) {
 	ctx := context.Background()
 	cs := newCluster(t)
 	_, err := cs.CoreV1().Pods("default").Create(ctx, pod(""), metav1.CreateOptions{})
-	assert.True(t, apierrors.IsBadRequest(err), "no name and no generateName: %v", err)
+	assert.True(t, apierrors.IsInvalid(err), "no name and no generateName: %v", err)
 
 	p := pod("stale")
 	p.ResourceVersion = "7"
 	_, err = cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
-	assert.True(t, apierrors.IsBadRequest(err), "resourceVersion on create: %v", err)
+	var st apierrors.APIStatus
+	require.ErrorAs(t, err, &st)
+	assert.Equal(t, int32(500), st.Status().Code, "resourceVersion on create: a 500, as kube-apiserver's storage answers it: %v", err)
 
 	_, err = cs.CoreV1().Pods("default").Create(ctx, pod("twice"), metav1.CreateOptions{})
 	require.NoError(t, err)
