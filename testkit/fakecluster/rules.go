@@ -41,7 +41,7 @@ func (c *Cluster) react(action clienttesting.Action) (bool, runtime.Object, erro
 	case clienttesting.CreateActionImpl:
 		switch sub := a.GetSubresource(); {
 		case sub == "":
-			obj, err := c.create(gvr, ki, ns, a.GetObject())
+			obj, err := c.create(gvr, ki, ns, a.GetObject(), c.managerName(a.CreateOptions.FieldManager))
 			return true, obj, err
 		case sub == "binding" && gvr.Group == "" && gvr.Resource == "pods":
 			obj, err := c.bind(gvr, ns, a.GetObject())
@@ -50,7 +50,7 @@ func (c *Cluster) react(action clienttesting.Action) (bool, runtime.Object, erro
 			return true, nil, unsupportedSubresource(gvr, sub)
 		}
 	case clienttesting.UpdateActionImpl:
-		obj, err := c.update(gvr, ki, ns, a.GetObject(), a.GetSubresource())
+		obj, err := c.update(gvr, ki, ns, a.GetObject(), a.GetSubresource(), fieldOwner{manager: c.managerName(a.UpdateOptions.FieldManager)})
 		return true, obj, err
 	case clienttesting.PatchActionImpl:
 		obj, err := c.patch(gvr, ki, ns, a)
@@ -108,8 +108,9 @@ func invalid(gvr schema.GroupVersionResource, name, field, msg string) error {
 }
 
 // create stamps what the API server assigns on creation: name from generateName, UID,
-// creationTimestamp, generation, resourceVersion, and the status a new object starts with.
-func (c *Cluster) create(gvr schema.GroupVersionResource, ki kindInfo, ns string, in runtime.Object) (runtime.Object, error) {
+// creationTimestamp, generation, resourceVersion, managedFields for manager, and the status a
+// new object starts with.
+func (c *Cluster) create(gvr schema.GroupVersionResource, ki kindInfo, ns string, in runtime.Object, manager string) (runtime.Object, error) {
 	obj, err := normalize(in, ki)
 	if err != nil {
 		return nil, err
@@ -127,8 +128,19 @@ func (c *Cluster) create(gvr schema.GroupVersionResource, ki kindInfo, ns string
 	if m.GetNamespace() != ns {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the namespace of the provided object (%q) does not match the namespace sent on the request (%q)", m.GetNamespace(), ns))
 	}
+	obj = c.recordUpdate(ki, "", nil, obj, manager)
 	c.store.mu.Lock()
 	defer c.store.mu.Unlock()
+	return c.createLocked(gvr, ki, ns, obj)
+}
+
+// createLocked is create under the store's lock, for obj in the stored form with its namespace
+// checked and its managedFields set.
+func (c *Cluster) createLocked(gvr schema.GroupVersionResource, ki kindInfo, ns string, obj runtime.Object) (runtime.Object, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
 	if m.GetName() == "" {
 		if m.GetGenerateName() == "" {
 			return nil, invalid(gvr, "", "metadata.name", "name or generateName is required")
@@ -233,7 +245,7 @@ var errStale = errors.New("the object has been modified; please apply your chang
 // the server owns is kept, and generation is bumped when anything outside metadata (and status,
 // for a resource with a status subresource) changed. With a status subresource a main update
 // keeps the stored status and a status update changes nothing but the status.
-func (c *Cluster) update(gvr schema.GroupVersionResource, ki kindInfo, ns string, in runtime.Object, subresource string) (runtime.Object, error) {
+func (c *Cluster) update(gvr schema.GroupVersionResource, ki kindInfo, ns string, in runtime.Object, subresource string, owner fieldOwner) (runtime.Object, error) {
 	switch {
 	case subresource == "status" && !ki.status:
 		return nil, apierrors.NewNotFound(gvr.GroupResource(), "status")
@@ -242,11 +254,19 @@ func (c *Cluster) update(gvr schema.GroupVersionResource, ki kindInfo, ns string
 	}
 	c.store.mu.Lock()
 	defer c.store.mu.Unlock()
-	return c.updateLocked(gvr, ki, ns, in, subresource)
+	return c.updateLocked(gvr, ki, ns, in, subresource, owner)
+}
+
+// fieldOwner says how a write records managedFields: for an update or patch, the manager its
+// changes are recorded for (operation Update); for an apply, applied, as the field manager has
+// already set them.
+type fieldOwner struct {
+	manager string
+	applied bool
 }
 
 // updateLocked is update under the store's lock.
-func (c *Cluster) updateLocked(gvr schema.GroupVersionResource, ki kindInfo, ns string, in runtime.Object, subresource string) (runtime.Object, error) {
+func (c *Cluster) updateLocked(gvr schema.GroupVersionResource, ki kindInfo, ns string, in runtime.Object, subresource string, owner fieldOwner) (runtime.Object, error) {
 	obj, err := normalize(in, ki)
 	if err != nil {
 		return nil, err
@@ -267,6 +287,13 @@ func (c *Cluster) updateLocked(gvr schema.GroupVersionResource, ki kindInfo, ns 
 		return nil, apierrors.NewConflict(gvr.GroupResource(), m.GetName(),
 			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, sm.GetUID()))
 	}
+	if !owner.applied {
+		obj = c.recordUpdate(ki, subresource, stored, obj, owner.manager)
+		if m, err = meta.Accessor(obj); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+	}
+	managed := m.GetManagedFields()
 
 	old, err := asMap(stored)
 	if err != nil {
@@ -309,6 +336,7 @@ func (c *Cluster) updateLocked(gvr schema.GroupVersionResource, ki kindInfo, ns 
 	}
 	rm, _ := meta.Accessor(result)
 	rm.SetGeneration(gen)
+	rm.SetManagedFields(managed)
 	if sm.GetDeletionTimestamp() != nil {
 		if added := newFinalizers(sm.GetFinalizers(), rm.GetFinalizers()); len(added) > 0 {
 			return nil, apierrors.NewForbidden(gvr.GroupResource(), m.GetName(),
