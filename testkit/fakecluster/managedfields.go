@@ -1,11 +1,13 @@
 package fakecluster
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -188,8 +190,25 @@ func (c *Cluster) stampManagedFields(live, obj runtime.Object) {
 		}
 	}
 	if changed {
+		// In the field manager's order, by the new times: operation, time, manager, version,
+		// subresource.
+		slices.SortStableFunc(entries, func(p, q metav1.ManagedFieldsEntry) int {
+			return cmp.Or(
+				cmp.Compare(p.Operation, q.Operation),
+				cmp.Compare(unixOf(p.Time), unixOf(q.Time)),
+				cmp.Compare(p.Manager, q.Manager),
+				cmp.Compare(p.APIVersion, q.APIVersion),
+				cmp.Compare(p.Subresource, q.Subresource))
+		})
 		om.SetManagedFields(entries)
 	}
+}
+
+func unixOf(t *metav1.Time) int64 {
+	if t == nil {
+		return 0
+	}
+	return t.Unix()
 }
 
 // objectConverter is the field manager's view of versions: the cluster stores each version of
