@@ -25,8 +25,21 @@ func managers(obj metav1.Object) map[string]metav1.ManagedFieldsOperationType {
 	return out
 }
 
-func TestApplyOnAPIServer(t *testing.T) {
-	env := testkit.SharedAPIServer(t)
+// backends are the fake cluster and kube-apiserver, for tests that must pass on both.
+var backends = map[string]func(testing.TB) *testkit.Env{
+	"fake":      func(t testing.TB) *testkit.Env { return testkit.NewFake(t).Env },
+	"apiserver": func(t testing.TB) *testkit.Env { return testkit.SharedAPIServer(t) },
+}
+
+// Apply on the fake cluster as on kube-apiserver: ownership, conflicts, force, removal of a
+// lost owner, and a resourceVersion as a precondition.
+func TestApply(t *testing.T) {
+	for name, newEnv := range backends {
+		t.Run(name, func(t *testing.T) { testApply(t, newEnv(t)) })
+	}
+}
+
+func testApply(t *testing.T, env *testkit.Env) {
 	ctx, ns := env.Context(), env.Namespace()
 	cms := mustFor[*corev1.ConfigMap](t, env)
 
@@ -64,8 +77,13 @@ func TestApplyOnAPIServer(t *testing.T) {
 
 // A typed Deployment as a Go struct (nil slices and pointers, empty status) applies as is:
 // nulls are left out of the configuration, so they claim nothing and break nothing.
-func TestApplyTypedDeploymentOnAPIServer(t *testing.T) {
-	env := testkit.SharedAPIServer(t)
+func TestApplyTypedDeployment(t *testing.T) {
+	for name, newEnv := range backends {
+		t.Run(name, func(t *testing.T) { testApplyTypedDeployment(t, newEnv(t)) })
+	}
+}
+
+func testApplyTypedDeployment(t *testing.T, env *testkit.Env) {
 	ctx, ns := env.Context(), env.Namespace()
 	deps := mustFor[*appsv1.Deployment](t, env)
 	labels := map[string]string{"app": "web"}

@@ -198,8 +198,8 @@ func TestWrongNamespaceUsageIsAnErrorBeforeAnyRequest(t *testing.T) {
 	require.Empty(t, env.Actions(), "no request may reach the cluster")
 }
 
-// Apply sends an apply patch with apiVersion and kind, no managedFields and no nulls; the
-// fake cluster refuses server-side apply (the real server tests cover its effect).
+// Apply sends an apply patch with apiVersion and kind, no managedFields and no nulls (TestApply
+// covers its effect on the fake cluster and on kube-apiserver).
 func TestApplyBody(t *testing.T) {
 	env := testkit.NewFake(t)
 	ctx := env.Context()
@@ -211,8 +211,10 @@ func TestApplyBody(t *testing.T) {
 	require.ErrorIs(t, err, client.ErrInvalidInput)
 	require.ErrorContains(t, err, "FieldManager is required")
 
-	_, err = cms.Apply(ctx, cm, metav1.ApplyOptions{FieldManager: "me", Force: true})
-	require.True(t, apierrors.IsBadRequest(err), "the fake refuses server-side apply: %v", err)
+	applied, err := cms.Apply(ctx, cm, metav1.ApplyOptions{FieldManager: "me", Force: true})
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"k": "v"}, applied.Data)
+	require.Equal(t, map[string]metav1.ManagedFieldsOperationType{"me": metav1.ManagedFieldsOperationApply}, managers(applied))
 	patch := env.Actions()[len(env.Actions())-1].(clienttesting.PatchAction)
 	require.Equal(t, types.ApplyPatchType, patch.GetPatchType())
 	require.JSONEq(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":"default","name":"a"},"data":{"k":"v"}}`, string(patch.GetPatch()))

@@ -203,7 +203,7 @@ var diffVerbs = []struct {
 }{
 	{"create", 6}, {"get", 2}, {"update", 5}, {"updateUnchanged", 2}, {"updateStale", 3}, {"updateWithoutRV", 2},
 	{"mergePatch", 4}, {"jsonPatch", 3}, {"strategicPatch", 2}, {"updateStatus", 3}, {"patchStatus", 2},
-	{"addFinalizer", 3}, {"removeFinalizers", 3}, {"delete", 5}, {"list", 3}, {"listPaged", 2},
+	{"addFinalizer", 3}, {"removeFinalizers", 3}, {"delete", 5}, {"list", 3}, {"listPaged", 2}, {"apply", 5},
 }
 
 func randomOps(seed uint64, n, kinds int) []diffOp {
@@ -454,6 +454,36 @@ func (b *diffBackend) run(ctx context.Context, kinds []*diffKind, o diffOp) (dif
 			st["status"] = map[string]any{"ready": true}
 		}
 		return patch(types.MergePatchType, st, "status")
+	case "apply":
+		// Two field managers, forced or not: conflicts, shared and dropped ownership. The body
+		// is a whole valid object (an apply may create it).
+		body := k.body(o.v)
+		if k.gvr.Resource == "secrets" {
+			body = map[string]any{"data": map[string]any{"k": base64.StdEncoding.EncodeToString([]byte(strconv.Itoa(o.v % 4)))}}
+		}
+		u := &unstructured.Unstructured{Object: body}
+		u.SetAPIVersion(k.gvr.GroupVersion().String())
+		u.SetKind(k.kind)
+		u.SetName(name)
+		labels := map[string]string{"seq": b.seq}
+		if o.flag%4 < 2 {
+			labels["a"] = strconv.Itoa(o.v % 2)
+		}
+		u.SetLabels(labels)
+		before := ""
+		if cur, failed := get(); failed == nil {
+			before = cur.GetResourceVersion()
+		}
+		applied, err := res.Apply(ctx, name, u, metav1.ApplyOptions{FieldManager: "diff-" + strconv.Itoa(o.flag%2), Force: o.flag%3 == 0})
+		out, werr := write(applied, err, before)
+		if err == nil && before == "" {
+			b.firstRV[b.memo(o)] = applied.GetResourceVersion()
+			b.uid[b.memo(o)] = string(applied.GetUID())
+		}
+		if err == nil {
+			out.Object["managedFields"] = managers(applied)
+		}
+		return out, werr
 	case "addFinalizer":
 		return patch(types.MergePatchType, map[string]any{"metadata": map[string]any{
 			"finalizers": []any{diffGroup + "/keep", diffGroup + "/f" + strconv.Itoa(o.v%2)}}})
@@ -706,4 +736,15 @@ func jsonString(v any) string {
 		return fmt.Sprintf("%#v", v)
 	}
 	return string(b)
+}
+
+// managers are an object's field managers and their operations, sorted: which managers own
+// fields must agree (the fieldsV1 sets are compared by the apply tests of package testkit).
+func managers(u *unstructured.Unstructured) []string {
+	var out []string
+	for _, e := range u.GetManagedFields() {
+		out = append(out, e.Manager+" "+string(e.Operation)+" "+e.Subresource)
+	}
+	slices.Sort(out)
+	return out
 }

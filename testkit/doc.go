@@ -1,6 +1,6 @@
 // Package testkit is a test kit for controllers: one Env type over either an in-memory
 // fake cluster (milliseconds, fault injection, recorded actions) or a real kube-apiserver and
-// etcd (the real validation, defaulting, admission, server-side apply, watches and restarts).
+// etcd (the real validation, defaulting, admission, watches and restarts).
 //
 // # Fake clusters
 //
@@ -8,7 +8,9 @@
 // ctrlkit informer factory, stopped when the test ends. The cluster has one store served through
 // Client and Dynamic alike, and writes like an API server for built-in kinds and custom resources
 // alike: generated names, UIDs, a new resourceVersion on every write and Conflict on a stale one,
-// generation bumped on spec changes, status subresources, watches that resume from a list's
+// generation bumped on spec changes, status subresources, server-side apply with managedFields
+// and conflicts (kube-apiserver's field manager; writes naming no field manager are recorded as
+// "ctrlkit-testkit", as the API server Env's are), watches that resume from a list's
 // resourceVersion and share no memory with the store. Those rules are checked against
 // kube-apiserver on every make test: TestDifferentialFakeVersusAPIServer runs 500 seeded random
 // sequences of creates, updates (fresh, stale, without resourceVersion, unchanged), patches,

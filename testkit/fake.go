@@ -18,6 +18,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
+	"github.com/ctrlkit/ctrlkit/testkit/internal/kubeserver"
 )
 
 // FakeOptions configures NewFakeWithOptions. The zero value is what NewFake uses.
@@ -71,7 +72,9 @@ func NewFake(t testing.TB, objs ...runtime.Object) *FakeEnv {
 // NewFakeWithOptions is NewFake with custom-resource declarations and a FailWrites seed.
 func NewFakeWithOptions(t testing.TB, opts FakeOptions) *FakeEnv {
 	t.Helper()
-	cluster, err := fakecluster.NewWithOptions(fakecluster.Options{Objects: opts.Objects, Resources: opts.Resources})
+	cluster, err := fakecluster.NewWithOptions(fakecluster.Options{Objects: opts.Objects, Resources: opts.Resources,
+		// Writes naming no field manager are recorded as the API server Env's are.
+		DefaultFieldManager: kubeserver.UserAgent})
 	if err != nil {
 		t.Fatalf("testkit: %v", err)
 		return nil

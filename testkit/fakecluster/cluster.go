@@ -60,6 +60,12 @@ type Options struct {
 	// than that answers 410 Gone, as an API server's does after compaction, and informers list
 	// again. Default: DefaultEventHistory.
 	EventHistory int
+
+	// DefaultFieldManager is the field manager recorded in metadata.managedFields for a create,
+	// update or patch that names none (kube-apiserver records the client's User-Agent up to its
+	// first "/"). Default: DefaultFieldManager, the program's name, as client-go's default
+	// User-Agent makes it on a server.
+	DefaultFieldManager string
 }
 
 // DefaultEventHistory is Options.EventHistory's default.
@@ -126,6 +132,7 @@ type Cluster struct {
 	store     *store
 	clock     clock.PassiveClock
 	mapper    meta.RESTMapper // client-go's built-in kinds
+	manager   string          // the default field manager
 
 	mu     sync.RWMutex
 	custom map[schema.GroupVersionResource]kindInfo // declared or seeded custom resources
@@ -150,10 +157,15 @@ func NewWithOptions(opts Options) (*Cluster, error) {
 	if history <= 0 {
 		history = DefaultEventHistory
 	}
+	manager := opts.DefaultFieldManager
+	if manager == "" {
+		manager = DefaultFieldManager
+	}
 	c := &Cluster{
-		clock:  clk,
-		mapper: builtinMapper(),
-		custom: map[schema.GroupVersionResource]kindInfo{},
+		manager: manager,
+		clock:   clk,
+		mapper:  builtinMapper(),
+		custom:  map[schema.GroupVersionResource]kindInfo{},
 	}
 	c.store = newStore(c, history)
 	c.custom[CRDResource] = crdInfo

@@ -28,6 +28,10 @@
 //     changed, or a Deployment's annotations; every write gets a new resourceVersion, unique and
 //     increasing across all resources, like etcd's revision, and a write that changes nothing is
 //     not written (no new resourceVersion, no watch event);
+//   - server-side apply (typed Apply and ApplyStatus with apply configurations, dynamic Apply
+//     and ApplyStatus, Patch with types.ApplyPatchType): see below;
+//   - managedFields: every create, update and patch records the fields it set for the request's
+//     FieldManager (operation Update), or for Options.DefaultFieldManager when it names none;
 //   - delete: UID and resourceVersion preconditions; DeleteCollection with label selectors; an
 //     object with finalizers is only marked (deletionTimestamp, once, with generation bumped as
 //     kube-apiserver does, so generation-filtered controllers see the deletion) and goes when an
@@ -56,9 +60,37 @@
 // deletion periods (a delete without finalizers is immediate), garbage collection (deleting an
 // owner leaves its dependents, and "orphan" or "foregroundDeletion" stay until removed: the same
 // as a kube-apiserver without kube-controller-manager, as under testkit.NewAPIServer),
-// server-side apply (refused with BadRequest), watch-list streaming or the scale subresource.
+// watch-list streaming or the scale subresource.
 // Tests that depend on any of that belong on a real API server
 // (testkit.NewAPIServer).
+//
+// # Server-side apply
+//
+// Apply is kube-apiserver's own code (k8s.io/apimachinery/pkg/util/managedfields) over the
+// cluster's store. A FieldManager is required (422 Invalid without, as from a server); an apply
+// creates the object when it is absent (with create's rules: UID, generation 1, status dropped)
+// and otherwise merges the configuration into it: fields another manager owns with a different
+// value are a 409 Conflict listing them (apierrors.IsConflict, the server's message and
+// causes) unless Force is set, fields the manager applied before and no longer applies are
+// removed unless another manager owns them, and a resourceVersion in the configuration is a
+// precondition. Apply to "status" changes and owns only the status, and needs the object to
+// exist; a main-resource apply owns nothing under status. metadata.managedFields comes back with
+// operation Apply or Update, apiVersion, subresource, fieldsV1 and a time from Options.Clock; an
+// object seeded or written through Tracker has none, and its fields go to "before-first-apply"
+// on the first apply, as kube-apiserver does for objects older than field management.
+//
+// Built-in kinds merge with client-go's OpenAPI models, so lists with merge keys (containers,
+// conditions) merge per item and a field the kind lacks is refused (500, the server's answer).
+// Custom resources have no schema here: they merge as kube-apiserver merges a CRD with
+// x-kubernetes-preserve-unknown-fields, maps per key and every list atomic (a list is owned
+// and replaced as a whole), and any field is accepted. Not modelled: defaulting (the server
+// defaults an applied Deployment's strategy and the like, and the defaults' ownership with it),
+// validation, conversion between versions (an apply of another version than the request's is a
+// BadRequest), the per-kind reset fields of built-in status strategies (here a status apply
+// owns exactly its status fields, a main apply everything but status), dry run, the
+// last-applied annotation's migration beyond what the field manager does, and
+// fieldValidation=Strict warnings. Tracker().Apply is refused: the tracker's writes skip the
+// API server's rules.
 //
 // # Custom resources
 //

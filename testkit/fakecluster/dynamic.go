@@ -185,6 +185,17 @@ func (r *dynamicResource) Apply(_ context.Context, name string, obj *unstructure
 	if obj == nil {
 		return nil, errors.New("fakecluster: Apply of a nil object")
 	}
+	// client-go's dynamic client refuses these before sending anything; so does this one.
+	if name == "" {
+		return nil, errors.New("name is required")
+	}
+	if len(obj.GetManagedFields()) > 0 {
+		return nil, errors.New(`cannot apply an object with managed fields already set.
+		Use the client-go/applyconfigurations "UnstructructuredExtractor" to obtain the unstructured ApplyConfiguration for the given field manager that you can use/modify here to apply`)
+	}
+	if err := r.checkBody(obj); err != nil {
+		return nil, err
+	}
 	data, err := obj.MarshalJSON()
 	if err != nil {
 		return nil, err

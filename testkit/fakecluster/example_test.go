@@ -3,11 +3,15 @@ package fakecluster_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
 )
@@ -79,4 +83,36 @@ func ExampleNewWithOptions() {
 	// map[size:1] map[seen:1] 1
 	// map[size:2] 2
 	// Operation cannot be fulfilled on widgets.example.com "w": the object has been modified; please apply your changes to the latest version and try again
+}
+
+// Server-side apply with client-go's apply configurations: two controllers share a ConfigMap,
+// each owning its keys; one that sets the other's key conflicts unless it forces, and a key
+// its manager no longer applies (color) is removed.
+func ExampleCluster_Clientset_apply() {
+	ctx := context.Background()
+	clk := clocktesting.NewFakePassiveClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	cluster, _ := fakecluster.NewWithOptions(fakecluster.Options{Clock: clk})
+	cms := cluster.Clientset().CoreV1().ConfigMaps("default")
+
+	_, _ = cms.Apply(ctx, applycorev1.ConfigMap("settings", "default").WithData(map[string]string{"mode": "fast"}),
+		metav1.ApplyOptions{FieldManager: "tuner"})
+	cm, _ := cms.Apply(ctx, applycorev1.ConfigMap("settings", "default").WithData(map[string]string{"color": "blue"}),
+		metav1.ApplyOptions{FieldManager: "painter"})
+	fmt.Println(cm.Data)
+	for _, e := range cm.ManagedFields {
+		fmt.Println(e.Manager, e.Operation, string(e.FieldsV1.Raw))
+	}
+
+	_, err := cms.Apply(ctx, applycorev1.ConfigMap("settings", "default").WithData(map[string]string{"mode": "slow"}),
+		metav1.ApplyOptions{FieldManager: "painter"})
+	fmt.Println(apierrors.IsConflict(err), err)
+	cm, _ = cms.Apply(ctx, applycorev1.ConfigMap("settings", "default").WithData(map[string]string{"mode": "slow"}),
+		metav1.ApplyOptions{FieldManager: "painter", Force: true})
+	fmt.Println(cm.Data)
+	// Output:
+	// map[color:blue mode:fast]
+	// painter Apply {"f:data":{"f:color":{}}}
+	// tuner Apply {"f:data":{"f:mode":{}}}
+	// true Apply failed with 1 conflict: conflict with "tuner": .data.mode
+	// map[mode:slow]
 }

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,12 +20,15 @@ import (
 
 // patch applies a JSON, merge or strategic-merge patch to the stored object and stores the
 // result with update's rules. A resourceVersion or UID in the patch is a precondition, as on the
-// API server. Custom resources take no strategic merge patch (415, as from an API server), and
-// server-side apply is not supported.
+// API server. Custom resources take no strategic merge patch (415, as from an API server). An
+// apply patch is server-side apply (apply.go).
 func (c *Cluster) patch(gvr schema.GroupVersionResource, ki kindInfo, ns string, a clienttesting.PatchActionImpl) (runtime.Object, error) {
 	pt := a.GetPatchType()
+	if errs := metav1validation.ValidatePatchOptions(&a.PatchOptions, pt); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs)
+	}
 	if pt == types.ApplyPatchType {
-		return nil, errApply
+		return c.apply(gvr, ki, ns, a)
 	}
 	if pt == types.StrategicMergePatchType && !ki.typed {
 		return nil, unsupportedMediaType(pt)
@@ -70,7 +74,7 @@ func (c *Cluster) patch(gvr schema.GroupVersionResource, ki kindInfo, ns string,
 	}
 	// The patched object carries the stored resourceVersion unless the patch set another, so
 	// update's precondition check is the patch's.
-	return c.updateLocked(gvr, ki, ns, result, a.GetSubresource())
+	return c.updateLocked(gvr, ki, ns, result, a.GetSubresource(), fieldOwner{manager: c.managerName(a.PatchOptions.FieldManager)})
 }
 
 func unsupportedMediaType(pt types.PatchType) error {

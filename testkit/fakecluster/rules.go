@@ -43,7 +43,7 @@ func (c *Cluster) react(action clienttesting.Action) (bool, runtime.Object, erro
 	case clienttesting.CreateActionImpl:
 		switch sub := a.GetSubresource(); {
 		case sub == "":
-			obj, err := c.create(gvr, ki, ns, a.GetObject())
+			obj, err := c.create(gvr, ki, ns, a.GetObject(), c.managerName(a.CreateOptions.FieldManager))
 			return true, obj, err
 		case sub == "binding" && gvr.Group == "" && gvr.Resource == "pods":
 			obj, err := c.bind(gvr, ns, a.GetObject())
@@ -52,7 +52,7 @@ func (c *Cluster) react(action clienttesting.Action) (bool, runtime.Object, erro
 			return true, nil, unsupportedSubresource(gvr, sub)
 		}
 	case clienttesting.UpdateActionImpl:
-		obj, err := c.update(gvr, ki, ns, a.GetObject(), a.GetSubresource())
+		obj, err := c.update(gvr, ki, ns, a.GetObject(), a.GetSubresource(), fieldOwner{manager: c.managerName(a.UpdateOptions.FieldManager)})
 		return true, obj, err
 	case clienttesting.PatchActionImpl:
 		obj, err := c.patch(gvr, ki, ns, a)
@@ -111,12 +111,15 @@ func required(ki kindInfo, name string, path *field.Path, msg string) error {
 }
 
 // create stamps what the API server assigns on creation: name from generateName, UID,
-// creationTimestamp, generation, resourceVersion, and the status a new object starts with.
-func (c *Cluster) create(gvr schema.GroupVersionResource, ki kindInfo, ns string, in runtime.Object) (runtime.Object, error) {
+// creationTimestamp, generation, resourceVersion, managedFields for manager, and the status a
+// new object starts with.
+func (c *Cluster) create(gvr schema.GroupVersionResource, ki kindInfo, ns string, in runtime.Object, manager string) (runtime.Object, error) {
 	obj, err := normalize(in, ki)
 	if err != nil {
 		return nil, err
 	}
+	// Before the field manager sees it, as the server converts a request before writing it.
+	convertOnWrite(obj)
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
@@ -133,8 +136,19 @@ func (c *Cluster) create(gvr schema.GroupVersionResource, ki kindInfo, ns string
 	if m.GetNamespace() != ns {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the namespace of the provided object (%q) does not match the namespace sent on the request (%q)", m.GetNamespace(), ns))
 	}
+	obj = c.recordUpdate(ki, "", nil, obj, manager)
 	c.store.mu.Lock()
 	defer c.store.mu.Unlock()
+	return c.createLocked(gvr, ki, ns, obj)
+}
+
+// createLocked is create under the store's lock, for obj in the stored form with its namespace
+// checked and its managedFields set.
+func (c *Cluster) createLocked(gvr schema.GroupVersionResource, ki kindInfo, ns string, obj runtime.Object) (runtime.Object, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
 	if m.GetName() == "" {
 		if m.GetGenerateName() == "" {
 			return nil, required(ki, "", field.NewPath("metadata", "name"), "name or generateName is required")
@@ -240,7 +254,7 @@ var errStale = errors.New("the object has been modified; please apply your chang
 // the server owns is kept, and generation is bumped when anything outside metadata (and status,
 // for a resource with a status subresource) changed. With a status subresource a main update
 // keeps the stored status and a status update changes nothing but the status.
-func (c *Cluster) update(gvr schema.GroupVersionResource, ki kindInfo, ns string, in runtime.Object, subresource string) (runtime.Object, error) {
+func (c *Cluster) update(gvr schema.GroupVersionResource, ki kindInfo, ns string, in runtime.Object, subresource string, owner fieldOwner) (runtime.Object, error) {
 	switch {
 	case subresource == "status" && !ki.status:
 		return nil, apierrors.NewNotFound(gvr.GroupResource(), "status")
@@ -255,15 +269,25 @@ func (c *Cluster) update(gvr schema.GroupVersionResource, ki kindInfo, ns string
 	}
 	c.store.mu.Lock()
 	defer c.store.mu.Unlock()
-	return c.updateLocked(gvr, ki, ns, in, subresource)
+	return c.updateLocked(gvr, ki, ns, in, subresource, owner)
+}
+
+// fieldOwner says how a write records managedFields: for an update or patch, the manager its
+// changes are recorded for (operation Update); for an apply, applied, as the field manager has
+// already set them.
+type fieldOwner struct {
+	manager string
+	applied bool
 }
 
 // updateLocked is update under the store's lock.
-func (c *Cluster) updateLocked(gvr schema.GroupVersionResource, ki kindInfo, ns string, in runtime.Object, subresource string) (runtime.Object, error) {
+func (c *Cluster) updateLocked(gvr schema.GroupVersionResource, ki kindInfo, ns string, in runtime.Object, subresource string, owner fieldOwner) (runtime.Object, error) {
 	obj, err := normalize(in, ki)
 	if err != nil {
 		return nil, err
 	}
+	// Before the field manager sees it, as the server converts a request before writing it.
+	convertOnWrite(obj)
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
@@ -280,6 +304,13 @@ func (c *Cluster) updateLocked(gvr schema.GroupVersionResource, ki kindInfo, ns 
 		return nil, apierrors.NewConflict(gvr.GroupResource(), m.GetName(),
 			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, sm.GetUID()))
 	}
+	if !owner.applied {
+		obj = c.recordUpdate(ki, subresource, stored, obj, owner.manager)
+		if m, err = meta.Accessor(obj); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+	}
+	managed := m.GetManagedFields()
 
 	old, err := asMap(stored)
 	if err != nil {
@@ -320,9 +351,9 @@ func (c *Cluster) updateLocked(gvr schema.GroupVersionResource, ki kindInfo, ns 
 	if err != nil {
 		return nil, err
 	}
-	convertOnWrite(result)
 	rm, _ := meta.Accessor(result)
 	rm.SetGeneration(gen)
+	rm.SetManagedFields(managed)
 	// A write that changes nothing is not written, as etcd3's store skips it on kube-apiserver:
 	// no new resourceVersion, no watch event.
 	rm.SetResourceVersion(sm.GetResourceVersion())

@@ -305,13 +305,6 @@ func TestTrackerIsTheStore(t *testing.T) {
 	require.NoError(t, c.Tracker().Delete(configMapsGVR, "default", "a"))
 }
 
-func TestServerSideApplyIsRefused(t *testing.T) {
-	c := withWidgets(t, widget("w", 1))
-	_, err := c.Dynamic().Resource(gvr).Namespace("default").Apply(context.Background(), "w", widget("w", 2), metav1.ApplyOptions{FieldManager: "m"})
-	assert.True(t, apierrors.IsBadRequest(err), "%v", err)
-	assert.ErrorContains(t, err, "server-side apply is not supported")
-}
-
 func TestDeletePreconditionsAndCollections(t *testing.T) {
 	ctx := context.Background()
 	c := withWidgets(t, widget("a", 1), widget("b", 1))

@@ -295,10 +295,11 @@ func (s *store) Patch(gvr schema.GroupVersionResource, obj runtime.Object, ns st
 	return s.write(gvr, obj, ns, false)
 }
 
-// errApply is the answer to server-side apply, which the cluster does not implement.
-var errApply = apierrors.NewBadRequest("fakecluster: server-side apply is not supported; use update or patch, or a real API server (testkit.NewAPIServer)")
+// errApply is the tracker's answer to Apply: server-side apply needs the API server's rules.
+var errApply = apierrors.NewBadRequest("fakecluster: the tracker does not apply; server-side apply is served by the front ends (Clientset, Dynamic)")
 
-// Apply is not supported: it returns a BadRequest error.
+// Apply is not supported by the tracker, whose writes skip the API server's rules: it returns a
+// BadRequest error. Apply through Clientset or Dynamic instead.
 func (s *store) Apply(schema.GroupVersionResource, runtime.Object, string, ...metav1.PatchOptions) error {
 	return errApply
 }

@@ -31,6 +31,10 @@ const (
 	portAttempts = 3
 )
 
+// UserAgent is the User-Agent of the server's clients; kube-apiserver records "ctrlkit-testkit"
+// as the field manager of their writes that name none, and testkit's fake cluster does too.
+const UserAgent = "ctrlkit-testkit"
+
 // Server is one etcd and one kube-apiserver on loopback, with their files in dir.
 type Server struct {
 	bins Binaries
@@ -185,7 +189,7 @@ func (s *Server) startAPIServerLocked(ctx context.Context) error {
 		TLSClientConfig: rest.TLSClientConfig{CAData: s.pki.caPEM},
 		// No client-side throttling: tests create objects in bursts and the server is theirs.
 		QPS:       -1,
-		UserAgent: "ctrlkit-testkit",
+		UserAgent: UserAgent,
 	}
 	client, err := s.probeClient()
 	if err != nil {
