@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
 )
 
 // CRDResource is where the cluster serves CustomResourceDefinitions (apiextensions.k8s.io/v1,
@@ -17,9 +19,13 @@ var CRDResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ver
 
 var crdInfo = kindInfo{gvk: CRDResource.GroupVersion().WithKind("CustomResourceDefinition"), status: true}
 
-// serveCRD declares the resources of every served version of crd and sets the status an API
-// server reports once it serves them: names accepted, Established, the storage version stored.
-// A CRD without a group, names or versions is a BadRequest, as validation would make it.
+// serveCRD declares the resources of every served version of crd, with the version's structural
+// schema, and sets the status an API server reports once it serves them: names accepted,
+// Established, the storage version stored. A CRD without a group, names or versions is a
+// BadRequest, as validation would make it; one whose schema is not structural is a 422 Invalid
+// naming the CRD and the offending fields, as from an API server. A version without a schema
+// (which an API server would refuse) is served without one: nothing is pruned, defaulted or
+// validated.
 func (c *Cluster) serveCRD(crd *unstructured.Unstructured) error {
 	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
 	plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
@@ -29,7 +35,11 @@ func (c *Cluster) serveCRD(crd *unstructured.Unstructured) error {
 	if group == "" || plural == "" || kind == "" || len(versions) == 0 {
 		return apierrors.NewBadRequest(fmt.Sprintf("CustomResourceDefinition %q: spec.group, spec.names.plural, spec.names.kind and spec.versions are required", crd.GetName()))
 	}
-	var declared []Resource
+	schemas, err := crdSchemas(crd.GetName(), versions)
+	if err != nil {
+		return err
+	}
+	var declared []kindInfo
 	var storage []any
 	for _, v := range versions {
 		version, _ := v.(map[string]any)
@@ -45,15 +55,16 @@ func (c *Cluster) serveCRD(crd *unstructured.Unstructured) error {
 			continue
 		}
 		_, status, _ := unstructured.NestedFieldNoCopy(version, "subresources", "status")
-		declared = append(declared, Resource{
-			GVR:               schema.GroupVersionResource{Group: group, Version: name, Resource: plural},
-			Kind:              kind,
-			Namespaced:        scope != "Cluster",
-			StatusSubresource: status,
+		declared = append(declared, kindInfo{
+			gvk:        schema.GroupVersionKind{Group: group, Version: name, Kind: kind},
+			namespaced: scope != "Cluster",
+			status:     status,
+			schema:     schemas[name],
 		})
 	}
-	for _, r := range declared {
-		if err := c.declare(r); err != nil {
+	for _, ki := range declared {
+		gvr := schema.GroupVersionResource{Group: group, Version: ki.gvk.Version, Resource: plural}
+		if err := c.declareInfo(gvr, ki); err != nil {
 			return apierrors.NewBadRequest(fmt.Sprintf("CustomResourceDefinition %q: %v", crd.GetName(), err))
 		}
 	}
@@ -71,4 +82,37 @@ func (c *Cluster) serveCRD(crd *unstructured.Unstructured) error {
 		"storedVersions": storage,
 	}
 	return nil
+}
+
+// parseCRDManifest decodes a manifest (YAML or JSON) of one apiextensions.k8s.io/v1
+// CustomResourceDefinition.
+func parseCRDManifest(manifest []byte) (*unstructured.Unstructured, error) {
+	var m map[string]any
+	if err := yaml.Unmarshal(manifest, &m); err != nil {
+		return nil, fmt.Errorf("decoding CRD manifest: %w", err)
+	}
+	crd := &unstructured.Unstructured{Object: m}
+	if m == nil || crd.GroupVersionKind() != CRDResource.GroupVersion().WithKind("CustomResourceDefinition") {
+		return nil, fmt.Errorf("manifest is %q %q, want an apiextensions.k8s.io/v1 CustomResourceDefinition", crd.GetAPIVersion(), crd.GetKind())
+	}
+	if crd.GetName() == "" {
+		return nil, fmt.Errorf("CRD manifest has no metadata.name")
+	}
+	return crd, nil
+}
+
+// parseSchemaManifest decodes Resource.Schema, an openAPIV3Schema in YAML or JSON.
+func parseSchemaManifest(raw []byte) (*structural, error) {
+	var m map[string]any
+	if err := yaml.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("decoding schema: %w", err)
+	}
+	if m == nil {
+		return nil, fmt.Errorf("schema is empty")
+	}
+	s, errs := parseSchema(m, field.NewPath("openAPIV3Schema"))
+	if len(errs) > 0 {
+		return nil, schemaError(errs)
+	}
+	return s, nil
 }

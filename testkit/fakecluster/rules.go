@@ -148,6 +148,11 @@ func (c *Cluster) create(gvr schema.GroupVersionResource, ki kindInfo, ns string
 	m.SetGeneration(0)
 	c.store.stampNew(m)
 	resetStatusOnCreate(obj, ki)
+	if u, ok := obj.(*unstructured.Unstructured); ok && ki.schema != nil {
+		if err := c.applySchema(ki, u.Object, nil, false); err != nil {
+			return nil, err
+		}
+	}
 	if u, ok := obj.(*unstructured.Unstructured); ok && gvr == CRDResource {
 		if err := c.serveCRD(u); err != nil {
 			return nil, err
@@ -298,6 +303,9 @@ func (c *Cluster) updateLocked(gvr schema.GroupVersionResource, ki kindInfo, ns 
 				delete(md, k)
 			}
 		}
+	}
+	if err := c.applySchema(ki, out, old, subresource == "status"); err != nil {
+		return nil, err
 	}
 	gen := sm.GetGeneration()
 	if !equality.Semantic.DeepEqual(generationFields(old, ki), generationFields(out, ki)) {
