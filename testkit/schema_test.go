@@ -290,7 +290,8 @@ func TestSchemaMatchesAPIServer(t *testing.T) {
 	require.Len(t, results["apiserver"], len(steps))
 	for i, step := range steps {
 		want, got := results["apiserver"][i], results["fake"][i]
-		if !assert.Equal(t, js(want), js(got), "step %q: apiserver (want) and fake (got) differ", step.name) {
+		// Compared as Go values, so that an int64 on one side and a float64 on the other differ.
+		if !assert.Equal(t, want, got, "step %q: apiserver (want) and fake (got) differ:\n%s\n%s", step.name, js(want), js(got)) {
 			continue
 		}
 		if messages["apiserver"][i] != messages["fake"][i] {
@@ -302,4 +303,28 @@ func TestSchemaMatchesAPIServer(t *testing.T) {
 func js(v any) string {
 	b, _ := json.MarshalIndent(v, "", "  ")
 	return string(b)
+}
+
+// A CRD whose schema is not structural is refused by both, 422 Invalid, naming the field.
+func TestNonStructuralCRDMatchesAPIServer(t *testing.T) {
+	bad := strings.NewReplacer("things", "badthings", "kind: Thing", "kind: BadThing", "ThingList", "BadThingList", "thing}", "badthing}",
+		"          spec:\n            type: object\n", "          spec:\n").Replace(thingCRD)
+	require.NotEqual(t, thingCRD, bad)
+	for name, env := range map[string]*testkit.Env{
+		"fake":      testkit.NewFake(t).Env,
+		"apiserver": testkit.SharedAPIServer(t),
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := customresource.EnsureCRDFromYAML(env.Context(), env.Dynamic(), []byte(bad))
+			require.Error(t, err)
+			var st apierrors.APIStatus
+			require.ErrorAs(t, err, &st)
+			assert.Equal(t, metav1.StatusReasonInvalid, st.Status().Reason, "%v", err)
+			var fields []string
+			for _, c := range st.Status().Details.Causes {
+				fields = append(fields, c.Field)
+			}
+			assert.Contains(t, fields, "spec.validation.openAPIV3Schema.properties[spec].type", "%v", err)
+		})
+	}
 }

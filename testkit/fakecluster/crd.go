@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 )
@@ -87,8 +88,8 @@ func (c *Cluster) serveCRD(crd *unstructured.Unstructured) error {
 // parseCRDManifest decodes a manifest (YAML or JSON) of one apiextensions.k8s.io/v1
 // CustomResourceDefinition.
 func parseCRDManifest(manifest []byte) (*unstructured.Unstructured, error) {
-	var m map[string]any
-	if err := yaml.Unmarshal(manifest, &m); err != nil {
+	m, err := decodeYAML(manifest)
+	if err != nil {
 		return nil, fmt.Errorf("decoding CRD manifest: %w", err)
 	}
 	crd := &unstructured.Unstructured{Object: m}
@@ -103,8 +104,8 @@ func parseCRDManifest(manifest []byte) (*unstructured.Unstructured, error) {
 
 // parseSchemaManifest decodes Resource.Schema, an openAPIV3Schema in YAML or JSON.
 func parseSchemaManifest(raw []byte) (*structural, error) {
-	var m map[string]any
-	if err := yaml.Unmarshal(raw, &m); err != nil {
+	m, err := decodeYAML(raw)
+	if err != nil {
 		return nil, fmt.Errorf("decoding schema: %w", err)
 	}
 	if m == nil {
@@ -115,4 +116,18 @@ func parseSchemaManifest(raw []byte) (*structural, error) {
 		return nil, schemaError(errs)
 	}
 	return s, nil
+}
+
+// decodeYAML decodes a YAML or JSON object with numbers as the API server decodes them (int64
+// when whole, else float64).
+func decodeYAML(doc []byte) (map[string]any, error) {
+	j, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := utiljson.Unmarshal(j, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }

@@ -185,7 +185,7 @@ func parseNode(raw map[string]any, path *field.Path, inJunctor bool) (*structura
 		}
 	}
 	if d, ok := raw["default"]; ok {
-		s.def, s.hasDef = runtime.DeepCopyJSONValue(d), true
+		s.def, s.hasDef = jsonInts(runtime.DeepCopyJSONValue(d)), true
 	}
 	if e, ok := raw["enum"].([]any); ok {
 		s.enum = e
@@ -211,6 +211,27 @@ func parseNode(raw map[string]any, path *field.Path, inJunctor bool) (*structura
 		}
 	}
 	return s, errs
+}
+
+// jsonInts turns whole float64 numbers under v into int64, as the API server's JSON decoding
+// has them: a schema decoded from YAML carries float64s, and defaults must be stored as the
+// server stores them.
+func jsonInts(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<63 {
+			return int64(x)
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = jsonInts(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = jsonInts(e)
+		}
+	}
+	return v
 }
 
 func sortedKeys(m map[string]any) []string {
@@ -800,16 +821,30 @@ func validFormat(format, x string) bool {
 func crdSchemas(name string, versions []any) (map[string]*structural, error) {
 	out := map[string]*structural{}
 	var errs field.ErrorList
+	raws := make([]map[string]any, len(versions))
+	same := true
+	for i, v := range versions {
+		version, _ := v.(map[string]any)
+		sch, _ := version["schema"].(map[string]any)
+		raws[i], _ = sch["openAPIV3Schema"].(map[string]any)
+		same = same && raws[i] != nil && reflect.DeepEqual(raws[i], raws[0])
+	}
 	for i, v := range versions {
 		version, _ := v.(map[string]any)
 		vname, _ := version["name"].(string)
-		sch, _ := version["schema"].(map[string]any)
-		raw, ok := sch["openAPIV3Schema"].(map[string]any)
-		if !ok {
+		if raws[i] == nil {
 			continue
 		}
-		s, serrs := parseSchema(raw, field.NewPath("spec", "versions").Index(i).Child("schema", "openAPIV3Schema"))
-		errs = append(errs, serrs...)
+		// The API server validates a schema all versions share as the internal version's
+		// spec.validation, and names its fields so.
+		path := field.NewPath("spec", "versions").Index(i).Child("schema", "openAPIV3Schema")
+		if same {
+			path = field.NewPath("spec", "validation", "openAPIV3Schema")
+		}
+		s, serrs := parseSchema(raws[i], path)
+		if !same || i == 0 {
+			errs = append(errs, serrs...)
+		}
 		out[vname] = s
 	}
 	if len(errs) > 0 {
