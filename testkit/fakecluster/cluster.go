@@ -120,6 +120,7 @@ type kindInfo struct {
 	status     bool        // has a status subresource
 	typed      bool        // a kind of client-go's scheme: stored as its Go type
 	schema     *structural // the CRD version's structural schema; nil: none applied
+	crd        bool        // CustomResourceDefinitions: an update declares its resources again
 }
 
 // Cluster is one in-memory cluster: one store with one resourceVersion counter, served through a

@@ -18,7 +18,7 @@ import (
 // given in Options.Resources, and reports it Established at once.
 var CRDResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-var crdInfo = kindInfo{gvk: CRDResource.GroupVersion().WithKind("CustomResourceDefinition"), status: true}
+var crdInfo = kindInfo{gvk: CRDResource.GroupVersion().WithKind("CustomResourceDefinition"), status: true, crd: true}
 
 // serveCRD declares the resources of every served version of crd, with the version's structural
 // schema, and sets the status an API server reports once it serves them: names accepted,
@@ -28,17 +28,40 @@ var crdInfo = kindInfo{gvk: CRDResource.GroupVersion().WithKind("CustomResourceD
 // (which an API server would refuse) is served without one: nothing is pruned, defaulted or
 // validated.
 func (c *Cluster) serveCRD(crd *unstructured.Unstructured) error {
+	storage, err := c.declareCRD(crd)
+	if err != nil {
+		return err
+	}
+	now := metav1.NewTime(c.clock.Now().Truncate(time.Second)).UTC().Format(time.RFC3339)
+	condition := func(typ, reason, message string) map[string]any {
+		return map[string]any{"type": typ, "status": "True", "reason": reason, "message": message, "lastTransitionTime": now}
+	}
+	names, _, _ := unstructured.NestedMap(crd.Object, "spec", "names")
+	crd.Object["status"] = map[string]any{
+		"acceptedNames": names,
+		"conditions": []any{
+			condition("NamesAccepted", "NoConflicts", "no conflicts found"),
+			condition("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+		},
+		"storedVersions": storage,
+	}
+	return nil
+}
+
+// declareCRD declares (again, on an update) the resources of every served version of crd with
+// their schemas, and returns the storage versions.
+func (c *Cluster) declareCRD(crd *unstructured.Unstructured) ([]any, error) {
 	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
 	plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
 	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
 	scope, _, _ := unstructured.NestedString(crd.Object, "spec", "scope")
 	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
 	if group == "" || plural == "" || kind == "" || len(versions) == 0 {
-		return apierrors.NewBadRequest(fmt.Sprintf("CustomResourceDefinition %q: spec.group, spec.names.plural, spec.names.kind and spec.versions are required", crd.GetName()))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("CustomResourceDefinition %q: spec.group, spec.names.plural, spec.names.kind and spec.versions are required", crd.GetName()))
 	}
 	schemas, err := crdSchemas(crd.GetName(), versions)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var declared []kindInfo
 	var storage []any
@@ -47,7 +70,7 @@ func (c *Cluster) serveCRD(crd *unstructured.Unstructured) error {
 		name, _, _ := unstructured.NestedString(version, "name")
 		served, _, _ := unstructured.NestedBool(version, "served")
 		if name == "" {
-			return apierrors.NewBadRequest(fmt.Sprintf("CustomResourceDefinition %q: a version without a name", crd.GetName()))
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("CustomResourceDefinition %q: a version without a name", crd.GetName()))
 		}
 		if stored, _, _ := unstructured.NestedBool(version, "storage"); stored {
 			storage = append(storage, name)
@@ -66,23 +89,10 @@ func (c *Cluster) serveCRD(crd *unstructured.Unstructured) error {
 	for _, ki := range declared {
 		gvr := schema.GroupVersionResource{Group: group, Version: ki.gvk.Version, Resource: plural}
 		if err := c.declareInfo(gvr, ki); err != nil {
-			return apierrors.NewBadRequest(fmt.Sprintf("CustomResourceDefinition %q: %v", crd.GetName(), err))
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("CustomResourceDefinition %q: %v", crd.GetName(), err))
 		}
 	}
-	now := metav1.NewTime(c.clock.Now().Truncate(time.Second)).UTC().Format(time.RFC3339)
-	condition := func(typ, reason, message string) map[string]any {
-		return map[string]any{"type": typ, "status": "True", "reason": reason, "message": message, "lastTransitionTime": now}
-	}
-	names, _, _ := unstructured.NestedMap(crd.Object, "spec", "names")
-	crd.Object["status"] = map[string]any{
-		"acceptedNames": names,
-		"conditions": []any{
-			condition("NamesAccepted", "NoConflicts", "no conflicts found"),
-			condition("Established", "InitialNamesAccepted", "the initial names have been accepted"),
-		},
-		"storedVersions": storage,
-	}
-	return nil
+	return storage, nil
 }
 
 // parseCRDManifest decodes a manifest (YAML or JSON) of one apiextensions.k8s.io/v1

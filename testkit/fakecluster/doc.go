@@ -51,7 +51,7 @@
 // reports the CRD Established at once, so code that installs its CRD and waits for it
 // (customresource.EnsureCRDFromYAML) runs unchanged. Options.CRDs seeds CRDs from their
 // manifests (an embedded crd.yaml: one line in a test). Deleting a CRD leaves its resources
-// served, and updating one does not change what is served. A request for a resource that is
+// served; updating one serves its versions as it now declares them, schemas included. A request for a resource that is
 // neither built in nor declared fails with an UndeclaredResourceError (a 404 naming the resource
 // and this option), never a panic.
 //

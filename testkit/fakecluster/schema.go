@@ -17,6 +17,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -248,10 +249,15 @@ func sortedKeys(m map[string]any) []string {
 // is the stored object on an update (nil on a create): a value unchanged from old is not
 // validated again, as the server's validation ratcheting does. status says the write is one to
 // the status subresource, which validates only the status. Kinds without a schema cost one nil
-// check.
+// check. An update of a CRD serves its resources as it now declares them, schemas included.
 func (c *Cluster) applySchema(ki kindInfo, obj, old map[string]any, status bool) error {
 	s := ki.schema
 	if s == nil {
+		if ki.crd && !status {
+			// An updated CRD is served as it now reads, its schemas included.
+			_, err := c.declareCRD(&unstructured.Unstructured{Object: obj})
+			return err
+		}
 		return nil
 	}
 	pruneAndDefault(obj, s)

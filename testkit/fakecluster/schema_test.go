@@ -320,3 +320,52 @@ func TestSchemaNonStructuralCRDIsRefused(t *testing.T) {
 	_, err = fakecluster.NewWithOptions(fakecluster.Options{CRDs: [][]byte{[]byte("kind: ConfigMap\napiVersion: v1\n")}})
 	assert.ErrorContains(t, err, "CRDs[0]")
 }
+
+// An updated CRD's schema applies from then on, as on an API server.
+func TestSchemaFollowsCRDUpdates(t *testing.T) {
+	ctx := context.Background()
+	c, gizmos := newGizmos(t)
+	_, err := gizmos.Create(ctx, gizmo("g", map[string]any{"image": "a", "replicas": int64(20)}), metav1.CreateOptions{})
+	assert.Equal(t, []string{"spec.replicas FieldValueInvalid"}, causes(t, err))
+
+	crds := c.Dynamic().Resource(fakecluster.CRDResource)
+	crd, err := crds.Get(ctx, "gizmos.example.com", metav1.GetOptions{})
+	require.NoError(t, err)
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	require.NoError(t, unstructured.SetNestedField(versions[0].(map[string]any), int64(30),
+		"schema", "openAPIV3Schema", "properties", "spec", "properties", "replicas", "maximum"))
+	require.NoError(t, unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions"))
+	_, err = crds.Update(ctx, crd, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	_, err = gizmos.Create(ctx, gizmo("g", map[string]any{"image": "a", "replicas": int64(20)}), metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// BenchmarkCreateCustomResource is one custom-resource create without a schema (the cost
+// before schemas were modelled) and with gizmoCRD's schema applied.
+func BenchmarkCreateCustomResource(b *testing.B) {
+	run := func(b *testing.B, c *fakecluster.Cluster, gvr schema.GroupVersionResource, spec map[string]any) {
+		b.ReportAllocs()
+		client := c.Dynamic().Resource(gvr).Namespace("default")
+		i := 0
+		for b.Loop() {
+			u := gizmo(fmt.Sprint("g-", i), spec)
+			u.SetAPIVersion(gvr.GroupVersion().String())
+			if _, err := client.Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	}
+	spec := map[string]any{"image": "nginx", "tags": []any{"a"}, "labels": map[string]any{"a": "b"}}
+	b.Run("no-schema", func(b *testing.B) {
+		c, err := fakecluster.NewWithOptions(fakecluster.Options{Resources: []fakecluster.Resource{{GVR: gizmosGVR, Kind: "Gizmo", Namespaced: true, StatusSubresource: true}}})
+		require.NoError(b, err)
+		run(b, c, gizmosGVR, spec)
+	})
+	b.Run("schema", func(b *testing.B) {
+		c, err := fakecluster.NewWithOptions(fakecluster.Options{CRDs: [][]byte{[]byte(gizmoCRD)}})
+		require.NoError(b, err)
+		run(b, c, gizmosGVR, spec)
+	})
+}
