@@ -36,6 +36,11 @@ type FakeOptions struct {
 	// with fakecluster.ErrUndeclaredResource.
 	Resources []fakecluster.Resource
 
+	// CRDs are CustomResourceDefinition manifests (YAML or JSON, such as an embedded crd.yaml)
+	// the fake serves, schema included: writes are pruned, defaulted and validated by each
+	// version's structural schema as kube-apiserver does (see fakecluster.Options.CRDs).
+	CRDs [][]byte
+
 	// Seed seeds the random source of FailWrites. Zero derives it from the test's name, so a test
 	// fails the same requests on every run and two tests do not fail the same pattern.
 	Seed uint64
@@ -72,7 +77,7 @@ func NewFake(t testing.TB, objs ...runtime.Object) *FakeEnv {
 // NewFakeWithOptions is NewFake with custom-resource declarations and a FailWrites seed.
 func NewFakeWithOptions(t testing.TB, opts FakeOptions) *FakeEnv {
 	t.Helper()
-	cluster, err := fakecluster.NewWithOptions(fakecluster.Options{Objects: opts.Objects, Resources: opts.Resources,
+	cluster, err := fakecluster.NewWithOptions(fakecluster.Options{Objects: opts.Objects, Resources: opts.Resources, CRDs: opts.CRDs,
 		// Writes naming no field manager are recorded as the API server Env's are.
 		DefaultFieldManager: kubeserver.UserAgent})
 	if err != nil {

@@ -30,15 +30,5 @@ func TestWebAppOnTheAPIServer(t *testing.T) {
 	require.NoError(t, err)
 	journey(t, env, mgr)
 
-	// The CRD's schema, generated from the markers, is enforced: an empty image is refused,
-	// and what is left out is defaulted.
-	apps, err := customresource.NewClient[*webappv1.WebApp](mgr.Dynamic(), webappv1.GVR)
-	require.NoError(t, err)
-	_, err = apps.Create(ctx, &webappv1.WebApp{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(), Name: "no-image"}}, metav1.CreateOptions{})
-	require.True(t, apierrors.IsInvalid(err), "an empty image is invalid: %v", err)
-	app, err := apps.Create(ctx, &webappv1.WebApp{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(), Name: "defaults"},
-		Spec: webappv1.WebAppSpec{Image: "nginx"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	require.Equal(t, int32(1), *app.Spec.Replicas)
-	require.Equal(t, int32(8080), app.Spec.Port)
+	schemaIsEnforced(t, env, mgr)
 }

@@ -17,7 +17,6 @@ import (
 	webappv1 "github.com/ctrlkit/ctrlkit/examples/webapp/api/v1"
 	"github.com/ctrlkit/ctrlkit/manager"
 	"github.com/ctrlkit/ctrlkit/testkit"
-	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
 )
 
 const finalizerName = "examples.ctrlkit.dev/registry"
@@ -43,7 +42,8 @@ func journey(t *testing.T, env *testkit.Env, mgr *manager.Manager) {
 
 	_, err = apps.Create(ctx, &webappv1.WebApp{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"},
-		Spec:       webappv1.WebAppSpec{Image: "nginx:1.27", Replicas: ptr.To[int32](2), Port: 8080},
+		// Port is left to the CRD's default (8080), which the fake applies as the server does.
+		Spec: webappv1.WebAppSpec{Image: "nginx:1.27", Replicas: ptr.To[int32](2)},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	eventually("a Deployment, a Service, a registry entry and a status", func(c *assert.CollectT) {
@@ -118,12 +118,29 @@ func journey(t *testing.T, env *testkit.Env, mgr *manager.Manager) {
 }
 
 func TestWebAppOnTheFakeCluster(t *testing.T) {
-	env := testkit.NewFakeWithOptions(t, testkit.FakeOptions{Resources: []fakecluster.Resource{
-		{GVR: webappv1.GVR, Kind: webappv1.Kind, Namespaced: true, StatusSubresource: true}}})
+	// The generated CRD, schema included: the fake prunes, defaults and validates WebApps with it
+	// as kube-apiserver does.
+	env := testkit.NewFakeWithOptions(t, testkit.FakeOptions{CRDs: [][]byte{webappv1.CRDManifest}})
 	mgr, err := manager.New(manager.Options{Client: env.Client(), Dynamic: env.Dynamic(), Factory: env.Factory()})
 	require.NoError(t, err)
 	journey(t, env.Env, mgr)
+	schemaIsEnforced(t, env.Env, mgr)
 	env.WaitForQuiet(30 * time.Second)
+}
+
+// schemaIsEnforced checks that the CRD's schema, generated from the markers, applies: an empty
+// image is refused, and what is left out is defaulted.
+func schemaIsEnforced(t *testing.T, env *testkit.Env, mgr *manager.Manager) {
+	ctx := env.Context()
+	apps, err := customresource.NewClient[*webappv1.WebApp](mgr.Dynamic(), webappv1.GVR)
+	require.NoError(t, err)
+	_, err = apps.Create(ctx, &webappv1.WebApp{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(), Name: "no-image"}}, metav1.CreateOptions{})
+	require.True(t, apierrors.IsInvalid(err), "an empty image is invalid: %v", err)
+	app, err := apps.Create(ctx, &webappv1.WebApp{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(), Name: "defaults"},
+		Spec: webappv1.WebAppSpec{Image: "nginx"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Equal(t, int32(1), *app.Spec.Replicas)
+	require.Equal(t, int32(8080), app.Spec.Port)
 }
 
 // The README shows these two files as they are: a change to either that is not copied there

@@ -33,6 +33,11 @@ type Resource struct {
 	// keeps the stored status and /status changes nothing but the status. Without it status is
 	// an ordinary field, /status answers NotFound and every change but metadata bumps generation.
 	StatusSubresource bool
+	// Schema is the version's openAPIV3Schema (YAML or JSON), applied to every write as the API
+	// server applies a CRD's structural schema: unknown fields pruned, defaults filled in, values
+	// validated (a 422 Invalid naming each failing field). Nil applies none. To serve a CRD's
+	// own manifest, schema included, use Options.CRDs instead.
+	Schema []byte
 }
 
 // Options configures NewWithOptions. The zero value is a cluster with client-go's built-in kinds
@@ -46,6 +51,12 @@ type Options struct {
 	// when the object has a namespace, with a status subresource. Declare the resource in
 	// Resources when any of that guess is wrong.
 	Objects []runtime.Object
+
+	// CRDs are CustomResourceDefinition manifests (YAML or JSON, one apiextensions.k8s.io/v1
+	// CRD each, such as a go:embed'ed crd.yaml), seeded before Objects: the cluster serves each
+	// served version with its structural schema, as if the CRD had been created (see
+	// CRDResource).
+	CRDs [][]byte
 
 	// Resources declares the custom resources the cluster serves. Requests for a resource that
 	// is neither built in, declared here nor introduced by a seed object fail with an
@@ -112,8 +123,10 @@ func gvrString(gvr schema.GroupVersionResource) string {
 type kindInfo struct {
 	gvk        schema.GroupVersionKind
 	namespaced bool
-	status     bool // has a status subresource
-	typed      bool // a kind of client-go's scheme: stored as its Go type
+	status     bool        // has a status subresource
+	typed      bool        // a kind of client-go's scheme: stored as its Go type
+	schema     *structural // the CRD version's structural schema; nil: none applied
+	crd        bool        // CustomResourceDefinitions: an update declares its resources again
 	// generation: metadata.generation is 1 on create and bumped when the desired state changes
 	// (custom resources, and the built-in kinds in generationKinds); others keep 0.
 	generation bool
@@ -174,6 +187,15 @@ func NewWithOptions(opts Options) (*Cluster, error) {
 			return nil, fmt.Errorf("fakecluster: Resources[%d]: %w", i, err)
 		}
 	}
+	for i, manifest := range opts.CRDs {
+		crd, err := parseCRDManifest(manifest)
+		if err == nil {
+			err = c.store.Add(crd)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("fakecluster: CRDs[%d]: %w", i, err)
+		}
+	}
 
 	// The typed front end: client-go's fake clientset with its reaction chains replaced, so that
 	// every request is served from this cluster's store. Reactors prepended later (fault
@@ -216,9 +238,24 @@ func (c *Cluster) declare(r Resource) error {
 	if strings.HasSuffix(r.Kind, "List") {
 		return fmt.Errorf("resource %q: kind %q must be the object kind, not the list kind", gvrString(r.GVR), r.Kind)
 	}
+	ki := kindInfo{gvk: r.GVR.GroupVersion().WithKind(r.Kind), namespaced: r.Namespaced, status: r.StatusSubresource}
+	if r.Schema != nil {
+		s, err := parseSchemaManifest(r.Schema)
+		if err != nil {
+			return fmt.Errorf("resource %q: %w", gvrString(r.GVR), err)
+		}
+		ki.schema = s
+	}
+	return c.declareInfo(r.GVR, ki)
+}
+
+// declareInfo serves gvr as ki describes.
+func (c *Cluster) declareInfo(gvr schema.GroupVersionResource, ki kindInfo) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.custom[r.GVR] = kindInfo{gvk: r.GVR.GroupVersion().WithKind(r.Kind), namespaced: r.Namespaced, status: r.StatusSubresource, generation: true, conditionalUpdate: true}
+	// Every custom resource tracks generation and wants a resourceVersion on update.
+	ki.generation, ki.conditionalUpdate = true, true
+	c.custom[gvr] = ki
 	return nil
 }
 

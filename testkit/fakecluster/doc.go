@@ -56,12 +56,13 @@
 // fake does no validation of built-in kinds (a ConfigMap named "Bad_Name" is stored), no
 // defaulting of built-in kinds (a Deployment keeps the fields it was sent), accepts a field
 // selector on any field, does not check that the namespace exists, and pages a list from the
-// objects as they are now rather than from a snapshot. Neither does it do admission, graceful
-// deletion periods (a delete without finalizers is immediate), garbage collection (deleting an
-// owner leaves its dependents, and "orphan" or "foregroundDeletion" stay until removed: the same
-// as a kube-apiserver without kube-controller-manager, as under testkit.NewAPIServer),
-// watch-list streaming or the scale subresource.
-// Tests that depend on any of that belong on a real API server
+// objects as they are now rather than from a snapshot. Neither does it run CRDs' CEL rules
+// (x-kubernetes-validations are ignored; the rest of a CRD's schema is applied, see "CRD
+// schemas"), admission, graceful deletion periods (a delete without finalizers is immediate),
+// garbage collection (deleting an owner leaves its dependents, and "orphan" or
+// "foregroundDeletion" stay until removed: the same as a kube-apiserver without
+// kube-controller-manager, as under testkit.NewAPIServer), watch-list streaming or the scale
+// subresource. Tests that depend on any of that belong on a real API server
 // (testkit.NewAPIServer).
 //
 // # Server-side apply
@@ -81,9 +82,9 @@
 //
 // Built-in kinds merge with client-go's OpenAPI models, so lists with merge keys (containers,
 // conditions) merge per item and a field the kind lacks is refused (500, the server's answer).
-// Custom resources have no schema here: they merge as kube-apiserver merges a CRD with
-// x-kubernetes-preserve-unknown-fields, maps per key and every list atomic (a list is owned
-// and replaced as a whole), and any field is accepted. Not modelled: defaulting (the server
+// Custom resources merge without their schema (even when the cluster applies one, below): as
+// kube-apiserver merges a CRD with x-kubernetes-preserve-unknown-fields, maps per key and every
+// list atomic (a list is owned and replaced as a whole). Not modelled: defaulting (the server
 // defaults an applied Deployment's strategy and the like, and the defaults' ownership with it),
 // validation, conversion between versions (an apply of another version than the request's is a
 // BadRequest), the per-kind reset fields of built-in status strategies (here a status apply
@@ -99,9 +100,43 @@
 // unknown kind declares its kind too, and so does creating (or seeding) the
 // CustomResourceDefinition itself (CRDResource): the cluster then serves every served version and
 // reports the CRD Established at once, so code that installs its CRD and waits for it
-// (customresource.EnsureCRDFromYAML) runs unchanged. Deleting a CRD leaves its resources served. A request for a resource that is neither built in nor
-// declared fails with an UndeclaredResourceError (a 404 naming the resource and this option),
-// never a panic.
+// (customresource.EnsureCRDFromYAML) runs unchanged. Options.CRDs seeds CRDs from their
+// manifests (an embedded crd.yaml: one line in a test). Deleting a CRD leaves its resources
+// served; updating one serves its versions as it now declares them, schemas included. A request for a resource that is
+// neither built in nor declared fails with an UndeclaredResourceError (a 404 naming the resource
+// and this option), never a panic.
+//
+// # CRD schemas
+//
+// A CRD's structural schema (each served version's openAPIV3Schema, or Resource.Schema) is
+// applied as kube-apiserver applies it, on create, update, patch and /status:
+//
+//   - pruning: fields the schema does not specify are dropped, except under
+//     x-kubernetes-preserve-unknown-fields or additionalProperties; metadata keeps ObjectMeta's
+//     fields only; an x-kubernetes-embedded-resource keeps apiVersion, kind and ObjectMeta's
+//     metadata; a null in a field that is neither nullable nor defaulted is dropped;
+//   - defaulting: absent fields (and nulls in non-nullable fields) get the schema's default, on
+//     every write, so an update that drops a defaulted field gets it back without a generation
+//     change; seeded objects (Options.Objects, Tracker().Add) are pruned and defaulted, as the
+//     server's reads would have them, but not validated;
+//   - validation: type (and x-kubernetes-int-or-string), required, minimum and maximum
+//     (exclusive too), multipleOf, enum, pattern, minLength and maxLength, minItems and maxItems,
+//     minProperties and maxProperties, nullable, x-kubernetes-list-type set and map
+//     duplicates, the formats date-time, date, byte, uuid, ipv4, ipv6, cidr and hostname (other
+//     formats pass), embedded resources' apiVersion and kind. A failure is a 422 Invalid
+//     (apierrors.IsInvalid) whose causes carry the server's field paths ("spec.replicas") and
+//     types; a /status write validates the status only; on an update a value unchanged from the
+//     stored object is not validated again, as the server's ratcheting does.
+//
+// Not modelled: CEL rules (x-kubernetes-validations, ignored), allOf/anyOf/oneOf/not (checked
+// to be structural, not evaluated), name validation of metadata, the checks a CRD's own schema
+// gets beyond being structural (defaults that fail their schema, forbidden metadata
+// properties), x-kubernetes-list-type map merge semantics, conversion between versions (each
+// version is validated by its own schema; objects are not converted) and the warnings the
+// server returns for pruned fields. A schema that is not structural (a property without a
+// type, an array without items, $ref, ...) is refused with a 422 naming the CRD and the field,
+// as from an API server. A CRD version without a schema, which an API server would refuse, is
+// served without one.
 //
 // # Reactors, faults and recorded requests
 //

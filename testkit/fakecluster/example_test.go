@@ -116,3 +116,50 @@ func ExampleCluster_Clientset_apply() {
 	// true Apply failed with 1 conflict: conflict with "tuner": .data.mode
 	// map[mode:slow]
 }
+
+// A CRD's manifest in Options.CRDs (here inline; usually an embedded crd.yaml) is served with
+// its structural schema, as kube-apiserver serves it: defaults are filled in, unknown fields
+// pruned, and an invalid object refused with a 422 naming the field.
+func ExampleNewWithOptions_crds() {
+	crd := []byte(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer, minimum: 1, default: 3}
+`)
+	ctx := context.Background()
+	cluster, err := fakecluster.NewWithOptions(fakecluster.Options{CRDs: [][]byte{crd}})
+	if err != nil {
+		panic(err)
+	}
+	widgets := cluster.Dynamic().Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}).Namespace("default")
+	w := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w"},
+		"spec":     map[string]any{"colour": "blue"},
+	}}
+	created, err := widgets.Create(ctx, w, metav1.CreateOptions{})
+	fmt.Println(created.Object["spec"], err)
+
+	w.SetName("empty")
+	w.Object["spec"] = map[string]any{"size": int64(0)}
+	_, err = widgets.Create(ctx, w, metav1.CreateOptions{})
+	fmt.Println(apierrors.IsInvalid(err), err)
+	// Output:
+	// map[size:3] <nil>
+	// true Widget.example.com "empty" is invalid: spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1
+}

@@ -169,6 +169,11 @@ func (c *Cluster) createLocked(gvr schema.GroupVersionResource, ki kindInfo, ns 
 	c.store.stampNew(m, ki)
 	convertOnWrite(obj)
 	resetStatusOnCreate(obj, ki)
+	if u, ok := obj.(*unstructured.Unstructured); ok && ki.schema != nil {
+		if err := c.applySchema(ki, u.Object, nil, false); err != nil {
+			return nil, err
+		}
+	}
 	if u, ok := obj.(*unstructured.Unstructured); ok && gvr == CRDResource {
 		if err := c.serveCRD(u); err != nil {
 			return nil, err
@@ -342,6 +347,9 @@ func (c *Cluster) updateLocked(gvr schema.GroupVersionResource, ki kindInfo, ns 
 				delete(md, k)
 			}
 		}
+	}
+	if err := c.applySchema(ki, out, old, subresource == "status"); err != nil {
+		return nil, err
 	}
 	gen := sm.GetGeneration()
 	if ki.generation && !equality.Semantic.DeepEqual(generationFields(old, ki), generationFields(out, ki)) {

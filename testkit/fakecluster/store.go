@@ -259,6 +259,9 @@ func (s *store) Add(obj runtime.Object) error {
 	}
 	s.stampNew(m, ki)
 	convertOnWrite(stored)
+	if u, ok := stored.(*unstructured.Unstructured); ok && ki.schema != nil {
+		pruneAndDefault(u.Object, ki.schema) // as the API server's reads would, not validated
+	}
 	if u, ok := stored.(*unstructured.Unstructured); ok && gvr == CRDResource {
 		if err := s.c.serveCRD(u); err != nil {
 			return err
