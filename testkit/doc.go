@@ -14,10 +14,16 @@
 // resourceVersion and share no memory with the store. Those rules are checked against
 // kube-apiserver on every make test: TestDifferentialFakeVersusAPIServer runs 500 seeded random
 // sequences of creates, updates (fresh, stale, without resourceVersion, unchanged), patches,
-// status writes, deletes (preconditions, finalizers, propagation), lists (selectors, pages) and
-// watches on both and compares them after every operation; the fakecluster package doc lists
-// what differs on purpose. Declare custom resources in
-// FakeOptions.Resources, or seed objects of their kind. Typical use:
+// status writes, deletes (preconditions, finalizers, propagation), lists (selectors, pages),
+// applies and watches on both and compares them after every operation (a divergence prints the command
+// that replays it); the fakecluster package doc lists what differs on purpose. New sequences
+// on every run, for longer searches:
+//
+//	CTRLKIT_REQUIRE_APISERVER=1 go test ./testkit -run TestDifferentialFakeVersusAPIServer \
+//		-diff.base=0 -diff.sequences=5000 -diff.ops=60 -timeout=60m
+//
+// Declare custom resources in FakeOptions.Resources, seed objects of their kind, or give their
+// CRD manifests in FakeOptions.CRDs (their schemas are applied). Typical use:
 //
 //	env := testkit.NewFake(t, pod, replicaSet)
 //	pods, _ := informer.For[*corev1.Pod](env.Factory()) // started at once: the factory runs

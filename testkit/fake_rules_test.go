@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -162,6 +163,75 @@ func TestFakeRulesMatchAPIServer(t *testing.T) {
 			}
 			_, bad := cms.List(ctx, metav1.ListOptions{Continue: "not-a-token"})
 			return []string{strings.Join(names, ","), code(bad)}
+		},
+		"DeleteCollection deletes, or marks what has finalizers": func(ctx context.Context, t *testing.T, env *testkit.Env) []string {
+			cms := env.Client().CoreV1().ConfigMaps(env.Namespace())
+			for _, cm := range []*corev1.ConfigMap{
+				{ObjectMeta: metav1.ObjectMeta{Name: "plain", Labels: map[string]string{"batch": "x"}}},
+				{ObjectMeta: metav1.ObjectMeta{Name: "guarded", Labels: map[string]string{"batch": "x"}, Finalizers: []string{"example.com/keep"}}},
+				{ObjectMeta: metav1.ObjectMeta{Name: "other", Labels: map[string]string{"batch": "y"}}},
+			} {
+				_, err := cms.Create(ctx, cm, metav1.CreateOptions{})
+				require.NoError(t, err)
+			}
+			require.NoError(t, cms.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "batch=x"}))
+			l, err := cms.List(ctx, metav1.ListOptions{})
+			require.NoError(t, err)
+			var out []string
+			for _, cm := range l.Items {
+				if cm.Labels["batch"] != "" {
+					out = append(out, fmt.Sprint(cm.Name, " deleting ", cm.DeletionTimestamp != nil))
+				}
+			}
+			return out
+		},
+		"pods/binding assigns a Pod to a node once": func(ctx context.Context, t *testing.T, env *testkit.Env) []string {
+			pods := env.Client().CoreV1().Pods(env.Namespace())
+			_, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			bind := func(node string) error {
+				return pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+					Target: corev1.ObjectReference{Kind: "Node", Name: node}}, metav1.CreateOptions{})
+			}
+			first := bind("node-1")
+			second := bind("node-2")
+			p, err := pods.Get(ctx, "p", metav1.GetOptions{})
+			require.NoError(t, err)
+			scheduled := ""
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled {
+					scheduled = string(c.Status)
+				}
+			}
+			return []string{code(first), code(second), p.Spec.NodeName, string(p.Status.Phase), "PodScheduled=" + scheduled}
+		},
+		"a label change moves an object out of a watch's selector and back": func(ctx context.Context, t *testing.T, env *testkit.Env) []string {
+			cms := env.Client().CoreV1().ConfigMaps(env.Namespace())
+			l, err := cms.List(ctx, metav1.ListOptions{LabelSelector: "watched=yes"})
+			require.NoError(t, err)
+			w, err := cms.Watch(ctx, metav1.ListOptions{LabelSelector: "watched=yes", ResourceVersion: l.ResourceVersion})
+			require.NoError(t, err)
+			defer w.Stop()
+			_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "w", Labels: map[string]string{"watched": "yes"}}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			for _, v := range []string{"no", "yes"} {
+				_, err = cms.Patch(ctx, "w", types.MergePatchType, []byte(`{"metadata":{"labels":{"watched":"`+v+`"}}}`), metav1.PatchOptions{})
+				require.NoError(t, err)
+			}
+			require.NoError(t, cms.Delete(ctx, "w", metav1.DeleteOptions{}))
+			var out []string
+			for len(out) < 4 {
+				select {
+				case ev := <-w.ResultChan():
+					cm, _ := ev.Object.(*corev1.ConfigMap)
+					require.NotNil(t, cm, "%s event with %T", ev.Type, ev.Object)
+					out = append(out, string(ev.Type)+" watched="+cm.Labels["watched"])
+				case <-time.After(30 * time.Second):
+					t.Fatalf("events so far: %v", out)
+				}
+			}
+			return out
 		},
 		"updates without a resourceVersion": func(ctx context.Context, t *testing.T, env *testkit.Env) []string {
 			cms := env.Client().CoreV1().ConfigMaps(env.Namespace())

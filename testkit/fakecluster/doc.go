@@ -40,7 +40,9 @@
 //     propagationPolicy Orphan and Foreground add the garbage collector's "orphan" and
 //     "foregroundDeletion" finalizers, Background removes them;
 //   - pods/binding: assigns a Pending Pod to a node once (spec.nodeName and the PodScheduled
-//     condition), as the scheduler does through the API;
+//     condition; a second binding is a Conflict), as the scheduler does through the API; a
+//     Binding without a namespace (client-go's fake Pods(ns).Bind sends the Binding's own, not
+//     the client's) binds the one Pod of its name;
 //   - list and watch: label selectors, and field selectors on any field path (an API server
 //     supports only a few per kind); limit and continue page a list; a modification that takes
 //     an object out of a watch's selectors is a Deleted event, one that brings it in an Added

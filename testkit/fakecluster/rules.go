@@ -223,6 +223,17 @@ func (c *Cluster) bind(gvr schema.GroupVersionResource, ns string, in runtime.Ob
 	}
 	c.store.mu.Lock()
 	defer c.store.mu.Unlock()
+	if ns == "" {
+		ns = b.Namespace
+	}
+	if ns == "" {
+		// client-go's fake Pods(ns).Bind sends the Binding's namespace, not the client's:
+		// a Binding without one names the Pod of that name, when only one namespace has it.
+		var err error
+		if ns, err = c.podNamespaceLocked(gvr, b.Name); err != nil {
+			return nil, err
+		}
+	}
 	stored, ok := c.store.getLocked(gvr, ns, b.Name)
 	if !ok {
 		return nil, apierrors.NewNotFound(gvr.GroupResource(), b.Name)
@@ -239,6 +250,25 @@ func (c *Cluster) bind(gvr schema.GroupVersionResource, ns string, in runtime.Ob
 		return nil, err
 	}
 	return in, nil
+}
+
+// podNamespaceLocked is the namespace of the one Pod named name; the store's lock is held.
+func (c *Cluster) podNamespaceLocked(gvr schema.GroupVersionResource, name string) (string, error) {
+	var found []string
+	for key := range c.store.objects[gvr] {
+		if key.Name == name {
+			found = append(found, key.Namespace)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", apierrors.NewNotFound(gvr.GroupResource(), name)
+	case 1:
+		return found[0], nil
+	default:
+		slices.Sort(found)
+		return "", apierrors.NewBadRequest(fmt.Sprintf("binding: pods named %q in namespaces %q: set the Binding's namespace", name, found))
+	}
 }
 
 func setPodCondition(st *corev1.PodStatus, cond corev1.PodCondition) {
