@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -108,4 +109,30 @@ func TestReconcileTimeoutIsCounted(t *testing.T) {
 	c.Enqueue("k")
 	require.Eventually(t, func() bool { return testutil.ToFloat64(m.timeouts.WithLabelValues("slow")) == 1 }, 10*time.Second, time.Millisecond)
 	stop()
+}
+
+// A Reconcile whose context ends because the controller stops is not a failure: no error is
+// counted or logged, so a clean shutdown with work in flight logs no "Reconcile failed".
+func TestShutdownInterruptingAReconcileIsNoFailure(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	require.NoError(t, err)
+	started := make(chan struct{})
+	r := ReconcilerFunc[string](func(ctx context.Context, _ string) (Result, error) {
+		close(started)
+		<-ctx.Done()
+		return Result{}, fmt.Errorf("updating status: %w", ctx.Err())
+	})
+	c, err := New("interrupted", Reconciler[string](r), Options[string]{Metrics: m})
+	require.NoError(t, err)
+	ctx, logs := testLogger(t)
+	stop := startController(t, ctx, c)
+	c.Enqueue("k")
+	<-started
+	stop()
+	assert.Zero(t, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("interrupted", ResultError)))
+	for _, e := range logged(logs) {
+		assert.NotContains(t, e.Message, "Reconcile failed")
+	}
+	assert.Contains(t, messages(logs), "Reconcile interrupted by shutdown; the key stays queued")
 }

@@ -153,6 +153,13 @@ func (c *Controller[K]) handle(w *work[K]) (requeued bool) {
 		default:
 			c.cm.result(ResultSuccess)
 		}
+	case errors.Is(err, context.Canceled) && errors.Is(w.ctx.Err(), context.Canceled):
+		// The controller is stopping and the Reconcile's context ended under it: not a
+		// failure of the key. It goes back to the queue untouched by the error policy (no
+		// backoff, no failure counted) and is logged quietly, so a clean shutdown logs no error.
+		logger.V(2).Info("Reconcile interrupted by shutdown; the key stays queued", "err", err)
+		q.add(key, addSpec{trigger: retryTrigger(q.numRequeues(key)), priority: res.Priority})
+		return true
 	case IsTerminal(err):
 		c.cm.failed(true)
 		q.forget(key)

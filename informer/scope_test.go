@@ -132,6 +132,8 @@ func TestScopeNamespaces(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, event{op: "add", key: "a/new"}, log.next(t))
 	require.NoError(t, client.CoreV1().Pods("b").Delete(ctx, "p4", metav1.DeleteOptions{}))
+	// A Pod is deleted gracefully, as on kube-apiserver: marked (an update), then gone.
+	assert.Equal(t, event{op: "update", key: "b/p4"}, log.next(t))
 	assert.Equal(t, event{op: "delete", key: "b/p4"}, log.next(t))
 	require.NoError(t, client.CoreV1().Pods("c").Delete(ctx, "p3", metav1.DeleteOptions{}))
 	p2, err := client.CoreV1().Pods("b").Get(ctx, "p2", metav1.GetOptions{})
@@ -218,6 +220,7 @@ func TestScopeFieldSelectorAndNamespace(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, event{op: "add", key: "a/p4"}, log.next(t))
 	require.NoError(t, client.CoreV1().Pods("a").Delete(ctx, "p1", metav1.DeleteOptions{}))
+	assert.Equal(t, event{op: "update", key: "a/p1"}, log.next(t), "marked for graceful deletion")
 	assert.Equal(t, event{op: "delete", key: "a/p1"}, log.next(t))
 	log.none(t)
 }

@@ -139,6 +139,40 @@ func diffKinds() []*diffKind {
 			},
 		},
 		{
+			// An unscheduled Pod: deleted at once (no grace period without a node). The server
+			// defaults much of a Pod and sets its QoS class; only the image, the phase and the
+			// status message are compared.
+			gvr: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, kind: "Pod", namespaced: true, status: true, builtin: true,
+			body: func(v int) map[string]any {
+				return map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "busybox:" + strconv.Itoa(v%4)}}}}
+			},
+			change: func(obj map[string]any, v int) {
+				containers, _, _ := unstructured.NestedSlice(obj, "spec", "containers")
+				if len(containers) > 0 {
+					containers[0].(map[string]any)["image"] = "busybox:" + strconv.Itoa(v%4)
+					_ = unstructured.SetNestedSlice(obj, containers, "spec", "containers")
+				}
+			},
+			mergePatch: func(v int) map[string]any {
+				return map[string]any{"metadata": map[string]any{"annotations": map[string]any{"m": strconv.Itoa(v % 3)}}}
+			},
+			setStatus: func(obj map[string]any, v int) {
+				_ = unstructured.SetNestedField(obj, "m"+strconv.Itoa(v%3), "status", "message")
+			},
+			project: func(obj map[string]any) map[string]any {
+				out := map[string]any{}
+				if c, ok, _ := unstructured.NestedSlice(obj, "spec", "containers"); ok && len(c) > 0 {
+					out["image"] = c[0].(map[string]any)["image"]
+				}
+				for _, f := range []string{"phase", "message"} {
+					if v, ok, _ := unstructured.NestedString(obj, "status", f); ok {
+						out[f] = v
+					}
+				}
+				return out
+			},
+		},
+		{
 			gvr: schema.GroupVersionResource{Group: diffGroup, Version: "v1", Resource: "widgets"}, kind: "Widget",
 			namespaced: true, status: true,
 			body:       specSize,
