@@ -51,7 +51,6 @@ type diffKind struct {
 	kind       string
 	namespaced bool
 	status     bool // has a status subresource
-	builtin    bool // strategic merge patch applies
 	// body is the payload of a new object for value v (everything but metadata, apiVersion, kind).
 	body func(v int) map[string]any
 	// change sets the payload for value v on obj (a no-op when obj already has it).
@@ -77,7 +76,7 @@ func diffKinds() []*diffKind {
 	specSize := func(v int) map[string]any { return map[string]any{"spec": map[string]any{"size": int64(v % 4)}} }
 	return []*diffKind{
 		{
-			gvr: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, kind: "ConfigMap", namespaced: true, builtin: true,
+			gvr: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, kind: "ConfigMap", namespaced: true,
 			body:       func(v int) map[string]any { return map[string]any{"data": map[string]any{"k": strconv.Itoa(v % 4)}} },
 			change:     func(obj map[string]any, v int) { obj["data"] = map[string]any{"k": strconv.Itoa(v % 4)} },
 			mergePatch: func(v int) map[string]any { return map[string]any{"data": map[string]any{"k": strconv.Itoa(v % 4)}} },
@@ -85,7 +84,7 @@ func diffKinds() []*diffKind {
 		},
 		{
 			// stringData on a write, data on a read: the API server converts one into the other.
-			gvr: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, kind: "Secret", namespaced: true, builtin: true,
+			gvr: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, kind: "Secret", namespaced: true,
 			body: func(v int) map[string]any {
 				if v%2 == 0 {
 					return map[string]any{"stringData": map[string]any{"k": strconv.Itoa(v % 4)}}
@@ -104,7 +103,7 @@ func diffKinds() []*diffKind {
 			// The server defaults many fields of a Deployment that the fake does not; only the
 			// fields the harness sets, and the status, are compared.
 			gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, kind: "Deployment",
-			namespaced: true, status: true, builtin: true,
+			namespaced: true, status: true,
 			body: func(v int) map[string]any {
 				return map[string]any{"spec": map[string]any{
 					"replicas": int64(v % 3),
@@ -142,7 +141,7 @@ func diffKinds() []*diffKind {
 			// An unscheduled Pod: deleted at once (no grace period without a node). The server
 			// defaults much of a Pod and sets its QoS class; only the image, the phase and the
 			// status message are compared.
-			gvr: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, kind: "Pod", namespaced: true, status: true, builtin: true,
+			gvr: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, kind: "Pod", namespaced: true, status: true,
 			body: func(v int) map[string]any {
 				return map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "busybox:" + strconv.Itoa(v%4)}}}}
 			},
