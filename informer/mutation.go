@@ -158,17 +158,27 @@ func (d *mutationDetector) track(key registryKey, obj any) {
 // tracks reports whether obj itself (not only an object of its key) is tracked: it has been
 // transformed for the informer key already.
 func (d *mutationDetector) tracks(key registryKey, obj any) bool {
+	rk, ok := recordKeyOf(key, obj)
+	if !ok {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rec := d.records[rk]
+	return rec != nil && rec.obj == obj
+}
+
+// recordKeyOf is the key of obj's record in the informer key (for typed informers only the
+// source is set: the key is the object's type); false for an object without metadata.
+func recordKeyOf(key registryKey, obj any) (recordKey, bool) {
 	if key.source == sourceTyped {
 		key.typ = reflect.TypeOf(obj)
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return false
+		return recordKey{}, false
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	rec := d.records[recordKey{informer: key, key: cacheKey(m.GetNamespace(), m.GetName())}]
-	return rec != nil && rec.obj == obj
+	return recordKey{informer: key, key: cacheKey(m.GetNamespace(), m.GetName())}, true
 }
 
 func (d *mutationDetector) newRecord(obj any, namespace, name string) *tracked {
@@ -181,14 +191,10 @@ func (d *mutationDetector) forget(key registryKey, obj any) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
+	rk, ok := recordKeyOf(key, obj)
+	if !ok {
 		return
 	}
-	if key.source == sourceTyped {
-		key.typ = reflect.TypeOf(obj)
-	}
-	rk := recordKey{informer: key, key: cacheKey(m.GetNamespace(), m.GetName())}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if rec := d.records[rk]; rec != nil && rec.obj == obj {

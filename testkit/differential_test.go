@@ -294,16 +294,13 @@ type diffOutcome struct {
 	After     *diffOutcome     `json:"after,omitempty"`     // a read after a delete
 }
 
+// errOutcome is code's answer and, for a 422, the fields of its causes.
 func errOutcome(err error) string {
+	out := code(err)
 	var st apierrors.APIStatus
-	if !errors.As(err, &st) {
-		return "non-API error: " + err.Error()
-	}
-	s := st.Status()
-	out := fmt.Sprintf("%d %s", s.Code, s.Reason)
-	if s.Reason == metav1.StatusReasonInvalid && s.Details != nil {
+	if errors.As(err, &st) && st.Status().Reason == metav1.StatusReasonInvalid && st.Status().Details != nil {
 		var fields []string
-		for _, c := range s.Details.Causes {
+		for _, c := range st.Status().Details.Causes {
 			fields = append(fields, c.Field)
 		}
 		slices.Sort(fields)

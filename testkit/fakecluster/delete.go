@@ -47,38 +47,38 @@ func (c *Cluster) deleteOrMarkLocked(gvr schema.GroupVersionResource, stored run
 			// Pods are deleted gracefully: kube-apiserver writes the deletionTimestamp first
 			// (a grace period of 0 for a Pod on no node, as here: there is no kubelet), then
 			// deletes, so watchers see the Pod marked, then gone.
-			marked := stored.DeepCopyObject()
-			mm, _ := meta.Accessor(marked)
-			now := metav1.NewTime(c.clock.Now().Truncate(time.Second))
-			mm.SetDeletionTimestamp(&now)
-			mm.SetDeletionGracePeriodSeconds(new(int64))
-			if g := mm.GetGeneration(); g > 0 {
-				mm.SetGeneration(g + 1)
-			}
-			if err := c.store.putLocked(gvr, marked, false); err != nil {
+			if err := c.store.putLocked(gvr, c.markDeleting(stored), false); err != nil {
 				return err
 			}
 		}
 		_, err := c.store.deleteLocked(gvr, sm.GetNamespace(), sm.GetName())
 		return err
 	}
-	marked := stored.DeepCopyObject()
+	marked := c.markDeleting(stored)
 	mm, _ := meta.Accessor(marked)
 	mm.SetFinalizers(finalizers)
+	if equality.Semantic.DeepEqual(stored, marked) {
+		return nil // already being deleted, with the same finalizers: nothing is written
+	}
+	return c.store.putLocked(gvr, marked, false)
+}
+
+// markDeleting returns a copy of stored marked for deletion: deletionTimestamp set once (and,
+// as kube-apiserver's rest.BeforeDelete does, generation bumped with it: the deletion is a
+// change of the object's desired state, so a controller filtering on generation sees it), and a
+// grace period of 0.
+func (c *Cluster) markDeleting(stored runtime.Object) runtime.Object {
+	marked := stored.DeepCopyObject()
+	mm, _ := meta.Accessor(marked)
 	if mm.GetDeletionTimestamp() == nil {
 		now := metav1.NewTime(c.clock.Now().Truncate(time.Second))
 		mm.SetDeletionTimestamp(&now)
-		// As kube-apiserver's graceful deletion does (rest.BeforeDelete): the deletion is a
-		// change of the object's desired state, so a controller filtering on generation sees it.
 		if g := mm.GetGeneration(); g > 0 {
 			mm.SetGeneration(g + 1)
 		}
 	}
 	mm.SetDeletionGracePeriodSeconds(new(int64))
-	if equality.Semantic.DeepEqual(stored, marked) {
-		return nil // already being deleted, with the same finalizers: nothing is written
-	}
-	return c.store.putLocked(gvr, marked, false)
+	return marked
 }
 
 // propagationFinalizers are the finalizers an object has once a delete with opts asks for its
