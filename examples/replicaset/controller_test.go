@@ -60,7 +60,7 @@ func TestScaleUpAndDown(t *testing.T) {
 	e.scale("web", 2)
 	e.WaitForQuiet(quiet)
 	e.assertConverged("web", true)
-	assert.Len(t, e.actions("delete", "pods", ""), 5)
+	assert.Len(t, e.podDeletes(), 5)
 	_, _, exists := e.rsc.Expectations().Get(controller.Key{Namespace: ns, Name: "web"})
 	assert.True(t, exists)
 	assert.True(t, e.rsc.Expectations().Satisfied(controller.Key{Namespace: ns, Name: "web"}))
@@ -230,7 +230,7 @@ func TestDeletingTheReplicaSetStopsWork(t *testing.T) {
 			t.Errorf("unexpected request after the ReplicaSet was deleted: %s %s", a.GetVerb(), a.GetResource().Resource)
 		}
 	}
-	assert.Len(t, e.actions("delete", "pods", ""), 1, "only the test's own delete")
+	assert.Len(t, e.podDeletes(), 1, "only the test's own delete")
 
 	// A new ReplicaSet of the same name is another owner: the old one's Pods (their controller
 	// reference names the old UID) are not its own, and it creates its own.
@@ -335,7 +335,7 @@ func TestDeletesAreSentInParallelWithoutSlowStart(t *testing.T) {
 
 	_, err := e.rsc.Reconcile(e.ctx, key)
 	require.ErrorIs(t, err, testkit.ErrInjected)
-	assert.Len(t, e.actions("delete", "pods", ""), 5, "every delete was sent")
+	assert.Len(t, e.podDeletes(), 5, "every delete was sent")
 	assert.True(t, e.rsc.Expectations().Satisfied(key), "expectations lowered for every failed delete")
 	cond := findCondition(e.getRS("web").Status.Conditions, appsv1.ReplicaSetReplicaFailure)
 	require.NotNil(t, cond, "the failure is reported in status")
@@ -346,7 +346,7 @@ func TestDeletesAreSentInParallelWithoutSlowStart(t *testing.T) {
 	e.waitCached("web") // with the failure condition
 	_, err = e.rsc.Reconcile(e.ctx, key)
 	require.NoError(t, err)
-	assert.Len(t, e.actions("delete", "pods", ""), 10)
+	assert.Len(t, e.podDeletes(), 10)
 	assert.Len(t, e.ownedPods(rs), 1)
 }
 
@@ -389,7 +389,7 @@ func TestScaleDownThinsOutCrowdedNodes(t *testing.T) {
 
 	deleted := func() []string {
 		var names []string
-		for _, a := range e.actions("delete", "pods", "") {
+		for _, a := range e.podDeletes() {
 			names = append(names, a.(clienttesting.DeleteAction).GetName())
 		}
 		return names

@@ -219,6 +219,20 @@ func (e *testEnv) assertConverged(name string, ready bool) {
 	assert.Nil(e.t, findCondition(st.Conditions, appsv1.ReplicaSetReplicaFailure), "no failure condition left on %s", name)
 }
 
+// podDeletes returns the recorded Pod deletes but the simulated kubelet's: a Pod is deleted
+// gracefully (marked first, as on kube-apiserver), and a kubelet that sees the mark confirms
+// the termination with a delete of grace period 0. Those are not the controller's.
+func (e *testEnv) podDeletes() []clienttesting.Action {
+	var out []clienttesting.Action
+	for _, a := range e.actions("delete", "pods", "") {
+		if g := a.(clienttesting.DeleteActionImpl).DeleteOptions.GracePeriodSeconds; g != nil && *g == 0 {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
 // actions returns the recorded requests with verb on resource (and subresource, "" for none).
 func (e *testEnv) actions(verb, resource, subresource string) []clienttesting.Action {
 	var out []clienttesting.Action
