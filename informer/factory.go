@@ -31,7 +31,19 @@ import (
 // A Factory is safe for concurrent use. Create it with NewFactory, obtain
 // informers with For, ForMetadata or ForResource, then Start it; Shutdown
 // stops every informer and waits for their goroutines.
+//
+// An informer lives as long as its factory, unless it was handed out only
+// through views made by HeldUntil: then it stops, alone, once every such
+// view's context ended (see HeldUntil).
 type Factory struct {
+	*factory
+	// hold is the holder of a view made by HeldUntil; nil for the factory
+	// itself, whose informers live as long as it does.
+	hold *holder
+}
+
+// factory is the state a Factory and its views share.
+type factory struct {
 	cfg       factoryConfig
 	ctx       context.Context // carries the logger for the error handler
 	logger    klog.Logger
@@ -62,6 +74,9 @@ type Factory struct {
 	// it (see goUntilShutdown).
 	stop    chan struct{}
 	waiters sync.WaitGroup
+	// lives holds the lifetime of each informer first handed out through a
+	// view (lifetime.go); informers of the factory itself have none.
+	lives map[registryKey]*life
 }
 
 // startable is what the factory needs from a client-go informer factory.
@@ -102,11 +117,15 @@ type registered interface {
 // client may be nil for a factory that serves only ForMetadata and
 // ForResource; For then returns an error matching ErrNoClient.
 func NewFactory(client kubernetes.Interface, opts ...FactoryOption) *Factory {
-	f := &Factory{informers: map[registryKey]registered{}, client: client, hasClient: client != nil, stop: make(chan struct{})}
+	f := &Factory{factory: &factory{informers: map[registryKey]registered{}, lives: map[registryKey]*life{},
+		client: client, hasClient: client != nil, stop: make(chan struct{})}}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&f.cfg)
 		}
+	}
+	if !f.cfg.releaseGraceSet {
+		f.cfg.releaseGrace = DefaultReleaseGrace
 	}
 	if f.cfg.logger != nil {
 		f.logger = *f.cfg.logger
@@ -122,11 +141,7 @@ func NewFactory(client kubernetes.Interface, opts ...FactoryOption) *Factory {
 		if report == nil {
 			report = f.report
 		}
-		clk := f.cfg.clock
-		if clk == nil {
-			clk = clock.RealClock{}
-		}
-		f.detector = newMutationDetector(report, clk)
+		f.detector = newMutationDetector(report, f.clock())
 	}
 
 	sharedOpts := []informers.SharedInformerOption{
@@ -297,19 +312,28 @@ func lookupOrCreate[T Object](f *Factory, key registryKey, sc scope, create func
 		if have := existing.servedScope(); !have.equal(sc) {
 			return nil, &ScopeConflictError{Informer: existing.Name(), Have: have.String(), Want: sc.String()}
 		}
+		f.holdLocked(key)
 		return inf, nil
 	}
+	before := len(f.scoped)
 	inf, err := create()
 	if err != nil {
+		f.scoped = f.scoped[:before]
 		return nil, err
 	}
 	inf.scope = sc
 	if f.detector != nil {
 		if err := f.detector.watch(key, inf.name, inf.gvk.Kind, inf.inf); err != nil {
+			f.scoped = f.scoped[:before]
 			return nil, fmt.Errorf("informer %s: mutation detector: %w", inf.name, err)
 		}
 	}
 	f.informers[key] = inf
+	if f.hold != nil {
+		// Built in client-go factories of its own (held), so that it can
+		// be stopped alone: those are f.scoped[before:].
+		f.newLifeLocked(key, inf.name, before)
+	}
 	if f.runCtx != nil && !f.shutdown {
 		f.startLocked()
 	}
@@ -387,4 +411,12 @@ func (f *Factory) report(err error) {
 		return
 	}
 	utilruntime.HandleErrorWithContext(f.ctx, err, "informer problem")
+}
+
+// clock is the clock of the factory's own timers (WithClock).
+func (f *factory) clock() clock.WithTicker {
+	if f.cfg.clock == nil {
+		return clock.RealClock{}
+	}
+	return f.cfg.clock
 }

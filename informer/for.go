@@ -66,7 +66,7 @@ func For[T Object](f *Factory, opts ...ScopeOption[T]) (Informer[T], error) {
 		return nil, err
 	}
 	inf, err := lookupOrCreate(f, registryKey{source: sourceTyped, typ: t}, sc, func() (*sharedInformer[T], error) {
-		if !sc.narrowed() {
+		if !sc.narrowed() && f.hold == nil {
 			gvk, gvr, shared, err := f.resolveTyped(t, f.shared)
 			if err != nil {
 				return nil, err
@@ -91,6 +91,12 @@ func newScopedTyped[T Object](f *Factory, t reflect.Type, sc scope) (*sharedInfo
 	// the factory's name, and logs an error for every later one: only the
 	// first namespace's client-go factory gets the name.
 	name := f.name // nil is no name
+	if f.hold != nil {
+		// An informer with a lifetime may be built again after it stopped,
+		// and client-go logs an error for every informer of a resource
+		// built under a name after the first: it reports nothing.
+		name = nil
+	}
 	combined, err := f.newScoped(object.TypeName(t), sc, func(ns string) (startable, cache.SharedIndexInformer, error) {
 		factory := informers.NewSharedInformerFactoryWithOptions(f.client, f.cfg.resync,
 			informers.WithNamespace(ns),

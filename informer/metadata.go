@@ -39,7 +39,7 @@ func ForMetadata(f *Factory, gvr schema.GroupVersionResource, opts ...ScopeOptio
 	key := registryKey{source: sourceMetadata, gvr: gvr}
 	transform := func(obj any) (any, error) { return f.transformFor(key, obj) }
 	inf, err := lookupOrCreate(f, key, sc, func() (*sharedInformer[*metav1.PartialObjectMetadata], error) {
-		if !sc.narrowed() {
+		if !sc.narrowed() && f.hold == nil {
 			shared := f.metadata.ForResource(gvr).Informer()
 			setTransform(f, name, shared, transform)
 			return newSharedInformer[*metav1.PartialObjectMetadata](f, name, gvr, f.kindOf(gvr, nil), shared)

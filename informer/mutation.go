@@ -132,6 +132,18 @@ func (d *mutationDetector) watch(key registryKey, name, kind string, inf cache.S
 	return err
 }
 
+// unwatch stops tracking informer key, which stopped: its records go.
+func (d *mutationDetector) unwatch(key registryKey) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.watched, key)
+	for rk := range d.records {
+		if rk.informer == key {
+			delete(d.records, rk)
+		}
+	}
+}
+
 // track records obj, entering the cache of the informer key (for typed
 // informers only the source is set: the key is the object's type). It
 // replaces the record of the object's previous version.

@@ -42,6 +42,8 @@ type factoryConfig struct {
 	clock             clock.WithTicker
 	informerName      string
 	scheme            *runtime.Scheme
+	releaseGrace      time.Duration
+	releaseGraceSet   bool
 }
 
 // WithResync sets the default resync period of every informer (0, the
@@ -238,4 +240,13 @@ func WithClock(clk clock.WithTicker) FactoryOption {
 // by a scoped For reports nothing.
 func WithInformerName(name string) FactoryOption {
 	return func(c *factoryConfig) { c.informerName = name }
+}
+
+// WithReleaseGrace sets how long an informer that no view holds any more
+// (see Factory.HeldUntil) keeps running before it stops and frees its
+// cache; DefaultReleaseGrace when not set, at once for d <= 0. The grace
+// spares a controller restarted within it a fresh list; past it, the memory
+// is returned.
+func WithReleaseGrace(d time.Duration) FactoryOption {
+	return func(c *factoryConfig) { c.releaseGrace, c.releaseGraceSet = d, true }
 }

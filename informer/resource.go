@@ -62,7 +62,7 @@ func ForResource[T Object](f *Factory, gvr schema.GroupVersionResource, opts ...
 	name := gvr.GroupResource().String()
 	key := registryKey{source: sourceDynamic, gvr: gvr}
 	inf, err := lookupOrCreate(f, key, sc, func() (*sharedInformer[T], error) {
-		if !sc.narrowed() {
+		if !sc.narrowed() && f.hold == nil {
 			shared := f.dynamic.ForResource(gvr).Informer()
 			setTransform(f, name, shared, convertTransform[T](f, key, name))
 			return newSharedInformer[T](f, name, gvr, f.kindOf(gvr, t), shared)
