@@ -75,7 +75,11 @@ func (m *Manager) ready() error {
 	var unsynced []string
 	for _, r := range live {
 		if s, ok := r.(interface{ HasSynced() bool }); ok && !s.HasSynced() {
-			unsynced = append(unsynced, r.Name())
+			name := r.Name()
+			if w, ok := r.(interface{ waitingFor() string }); ok && w.waitingFor() != "" {
+				name += " (" + w.waitingFor() + ")"
+			}
+			unsynced = append(unsynced, name)
 		}
 	}
 	if len(unsynced) > 0 {
