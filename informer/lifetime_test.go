@@ -44,9 +44,14 @@ func (x *lifetimeFixture) configMaps(view *Factory) Informer[*corev1.ConfigMap] 
 }
 
 func (x *lifetimeFixture) served() bool {
-	x.f.mu.Lock()
-	defer x.f.mu.Unlock()
-	_, ok := x.f.informers[registryKey{source: sourceTyped, typ: reflect.TypeFor[*corev1.ConfigMap]()}]
+	return x.f.serves(registryKey{source: sourceTyped, typ: reflect.TypeFor[*corev1.ConfigMap]()})
+}
+
+// serves reports whether informer key is registered (not released).
+func (f *Factory) serves(key registryKey) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.informers[key]
 	return ok
 }
 

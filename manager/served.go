@@ -104,6 +104,10 @@ type servedRunnable struct {
 	m *Manager
 	w WhenServed
 
+	// crdSeen: the resources (by CRD name) a CRD was seen to define in
+	// this Run. Only Run's goroutine uses it.
+	crdSeen map[string]bool
+
 	mu      sync.Mutex
 	waiting string   // why no term runs ("" while one does)
 	current Runnable // the running term's Runnable; nil between terms
@@ -163,6 +167,7 @@ func (t *term) stop() error {
 // ctx ends. It returns an error only when a term's Runnable fails while its
 // resources are served (as a Runnable added with Add would).
 func (s *servedRunnable) Run(ctx context.Context) error {
+	s.crdSeen = map[string]bool{}
 	logger := klog.FromContext(ctx).WithValues("controller", s.w.Name)
 	ctx = klog.NewContext(ctx, logger)
 	kick := make(chan struct{}, 1)
@@ -313,7 +318,12 @@ func (s *servedRunnable) notServed(ctx context.Context, gvr schema.GroupVersionR
 	if inf := crds[crdName(gvr)]; inf != nil {
 		obj, exists, _ := inf.GetStore().GetByKey(crdName(gvr))
 		if u, ok := obj.(*unstructured.Unstructured); exists && ok {
+			s.crdSeen[crdName(gvr)] = true
 			return crdNotServing(u, gvr.Version)
+		}
+		if s.crdSeen[crdName(gvr)] {
+			// Its CRD is gone: discovery may still list it for a moment.
+			return "CRD " + crdName(gvr) + " was deleted"
 		}
 	}
 	list, err := s.m.client.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
@@ -336,10 +346,10 @@ func (s *servedRunnable) notServed(ctx context.Context, gvr schema.GroupVersionR
 }
 
 // crdNotServing says why crd does not serve version, "" when it does.
+//
+// A CRD being deleted still serves: the API server deletes its objects
+// first, and their finalizers need their controller running.
 func crdNotServing(crd *unstructured.Unstructured, version string) string {
-	if crd.GetDeletionTimestamp() != nil {
-		return "CRD " + crd.GetName() + " is being deleted"
-	}
 	conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
 	established := false
 	for _, c := range conditions {

@@ -132,7 +132,7 @@ func TestWhenServedWaitsForItsCRDStopsWhenItGoesAndStartsWhenItReturns(t *testin
 
 		require.NoError(t, x.crds().Delete(ctx, "gadgets.served.ctrlkit.dev", metav1.DeleteOptions{}))
 		x.waitReadyz("not ready again once the CRD is gone", func(code int, body string) bool {
-			return code == http.StatusServiceUnavailable && strings.Contains(body, "no CRD gadgets.served.ctrlkit.dev")
+			return code == http.StatusServiceUnavailable && strings.Contains(body, "gadgets (waiting for gadgets.served.ctrlkit.dev/v1: CRD gadgets.served.ctrlkit.dev was deleted)")
 		})
 		code, _ := probe(x.mgr.HealthzHandler())
 		assert.Equal(t, http.StatusOK, code, "healthy without the CRD")

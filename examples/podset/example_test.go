@@ -6,12 +6,14 @@ import (
 )
 
 // The flags. Without --kubeconfig (or $KUBECONFIG) the command runs its demo on an in-memory
-// cluster; with one it installs the CRD and runs until interrupted.
+// cluster; with one it installs the CRD (or, with --install-crd=false, waits for it) and runs
+// until interrupted.
 func Example_help() {
 	run(context.Background(), []string{"-h"}, os.Stdout)
 	// Output:
 	// Usage of podset:
 	//       --health-addr string                       address of /healthz and /readyz, host:port ("" disables); the demo picks a free loopback port unless set (default ":8081")
+	//       --install-crd                              install the PodSet CRD at start when it is missing; with false, wait for it (/readyz names it meanwhile), and stop and wait again whenever it is deleted (default true)
 	//       --kube-api-burst int                       burst to use while talking with the API server (kube-controller-manager's flag and default) (default 30)
 	//       --kube-api-qps float32                     QPS to use while talking with the API server (kube-controller-manager's flag and default) (default 20)
 	//       --kubeconfig string                        path to a kubeconfig; default $KUBECONFIG; neither: run the demo on an in-memory cluster

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -19,6 +20,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/examples/podset/podset"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/manager"
 	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
 )
 
@@ -26,8 +28,9 @@ func main() { demo.Main(program(&options{})) }
 
 // options are this binary's own flags; package demo parses the shared ones.
 type options struct {
-	namespace string
-	webhooks  webhookOptions
+	namespace  string
+	installCRD bool
+	webhooks   webhookOptions
 }
 
 // clients are what the controller talks to: a clientset for Pods and events, a dynamic client
@@ -54,6 +57,7 @@ func program(o *options) demo.Program {
 		Scheme:    scheme,
 		AddFlags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&o.namespace, "namespace", "", "watch only this namespace (default all; the in-memory demo uses "+demoNamespace+")")
+			fs.BoolVar(&o.installCRD, "install-crd", true, "install the PodSet CRD at start when it is missing; with false, wait for it (/readyz names it meanwhile), and stop and wait again whenever it is deleted")
 			o.webhooks.addFlags(fs)
 		},
 		Complete: func(_ *pflag.FlagSet, inMemory bool) error {
@@ -90,26 +94,38 @@ func program(o *options) demo.Program {
 				if err := o.webhooks.setup(ctx, env, o.namespace); err != nil {
 					return err
 				}
-				if o.webhooks.url == "" {
+				if o.webhooks.url == "" && o.installCRD {
 					// Installs, never upgrades: a CRD already there is used as it is. With
 					// --webhook-url, setup applied the two-version CRD instead.
 					if err := customresource.EnsureCRDFromYAML(ctx, env.Dynamic, v1alpha1.CRDManifest); err != nil {
 						return err
 					}
+					logger.Info("PodSet CRD is served", "crd", v1alpha1.CRDName)
 				}
-				logger.Info("PodSet CRD is served", "crd", v1alpha1.CRDName)
 			}
-			var err error
-			c, err = podset.New(env.Manager.Factory(), env.Client, env.Dynamic, podset.Options{
-				Workers:  env.Workers,
-				Recorder: env.Manager.EventRecorderFor(podset.Name),
-				Logger:   logger,
-				Records:  records,
+			build := func(_ context.Context, f *informer.Factory) (manager.Runnable, error) {
+				var err error
+				c, err = podset.New(f, env.Client, env.Dynamic, podset.Options{
+					Workers:  env.Workers,
+					Recorder: env.Manager.EventRecorderFor(podset.Name),
+					Logger:   logger,
+					Records:  records,
+				})
+				return c, err
+			}
+			if env.InMemory {
+				// The in-memory cluster declares PodSets without a CRD object to watch.
+				r, err := build(ctx, env.Manager.Factory())
+				if err != nil {
+					return err
+				}
+				return env.Manager.Add(r)
+			}
+			// Runs while the CRD is served: started when it is (at once when installed
+			// above), stopped when it is deleted, started again, newly built, when it returns.
+			return env.Manager.AddWhenServed(manager.WhenServed{
+				Name: podset.Name, Resources: []schema.GroupVersionResource{v1alpha1.GVR}, Build: build,
 			})
-			if err != nil {
-				return err
-			}
-			return env.Manager.Add(c)
 		},
 		Demo:            func(ctx context.Context, env *demo.Env) error { return runDemo(ctx, env, c, records) },
 		Kubelet:         &kubelet.Options{StartupDelay: 300 * time.Millisecond, Namespace: demoNamespace},

@@ -400,6 +400,7 @@ func start(ctx context.Context, p Program, s *Settings) error {
 	}
 	mopts := manager.Options{
 		Client:         env.Client,
+		Dynamic:        env.Dynamic,
 		FactoryOptions: fopts,
 		Scheme:         p.Scheme,
 		LeaderElection: &s.Election,
