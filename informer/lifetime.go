@@ -186,4 +186,3 @@ func (f *Factory) stopInformer(key registryKey, l *life, cancel chan struct{}) {
 	}
 	f.logger.V(2).Info("Stopped an informer nobody holds", "informer", l.name)
 }
-
