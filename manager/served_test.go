@@ -136,8 +136,44 @@ func TestWhenServedWaitsForItsCRDStopsWhenItGoesAndStartsWhenItReturns(t *testin
 		})
 		code, _ := probe(x.mgr.HealthzHandler())
 		assert.Equal(t, http.StatusOK, code, "healthy without the CRD")
+		// The stopped term's series are left as a stopped controller leaves them.
+		assert.Equal(t, 0.0, x.metric("controller_runtime_active_workers", "controller", "gadgets"))
+		assert.Equal(t, 0.0, x.metric("workqueue_depth", "name", "gadgets"))
+		// Counters go on across terms: one success per gadget and term so far.
+		assert.GreaterOrEqual(t, x.metric("controller_runtime_reconcile_total", "controller", "gadgets", "result", "success"), float64(term))
 	}
 	assert.Len(t, x.terms, 2, "built once per term")
+}
+
+// metric returns the value of the counter or gauge name whose labels
+// include the given name/value pairs; the test fails without one.
+func (x *servedFixture) metric(name string, labels ...string) float64 {
+	x.t.Helper()
+	mfs, err := x.mgr.Gatherer().Gather()
+	require.NoError(x.t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if have[labels[i]] != labels[i+1] {
+					continue series
+				}
+			}
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	x.t.Fatalf("no series %s%v", name, labels)
+	return 0
 }
 
 // A controller waiting for its CRD, started and stopped a hundred times,
