@@ -66,6 +66,16 @@
 //
 // Objects handed out are the cache's: never mutate them.
 //
+// # Lifetimes
+//
+// An informer lives as long as its factory, unless it is only handed out
+// through views: f.HeldUntil(ctx) is a *Factory whose informers are held
+// until ctx ends. Once every view holding an informer ended, and the
+// factory itself never handed it out, it stops alone after a grace
+// (WithReleaseGrace) and its cache is freed. A controller started and
+// stopped inside a running process (manager.AddWhenServed builds one per
+// term) thus releases what only it used. See docs/design/dynamic-watches.md.
+//
 // # Shared sub-objects
 //
 // The Pods of one ReplicaSet carry equal labels, owner references,

@@ -37,6 +37,15 @@
 // controller.Metrics (controller.WithMetrics), so a controller built without
 // its own Metrics reports into the Manager's registry.
 //
+// # Controllers that wait for their resources
+//
+// AddWhenServed adds a Runnable built afresh (by a function given a factory
+// view held for the term, informer.Factory.HeldUntil) for each period in
+// which the resources it needs are served: a controller of a CRD installed
+// after the process started, deleted and installed again. Its CRDs are
+// watched by name, other resources asked of discovery; while it waits,
+// /readyz names what for and /healthz stays ok.
+//
 // # Sharding
 //
 // With Options.Sharding, every replica works instead of one leader: the
