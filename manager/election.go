@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -63,8 +62,10 @@ func (m *Manager) campaign(ctx context.Context) error {
 // notRestartable names the Runnables that need leader election and cannot
 // be Run again.
 func (m *Manager) notRestartable() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	var names []string
-	for _, r := range m.leaders { // fixed once Start began
+	for _, r := range m.leaders {
 		if !restartable(r) {
 			names = append(names, fmt.Sprintf("%q", r.Name()))
 		}
@@ -92,30 +93,53 @@ func (m *Manager) onStartedLeading(leading context.Context) {
 	ctx = controller.WithMetrics(klog.NewContext(ctx, m.log()), m.metrics)
 	stop := context.AfterFunc(m.ctrlCtx, cancel)
 	defer stop()
-	var wg sync.WaitGroup
+	t := &leaderTerm{ctx: ctx, stopped: make(chan struct{})}
+	m.term = t
 	for _, r := range m.leaders {
-		m.goRunLocked(ctx, r, &wg)
+		m.goLeaderLocked(t, r)
 	}
 	n := len(m.leaders)
 	m.mu.Unlock()
 	m.log().Info("Started leading: starting the controllers that need leader election", "controllers", n)
 
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		wg.Wait()
-	}()
-	select {
-	case <-stopped:
-	case <-ctx.Done():
-		if m.ctrlCtx.Err() == nil && m.shutdownTimeout >= 0 {
-			wait := m.leaderStopTimeout()
-			m.log().Info("Leadership ended: stopping the controllers that need leader election", "timeout", wait)
-			m.awaitLeaderWork(stopped, wait)
-		}
-		<-stopped
+	// The term lasts until leadership ends, even if its Runnables all
+	// returned: one added meanwhile (Add) starts in it.
+	<-ctx.Done()
+	m.mu.Lock()
+	m.term = nil
+	t.ending = true
+	if t.running == 0 {
+		close(t.stopped)
 	}
+	m.mu.Unlock()
+	if m.ctrlCtx.Err() == nil && m.shutdownTimeout >= 0 {
+		wait := m.leaderStopTimeout()
+		m.log().Info("Leadership ended: stopping the controllers that need leader election", "timeout", wait)
+		m.awaitLeaderWork(t.stopped, wait)
+	}
+	<-t.stopped
 	m.log().Info("Controllers that need leader election stopped")
+}
+
+// leaderTerm is one period of leadership: the Runnables that need leader
+// election run under its ctx, and stopped is closed once leadership ended
+// and every one of them returned. Guarded by m.mu.
+type leaderTerm struct {
+	ctx     context.Context
+	running int
+	ending  bool
+	stopped chan struct{}
+}
+
+// goLeaderLocked runs r in term t. m.mu is held.
+func (m *Manager) goLeaderLocked(t *leaderTerm, r Runnable) {
+	t.running++
+	m.goRunLocked(t.ctx, r, func() {
+		t.running--
+		if t.running == 0 && t.ending {
+			close(t.stopped)
+		}
+	})
 }
 
 // leaderStopTimeout is how long leader work may take to stop after a lost

@@ -72,7 +72,10 @@ type Manager struct {
 	started   bool
 	stopping  bool // shutdown began: a late OnStartedLeading starts nothing
 	ctrlCtx   context.Context
-	leaders   []Runnable
+	leaders   []Runnable             // those that need leader election, started in each term
+	late      []Runnable             // added after Start took its list, before it ran it
+	term      *leaderTerm            // the current leadership term; nil while not leading
+	runs      map[string]*running    // the Run in progress of each Runnable, by name (Remove)
 	live      map[*Runnable]struct{} // Run called and not returned: the /readyz set
 	fatal     chan error
 	runWG     sync.WaitGroup   // every Runnable.Run
@@ -132,6 +135,7 @@ func New(opts Options) (_ *Manager, err error) {
 		syncTimeout: opts.CacheSyncTimeout,
 		names:       map[string]struct{}{},
 		live:        map[*Runnable]struct{}{},
+		runs:        map[string]*running{},
 
 		shutdownTimeout: gracefulShutdownTimeout(opts.GracefulShutdownTimeout),
 		exitOnLoss:      opts.ExitOnLeaseLoss,
@@ -259,7 +263,9 @@ func (m *Manager) log() klog.Logger {
 }
 
 // Factory returns the informer factory the Manager owns. Take informers from
-// it (informer.For[T](mgr.Factory())) before Start.
+// it (informer.For[T](mgr.Factory())) before Start, or, for a controller
+// added later, from a view held for its life (Factory().HeldUntil(ctx)), so
+// that what only it used is released once it was removed.
 func (m *Manager) Factory() *informer.Factory { return m.factory }
 
 // Client returns Options.Client.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"slices"
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/featuregate"
@@ -65,16 +65,25 @@ func featureOf(r Runnable) featuregate.Feature {
 	return ""
 }
 
+// ErrUnknownRunnable is returned by Remove for a name the Manager does not
+// run.
+var ErrUnknownRunnable = errors.New("no such runnable")
+
 // Add registers controllers (any Runnable). Names must be unique within the
 // Manager (ErrDuplicateName); a GatedRunnable with a Feature needs
-// Options.FeatureGate; nothing can be added once Start was called. A
-// Controller built without controller.Options.Metrics reports into the
-// Manager's registry: Start runs it with controller.WithMetrics.
+// Options.FeatureGate. A Controller built without controller.Options.Metrics
+// reports into the Manager's registry: Start runs it with
+// controller.WithMetrics.
+//
+// Added after Start, a Runnable starts at once: on every replica, or, when
+// it needs leader election, while this process leads (at once if it does
+// now, else when it wins the Lease). Once Start is shutting down, Add
+// returns an error matching controller.ErrAlreadyStarted. Remove stops one.
 func (m *Manager) Add(rs ...Runnable) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.started {
-		return fmt.Errorf("manager: adding controllers: %w", controller.ErrAlreadyStarted)
+	if m.stopping {
+		return fmt.Errorf("manager: adding controllers: %w: the manager is shutting down", controller.ErrAlreadyStarted)
 	}
 	seen := map[string]struct{}{}
 	for i, r := range rs {
@@ -97,35 +106,103 @@ func (m *Manager) Add(rs ...Runnable) error {
 	for _, r := range rs {
 		m.names[r.Name()] = struct{}{}
 		m.runnables = append(m.runnables, r)
+		if m.ctrlCtx != nil {
+			m.startLateLocked(r)
+		} else if m.started {
+			// Start is between taking its list and running it: it starts these then.
+			m.late = append(m.late, r)
+		}
 	}
 	return nil
 }
 
-// goRunLocked runs r in its own goroutine, counted in runWG (and in wg when
-// not nil) and listed in live while it runs. m.mu is held, so that shutdown
-// (which sets stopping under m.mu before runWG.Wait) never races with the
-// Add.
-func (m *Manager) goRunLocked(ctx context.Context, r Runnable, wg *sync.WaitGroup) {
-	m.runWG.Add(1)
-	if wg != nil {
-		wg.Add(1)
+// startLateLocked starts r, added once Start runs. m.mu is held.
+func (m *Manager) startLateLocked(r Runnable) {
+	if f := featureOf(r); f != "" && !m.gate.Enabled(f) {
+		m.log().Info("Not starting controller: its feature gate is disabled", "controller", r.Name(), "feature", f)
+		return
 	}
+	if m.elector != nil && needsLeader(r) {
+		m.leaders = append(m.leaders, r)
+		if t := m.term; t != nil {
+			m.goLeaderLocked(t, r)
+		}
+		return
+	}
+	m.goRunLocked(m.ctrlCtx, r, nil)
+}
+
+// Remove stops the Runnable named name, if it runs, waits until its Run
+// returned or ctx ends, and forgets it: it does not run again (in a later
+// leader term either), and its name may be added again. A controller stops
+// as when the Manager stops: no new keys, in-flight Reconciles finish. It
+// returns an error matching ErrUnknownRunnable for a name the Manager does
+// not have, and ctx's error (wrapped) when ctx ended first; the Runnable is
+// forgotten either way. The ring's own Runnable (Options.Sharding) cannot be
+// removed.
+func (m *Manager) Remove(ctx context.Context, name string) error {
+	m.mu.Lock()
+	if _, ok := m.names[name]; !ok || (m.shard != nil && name == m.shard.name) {
+		m.mu.Unlock()
+		return fmt.Errorf("manager: removing %q: %w", name, ErrUnknownRunnable)
+	}
+	delete(m.names, name)
+	byName := func(r Runnable) bool { return r.Name() == name }
+	m.runnables = slices.DeleteFunc(m.runnables, byName)
+	m.leaders = slices.DeleteFunc(m.leaders, byName)
+	m.late = slices.DeleteFunc(m.late, byName)
+	run := m.runs[name]
+	m.mu.Unlock()
+	if run == nil {
+		return nil
+	}
+	run.cancel()
+	select {
+	case <-run.done:
+		m.log().Info("Removed a controller", "controller", name)
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("manager: removing %q: waiting for it to stop: %w", name, ctx.Err())
+	}
+}
+
+// running is one Run of a Runnable in progress.
+type running struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// goRunLocked runs r in its own goroutine, with a context of its own under
+// ctx (Remove cancels it), counted in runWG and listed in live while it
+// runs; onReturn, when not nil, is called with m.mu held once it returned.
+// m.mu is held, so that shutdown (which sets stopping under m.mu before
+// runWG.Wait) never races with the Add.
+func (m *Manager) goRunLocked(ctx context.Context, r Runnable, onReturn func()) {
+	m.runWG.Add(1)
 	// Keyed by a fresh pointer: a Runnable's dynamic type need not be
 	// comparable.
 	key := &r
 	m.live[key] = struct{}{}
+	ctx, cancel := context.WithCancel(ctx)
+	run := &running{cancel: cancel, done: make(chan struct{})}
+	m.runs[r.Name()] = run
 	go func() {
 		defer m.runWG.Done()
-		if wg != nil {
-			defer wg.Done()
-		}
+		defer close(run.done)
+		defer cancel()
 		err := r.Run(ctx)
 		m.mu.Lock()
 		delete(m.live, key)
+		if m.runs[r.Name()] == run {
+			delete(m.runs, r.Name())
+		}
+		if onReturn != nil {
+			onReturn()
+		}
 		m.mu.Unlock()
 		switch {
 		case err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil:
-			// It returned its ctx's error: stopped as asked (shutdown, or a lost Lease).
+			// It returned its ctx's error: stopped as asked (shutdown, a lost Lease, Remove).
 			m.log().V(2).Info("Runnable stopped with its context", "controller", r.Name())
 		case err != nil:
 			m.reportFatal(fmt.Errorf("controller %q: %w", r.Name(), err))

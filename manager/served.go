@@ -70,8 +70,8 @@ type WhenServed struct {
 // It watches the CRDs of w.Resources, each by name (RBAC: get, list and
 // watch on those customresourcedefinitions; resourceNames may restrict them
 // to the names), and asks discovery for the others. It needs the Manager's
-// dynamic client (Options.Dynamic, or Options.Config). Like Add, it is
-// called before Start.
+// dynamic client (Options.Dynamic, or Options.Config). Like Add, it may be
+// called before or after Start, and Remove stops it (and its term).
 func (m *Manager) AddWhenServed(w WhenServed) error {
 	bad := func(reason string) error {
 		return &OptionsError{Runnable: w.Name, Field: "WhenServed", Reason: reason}

@@ -112,9 +112,13 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 	ctrlCtx, stopControllers := context.WithCancel(base)
 	defer stopControllers()
+	// One error per Runnable and one more; Runnables added later report
+	// through reportFatal, which logs what does not fit.
 	fatal := make(chan error, len(rs)+1)
 	m.mu.Lock()
 	m.ctrlCtx, m.leaders, m.fatal = ctrlCtx, leaders, fatal
+	late := m.late
+	m.late = nil
 	m.mu.Unlock()
 
 	syncDone := make(chan struct{})
@@ -126,6 +130,9 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.mu.Lock()
 	for _, r := range always {
 		m.goRunLocked(ctrlCtx, r, nil)
+	}
+	for _, r := range late { // added while Start was getting here
+		m.startLateLocked(r)
 	}
 	m.mu.Unlock()
 
