@@ -7,7 +7,9 @@ import (
 	"strings"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/cache"
 )
@@ -231,4 +233,55 @@ func InNamespaceSet[T Object](set *NamespaceSet) ScopeOption[T] {
 		s.set, s.namespaces = set, nil
 		return nil
 	}
+}
+
+// NamespacesMatching returns a NamespaceSet that holds the namespaces whose
+// labels match selector (kubectl's syntax, e.g. "team=payments"; "" matches
+// every namespace), following them as they are labelled, unlabelled, created
+// and deleted: a namespace being deleted (deletionTimestamp set) counts as
+// removed, so informers stop watching it before it goes. Give it to
+// InNamespaceSet; informers scoped by it have not synced before the set has
+// been filled from the first list of Namespaces.
+//
+// It takes f's Namespace informer, For[*corev1.Namespace] with
+// WithLabelSelector(selector): the factory serves Namespaces with that scope
+// from then on, so asking f for Namespaces with another scope (or none) is
+// an error matching ErrScopeConflict; another NamespacesMatching with the
+// same selector shares the informer. The process needs list and watch on
+// namespaces, cluster-wide. The set follows f: it stops changing when f
+// shuts down. An invalid selector is an error naming it.
+func NamespacesMatching(f *Factory, selector string) (*NamespaceSet, error) {
+	if _, err := labels.Parse(selector); err != nil {
+		return nil, fmt.Errorf("NamespacesMatching(%q): %w", selector, err)
+	}
+	namespaces, err := For(f, WithLabelSelector[*corev1.Namespace](selector))
+	if err != nil {
+		return nil, fmt.Errorf("NamespacesMatching(%q): %w", selector, err)
+	}
+	set, err := NewNamespaceSet()
+	if err != nil {
+		return nil, err
+	}
+	track := func(ns *corev1.Namespace) {
+		if ns.DeletionTimestamp != nil {
+			set.Remove(ns.Name)
+			return
+		}
+		// Cannot fail: the API server validated the name.
+		_ = set.Add(ns.Name)
+	}
+	reg, err := namespaces.AddHandler(HandlerFuncs[*corev1.Namespace]{
+		OnAdd:    func(ns *corev1.Namespace, _ bool) { track(ns) },
+		OnUpdate: func(_, ns *corev1.Namespace) { track(ns) },
+		// Deleted, or relabelled out of the selector (the API server then
+		// sends a delete).
+		OnDelete: func(ns *corev1.Namespace) { set.Remove(ns.Name) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("NamespacesMatching(%q): %w", selector, err)
+	}
+	set.mu.Lock()
+	set.source = reg.HasSyncedChecker()
+	set.mu.Unlock()
+	return set, nil
 }
