@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 )
 
 // dynamicNamespaces makes a multiNamespace follow a NamespaceSet
@@ -179,6 +180,15 @@ func (d *dynamicNamespaces) addLocked(ns string) error {
 			return fmt.Errorf("add indexes: %w", err)
 		}
 	}
+	// client-go logs a refused list or watch through the run context's logger, which a
+	// factory's Start(stopCh) does not carry: route it to the factory's logger, naming the
+	// namespace, so that an operator sees which namespace lacks its RBAC.
+	logger := d.f.logger.WithValues("informer", d.m.name, "namespace", ns)
+	if err := inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		cache.DefaultWatchErrorHandler(klog.NewContext(ctx, logger), r, err)
+	}); err != nil {
+		return fmt.Errorf("watch error handler: %w", err)
+	}
 	e := &nsEntry{factory: factory, inf: inf}
 	for _, h := range d.sortedHandlersLocked() {
 		r, err := h.add(inf)
@@ -193,6 +203,7 @@ func (d *dynamicNamespaces) addLocked(ns string) error {
 	if d.base != nil {
 		d.startLocked(e)
 	}
+	d.f.logger.V(2).Info("Namespace entered the informer's scope", "informer", d.m.name, "namespace", ns)
 	return nil
 }
 
@@ -211,7 +222,8 @@ func (d *dynamicNamespaces) remove(ns string, e *nsEntry, handlers []*dynRegistr
 	}
 	e.factory.Shutdown()
 	objs := e.inf.GetStore().List()
-	d.f.logger.V(4).Info("Namespace left the informer's scope", "informer", d.m.name, "namespace", ns, "objects", len(objs))
+	// V(2): namespaces come and go rarely, and an operator asks when they did.
+	d.f.logger.V(2).Info("Namespace left the informer's scope", "informer", d.m.name, "namespace", ns, "objects", len(objs))
 	for _, h := range handlers {
 		for _, obj := range objs {
 			key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
