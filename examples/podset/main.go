@@ -26,8 +26,9 @@ func main() { demo.Main(program(&options{})) }
 
 // options are this binary's own flags; package demo parses the shared ones.
 type options struct {
-	namespace string
-	webhooks  webhookOptions
+	namespace         string
+	namespaceSelector string // namespaces.go
+	webhooks          webhookOptions
 }
 
 // clients are what the controller talks to: a clientset for Pods and events, a dynamic client
@@ -54,11 +55,15 @@ func program(o *options) demo.Program {
 		Scheme:    scheme,
 		AddFlags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&o.namespace, "namespace", "", "watch only this namespace (default all; the in-memory demo uses "+demoNamespace+")")
+			addNamespaceSelectorFlag(fs, &o.namespaceSelector)
 			o.webhooks.addFlags(fs)
 		},
 		Complete: func(_ *pflag.FlagSet, inMemory bool) error {
 			if inMemory && o.namespace != "" && o.namespace != demoNamespace {
 				return fmt.Errorf("--namespace %q: the in-memory demo runs in %q", o.namespace, demoNamespace)
+			}
+			if err := completeNamespaceSelector(o, inMemory); err != nil {
+				return err
 			}
 			if err := o.webhooks.complete(inMemory); err != nil {
 				return err
@@ -99,12 +104,16 @@ func program(o *options) demo.Program {
 				}
 				logger.Info("PodSet CRD is served", "crd", v1alpha1.CRDName)
 			}
-			var err error
+			namespaces, err := namespaceSet(env, o.namespaceSelector)
+			if err != nil {
+				return err
+			}
 			c, err = podset.New(env.Manager.Factory(), env.Client, env.Dynamic, podset.Options{
-				Workers:  env.Workers,
-				Recorder: env.Manager.EventRecorderFor(podset.Name),
-				Logger:   logger,
-				Records:  records,
+				Workers:    env.Workers,
+				Recorder:   env.Manager.EventRecorderFor(podset.Name),
+				Logger:     logger,
+				Records:    records,
+				Namespaces: namespaces,
 			})
 			if err != nil {
 				return err
