@@ -349,3 +349,33 @@ func TestInNamespaceSetForResourceAndMetadata(t *testing.T) {
 	_, err = secrets.Lister().Get("a", "s1")
 	require.ErrorIs(t, err, ErrNamespaceNotWatched)
 }
+
+// Handlers registered through the client-go escape hatch get a tombstone for
+// an object whose namespace left; what cannot follow the set is refused.
+func TestInNamespaceSetEscapeHatch(t *testing.T) {
+	_, f := scopedCluster(t, cm("a", "x", nil))
+	set := newSet(t, "a")
+	cms, err := For(f, InNamespaceSet[*corev1.ConfigMap](set))
+	require.NoError(t, err)
+	raw := cms.Informer()
+	deletes := make(chan any, 10)
+	_, err = raw.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) { deletes <- obj }})
+	require.NoError(t, err)
+	require.ErrorContains(t, raw.SetTransform(nil), "not supported for an informer following a NamespaceSet")
+	require.Error(t, raw.SetWatchErrorHandler(nil))
+	require.Error(t, raw.SetWatchErrorHandlerWithContext(nil))
+	require.Error(t, raw.AddIndexers(cache.Indexers{IndexControllerUID: nil}), "an index name taken")
+	startFactory(t, f)
+	assert.False(t, raw.IsStopped())
+
+	set.Remove("a")
+	select {
+	case obj := <-deletes:
+		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
+		require.True(t, ok, "%T", obj)
+		assert.Equal(t, "a/x", tomb.Key)
+		assert.Equal(t, "x", tomb.Obj.(*corev1.ConfigMap).Name)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no delete")
+	}
+}
