@@ -82,6 +82,10 @@
 //     Result.RequeueAfter > 0, else AddRateLimited when Result.Requeue.
 //   - an error made by Terminal (errors.Is(err, ErrTerminal)): logged once,
 //     forgotten, never retried.
+//   - an error matching informer.ErrNamespaceNotWatched: the key was queued
+//     before its namespace left an informer's NamespaceSet. Forgotten, not
+//     retried, not counted as an error, logged at V(2); if the namespace
+//     comes back, its replay enqueues the key again.
 //   - any other error: AddRateLimited while the queue's NumRequeues is below
 //     Options.MaxRetries (15 by default: 16 calls in about 164 s with the
 //     default limiter). A RequeueAfter returned with an error is ignored,

@@ -14,7 +14,10 @@ import (
 // and the new object, so a changed mapping reaches the former and the current
 // key) and delete is mapped by mapFn and the keys enqueued. Deletes seen only
 // on relist arrive with the last known object, or a skeleton carrying just
-// the namespace and name (informer.DeleteInfo). Objects that are not a T (a
+// the namespace and name (informer.DeleteInfo). An object whose namespace left
+// the informer's scope (informer.InNamespaceSet) was not deleted and enqueues
+// nothing, though observers (WithObserver) and predicates see the event, with
+// DeleteInfo.OutOfScope set. Objects that are not a T (a
 // custom resource that failed conversion, a foreign tombstone) never reach
 // mapFn or the queue: the informer reports them once with their key.
 //
@@ -261,7 +264,15 @@ func (h *mappedHandler[T, K]) HandleUpdate(oldObj, newObj T) {
 	}
 }
 
-func (h *mappedHandler[T, K]) HandleDelete(obj T, _ informer.DeleteInfo) {
+// HandleDelete enqueues the keys of a deleted object. An object that only left
+// the informer's scope (its namespace was removed from an informer.NamespaceSet)
+// was not deleted: its Reconcile would find it missing from the cache and act
+// as if it were gone, so nothing is enqueued (observers and predicates, ahead of
+// the mapping, still see the event).
+func (h *mappedHandler[T, K]) HandleDelete(obj T, info informer.DeleteInfo) {
+	if info.OutOfScope {
+		return
+	}
 	a := h.spec(EventDelete, obj)
 	for _, k := range h.fn(obj) {
 		h.q.add(k, a)

@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/informer"
 )
 
 // work is one key on its way through the worker pipeline: what the queue
@@ -160,6 +162,15 @@ func (c *Controller[K]) handle(w *work[K]) (requeued bool) {
 		logger.V(2).Info("Reconcile interrupted by shutdown; the key stays queued", "err", err)
 		q.add(key, addSpec{trigger: retryTrigger(q.numRequeues(key)), priority: res.Priority})
 		return true
+	case errors.Is(err, informer.ErrNamespaceNotWatched):
+		// The key was queued before its namespace left the scope of an informer Reconcile reads
+		// (informer.InNamespaceSet). Not a failure: retrying cannot help, and should the
+		// namespace come back, its informer replays its objects and enqueues the key again. So
+		// it is forgotten, counted as a success (nothing was left to do) and logged quietly.
+		q.forget(key)
+		c.retries.clear(key)
+		c.cm.result(ResultSuccess)
+		logger.V(2).Info("Reconcile read a namespace no longer watched; forgetting the key", "err", err)
 	case IsTerminal(err):
 		c.cm.failed(true)
 		q.forget(key)

@@ -25,6 +25,12 @@
 //     WithLabelSelector[T](...), WithFieldSelector[T](...)) caches only the
 //     objects a controller reads (one client-go informer per namespace
 //     behind one Informer[T]); a factory serves each type with one scope;
+//   - namespaces that change at run time: InNamespaceSet[T](set) follows a
+//     NamespaceSet (Set, Add, Remove, or NamespacesMatching a label
+//     selector); a namespace added is listed and replayed to the handlers,
+//     one removed leaves them as deletes with DeleteInfo.OutOfScope (not
+//     real deletes), and reads outside the set fail with
+//     ErrNamespaceNotWatched, never NotFound;
 //   - EnqueueMapped, which connects events to a work queue of your own
 //     (controllers use controller.Watch, built on it), and ControllerOf;
 //   - WaitForCacheSync whose error names each informer that did not sync.

@@ -20,7 +20,9 @@ type Adder[K comparable] interface {
 // For an update it adds the keys of both the old and the new object, once
 // each, so a mapping that changed (a relabelled child, a new owner) reaches
 // both the former and the current target. Resync updates are enqueued; wrap
-// with WithoutResync to drop them.
+// with WithoutResync to drop them. A delete of an object that only left the
+// informer's scope (DeleteInfo.OutOfScope) enqueues nothing: it was not
+// deleted.
 func EnqueueMapped[T Object, K comparable](q Adder[K], fn func(T) []K) Handler[T] {
 	return &mapped[T, K]{q: q, fn: fn}
 }
@@ -103,7 +105,10 @@ func (m *mapped[T, K]) HandleUpdate(oldObj, newObj T) {
 	}
 }
 
-func (m *mapped[T, K]) HandleDelete(obj T, _ DeleteInfo) {
+func (m *mapped[T, K]) HandleDelete(obj T, info DeleteInfo) {
+	if info.OutOfScope {
+		return
+	}
 	for _, k := range m.fn(obj) {
 		m.q.Add(k)
 	}

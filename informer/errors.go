@@ -48,7 +48,31 @@ var (
 	// when the name of WithInformerName is held by another factory of the
 	// process (until that factory's Shutdown).
 	ErrInformerNameInUse = errors.New("informer name already in use")
+
+	// ErrNamespaceNotWatched is matched by the error a lister of an
+	// InNamespaceSet informer returns for a read in a namespace outside the
+	// set (never added, removed, or added but not applied yet). It is not an
+	// apierrors NotFound on purpose: the object may well exist, and a
+	// controller must not take "not watched" for "deleted". The concrete
+	// error is a *NamespaceNotWatchedError.
+	ErrNamespaceNotWatched = errors.New("namespace not watched")
 )
+
+// NamespaceNotWatchedError is a read in a namespace outside an
+// InNamespaceSet informer's set. It matches ErrNamespaceNotWatched.
+type NamespaceNotWatchedError struct {
+	// Informer names the informer (see Informer.Name).
+	Informer string
+	// Namespace is the namespace read.
+	Namespace string
+}
+
+func (e *NamespaceNotWatchedError) Error() string {
+	return fmt.Sprintf("informer %s: namespace %q is not watched (not in its NamespaceSet)", e.Informer, e.Namespace)
+}
+
+// Is makes errors.Is(err, ErrNamespaceNotWatched) true.
+func (e *NamespaceNotWatchedError) Is(target error) bool { return target == ErrNamespaceNotWatched }
 
 // UnexpectedTypeError describes an object of the wrong type seen by a typed
 // informer. It matches ErrUnexpectedType with errors.Is.

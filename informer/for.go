@@ -97,6 +97,16 @@ func newScopedTyped[T Object](f *Factory, t reflect.Type, sc scope) (*sharedInfo
 		// built under a name after the first: it reports nothing.
 		name = nil
 	}
+	if sc.set != nil {
+		// A NamespaceSet may be empty: resolve the type on a client-go
+		// factory that is never started. Its namespaces' factories get no
+		// informer name (see InNamespaceSet).
+		var err error
+		if gvk, gvr, _, err = f.resolveTyped(t, informers.NewSharedInformerFactory(f.client, 0)); err != nil {
+			return nil, err
+		}
+		name = nil
+	}
 	combined, err := f.newScoped(object.TypeName(t), sc, func(ns string) (startable, cache.SharedIndexInformer, error) {
 		factory := informers.NewSharedInformerFactoryWithOptions(f.client, f.cfg.resync,
 			informers.WithNamespace(ns),
@@ -104,11 +114,12 @@ func newScopedTyped[T Object](f *Factory, t reflect.Type, sc scope) (*sharedInfo
 			informers.WithTransform(f.checkNamespace(object.TypeName(t), ns, f.transform)),
 			informers.WithInformerName(name))
 		name = nil
-		var (
-			inf cache.SharedIndexInformer
-			err error
-		)
-		gvk, gvr, inf, err = f.resolveTyped(t, factory)
+		g, r, inf, err := f.resolveTyped(t, factory)
+		if sc.set == nil {
+			// With a set, this runs in its goroutine later too: keep the
+			// resolution made above.
+			gvk, gvr = g, r
+		}
 		return factory, inf, err
 	}, func() string { return gvr.GroupResource().String() })
 	if err != nil {
@@ -122,8 +133,19 @@ func newScopedTyped[T Object](f *Factory, t reflect.Type, sc scope) (*sharedInfo
 // own), and returns them as one: the informer itself for one namespace, a
 // multiNamespace for several. what names the type or resource in errors;
 // name, called once build has run, names the informer. The factories are
-// started and shut down with f's. Called with f.mu held.
+// started and shut down with f's. For an InNamespaceSet scope the result is
+// always a multiNamespace that follows the set: build is called as
+// namespaces come, and one startable owns the factories. Called with f.mu
+// held.
 func (f *Factory) newScoped(what string, sc scope, build func(ns string) (startable, cache.SharedIndexInformer, error), name func() string) (cache.SharedIndexInformer, error) {
+	if sc.set != nil {
+		if f.cfg.namespace != "" {
+			return nil, fmt.Errorf("informer for %s: InNamespaceSet: the factory watches only namespace %q (WithNamespace)", what, f.cfg.namespace)
+		}
+		d := newDynamicNamespaces(f, name(), sc.set, build)
+		f.scoped = append(f.scoped, d)
+		return d.m, nil
+	}
 	namespaces, err := f.scopeNamespaces(what, sc)
 	if err != nil {
 		return nil, err

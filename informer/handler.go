@@ -45,6 +45,12 @@ type DeleteInfo struct {
 	// object at all. The handler then receives a skeleton T carrying only
 	// the namespace and name from Key, never a nil T.
 	ObjectMissing bool
+	// OutOfScope is true when the object was not deleted: it left the
+	// informer's scope, e.g. its namespace was removed from a NamespaceSet
+	// (InNamespaceSet). The object is the last state the cache held.
+	// Controllers must not treat it as gone: nothing happened to it on the
+	// server, and a Reconcile would only find it missing from the cache.
+	OutOfScope bool
 }
 
 // HandlerFuncs is a Handler built from optional functions; nil fields ignore
@@ -60,6 +66,11 @@ type HandlerFuncs[T Object] struct {
 	// for deletions inferred from a tombstone, with the cache key and the
 	// last known (stale, or skeleton) object.
 	OnDeleteFinalStateUnknown func(key string, obj T)
+	// OnOutOfScope, when set, receives the objects that left the informer's
+	// scope without being deleted (DeleteInfo.OutOfScope: their namespace
+	// was removed from a NamespaceSet). They never reach OnDelete, which is
+	// for real deletes only.
+	OnOutOfScope func(obj T)
 	// SkipResync drops resync updates: updates whose old and new objects
 	// have the same resourceVersion (see IsResync).
 	SkipResync bool
@@ -82,9 +93,16 @@ func (h HandlerFuncs[T]) HandleUpdate(oldObj, newObj T) {
 	h.OnUpdate(oldObj, newObj)
 }
 
-// HandleDelete calls OnDeleteFinalStateUnknown for tombstones when it is set,
-// else OnDelete.
+// HandleDelete calls OnOutOfScope for objects that left the scope (and
+// nothing else for them), OnDeleteFinalStateUnknown for tombstones when it is
+// set, else OnDelete.
 func (h HandlerFuncs[T]) HandleDelete(obj T, info DeleteInfo) {
+	if info.OutOfScope {
+		if h.OnOutOfScope != nil {
+			h.OnOutOfScope(obj)
+		}
+		return
+	}
 	if info.FinalStateUnknown && h.OnDeleteFinalStateUnknown != nil {
 		h.OnDeleteFinalStateUnknown(info.Key, obj)
 		return
@@ -181,6 +199,26 @@ func (a *adapter[T]) OnDelete(obj any) {
 		}
 		a.wrongType(obj, false)
 	}
+}
+
+// onOutOfScope is how a NamespaceSet informer hands this adapter an object
+// whose namespace left its scope (see outOfScopeHandler).
+func (a *adapter[T]) onOutOfScope(key string, obj any) {
+	typed, ok := obj.(T)
+	if !ok {
+		if !unconverted(obj) {
+			a.wrongType(obj, false)
+			return
+		}
+		// Never shown to the handler as a T; its key is all there is.
+		skeleton, ok := skeletonFor[T](key)
+		if !ok {
+			return
+		}
+		a.h.HandleDelete(skeleton, DeleteInfo{Key: key, ObjectMissing: true, OutOfScope: true})
+		return
+	}
+	a.h.HandleDelete(typed, DeleteInfo{Key: key, OutOfScope: true})
 }
 
 // unconverted reports whether obj is a custom resource that ForResource left

@@ -125,6 +125,8 @@ type event struct {
 	initial   bool
 	tombstone bool
 	missing   bool
+	// outOfScope: a delete of an object whose namespace left the scope.
+	outOfScope bool
 }
 
 // eventLog is a Handler[T] that sends every call to a channel.
@@ -141,7 +143,7 @@ func (l *eventLog[T]) HandleUpdate(_, newObj T) {
 }
 
 func (l *eventLog[T]) HandleDelete(obj T, info DeleteInfo) {
-	l.ch <- event{op: "delete", key: objectKey(obj), tombstone: info.FinalStateUnknown, missing: info.ObjectMissing}
+	l.ch <- event{op: "delete", key: objectKey(obj), tombstone: info.FinalStateUnknown, missing: info.ObjectMissing, outOfScope: info.OutOfScope}
 }
 
 // next waits for the next event.

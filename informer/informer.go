@@ -72,7 +72,10 @@ type Informer[T Object] interface {
 	// of the per-namespace informers that behaves as one: reads span them
 	// (a key, or the namespace index, is answered by its namespace's
 	// cache), handlers and indexers are added to each, and it has synced
-	// when each has.
+	// when each has. For InNamespaceSet the composite follows the set;
+	// its SetTransform and SetWatchErrorHandler* return an error, and its
+	// client-go handlers receive the objects of a namespace removed as
+	// cache.DeletedFinalStateUnknown tombstones.
 	Informer() cache.SharedIndexInformer
 }
 

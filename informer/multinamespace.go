@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,13 +21,39 @@ import (
 // only), handlers and indexes are added to every namespace, and it has
 // synced when every namespace has. It is what Informer.Informer returns for
 // such a scope, so code using the escape hatch sees the same cache as the
-// lister.
+// lister. With InNamespaceSet its namespaces change (dyn, namespacedynamic.go).
 type multiNamespace struct {
-	f          *Factory
-	name       string
+	f    *Factory
+	name string
+	// view is the namespaces served now. It is never changed, only replaced
+	// (by dyn), so reads take no lock.
+	view   atomic.Pointer[nsView]
+	synced cache.DoneChecker
+	dyn    *dynamicNamespaces // nil for a fixed set of namespaces
+}
+
+// nsView is one immutable set of namespaces and their informers.
+type nsView struct {
 	namespaces []string // sorted
 	byNS       map[string]cache.SharedIndexInformer
-	synced     *allDone
+}
+
+func newView(byNS map[string]cache.SharedIndexInformer) *nsView {
+	v := &nsView{byNS: byNS}
+	for ns := range byNS {
+		v.namespaces = append(v.namespaces, ns)
+	}
+	slices.Sort(v.namespaces)
+	return v
+}
+
+// each returns the informers in namespace order.
+func (v *nsView) each() []cache.SharedIndexInformer {
+	out := make([]cache.SharedIndexInformer, 0, len(v.namespaces))
+	for _, ns := range v.namespaces {
+		out = append(out, v.byNS[ns])
+	}
+	return out
 }
 
 var (
@@ -36,52 +63,48 @@ var (
 )
 
 func newMultiNamespace(f *Factory, name string, byNS map[string]cache.SharedIndexInformer) *multiNamespace {
-	m := &multiNamespace{f: f, name: name, byNS: byNS}
-	for ns := range byNS {
-		m.namespaces = append(m.namespaces, ns)
-	}
-	slices.Sort(m.namespaces)
+	m := &multiNamespace{f: f, name: name}
+	v := newView(byNS)
+	m.view.Store(v)
 	checkers := make([]cache.DoneChecker, 0, len(byNS))
-	for _, inf := range m.each() {
+	for _, inf := range v.each() {
 		checkers = append(checkers, inf.HasSyncedChecker())
 	}
-	m.synced = &allDone{f: f, name: "informer " + name + " in namespaces " + strings.Join(m.namespaces, ","), children: checkers}
+	m.synced = &allDone{f: f, name: "informer " + name + " in namespaces " + strings.Join(v.namespaces, ","), children: checkers}
 	return m
 }
 
 // each returns the per-namespace informers in namespace order.
-func (m *multiNamespace) each() []cache.SharedIndexInformer {
-	out := make([]cache.SharedIndexInformer, 0, len(m.namespaces))
-	for _, ns := range m.namespaces {
-		out = append(out, m.byNS[ns])
-	}
-	return out
-}
+func (m *multiNamespace) each() []cache.SharedIndexInformer { return m.view.Load().each() }
 
 func (m *multiNamespace) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
-	return m.add(func(inf cache.SharedIndexInformer) (cache.ResourceEventHandlerRegistration, error) {
+	return m.add(h, func(inf cache.SharedIndexInformer) (cache.ResourceEventHandlerRegistration, error) {
 		return inf.AddEventHandler(h)
 	})
 }
 
 func (m *multiNamespace) AddEventHandlerWithResyncPeriod(h cache.ResourceEventHandler, resync time.Duration) (cache.ResourceEventHandlerRegistration, error) {
-	return m.add(func(inf cache.SharedIndexInformer) (cache.ResourceEventHandlerRegistration, error) {
+	return m.add(h, func(inf cache.SharedIndexInformer) (cache.ResourceEventHandlerRegistration, error) {
 		return inf.AddEventHandlerWithResyncPeriod(h, resync)
 	})
 }
 
 func (m *multiNamespace) AddEventHandlerWithOptions(h cache.ResourceEventHandler, opts cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
-	return m.add(func(inf cache.SharedIndexInformer) (cache.ResourceEventHandlerRegistration, error) {
+	return m.add(h, func(inf cache.SharedIndexInformer) (cache.ResourceEventHandlerRegistration, error) {
 		return inf.AddEventHandlerWithOptions(h, opts)
 	})
 }
 
 // add registers a handler on every namespace, or on none.
-func (m *multiNamespace) add(fn func(cache.SharedIndexInformer) (cache.ResourceEventHandlerRegistration, error)) (cache.ResourceEventHandlerRegistration, error) {
+func (m *multiNamespace) add(h cache.ResourceEventHandler, fn func(cache.SharedIndexInformer) (cache.ResourceEventHandlerRegistration, error)) (cache.ResourceEventHandlerRegistration, error) {
+	if m.dyn != nil {
+		return m.dyn.addHandler(h, fn)
+	}
+	v := m.view.Load()
 	reg := &multiRegistration{owner: m, regs: map[string]cache.ResourceEventHandlerRegistration{}}
-	checkers := make([]cache.DoneChecker, 0, len(m.namespaces))
-	for _, ns := range m.namespaces {
-		r, err := fn(m.byNS[ns])
+	checkers := make([]cache.DoneChecker, 0, len(v.namespaces))
+	for _, ns := range v.namespaces {
+		r, err := fn(v.byNS[ns])
 		if err != nil {
 			_ = m.RemoveEventHandler(reg) // undo the namespaces done so far
 			return nil, fmt.Errorf("namespace %s: %w", ns, err)
@@ -94,13 +117,17 @@ func (m *multiNamespace) add(fn func(cache.SharedIndexInformer) (cache.ResourceE
 }
 
 func (m *multiNamespace) RemoveEventHandler(handle cache.ResourceEventHandlerRegistration) error {
+	if m.dyn != nil {
+		return m.dyn.removeHandler(handle)
+	}
+	v := m.view.Load()
 	reg, ok := handle.(*multiRegistration)
 	if !ok || reg.owner != m {
 		return fmt.Errorf("registration %T was not returned by this informer", handle)
 	}
 	var errs []error
 	for ns, r := range reg.regs {
-		if err := m.byNS[ns].RemoveEventHandler(r); err != nil {
+		if err := v.byNS[ns].RemoveEventHandler(r); err != nil {
 			errs = append(errs, fmt.Errorf("namespace %s: %w", ns, err))
 		}
 	}
@@ -127,6 +154,9 @@ func (m *multiNamespace) RunWithContext(ctx context.Context) {
 }
 
 func (m *multiNamespace) HasSynced() bool {
+	if m.dyn != nil {
+		return m.dyn.informerSynced()
+	}
 	for _, inf := range m.each() {
 		if !inf.HasSynced() {
 			return false
@@ -145,18 +175,30 @@ func (m *multiNamespace) LastSyncResourceVersion() string {
 }
 
 func (m *multiNamespace) SetWatchErrorHandler(h cache.WatchErrorHandler) error {
+	if m.dyn != nil {
+		return m.dyn.unsupported("SetWatchErrorHandler")
+	}
 	return m.forEach(func(inf cache.SharedIndexInformer) error { return inf.SetWatchErrorHandler(h) })
 }
 
 func (m *multiNamespace) SetWatchErrorHandlerWithContext(h cache.WatchErrorHandlerWithContext) error {
+	if m.dyn != nil {
+		return m.dyn.unsupported("SetWatchErrorHandlerWithContext")
+	}
 	return m.forEach(func(inf cache.SharedIndexInformer) error { return inf.SetWatchErrorHandlerWithContext(h) })
 }
 
 func (m *multiNamespace) SetTransform(fn cache.TransformFunc) error {
+	if m.dyn != nil {
+		return m.dyn.unsupported("SetTransform")
+	}
 	return m.forEach(func(inf cache.SharedIndexInformer) error { return inf.SetTransform(fn) })
 }
 
 func (m *multiNamespace) IsStopped() bool {
+	if m.dyn != nil {
+		return m.dyn.stopped()
+	}
 	for _, inf := range m.each() {
 		if !inf.IsStopped() {
 			return false
@@ -166,13 +208,17 @@ func (m *multiNamespace) IsStopped() bool {
 }
 
 func (m *multiNamespace) AddIndexers(indexers cache.Indexers) error {
+	if m.dyn != nil {
+		return m.dyn.addIndexers(indexers)
+	}
 	return m.forEach(func(inf cache.SharedIndexInformer) error { return inf.AddIndexers(indexers) })
 }
 
 func (m *multiNamespace) forEach(fn func(cache.SharedIndexInformer) error) error {
+	v := m.view.Load()
 	var errs []error
-	for _, ns := range m.namespaces {
-		if err := fn(m.byNS[ns]); err != nil {
+	for _, ns := range v.namespaces {
+		if err := fn(v.byNS[ns]); err != nil {
 			errs = append(errs, fmt.Errorf("namespace %s: %w", ns, err))
 		}
 	}
@@ -242,18 +288,24 @@ func (a *allDone) Done() <-chan struct{} {
 // multiIndexer is the cache.Indexer of a multiNamespace.
 type multiIndexer struct{ m *multiNamespace }
 
-// route returns the indexer of namespace ns, or nil outside the scope.
-func (x *multiIndexer) route(ns string) cache.Indexer {
-	inf, ok := x.m.byNS[ns]
-	if !ok {
-		return nil
+// route returns the indexer of namespace ns, or nil outside the scope. For
+// a NamespaceSet scope, outside is an error (ErrNamespaceNotWatched), so
+// that a read there is not taken for an absent object.
+func (x *multiIndexer) route(ns string) (cache.Indexer, error) {
+	v := x.m.view.Load()
+	if inf, ok := v.byNS[ns]; ok {
+		return inf.GetIndexer(), nil
 	}
-	return inf.GetIndexer()
+	if x.m.dyn != nil {
+		return nil, &NamespaceNotWatchedError{Informer: x.m.name, Namespace: ns}
+	}
+	return nil, nil
 }
 
 func (x *multiIndexer) indexers() []cache.Indexer {
-	out := make([]cache.Indexer, 0, len(x.m.namespaces))
-	for _, inf := range x.m.each() {
+	each := x.m.each()
+	out := make([]cache.Indexer, 0, len(each))
+	for _, inf := range each {
 		out = append(out, inf.GetIndexer())
 	}
 	return out
@@ -269,10 +321,10 @@ func (x *multiIndexer) routeObject(obj any) (cache.Indexer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if idx := x.route(ns); idx != nil {
+	if idx, _ := x.route(ns); idx != nil {
 		return idx, nil
 	}
-	return nil, fmt.Errorf("informer %s: object %q is outside the namespaces %s", x.m.name, key, strings.Join(x.m.namespaces, ","))
+	return nil, fmt.Errorf("informer %s: object %q is outside the namespaces %s", x.m.name, key, strings.Join(x.m.view.Load().namespaces, ","))
 }
 
 func (x *multiIndexer) write(obj any, fn func(cache.Indexer) error) error {
@@ -332,35 +384,36 @@ func (x *multiIndexer) Get(obj any) (any, bool, error) {
 }
 
 // GetByKey looks in the key's namespace only; a key outside the scope is
-// absent.
+// absent (an error for a NamespaceSet scope).
 func (x *multiIndexer) GetByKey(key string) (any, bool, error) {
 	ns, _, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return nil, false, err
 	}
-	idx := x.route(ns)
+	idx, err := x.route(ns)
 	if idx == nil {
-		return nil, false, nil
+		return nil, false, err
 	}
 	return idx.GetByKey(key)
 }
 
 // Replace splits list by namespace and replaces each namespace's contents.
 func (x *multiIndexer) Replace(list []any, rv string) error {
+	v := x.m.view.Load()
 	parts := map[string][]any{}
 	for _, obj := range list {
 		m, err := meta.Accessor(obj)
 		if err != nil {
 			return err
 		}
-		if x.route(m.GetNamespace()) == nil {
-			return fmt.Errorf("informer %s: object %s/%s is outside the namespaces %s", x.m.name, m.GetNamespace(), m.GetName(), strings.Join(x.m.namespaces, ","))
+		if v.byNS[m.GetNamespace()] == nil {
+			return fmt.Errorf("informer %s: object %s/%s is outside the namespaces %s", x.m.name, m.GetNamespace(), m.GetName(), strings.Join(v.namespaces, ","))
 		}
 		parts[m.GetNamespace()] = append(parts[m.GetNamespace()], obj)
 	}
 	var errs []error
-	for _, ns := range x.m.namespaces {
-		if err := x.route(ns).Replace(parts[ns], rv); err != nil {
+	for _, ns := range v.namespaces {
+		if err := v.byNS[ns].GetIndexer().Replace(parts[ns], rv); err != nil {
 			errs = append(errs, fmt.Errorf("namespace %s: %w", ns, err))
 		}
 	}
@@ -381,10 +434,11 @@ func (x *multiIndexer) Index(name string, obj any) ([]any, error) {
 
 func (x *multiIndexer) IndexKeys(name, value string) ([]string, error) {
 	if name == cache.NamespaceIndex {
-		if idx := x.route(value); idx != nil {
-			return idx.IndexKeys(name, value)
+		idx, err := x.route(value)
+		if idx == nil {
+			return nil, err
 		}
-		return nil, nil
+		return idx.IndexKeys(name, value)
 	}
 	var out []string
 	for _, i := range x.indexers() {
@@ -410,10 +464,11 @@ func (x *multiIndexer) ListIndexFuncValues(name string) []string {
 // and every other index from all of them.
 func (x *multiIndexer) ByIndex(name, value string) ([]any, error) {
 	if name == cache.NamespaceIndex {
-		if idx := x.route(value); idx != nil {
-			return idx.ByIndex(name, value)
+		idx, err := x.route(value)
+		if idx == nil {
+			return nil, err
 		}
-		return nil, nil
+		return idx.ByIndex(name, value)
 	}
 	return x.gather(func(i cache.Indexer) ([]any, error) { return i.ByIndex(name, value) })
 }
@@ -430,9 +485,14 @@ func (x *multiIndexer) gather(fn func(cache.Indexer) ([]any, error)) ([]any, err
 	return out, nil
 }
 
-// GetIndexers returns the indexers, the same on every namespace.
+// GetIndexers returns the indexers, the same on every namespace (for a
+// NamespaceSet scope, also when it has none).
 func (x *multiIndexer) GetIndexers() cache.Indexers {
-	return x.m.byNS[x.m.namespaces[0]].GetIndexer().GetIndexers()
+	if x.m.dyn != nil {
+		return x.m.dyn.getIndexers()
+	}
+	v := x.m.view.Load()
+	return v.byNS[v.namespaces[0]].GetIndexer().GetIndexers()
 }
 
 func (x *multiIndexer) AddIndexers(indexers cache.Indexers) error {

@@ -49,7 +49,7 @@ func TestMultiNamespaceStoreRouting(t *testing.T) {
 	err := idx.Add(pod("c", "p3", nil))
 	assert.ErrorContains(t, err, `object "c/p3" is outside the namespaces a,b`)
 
-	assert.Equal(t, []string{"a/p1"}, m.byNS["a"].GetIndexer().ListKeys(), "each object lives in its namespace's store")
+	assert.Equal(t, []string{"a/p1"}, m.view.Load().byNS["a"].GetIndexer().ListKeys(), "each object lives in its namespace's store")
 	assert.ElementsMatch(t, []string{"a/p1", "b/p2"}, idx.ListKeys())
 	assert.Len(t, idx.List(), 2)
 	got, exists, err := idx.Get(pod("b", "p2", nil))

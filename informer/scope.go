@@ -54,7 +54,7 @@ func InNamespaces[T Object](namespaces ...string) ScopeOption[T] {
 				return fmt.Errorf("InNamespaces: invalid namespace %q: %s", ns, strings.Join(msgs, "; "))
 			}
 		}
-		s.namespaces = slices.Compact(slices.Sorted(slices.Values(namespaces)))
+		s.namespaces, s.set = slices.Compact(slices.Sorted(slices.Values(namespaces))), nil
 		return nil
 	}
 }
@@ -97,9 +97,12 @@ func WithFieldSelector[T Object](selector string) ScopeOption[T] {
 // namespaces, selectors re-rendered by their parsers) so that equal scopes
 // compare equal.
 type scope struct {
-	namespaces []string // nil: the factory's namespace
-	labels     string
-	fields     string
+	namespaces []string // nil: the factory's namespace (or set's)
+	// set is the namespaces of InNamespaceSet: they change at run time, so
+	// two scopes are equal only with the same set.
+	set    *NamespaceSet
+	labels string
+	fields string
 }
 
 func buildScope[T Object](opts []ScopeOption[T]) (scope, error) {
@@ -116,15 +119,18 @@ func buildScope[T Object](opts []ScopeOption[T]) (scope, error) {
 }
 
 func (s scope) equal(o scope) bool {
-	return slices.Equal(s.namespaces, o.namespaces) && s.labels == o.labels && s.fields == o.fields
+	return slices.Equal(s.namespaces, o.namespaces) && s.set == o.set && s.labels == o.labels && s.fields == o.fields
 }
 
 // String describes the scope for errors and logs.
 func (s scope) String() string {
 	var parts []string
-	if len(s.namespaces) == 0 {
+	switch {
+	case s.set != nil:
+		parts = append(parts, "namespaces of set "+s.set.String())
+	case len(s.namespaces) == 0:
 		parts = append(parts, "the factory's namespaces")
-	} else {
+	default:
 		parts = append(parts, "namespaces "+strings.Join(s.namespaces, ","))
 	}
 	if s.labels != "" {
@@ -139,7 +145,7 @@ func (s scope) String() string {
 // narrowed reports whether the scope asks for anything beyond the factory's
 // own configuration.
 func (s scope) narrowed() bool {
-	return len(s.namespaces) > 0 || s.labels != "" || s.fields != ""
+	return len(s.namespaces) > 0 || s.set != nil || s.labels != "" || s.fields != ""
 }
 
 // tweak returns the list-options function of a scoped informer: the

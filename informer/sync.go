@@ -50,10 +50,7 @@ func WaitForCacheSync(ctx context.Context, infs ...interface{ HasSynced() bool }
 	var polled []interface{ HasSynced() bool }
 	for _, inf := range infs {
 		if c, ok := inf.(interface{ HasSyncedChecker() cache.DoneChecker }); ok {
-			select {
-			case <-c.HasSyncedChecker().Done():
-			case <-ctx.Done():
-			}
+			waitChecker(ctx, inf, c)
 			continue
 		}
 		polled = append(polled, inf)
@@ -87,6 +84,25 @@ func WaitForCacheSync(ctx context.Context, infs ...interface{ HasSynced() bool }
 		cause = context.DeadlineExceeded
 	}
 	return &CacheSyncError{Unsynced: unsynced, Cause: cause}
+}
+
+// waitChecker waits until c's channel closes with inf synced, or ctx ends.
+// An informer following a NamespaceSet can lose its sync (a namespace was
+// added): its checker then hands out a fresh channel, which is waited for in
+// turn. A channel closed while HasSynced is false and not replaced is left
+// for the caller to report.
+func waitChecker(ctx context.Context, inf interface{ HasSynced() bool }, c interface{ HasSyncedChecker() cache.DoneChecker }) {
+	for {
+		ch := c.HasSyncedChecker().Done()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+		if inf.HasSynced() || c.HasSyncedChecker().Done() == ch {
+			return
+		}
+	}
 }
 
 func displayName(v any) string {

@@ -28,6 +28,7 @@ func Example_help() {
 	//       --metrics-cert-dir string                  directory holding tls.crt and tls.key for --metrics-secure, reloaded when they change; empty: a self-signed certificate
 	//       --metrics-secure                           serve /metrics over HTTPS, only to bearer tokens the API server authenticates and authorizes for get on /metrics (TokenReview, SubjectAccessReview; the binary's identity needs system:auth-delegator); the in-memory demo serves plain HTTP, as it cannot review tokens (default true)
 	//       --namespace string                         watch only this namespace (default all; the in-memory demo uses default)
+	//       --namespace-selector string                watch only the namespaces whose labels match this selector (e.g. podset.ctrlkit.dev/watch=true), following them as they are labelled and unlabelled; needs list and watch on namespaces (default all namespaces)
 	//       --profiling                                serve /debug/pprof/ on the metrics server (with --metrics-secure, to tokens allowed to get those paths)
 	//       --timeout duration                         in-memory cluster: how long each demo step may take to converge (default 30s)
 	//   -v, --v int                                    log verbosity (default 1)

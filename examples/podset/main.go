@@ -28,9 +28,10 @@ func main() { demo.Main(program(&options{})) }
 
 // options are this binary's own flags; package demo parses the shared ones.
 type options struct {
-	namespace  string
-	installCRD bool
-	webhooks   webhookOptions
+	namespace         string
+	namespaceSelector string // namespaces.go
+	installCRD        bool
+	webhooks          webhookOptions
 }
 
 // clients are what the controller talks to: a clientset for Pods and events, a dynamic client
@@ -58,11 +59,15 @@ func program(o *options) demo.Program {
 		AddFlags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&o.namespace, "namespace", "", "watch only this namespace (default all; the in-memory demo uses "+demoNamespace+")")
 			fs.BoolVar(&o.installCRD, "install-crd", true, "install the PodSet CRD at start when it is missing; with false, wait for it (/readyz names it meanwhile), and stop and wait again whenever it is deleted")
+			addNamespaceSelectorFlag(fs, &o.namespaceSelector)
 			o.webhooks.addFlags(fs)
 		},
 		Complete: func(_ *pflag.FlagSet, inMemory bool) error {
 			if inMemory && o.namespace != "" && o.namespace != demoNamespace {
 				return fmt.Errorf("--namespace %q: the in-memory demo runs in %q", o.namespace, demoNamespace)
+			}
+			if err := completeNamespaceSelector(o, inMemory); err != nil {
+				return err
 			}
 			if err := o.webhooks.complete(inMemory); err != nil {
 				return err
@@ -103,13 +108,18 @@ func program(o *options) demo.Program {
 					logger.Info("PodSet CRD is served", "crd", v1alpha1.CRDName)
 				}
 			}
+			namespaces, err := namespaceSet(env, o.namespaceSelector)
+			if err != nil {
+				return err
+			}
 			build := func(_ context.Context, f *informer.Factory) (manager.Runnable, error) {
 				var err error
 				c, err = podset.New(f, env.Client, env.Dynamic, podset.Options{
-					Workers:  env.Workers,
-					Recorder: env.Manager.EventRecorderFor(podset.Name),
-					Logger:   logger,
-					Records:  records,
+					Workers:    env.Workers,
+					Recorder:   env.Manager.EventRecorderFor(podset.Name),
+					Logger:     logger,
+					Records:    records,
+					Namespaces: namespaces,
 				})
 				return c, err
 			}

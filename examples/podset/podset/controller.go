@@ -79,6 +79,12 @@ type Options struct {
 	// record before it lets the PodSet go (a failing removal keeps the PodSet, is retried with
 	// backoff and recorded as a FinalizeFailed event). nil means no records and no finalizer.
 	Records Records
+	// Namespaces, when set, limits the controller to the PodSets and Pods of these namespaces,
+	// following the set as it changes (informer.InNamespaceSet; informer.NamespacesMatching
+	// builds one from a label selector on Namespaces). A namespace removed is let go, not
+	// cleaned up: its PodSets are not reconciled any more and their Pods stay. nil means the
+	// factory's namespaces, all by default.
+	Namespaces *informer.NamespaceSet
 }
 
 // Controller keeps every PodSet's Pods at spec.replicas. It is a ctrlkit controller (it embeds
@@ -117,11 +123,19 @@ func New(f *informer.Factory, client kubernetes.Interface, dyn dynamic.Interface
 	if f == nil || client == nil || dyn == nil {
 		return nil, fmt.Errorf("%w: New needs an informer factory, a clientset and a dynamic client", ErrInvalidInput)
 	}
-	podsets, err := informer.ForResource[*v1alpha1.PodSet](f, v1alpha1.GVR)
+	var (
+		psScope  []informer.ScopeOption[*v1alpha1.PodSet]
+		podScope []informer.ScopeOption[*corev1.Pod]
+	)
+	if opts.Namespaces != nil {
+		psScope = append(psScope, informer.InNamespaceSet[*v1alpha1.PodSet](opts.Namespaces))
+		podScope = append(podScope, informer.InNamespaceSet[*corev1.Pod](opts.Namespaces))
+	}
+	podsets, err := informer.ForResource(f, v1alpha1.GVR, psScope...)
 	if err != nil {
 		return nil, fmt.Errorf("podset: %w", err)
 	}
-	pods, err := informer.For[*corev1.Pod](f)
+	pods, err := informer.For(f, podScope...)
 	if err != nil {
 		return nil, fmt.Errorf("podset: %w", err)
 	}
@@ -212,6 +226,8 @@ func (c *Controller) Reconcile(ctx context.Context, key controller.Key) (control
 		// reported it, with an event on the object; only a new version can fix it.
 		return controller.Result{}, controller.Terminal(err)
 	case err != nil:
+		// Also a namespace that left Options.Namespaces (informer.ErrNamespaceNotWatched):
+		// the controller forgets the key, and Pods there are left alone.
 		return controller.Result{}, err
 	}
 	c.remember(key, ps.UID)
