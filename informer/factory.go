@@ -316,15 +316,23 @@ func lookupOrCreate[T Object](f *Factory, key registryKey, sc scope, create func
 		return inf, nil
 	}
 	before := len(f.scoped)
+	// undo drops the client-go factories create made: not started, but a
+	// NamespaceSet's runs a goroutine from the start.
+	undo := func() {
+		for _, s := range f.scoped[before:] {
+			s.Shutdown()
+		}
+		f.scoped = f.scoped[:before]
+	}
 	inf, err := create()
 	if err != nil {
-		f.scoped = f.scoped[:before]
+		undo()
 		return nil, err
 	}
 	inf.scope = sc
 	if f.detector != nil {
 		if err := f.detector.watch(key, inf.name, inf.gvk.Kind, inf.inf); err != nil {
-			f.scoped = f.scoped[:before]
+			undo()
 			return nil, fmt.Errorf("informer %s: mutation detector: %w", inf.name, err)
 		}
 	}

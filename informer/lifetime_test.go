@@ -193,3 +193,27 @@ func TestManyTermsLeaveNothingBehind(t *testing.T) {
 		return len(f.informers) == 0 && len(f.lives) == 0 && len(f.scoped) == 0, nil
 	}))
 }
+
+// An informer following a NamespaceSet, held by a view, stops with its
+// namespaces' informers once released; the set changing afterwards does
+// nothing (TestMain's goleak checks that no namespace informer is left).
+func TestHeldInformerOfANamespaceSetStops(t *testing.T) {
+	x := newLifetimeFixture(t)
+	set, err := NewNamespaceSet("ns")
+	require.NoError(t, err)
+	ctx1, end1 := context.WithCancel(context.Background())
+	inf, err := For[*corev1.ConfigMap](x.f.HeldUntil(ctx1), InNamespaceSet[*corev1.ConfigMap](set))
+	require.NoError(t, err)
+	require.NoError(t, WaitForCacheSync(x.ctx, inf))
+	_, err = inf.Lister().Get("ns", "a")
+	require.NoError(t, err)
+	end1()
+	x.expire()
+	require.NoError(t, wait.PollUntilContextTimeout(x.ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return !x.served(), nil
+	}), "the released informer leaves the factory")
+	require.NoError(t, set.Add("other"))
+	x.f.mu.Lock()
+	defer x.f.mu.Unlock()
+	require.Empty(t, x.f.scoped, "its namespaces' factories are gone")
+}
