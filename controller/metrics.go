@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	kworkqueue "k8s.io/client-go/util/workqueue"
+
+	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
 // Reconcile results, the values of the "result" label of
@@ -37,7 +41,8 @@ var allResults = []string{ResultSuccess, ResultError, ResultRequeue, ResultReque
 //	controller_runtime_reconcile_timeouts_total{controller}     Options.ReconcileTimeout fired
 //	controller_runtime_max_concurrent_reconciles{controller}    gauge, workers configured
 //	controller_runtime_active_workers{controller}               gauge, workers inside Reconcile now
-//	workqueue_depth{name,controller,priority}, workqueue_adds_total, workqueue_queue_duration_seconds,
+//	workqueue_depth{name,controller,priority}                   priority "0", "5", ... (ctrlkit's queue), "" (a client-go queue)
+//	workqueue_adds_total, workqueue_queue_duration_seconds,
 //	workqueue_work_duration_seconds, workqueue_unfinished_work_seconds,
 //	workqueue_longest_running_processor_seconds, workqueue_retries_total{name,controller}
 //
@@ -253,10 +258,51 @@ func (cm *controllerMetrics) setSlowRetryKeys(n int) {
 	}
 }
 
-// NewDepthMetric implements kworkqueue.MetricsProvider.
+// NewDepthMetric implements kworkqueue.MetricsProvider: the depth of a queue
+// without priorities (a client-go queue), with an empty priority label, as
+// controller-runtime reports a plain queue.
 func (m *Metrics) NewDepthMetric(name string) kworkqueue.GaugeMetric {
-	return m.depth.WithLabelValues(name, name, "") // no priority label, as controller-runtime for a plain queue
+	return m.depth.WithLabelValues(name, name, "")
 }
+
+// NewDepthMetricWithPriority implements workqueue.MetricsProviderWithPriority:
+// ctrlkit's queue reports its depth per priority, as controller-runtime's
+// priority queue does (priority="0" for keys added without one).
+func (m *Metrics) NewDepthMetricWithPriority(name string) workqueue.DepthMetricWithPriority {
+	return &depthByPriority{vec: m.depth, name: name, zero: m.depth.WithLabelValues(name, name, "0")}
+}
+
+// depthByPriority is the depth gauge of one queue, a series per priority.
+// Children are cached (a lookup by label values hashes them under the vec's
+// lock), the one of priority 0, which most keys have, without a lock.
+type depthByPriority struct {
+	vec  *prometheus.GaugeVec
+	name string
+	zero prometheus.Gauge
+
+	mu       sync.Mutex
+	children map[int]prometheus.Gauge
+}
+
+func (d *depthByPriority) gauge(priority int) prometheus.Gauge {
+	if priority == 0 {
+		return d.zero
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	g, ok := d.children[priority]
+	if !ok {
+		if d.children == nil {
+			d.children = map[int]prometheus.Gauge{}
+		}
+		g = d.vec.WithLabelValues(d.name, d.name, strconv.Itoa(priority))
+		d.children[priority] = g
+	}
+	return g
+}
+
+func (d *depthByPriority) Inc(priority int) { d.gauge(priority).Inc() }
+func (d *depthByPriority) Dec(priority int) { d.gauge(priority).Dec() }
 
 // NewAddsMetric implements kworkqueue.MetricsProvider.
 func (m *Metrics) NewAddsMetric(name string) kworkqueue.CounterMetric {

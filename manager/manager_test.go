@@ -249,7 +249,7 @@ func TestProbesAndMetrics(t *testing.T) {
 		`controller_runtime_max_concurrent_reconciles{controller="configmaps"} 1`,
 		`controller_runtime_reconcile_panics_total{controller="configmaps"} 0`,
 		`workqueue_adds_total{controller="configmaps",name="configmaps"} 1`,
-		`workqueue_depth{controller="configmaps",name="configmaps",priority=""} 0`,
+		`workqueue_depth{controller="configmaps",name="configmaps",priority="0"} 0`,
 	} {
 		assert.Contains(t, body, series)
 	}

@@ -17,7 +17,8 @@ const unfinishedWorkPeriod = 500 * time.Millisecond
 // queue's lock.
 type queueMetrics[T comparable] struct {
 	clock                   clock.PassiveClock
-	depth                   kworkqueue.GaugeMetric
+	depth                   kworkqueue.GaugeMetric  // nil when byPriority is set
+	byPriority              DepthMetricWithPriority // the provider's, when it has one
 	adds                    kworkqueue.CounterMetric
 	latency                 kworkqueue.HistogramMetric
 	workDuration            kworkqueue.HistogramMetric
@@ -32,15 +33,60 @@ func newQueueMetrics[T comparable](p kworkqueue.MetricsProvider, name string, c 
 	if p == nil || name == "" {
 		return nil
 	}
-	return &queueMetrics[T]{
+	m := &queueMetrics[T]{
 		clock:                   c,
-		depth:                   p.NewDepthMetric(name),
 		adds:                    p.NewAddsMetric(name),
 		latency:                 p.NewLatencyMetric(name),
 		workDuration:            p.NewWorkDurationMetric(name),
 		unfinishedWorkSeconds:   p.NewUnfinishedWorkSecondsMetric(name),
 		longestRunningProcessor: p.NewLongestRunningProcessorSecondsMetric(name),
 		retries:                 p.NewRetriesMetric(name),
+	}
+	if pp, ok := p.(MetricsProviderWithPriority); ok {
+		m.byPriority = pp.NewDepthMetricWithPriority(name)
+	} else {
+		m.depth = p.NewDepthMetric(name)
+	}
+	return m
+}
+
+// MetricsProviderWithPriority is a MetricsProvider that reports the depth per
+// priority: a queue given one (WithMetricsProvider) counts each ready item
+// under the priority it waits at. The names are controller-runtime's
+// (pkg/controller/priorityqueue), so one provider serves both.
+type MetricsProviderWithPriority interface {
+	kworkqueue.MetricsProvider
+	NewDepthMetricWithPriority(name string) DepthMetricWithPriority
+}
+
+// DepthMetricWithPriority is the depth gauge of one queue, per priority.
+type DepthMetricWithPriority interface {
+	Inc(priority int)
+	Dec(priority int)
+}
+
+func (m *queueMetrics[T]) depthInc(prio int) {
+	if m.byPriority != nil {
+		m.byPriority.Inc(prio)
+		return
+	}
+	m.depth.Inc()
+}
+
+func (m *queueMetrics[T]) depthDec(prio int) {
+	if m.byPriority != nil {
+		m.byPriority.Dec(prio)
+		return
+	}
+	m.depth.Dec()
+}
+
+// reprioritized records that e, counted in the depth at priority old, now
+// waits at e.prio.
+func (m *queueMetrics[T]) reprioritized(e *entry[T], old int) {
+	if m.byPriority != nil {
+		m.byPriority.Dec(old)
+		m.byPriority.Inc(e.prio)
 	}
 }
 
@@ -53,7 +99,7 @@ type entryMetrics[T comparable] struct {
 // added records that e became dirty (needs processing).
 func (m *queueMetrics[T]) added(e *entry[T]) {
 	m.adds.Inc()
-	m.depth.Inc()
+	m.depthInc(e.prio)
 	if e.mx == nil {
 		e.mx = new(entryMetrics[T])
 	}
@@ -63,7 +109,7 @@ func (m *queueMetrics[T]) added(e *entry[T]) {
 // started records that e was handed to a worker.
 func (m *queueMetrics[T]) started(e *entry[T]) {
 	now := m.clock.Now()
-	m.depth.Dec()
+	m.depthDec(e.prio)
 	m.latency.Observe(now.Sub(e.mx.addedAt).Seconds())
 	e.mx.startedAt = now
 	e.mx.prev, e.mx.next = nil, m.processing

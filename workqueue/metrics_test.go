@@ -264,3 +264,63 @@ func TestDepthCountsDelayedItemsWhenTheyBecomeReady(t *testing.T) {
 	assert.Equal(t, 0.0, v, "latency counts from when the item became ready")
 	assert.Equal(t, 0.0, mp.depth.gauge())
 }
+
+// priorityProvider is a testMetricsProvider that also reports the depth per
+// priority.
+type priorityProvider struct {
+	testMetricsProvider
+	mu    sync.Mutex
+	depth map[int]int
+}
+
+func (p *priorityProvider) NewDepthMetricWithPriority(string) workqueue.DepthMetricWithPriority {
+	return p
+}
+
+func (p *priorityProvider) Inc(priority int) { p.mu.Lock(); p.depth[priority]++; p.mu.Unlock() }
+func (p *priorityProvider) Dec(priority int) { p.mu.Lock(); p.depth[priority]--; p.mu.Unlock() }
+
+func (p *priorityProvider) snapshot() map[int]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[int]int{}
+	for k, v := range p.depth {
+		if v != 0 {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// A provider with the per-priority depth (controller-runtime's interface)
+// gets each ready item counted under the priority it waits at: raising an
+// item's priority, queued or while it is processed, moves its count; Get
+// takes it out. The plain depth gauge is not used then.
+func TestDepthByPriority(t *testing.T) {
+	p := &priorityProvider{depth: map[int]int{}}
+	q := workqueue.New[string](workqueue.WithName[string]("prio"), workqueue.WithMetricsProvider[string](p))
+	defer q.ShutDown()
+
+	q.Add("a")
+	q.AddWithOpts(workqueue.AddOpts{Priority: 5}, "b")
+	assert.Equal(t, map[int]int{0: 1, 5: 1}, p.snapshot())
+	q.AddWithOpts(workqueue.AddOpts{Priority: 10}, "a") // raised while queued
+	assert.Equal(t, map[int]int{5: 1, 10: 1}, p.snapshot())
+
+	item, _ := q.Get()
+	require.Equal(t, "a", item)
+	assert.Equal(t, map[int]int{5: 1}, p.snapshot())
+	q.Add("a") // dirty while processing: counted at 0
+	assert.Equal(t, map[int]int{0: 1, 5: 1}, p.snapshot())
+	q.AddWithOpts(workqueue.AddOpts{Priority: 3}, "a") // raised while processing
+	assert.Equal(t, map[int]int{3: 1, 5: 1}, p.snapshot())
+	q.Done("a") // back in the queue at 3: still counted there
+	assert.Equal(t, map[int]int{3: 1, 5: 1}, p.snapshot())
+
+	for range 2 {
+		item, _ := q.Get()
+		q.Done(item)
+	}
+	assert.Empty(t, p.snapshot())
+	assert.Zero(t, p.testMetricsProvider.depth.gauge(), "the plain depth gauge is not used")
+}

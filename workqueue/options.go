@@ -51,7 +51,8 @@ func WithRateLimiter[T comparable](rl kworkqueue.TypedRateLimiter[T]) Option[T] 
 // unfinished work seconds, longest running processor seconds, retries) through p, a client-go
 // MetricsProvider. Metrics start only when the queue also has a name (WithName). Unlike client-go,
 // the provider registered globally with client-go's workqueue.SetProvider is not consulted: it is
-// not visible outside client-go, so pass the provider here.
+// not visible outside client-go, so pass the provider here. A provider that also implements
+// MetricsProviderWithPriority reports the depth per priority instead of through its depth gauge.
 func WithMetricsProvider[T comparable](p kworkqueue.MetricsProvider) Option[T] {
 	return func(o *options[T]) { o.metrics = p }
 }

@@ -277,7 +277,11 @@ func (q *Queue[T]) readyLocked(e *entry[T], prio int) {
 				q.metrics.added(e)
 			}
 		} else if prio > e.prio {
+			old := e.prio
 			e.prio = prio
+			if q.metrics != nil {
+				q.metrics.reprioritized(e, old)
+			}
 		}
 	case e.state&stQueued != 0:
 		if prio > e.prio {
@@ -287,6 +291,9 @@ func (q *Queue[T]) readyLocked(e *entry[T], prio int) {
 			e.seq++
 			q.ready.abandon(old)
 			q.ready.push(e)
+			if q.metrics != nil {
+				q.metrics.reprioritized(e, old)
+			}
 		}
 	default: // only waiting for a delay
 		q.enqueueLocked(e, prio)
