@@ -53,7 +53,9 @@ type Options[K comparable] struct {
 	// MaxRetries says).
 	// The count is the queue's NumRequeues, that is the rate limiter's
 	// per-item count: a limiter without per-item state (a bare bucket)
-	// reports 0 and retries forever.
+	// reports 0 and retries forever. An API error carrying a Retry-After
+	// (429, server timeouts) delays its retry to at least that, capped at
+	// SlowRetryInterval; it counts as a retry like any other.
 	MaxRetries int
 
 	// Exhausted is what happens to a key that failed after its MaxRetries

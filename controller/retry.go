@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 )
 
@@ -53,6 +54,16 @@ func (p ExhaustedPolicy) String() string {
 func (c *Controller[K]) retry(logger klog.Logger, q queue[K], key K, priority *int, err error) bool {
 	n := q.numRequeues(key)
 	if c.maxRetries == RetryForever || n < c.maxRetries {
+		if floor, ok := serverDelay(err, c.slowRetry); ok && c.prebuilt == nil {
+			// The API server said when to come back (429 Too Many Requests, a server
+			// timeout with Retry-After): not sooner than that, nor sooner than the
+			// backoff. When counts the retry, as the queue's rate-limited add would.
+			delay := max(c.limiter.When(key), floor)
+			logger.Error(err, "Reconcile failed; retrying when the API server asked", "retries", n, "maxRetries", c.maxRetries, "retryAfter", delay)
+			c.retries.backoff(key)
+			q.add(key, addSpec{trigger: Trigger{Kind: TriggerRetry, Retry: n + 1, After: delay}, priority: priority})
+			return true
+		}
 		logger.Error(err, "Reconcile failed; retrying with backoff", "retries", n, "maxRetries", c.maxRetries)
 		c.retries.backoff(key)
 		q.add(key, addSpec{trigger: retryTrigger(n + 1), priority: priority, rateLimited: true})
@@ -77,6 +88,17 @@ func (c *Controller[K]) retry(logger klog.Logger, q queue[K], key K, priority *i
 		"retries", n+slow-1, "maxRetries", c.maxRetries, "retryAfter", c.slowRetry, "retryAt", c.clock.Now().Add(c.slowRetry))
 	q.add(key, addSpec{trigger: Trigger{Kind: TriggerRetry, Retry: n + slow, After: c.slowRetry}, priority: priority})
 	return true
+}
+
+// serverDelay is the delay an API error asks for (a Retry-After, as
+// apierrors.SuggestsClientDelay reads it), at most ceiling; false when it
+// asks for none.
+func serverDelay(err error, ceiling time.Duration) (time.Duration, bool) {
+	secs, ok := apierrors.SuggestsClientDelay(err)
+	if !ok || secs <= 0 {
+		return 0, false
+	}
+	return min(time.Duration(secs)*time.Second, ceiling), true
 }
 
 // retrySet holds the keys whose last Reconcile failed: those backing off

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	kworkqueue "k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
@@ -341,4 +344,44 @@ func TestRunAgainStartsRetriesAfresh(t *testing.T) {
 	require.Eventually(t, func() bool { st := c.Stats(); return st.Retrying == 1 && st.SlowRetrying == 0 }, 10*time.Second, time.Millisecond,
 		"the new term backs off first: %+v", c.Stats())
 	stop()
+}
+
+// A Reconcile failing with an API error that says when to come back (429 Too
+// Many Requests with Retry-After) is retried no sooner than that, however
+// short the backoff, and the retry is counted as the backoff's would be; an
+// error without one keeps the exponential backoff.
+func TestRetryHonoursTheAPIServersRetryAfter(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	s := newScript(clk, func(n int, _ string) (Result, error) {
+		switch n {
+		case 1, 2:
+			return Result{}, fmt.Errorf("writing the status: %w", apierrors.NewTooManyRequests("slow down", 3))
+		case 3:
+			return Result{}, errBoom
+		}
+		return Result{}, nil
+	})
+	c, err := New("retry-after", Reconciler[string](s), Options[string]{Clock: clk})
+	require.NoError(t, err)
+	ctx, logs := testLogger(t)
+	startController(t, ctx, c)
+
+	c.Enqueue("k")
+	first := s.next(t)
+	for _, want := range []time.Duration{3 * time.Second, 3 * time.Second, 20 * time.Millisecond} {
+		require.NoError(t, wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return clk.HasWaiters(), nil
+		}), "the retry's timer")
+		// A fake clock fires its due timers inside Step: the retry's is still waiting just before.
+		clk.Step(want - time.Millisecond)
+		require.True(t, clk.HasWaiters(), "no retry before %v", want)
+		clk.Step(time.Millisecond)
+		got := s.next(t)
+		assert.Equal(t, want, got.at.Sub(first.at), "retry after the server's delay (or the backoff)")
+		first = got
+	}
+	require.Len(t, entries(logs, "retrying when the API server asked"), 2)
+	e := entries(logs, "retrying when the API server asked")[0]
+	after, _ := kv(e, "retryAfter")
+	assert.Equal(t, 3*time.Second, after)
 }
