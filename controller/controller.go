@@ -25,7 +25,9 @@ type Controller[K comparable] struct {
 	workers    int
 	maxRetries int
 	exhausted  ExhaustedPolicy
-	slowRetry  time.Duration // Options.SlowRetryInterval, defaulted
+	slowRetry  time.Duration  // Options.SlowRetryInterval, defaulted
+	jitter     float64        // Options.RequeueJitter
+	random     func() float64 // [0, 1): rand.Float64, a fixed one in tests
 	timeout    time.Duration
 	syncWait   time.Duration
 	needLeader bool

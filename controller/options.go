@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -74,6 +75,13 @@ type Options[K comparable] struct {
 	// GiveUp, RetryForever or NoRetries. The wait is a plain delay: the rate
 	// limiter neither paces nor counts it.
 	SlowRetryInterval time.Duration
+
+	// RequeueJitter stretches each Result.RequeueAfter by a random share of
+	// itself, up to this fraction (0.1: up to 10% later, never sooner), so
+	// that keys requeued alike (a periodic check of every object) spread
+	// out instead of coming back in one burst. 0, the default, means none;
+	// it must be within [0, 1].
+	RequeueJitter float64
 
 	// NoRetries makes a failed key be logged and forgotten at once (the
 	// effective MaxRetries is 0, with Exhausted GiveUp). It cannot be
@@ -180,6 +188,8 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		return bad("SlowRetryInterval", fmt.Sprintf("%v is negative", opts.SlowRetryInterval))
 	case opts.SlowRetryInterval > 0 && (opts.Exhausted == GiveUp || opts.NoRetries || opts.MaxRetries == RetryForever):
 		return bad("SlowRetryInterval", fmt.Sprintf("%v set with GiveUp, NoRetries or RetryForever, which never retry a key slowly", opts.SlowRetryInterval))
+	case opts.RequeueJitter < 0 || opts.RequeueJitter > 1 || opts.RequeueJitter != opts.RequeueJitter:
+		return bad("RequeueJitter", fmt.Sprintf("%v is not within [0, 1]", opts.RequeueJitter))
 	case opts.ReconcileTimeout < 0:
 		return bad("ReconcileTimeout", fmt.Sprintf("%v is negative", opts.ReconcileTimeout))
 	case opts.CacheSyncTimeout < 0:
@@ -198,6 +208,8 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		maxRetries: opts.MaxRetries,
 		exhausted:  opts.Exhausted,
 		slowRetry:  opts.SlowRetryInterval,
+		jitter:     opts.RequeueJitter,
+		random:     rand.Float64,
 		timeout:    opts.ReconcileTimeout,
 		syncWait:   opts.CacheSyncTimeout,
 		needLeader: opts.NeedLeaderElection == nil || *opts.NeedLeaderElection,

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -384,4 +385,37 @@ func TestRetryHonoursTheAPIServersRetryAfter(t *testing.T) {
 	e := entries(logs, "retrying when the API server asked")[0]
 	after, _ := kv(e, "retryAfter")
 	assert.Equal(t, 3*time.Second, after)
+}
+
+// RequeueJitter stretches a RequeueAfter by the random share it draws (here
+// fixed at a half of the 0.5 allowed: 25% later), never makes it sooner, and
+// is refused outside [0, 1].
+func TestRequeueJitter(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	s := newScript(clk, func(n int, _ string) (Result, error) {
+		if n == 1 {
+			return Result{RequeueAfter: 10 * time.Second}, nil
+		}
+		return Result{}, nil
+	})
+	c, err := New("jitter", Reconciler[string](s), Options[string]{Clock: clk, RequeueJitter: 0.5})
+	require.NoError(t, err)
+	c.random = func() float64 { return 0.5 }
+	ctx, _ := testLogger(t)
+	startController(t, ctx, c)
+
+	c.Enqueue("k")
+	first := s.next(t)
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return clk.HasWaiters(), nil
+	}))
+	clk.Step(12500*time.Millisecond - time.Millisecond)
+	require.True(t, clk.HasWaiters(), "not back before 12.5 s")
+	clk.Step(time.Millisecond)
+	assert.Equal(t, 12500*time.Millisecond, s.next(t).at.Sub(first.at))
+
+	for _, bad := range []float64{-0.1, 1.5, math.NaN()} {
+		_, err := New("jitter", Reconciler[string](s), Options[string]{RequeueJitter: bad})
+		assert.ErrorIs(t, err, ErrInvalidOptions, "%v", bad)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime/debug"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/types"
@@ -146,7 +147,11 @@ func (c *Controller[K]) handle(w *work[K]) (requeued bool) {
 		switch {
 		case res.RequeueAfter > 0:
 			c.cm.result(ResultRequeueAfter)
-			q.add(key, addSpec{trigger: requeueTrigger(res.RequeueAfter), priority: res.Priority})
+			after := res.RequeueAfter
+			if c.jitter > 0 {
+				after += time.Duration(c.jitter * c.random() * float64(after))
+			}
+			q.add(key, addSpec{trigger: requeueTrigger(after), priority: res.Priority})
 			return true
 		case res.Requeue:
 			c.cm.result(ResultRequeue)
