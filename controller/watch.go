@@ -60,7 +60,9 @@ func Watch[T informer.Object, K comparable](c *Controller[K], inf informer.Infor
 	}
 	w := watchOf(c, inf)
 	w.handlers = append(w.handlers, func(q queue[K], provenance bool) informer.Handler[T] {
-		return watchHandler(cfg.observers, enqueueMapped(q, mapFn, inf.Name(), provenance), cfg.predicates)
+		h := enqueueMapped(q, mapFn, inf.Name(), provenance)
+		h.initial, h.resync = cfg.initialPriority, cfg.resyncPriority
+		return watchHandler(cfg.observers, h, cfg.predicates)
 	})
 	return nil
 }
@@ -138,8 +140,42 @@ type WatchOption[T informer.Object] interface {
 
 // watchConfig is what the options of one Watch set.
 type watchConfig[T informer.Object] struct {
-	predicates []predicate.Predicate[T]
-	observers  []informer.Handler[T]
+	predicates      []predicate.Predicate[T]
+	observers       []informer.Handler[T]
+	initialPriority *int // WithInitialListPriority
+	resyncPriority  *int // WithResyncPriority
+}
+
+// WithInitialListPriority queues the keys of the watch's initial list (the
+// adds an informer replays when the controller starts) at priority p instead
+// of 0, the default. A negative p lets the events of a running cluster
+// overtake a start-up's backlog: controller-runtime's priority queue does so
+// by default (at -100), which can delay a key of the list for as long as
+// events keep coming; here it is a choice. An event for a key already
+// queued raises it to that event's priority.
+func WithInitialListPriority[T informer.Object](p int) WatchOption[T] {
+	return priorityOption[T]{initial: true, p: p}
+}
+
+// WithResyncPriority queues the keys of resync updates (informer.IsResync:
+// the periodic replay of every cached object, WithResync on the factory) at
+// priority p instead of 0.
+func WithResyncPriority[T informer.Object](p int) WatchOption[T] {
+	return priorityOption[T]{p: p}
+}
+
+type priorityOption[T informer.Object] struct {
+	initial bool
+	p       int
+}
+
+func (o priorityOption[T]) applyToWatch(cfg *watchConfig[T]) {
+	p := o.p
+	if o.initial {
+		cfg.initialPriority = &p
+	} else {
+		cfg.resyncPriority = &p
+	}
 }
 
 // WithPredicates filters a watch's events: an event reaches the mapping only
@@ -221,7 +257,7 @@ func (o observerOption[T]) applyToWatch(cfg *watchConfig[T]) {
 // enqueueMapped is the mapping of one Watch: each event's object mapped to
 // keys, added to q; with provenance, each key with the event as its
 // trigger. An update reaches both the new and the old object's keys.
-func enqueueMapped[T informer.Object, K comparable](q queue[K], fn func(T) []K, source string, provenance bool) informer.Handler[T] {
+func enqueueMapped[T informer.Object, K comparable](q queue[K], fn func(T) []K, source string, provenance bool) *mappedHandler[T, K] {
 	return &mappedHandler[T, K]{q: q, fn: fn, source: source, provenance: provenance}
 }
 
@@ -230,6 +266,10 @@ type mappedHandler[T informer.Object, K comparable] struct {
 	fn         func(T) []K
 	source     string
 	provenance bool
+	// initial and resync are the priorities of the initial list's adds and
+	// of resync updates (WithInitialListPriority, WithResyncPriority); nil
+	// is the default.
+	initial, resync *int
 }
 
 // spec is how an event on obj adds its keys: with the event as the trigger
@@ -241,8 +281,11 @@ func (h *mappedHandler[T, K]) spec(ev EventType, obj T) addSpec {
 	return addSpec{trigger: EventTrigger(h.source, ev, obj)}
 }
 
-func (h *mappedHandler[T, K]) HandleAdd(obj T, _ bool) {
+func (h *mappedHandler[T, K]) HandleAdd(obj T, isInitialList bool) {
 	a := h.spec(EventAdd, obj)
+	if isInitialList {
+		a.priority = h.initial
+	}
 	for _, k := range h.fn(obj) {
 		h.q.add(k, a)
 	}
@@ -250,8 +293,11 @@ func (h *mappedHandler[T, K]) HandleAdd(obj T, _ bool) {
 
 func (h *mappedHandler[T, K]) HandleUpdate(oldObj, newObj T) {
 	a := h.spec(EventUpdate, newObj)
-	if h.provenance && informer.IsResync(oldObj, newObj) {
-		a.trigger.Kind = TriggerResync
+	if (h.provenance || h.resync != nil) && informer.IsResync(oldObj, newObj) {
+		if h.provenance {
+			a.trigger.Kind = TriggerResync
+		}
+		a.priority = h.resync
 	}
 	keys := h.fn(newObj)
 	for _, k := range keys {
