@@ -240,6 +240,7 @@ func (f *Factory) Shutdown() {
 		f.cancel()
 	}
 	scoped := slices.Clone(f.scoped)
+	f.unregisterHoldersLocked()
 	f.mu.Unlock()
 
 	// Once: each client-go factory's Shutdown releases the informer name

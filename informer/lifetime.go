@@ -49,8 +49,11 @@ func (f *Factory) HeldUntil(ctx context.Context) *Factory {
 type holder struct {
 	ctx context.Context
 	// registered is set once the release on ctx's end is registered (at
-	// the view's first hold); guarded by the factory's mu.
+	// the view's first hold), unregister undoes that registration (Shutdown
+	// calls it, so that a long-lived ctx does not keep the factory); both
+	// guarded by the factory's mu.
 	registered bool
+	unregister func() bool
 }
 
 // life is the lifetime of an informer first handed out through a view.
@@ -117,7 +120,7 @@ func (f *Factory) holdLocked(key registryKey) {
 	l.holders[h] = struct{}{}
 	if !h.registered {
 		h.registered = true
-		context.AfterFunc(h.ctx, func() { f.release(h) })
+		h.unregister = context.AfterFunc(h.ctx, func() { f.release(h) })
 	}
 }
 
@@ -185,4 +188,16 @@ func (f *Factory) stopInformer(key registryKey, l *life, cancel chan struct{}) {
 		f.detector.unwatch(key)
 	}
 	f.logger.V(2).Info("Stopped an informer nobody holds", "informer", l.name)
+}
+
+// unregisterHoldersLocked drops the releases registered on the views'
+// contexts: the factory is shutting down. f.mu is held.
+func (f *Factory) unregisterHoldersLocked() {
+	for _, l := range f.lives {
+		for h := range l.holders {
+			if h.unregister != nil {
+				h.unregister()
+			}
+		}
+	}
 }
