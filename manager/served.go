@@ -234,11 +234,19 @@ func (s *servedRunnable) Run(ctx context.Context) error {
 		case err := <-done:
 			t.cancel()
 			t = nil
-			s.setState("the controller returned", nil)
 			if err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
 				return fmt.Errorf("%s: %w", s.w.Name, err)
 			}
-			// It returned nil on its own: built again at the next check.
+			// It returned nil on its own: built again after the recheck
+			// interval, not at once (one that always returns would spin).
+			logger.Info("The controller returned on its own; building it again after the recheck interval", "recheckInterval", s.w.RecheckInterval)
+			s.setState("the controller returned; building it again", nil)
+			select {
+			case <-ctx.Done():
+				recheck.Stop()
+				return nil
+			case <-recheck.C():
+			}
 		}
 		recheck.Stop()
 	}

@@ -2,6 +2,7 @@ package manager_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"runtime"
 	"strings"
@@ -224,4 +225,61 @@ func TestAddWhenServedRefusesBadOptions(t *testing.T) {
 	noDynamic, err := manager.New(manager.Options{Client: env.Client()})
 	require.NoError(t, err)
 	assert.ErrorContains(t, noDynamic.AddWhenServed(manager.WhenServed{Name: "a", Resources: []schema.GroupVersionResource{gadgetGVR}, Build: build}), "dynamic client")
+}
+
+// A Runnable that returns on its own while its resources are served is
+// built again after the recheck interval, not at once.
+func TestWhenServedRunnableReturningOnItsOwn(t *testing.T) {
+	env := testkit.NewFake(t)
+	mgr, err := manager.New(manager.Options{Client: env.Client(), Dynamic: env.Dynamic()})
+	require.NoError(t, err)
+	builds := make(chan struct{}, 10)
+	require.NoError(t, mgr.AddWhenServed(manager.WhenServed{
+		Name:            "quitter",
+		Resources:       []schema.GroupVersionResource{gadgetGVR},
+		RecheckInterval: time.Hour,
+		Build: func(context.Context, *informer.Factory) (manager.Runnable, error) {
+			builds <- struct{}{}
+			return runnableFunc{name: "quitter", run: func(context.Context) error { return nil }}, nil
+		},
+	}))
+	x := &servedFixture{t: t, env: env, mgr: mgr}
+	_, err = x.crds().Create(env.Context(), gadgetCRD(), metav1.CreateOptions{})
+	require.NoError(t, err)
+	x.start()
+	<-builds
+	// With an hour to wait, no second build comes.
+	waitUntil(t, 10*time.Second, func() bool {
+		_, body := probe(mgr.ReadyzHandler())
+		return strings.Contains(body, "quitter (the controller returned; building it again)")
+	}, "readyz says it waits to build it again")
+	assert.Empty(t, builds)
+}
+
+type runnableFunc struct {
+	name string
+	run  func(context.Context) error
+}
+
+func (r runnableFunc) Name() string                  { return r.name }
+func (r runnableFunc) Run(ctx context.Context) error { return r.run(ctx) }
+
+// A Runnable that fails while its resources are served is fatal, as for Add:
+// Start returns its error, naming it.
+func TestWhenServedRunnableFailingIsFatal(t *testing.T) {
+	env := testkit.NewFake(t)
+	mgr, err := manager.New(manager.Options{Client: env.Client(), Dynamic: env.Dynamic()})
+	require.NoError(t, err)
+	require.NoError(t, mgr.AddWhenServed(manager.WhenServed{
+		Name:      "failing",
+		Resources: []schema.GroupVersionResource{gadgetGVR},
+		Build: func(context.Context, *informer.Factory) (manager.Runnable, error) {
+			return runnableFunc{name: "failing", run: func(context.Context) error { return errors.New("boom") }}, nil
+		},
+	}))
+	_, err = env.Dynamic().Resource(fakecluster.CRDResource).Create(env.Context(), gadgetCRD(), metav1.CreateOptions{})
+	require.NoError(t, err)
+	err = mgr.Start(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `controller "failing": failing: boom`)
 }
