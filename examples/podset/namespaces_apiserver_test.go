@@ -155,5 +155,9 @@ func TestAPIServerNamespaceSelector(t *testing.T) {
 	}
 	code, exited := p.Exited()
 	require.False(t, exited, "exited with %d", code)
+	for _, verb := range []string{"list", "watch"} {
+		crd := rbactest.Access{Verb: verb, Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", ClusterScoped: true}
+		assert.Empty(t, p.ForbiddenLines(in, crd), "the manifest lets the binary watch its CRD")
+	}
 	assert.Equal(t, 0, p.Stop(), "a clean exit when interrupted")
 }
