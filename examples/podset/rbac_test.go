@@ -59,6 +59,8 @@ func TestAPIServerLeastPrivilege(t *testing.T) {
 	}
 	converged(3)
 	p.AwaitProbes()
+	leaderEvent := rbactest.Access{Verb: "create", Group: "events.k8s.io", Resource: "events"}
+	assert.Empty(t, p.ForbiddenLines(in, leaderEvent), "the leader election's event on the Lease is allowed")
 	rbactest.CheckMetricsAccess(p, in, "ctrlkit-podset-metrics-reader")
 	assert.Contains(t, p.Output(), `"PodSet CRD is served"`)
 
