@@ -20,31 +20,33 @@ import (
 // watches are registered when Run starts, as controller-runtime does at
 // Start; keys enqueued before that are kept and handed to the queue then.
 type Controller[K comparable] struct {
-	name       string
-	r          Reconciler[K]
-	workers    int
-	maxRetries int
-	exhausted  ExhaustedPolicy
-	slowRetry  time.Duration  // Options.SlowRetryInterval, defaulted
-	jitter     float64        // Options.RequeueJitter
-	random     func() float64 // [0, 1): rand.Float64, a fixed one in tests
-	timeout    time.Duration
-	syncWait   time.Duration
-	needLeader bool
-	feature    featuregate.Feature
-	rePanic    bool
-	logger     klog.Logger
-	clock      clock.WithTicker
-	limiter    kworkqueue.TypedRateLimiter[K]
-	metrics    *Metrics                                 // Options.Metrics
-	prebuilt   kworkqueue.TypedRateLimitingInterface[K] // Options.Queue
-	provenance bool                                     // Options.Provenance != nil
-	provLevel  int                                      // verbosity of the "Reconciling" line; < 0: none
-	tracing    *tracing[K]                              // nil without Options.TracerProvider
-	fenceOpts  *Fences                                  // Options.Fences
-	fenceOn    []fenceDecl                              // FenceOn, and each Watch's informer
-	fences     atomic.Pointer[fenceTable[K]]            // set by Run when fenceOpts != nil
-	admission  Admission[K]                             // SetAdmission; set before Run
+	name        string
+	r           Reconciler[K]
+	workers     int
+	maxRetries  int
+	exhausted   ExhaustedPolicy
+	slowRetry   time.Duration  // Options.SlowRetryInterval, defaulted
+	jitter      float64        // Options.RequeueJitter
+	minInterval time.Duration  // Options.MinInterval
+	limiters    []*Limiter     // Options.Limiters
+	random      func() float64 // [0, 1): rand.Float64, a fixed one in tests
+	timeout     time.Duration
+	syncWait    time.Duration
+	needLeader  bool
+	feature     featuregate.Feature
+	rePanic     bool
+	logger      klog.Logger
+	clock       clock.WithTicker
+	limiter     kworkqueue.TypedRateLimiter[K]
+	metrics     *Metrics                                 // Options.Metrics
+	prebuilt    kworkqueue.TypedRateLimitingInterface[K] // Options.Queue
+	provenance  bool                                     // Options.Provenance != nil
+	provLevel   int                                      // verbosity of the "Reconciling" line; < 0: none
+	tracing     *tracing[K]                              // nil without Options.TracerProvider
+	fenceOpts   *Fences                                  // Options.Fences
+	fenceOn     []fenceDecl                              // FenceOn, and each Watch's informer
+	fences      atomic.Pointer[fenceTable[K]]            // set by Run when fenceOpts != nil
+	admission   Admission[K]                             // SetAdmission; set before Run
 
 	// q is the running queue: nil before Run, then set once under mu. The
 	// hot path (Enqueue from informer handlers) reads it without the lock.

@@ -53,6 +53,7 @@ var allResults = []string{ResultSuccess, ResultError, ResultRequeue, ResultReque
 //	ctrlkit_controller_slow_retries_total{controller}           failures answered by a retry SlowRetryInterval later
 //	ctrlkit_controller_slow_retry_keys{controller}              gauge, keys retried slowly now (Stats.SlowRetrying)
 //	ctrlkit_controller_fence_timeouts_total{controller}         write fences released by their TTL (Options.Fences)
+//	ctrlkit_controller_paced_total{controller,budget}           keys held back by a reconcile budget (Options.MinInterval, Limiters)
 //
 // Metrics implements kworkqueue.MetricsProvider, so it can be given to any
 // client-go or ctrlkit queue; the queue's name is both its "name" and its
@@ -70,6 +71,7 @@ type Metrics struct {
 	slowRetries      *prometheus.CounterVec
 	slowRetryKeys    *prometheus.GaugeVec
 	fenceTimeouts    *prometheus.CounterVec
+	paced            *prometheus.CounterVec
 
 	depth          *prometheus.GaugeVec
 	adds           *prometheus.CounterVec
@@ -120,6 +122,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		slowRetries:      counter("ctrlkit_controller_slow_retries_total", "Failed reconciles of keys past their retries, put back after the slow retry interval, per controller", ctl),
 		slowRetryKeys:    gauge("ctrlkit_controller_slow_retry_keys", "Keys past their retries that are retried at the slow interval until they succeed, per controller", ctl),
 		fenceTimeouts:    counter("ctrlkit_controller_fence_timeouts_total", "Write fences released by their TTL instead of by the informer showing the write, per controller", ctl),
+		paced:            counter("ctrlkit_controller_paced_total", "Keys held back because a reconcile budget was spent (min-interval, or a Limiter's name), per controller and budget", []string{"controller", "budget"}),
 
 		depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "workqueue_depth", Help: "Current depth of workqueue by workqueue and priority",
@@ -134,7 +137,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{
 		m.reconcileTotal, m.reconcileErrors, m.terminalErrors, m.panics, m.reconcileTime, m.timeouts,
-		m.workers, m.activeWorkers, m.retriesExhausted, m.slowRetries, m.slowRetryKeys, m.fenceTimeouts,
+		m.workers, m.activeWorkers, m.retriesExhausted, m.slowRetries, m.slowRetryKeys, m.fenceTimeouts, m.paced,
 		m.depth, m.adds, m.latency, m.workDuration, m.unfinished, m.longestRunning, m.retries,
 	} {
 		if err := reg.Register(c); err != nil {
@@ -163,6 +166,8 @@ type controllerMetrics struct {
 	slow      prometheus.Counter
 	slowKeys  prometheus.Gauge
 	fenceTTL  prometheus.Counter
+	pacedVec  *prometheus.CounterVec
+	name      string
 }
 
 func (m *Metrics) forController(name string, workers int) *controllerMetrics {
@@ -181,6 +186,8 @@ func (m *Metrics) forController(name string, workers int) *controllerMetrics {
 		slow:      m.slowRetries.WithLabelValues(name),
 		slowKeys:  m.slowRetryKeys.WithLabelValues(name),
 		fenceTTL:  m.fenceTimeouts.WithLabelValues(name),
+		pacedVec:  m.paced,
+		name:      name,
 	}
 	// Creating every child now makes the series visible (at 0) from the first
 	// scrape, so rate() and alerts work before the first error.
@@ -189,6 +196,13 @@ func (m *Metrics) forController(name string, workers int) *controllerMetrics {
 	}
 	m.workers.WithLabelValues(name).Set(float64(workers))
 	return cm
+}
+
+// paced counts a key held back by the budget named budget.
+func (cm *controllerMetrics) paced(budget string) {
+	if cm != nil {
+		cm.pacedVec.WithLabelValues(cm.name, budget).Inc()
+	}
 }
 
 func (cm *controllerMetrics) result(r string) {

@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -75,6 +76,19 @@ type Options[K comparable] struct {
 	// GiveUp, RetryForever or NoRetries. The wait is a plain delay: the rate
 	// limiter neither paces nor counts it.
 	SlowRetryInterval time.Duration
+
+	// MinInterval is the least time between the starts of two Reconciles of
+	// one key: a key due sooner waits in the queue (holding no worker) until
+	// then, its reasons kept, and the wait shows in provenance
+	// (TriggerPaced) and in ctrlkit_controller_paced_total{budget=
+	// "min-interval"}. For objects whose every change would otherwise cost
+	// a call to a slow system. 0, the default, means none.
+	MinInterval time.Duration
+
+	// Limiters pace the Reconciles: each start takes a token of every one
+	// (see Limiter); a key without one waits in the queue. A Limiter given
+	// to several controllers paces them together. nil means none.
+	Limiters []*Limiter
 
 	// RequeueJitter stretches each Result.RequeueAfter by a random share of
 	// itself, up to this fraction (0.1: up to 10% later, never sooner), so
@@ -190,6 +204,10 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		return bad("SlowRetryInterval", fmt.Sprintf("%v set with GiveUp, NoRetries or RetryForever, which never retry a key slowly", opts.SlowRetryInterval))
 	case opts.RequeueJitter < 0 || opts.RequeueJitter > 1 || opts.RequeueJitter != opts.RequeueJitter:
 		return bad("RequeueJitter", fmt.Sprintf("%v is not within [0, 1]", opts.RequeueJitter))
+	case opts.MinInterval < 0:
+		return bad("MinInterval", fmt.Sprintf("%v is negative", opts.MinInterval))
+	case slices.Contains(opts.Limiters, nil):
+		return bad("Limiters", "holds a nil Limiter")
 	case opts.ReconcileTimeout < 0:
 		return bad("ReconcileTimeout", fmt.Sprintf("%v is negative", opts.ReconcileTimeout))
 	case opts.CacheSyncTimeout < 0:
@@ -202,27 +220,29 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		return bad("Provenance", fmt.Sprintf("set with a Queue (%T) that keeps no reasons; use a ctrlkit workqueue built WithProvenance", opts.Queue))
 	}
 	c := &Controller[K]{
-		name:       name,
-		r:          r,
-		workers:    max(opts.Workers, 1),
-		maxRetries: opts.MaxRetries,
-		exhausted:  opts.Exhausted,
-		slowRetry:  opts.SlowRetryInterval,
-		jitter:     opts.RequeueJitter,
-		random:     rand.Float64,
-		timeout:    opts.ReconcileTimeout,
-		syncWait:   opts.CacheSyncTimeout,
-		needLeader: opts.NeedLeaderElection == nil || *opts.NeedLeaderElection,
-		feature:    opts.Feature,
-		rePanic:    opts.RePanic,
-		logger:     opts.Logger,
-		clock:      opts.Clock,
-		limiter:    opts.RateLimiter,
-		metrics:    opts.Metrics,
-		prebuilt:   opts.Queue,
-		provenance: opts.Provenance != nil,
-		tracing:    newTracing[K](opts.TracerProvider),
-		fenceOpts:  opts.Fences,
+		name:        name,
+		r:           r,
+		workers:     max(opts.Workers, 1),
+		maxRetries:  opts.MaxRetries,
+		exhausted:   opts.Exhausted,
+		slowRetry:   opts.SlowRetryInterval,
+		jitter:      opts.RequeueJitter,
+		minInterval: opts.MinInterval,
+		limiters:    slices.Clone(opts.Limiters),
+		random:      rand.Float64,
+		timeout:     opts.ReconcileTimeout,
+		syncWait:    opts.CacheSyncTimeout,
+		needLeader:  opts.NeedLeaderElection == nil || *opts.NeedLeaderElection,
+		feature:     opts.Feature,
+		rePanic:     opts.RePanic,
+		logger:      opts.Logger,
+		clock:       opts.Clock,
+		limiter:     opts.RateLimiter,
+		metrics:     opts.Metrics,
+		prebuilt:    opts.Queue,
+		provenance:  opts.Provenance != nil,
+		tracing:     newTracing[K](opts.TracerProvider),
+		fenceOpts:   opts.Fences,
 	}
 	if c.provenance {
 		c.provLevel = opts.Provenance.LogLevel

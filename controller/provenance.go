@@ -24,13 +24,14 @@ const (
 	TriggerRequeueAfter                    // a successful reconcile asked for RequeueAfter
 	TriggerManual                          // an explicit Enqueue call
 	TriggerFence                           // a write fence of the key was released or timed out
+	TriggerPaced                           // a reconcile budget held the key back (Options.MinInterval, Limiters)
 	numTriggerKinds
 )
 
 // The queue counts at most workqueue.CauseKinds kinds: a compile error if there are more.
 var _ [workqueue.CauseKinds - numTriggerKinds]struct{}
 
-var triggerNames = [numTriggerKinds]string{"unspecified", "event", "resync", "retry", "requeue", "requeueAfter", "manual", "fence"}
+var triggerNames = [numTriggerKinds]string{"unspecified", "event", "resync", "retry", "requeue", "requeueAfter", "manual", "fence", "paced"}
 
 // String returns the kind's name as logs show it, such as "event" or "requeueAfter".
 func (k TriggerKind) String() string {

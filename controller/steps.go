@@ -10,13 +10,16 @@ import (
 )
 
 // pipeline builds the worker pipeline's steps for one Run, in their order:
-// admit (Admission), hold (write fences), decorate the context (reconcile
+// admit (Admission), pace (reconcile budgets), hold (write fences), decorate the context (reconcile
 // ID, logger, provenance; tracing; timeout). A feature that is off adds no
 // step, so it costs the loop nothing.
 func (c *Controller[K]) pipeline(ft *fenceTable[K]) []step[K] {
 	var steps []step[K]
 	if c.admission != nil {
 		steps = append(steps, admitStep[K]{c: c, a: c.admission})
+	}
+	if c.minInterval > 0 || len(c.limiters) > 0 {
+		steps = append(steps, newPaceStep(c))
 	}
 	if ft != nil {
 		steps = append(steps, fenceStep[K]{ft: ft, carry: c.provenance})

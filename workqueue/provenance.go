@@ -6,7 +6,7 @@ import "time"
 // A cause of a higher kind is recorded (in Total, First and Last) but not counted. It is small
 // because the counts are most of a Record's fixed size, and two Records per item are the whole
 // memory cost of provenance.
-const CauseKinds = 8
+const CauseKinds = 10
 
 // Cause is one reason an item was added, as the caller describes it. The queue stores causes
 // and counts them by Kind; it gives none of the fields a meaning. The zero Cause is what Add,
