@@ -74,14 +74,21 @@ type paceStep[K comparable] struct {
 	mu       sync.Mutex
 	started  map[K]time.Time // last start of each key, for the minimum interval
 	sweepAt  int             // len(started) at which stale entries are dropped
-	paidTill map[K]time.Time // keys that took their tokens, and when those are due
+	paidTill map[K]paid      // keys that took their tokens, and when those are due
 	carried  map[K]Reasons
+}
+
+// paid is when the tokens a held key took are due, and the limiter that
+// made it wait longest.
+type paid struct {
+	due    time.Time
+	budget string
 }
 
 func newPaceStep[K comparable](c *Controller[K]) *paceStep[K] {
 	return &paceStep[K]{
 		c: c, clock: c.clock, interval: c.minInterval, limiters: c.limiters, carry: c.provenance,
-		started: map[K]time.Time{}, sweepAt: 1024, paidTill: map[K]time.Time{}, carried: map[K]Reasons{},
+		started: map[K]time.Time{}, sweepAt: 1024, paidTill: map[K]paid{}, carried: map[K]Reasons{},
 	}
 }
 
@@ -103,23 +110,20 @@ func (s *paceStep[K]) enter(w *work[K]) bool {
 		}
 	}
 	if wait == 0 && len(s.limiters) > 0 {
-		due, paid := s.paidTill[w.key]
-		if !paid {
+		p, ok := s.paidTill[w.key]
+		if !ok {
 			// Tokens are taken once per start; a key back early (an event
 			// came) waits for the ones it took.
-			due = now
+			p.due = now
 			for _, l := range s.limiters {
-				if d := l.take(now); now.Add(d).After(due) {
-					due, budget = now.Add(d), l.name
+				if d := l.take(now); now.Add(d).After(p.due) {
+					p = paid{due: now.Add(d), budget: l.name}
 				}
 			}
 		}
-		if now.Before(due) {
-			s.paidTill[w.key] = due
-			wait = due.Sub(now)
-			if budget == "" {
-				budget = "limiter"
-			}
+		if now.Before(p.due) {
+			s.paidTill[w.key] = p
+			wait, budget = p.due.Sub(now), p.budget
 		} else {
 			delete(s.paidTill, w.key)
 		}

@@ -86,6 +86,13 @@ func TestSharedLimiterPacesControllersTogether(t *testing.T) {
 		return testutil.ToFloat64(m.paced.WithLabelValues("b", "external-api")) == 1, nil
 	}), "b's key is held back for want of a token")
 	require.Empty(t, scripts["b"].Calls())
+	// An event for the held key brings it back early: it waits again for the token it took,
+	// and takes no other (with a second one it would be due 2 s after the first).
+	ctrls[1].Enqueue("y")
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return testutil.ToFloat64(m.paced.WithLabelValues("b", "external-api")) == 2, nil
+	}), "held again, under the limiter's name")
+	require.Empty(t, scripts["b"].Calls())
 	clk.Step(time.Second)
 	assert.Equal(t, time.Second, scripts["b"].next(t).at.Sub(first.at))
 }
