@@ -148,7 +148,17 @@ func (s *paceStep[K]) enter(w *work[K]) bool {
 	return true
 }
 
-func (*paceStep[K]) exit(*work[K]) {}
+// exit forgets the start of a key that a later step held back (a write
+// fence) or a panic cut short: no Reconcile ran to the end, so none should
+// pace the next one.
+func (s *paceStep[K]) exit(w *work[K]) {
+	if w.handled || s.interval == 0 {
+		return
+	}
+	s.mu.Lock()
+	delete(s.started, w.key)
+	s.mu.Unlock()
+}
 
 // sweepLocked drops the start times that hold nothing back any more, so the
 // table holds about the keys started within the interval.

@@ -257,7 +257,7 @@ func (s *servedRunnable) start(ctx context.Context) (*term, error) {
 	tctx, cancel := context.WithCancel(ctx)
 	r, err := s.w.Build(tctx, s.m.factory.HeldUntil(tctx))
 	if err == nil && r == nil {
-		err = errors.New("Build returned no Runnable")
+		err = errors.New("WhenServed.Build returned no Runnable")
 	}
 	if err != nil {
 		cancel()
