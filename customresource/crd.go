@@ -129,6 +129,14 @@ func EnsureCRDFromYAMLWithOptions(ctx context.Context, dyn dynamic.Interface, ma
 	}
 }
 
+// IsCRDEstablished reports whether crd (an apiextensions.k8s.io/v1
+// CustomResourceDefinition) has its Established condition True: the API
+// server serves its resource.
+func IsCRDEstablished(crd *unstructured.Unstructured) bool {
+	established, _, _ := crdEstablished(crd)
+	return established
+}
+
 // crdEstablished reads the conditions of a CRD: established says it is served; why
 // describes the state otherwise; final says it cannot become established by waiting.
 func crdEstablished(crd *unstructured.Unstructured) (established bool, why string, final bool) {

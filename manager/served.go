@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
@@ -24,9 +25,6 @@ import (
 // again, for resources no CRD defines (built-in or aggregated APIs), and
 // retries a Build that failed.
 const DefaultServedRecheck = 10 * time.Second
-
-// crdGVR is where CustomResourceDefinitions are served.
-var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // WhenServed describes a Runnable that runs only while the API resources it
 // needs are served: a controller of a custom resource whose CRD may be
@@ -286,7 +284,7 @@ func (s *servedRunnable) watchCRDs(ctx context.Context, poke func()) (map[string
 		if _, ok := infs[name]; ok {
 			continue
 		}
-		inf := dynamicinformer.NewFilteredDynamicInformer(s.m.dynamic, crdGVR, "", 0, cache.Indexers{}, func(o *metav1.ListOptions) {
+		inf := dynamicinformer.NewFilteredDynamicInformer(s.m.dynamic, customresource.CRDResource, "", 0, cache.Indexers{}, func(o *metav1.ListOptions) {
 			o.FieldSelector = "metadata.name=" + name
 		}).Informer()
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -358,15 +356,7 @@ func (s *servedRunnable) notServed(ctx context.Context, gvr schema.GroupVersionR
 // A CRD being deleted still serves: the API server deletes its objects
 // first, and their finalizers need their controller running.
 func crdNotServing(crd *unstructured.Unstructured, version string) string {
-	conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-	established := false
-	for _, c := range conditions {
-		cond, _ := c.(map[string]any)
-		if cond["type"] == "Established" && cond["status"] == "True" {
-			established = true
-		}
-	}
-	if !established {
+	if !customresource.IsCRDEstablished(crd) {
 		return "CRD " + crd.GetName() + " is not established"
 	}
 	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/ctrlkit/ctrlkit/customresource"
@@ -22,8 +21,6 @@ import (
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/testkit"
 )
-
-var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // What an operator sees of the binary started before its CRD is installed (--install-crd=false,
 // the shipped RBAC): it runs, /healthz is ok and /readyz names the CRD it waits for; applying the
@@ -75,9 +72,9 @@ func TestAPIServerWaitsForItsCRD(t *testing.T) {
 	// kubectl delete crd: the API server deletes the PodSet, whose finalizer the controller
 	// removes, then the CRD.
 	logBefore := len(p.Output())
-	require.NoError(t, env.Dynamic().Resource(crdGVR).Delete(ctx, v1alpha1.CRDName, metav1.DeleteOptions{}))
+	require.NoError(t, env.Dynamic().Resource(customresource.CRDResource).Delete(ctx, v1alpha1.CRDName, metav1.DeleteOptions{}))
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := env.Dynamic().Resource(crdGVR).Get(ctx, v1alpha1.CRDName, metav1.GetOptions{})
+		_, err := env.Dynamic().Resource(customresource.CRDResource).Get(ctx, v1alpha1.CRDName, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	}), "the CRD is gone: its PodSet's finalizer ran")
 	p.AwaitProbe("/readyz", http.StatusServiceUnavailable, "podset (waiting for podsets.examples.ctrlkit.dev/v1alpha1: CRD podsets.examples.ctrlkit.dev was deleted)")
