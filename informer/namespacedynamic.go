@@ -168,17 +168,8 @@ func (d *dynamicNamespaces) addLocked(ns string) error {
 		return err
 	}
 	// client-go's informers come with the namespace index; add the others.
-	missing := cache.Indexers{}
-	have := inf.GetIndexer().GetIndexers()
-	for name, fn := range d.indexers {
-		if _, ok := have[name]; !ok {
-			missing[name] = fn
-		}
-	}
-	if len(missing) > 0 {
-		if err := inf.AddIndexers(missing); err != nil {
-			return fmt.Errorf("add indexes: %w", err)
-		}
+	if err := addMissingIndexers(inf, d.indexers); err != nil {
+		return fmt.Errorf("add indexes: %w", err)
 	}
 	// client-go logs a refused list or watch through the run context's logger, which a
 	// factory's Start(stopCh) does not carry: route it to the factory's logger, naming the
@@ -319,21 +310,27 @@ func (d *dynamicNamespaces) addIndexers(indexers cache.Indexers) error {
 	maps.Copy(d.indexers, indexers)
 	var errs []error
 	for ns, e := range d.entries {
-		missing := cache.Indexers{}
-		have := e.inf.GetIndexer().GetIndexers()
-		for name, fn := range indexers {
-			if _, ok := have[name]; !ok {
-				missing[name] = fn
-			}
-		}
-		if len(missing) == 0 {
-			continue
-		}
-		if err := e.inf.AddIndexers(missing); err != nil {
+		if err := addMissingIndexers(e.inf, indexers); err != nil {
 			errs = append(errs, fmt.Errorf("namespace %s: %w", ns, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// addMissingIndexers adds to inf those of indexers it does not have yet
+// (client-go refuses a name it has).
+func addMissingIndexers(inf cache.SharedIndexInformer, indexers cache.Indexers) error {
+	missing := cache.Indexers{}
+	have := inf.GetIndexer().GetIndexers()
+	for name, fn := range indexers {
+		if _, ok := have[name]; !ok {
+			missing[name] = fn
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return inf.AddIndexers(missing)
 }
 
 func (d *dynamicNamespaces) getIndexers() cache.Indexers {
