@@ -3,6 +3,7 @@ package workqueue_test
 import (
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,6 +31,10 @@ var benchKeys = func() []string {
 //   - priority: AddWithOpts with four priorities in turn.
 //   - delays-pending: Add while 1024 other items wait for a delay (so Get checks the clock).
 //   - delayed: AddWithOpts{After: 1ns}, handed out by the next Get once due.
+//   - flows-one: Add on a queue with flows, every key in one flow.
+//   - flows-namespace: Add on a queue with a flow per namespace: each add makes a flow and each
+//     Get drops it (the free list's cost).
+//   - flows-namespace-aging: the same with aging on (a tick per 15 s: no sweep during the run).
 func BenchmarkRoundTrip(b *testing.B) {
 	b.Run("workload=plain", func(b *testing.B) {
 		q := workqueue.New[string]()
@@ -54,6 +59,27 @@ func BenchmarkRoundTrip(b *testing.B) {
 		defer q.ShutDown()
 		roundTrips(b, func(i int) { q.AddWithOpts(workqueue.AddOpts{After: time.Nanosecond}, benchKeys[i&1023]) }, q)
 	})
+	b.Run("workload=flows-one", func(b *testing.B) {
+		q := workqueue.New(workqueue.WithFlows(func(string) string { return "" }))
+		defer q.ShutDown()
+		roundTrips(b, func(i int) { q.Add(benchKeys[i&1023]) }, q)
+	})
+	b.Run("workload=flows-namespace", func(b *testing.B) {
+		q := workqueue.New(workqueue.WithFlows(namespaceOf))
+		defer q.ShutDown()
+		roundTrips(b, func(i int) { q.Add(benchKeys[i&1023]) }, q)
+	})
+	b.Run("workload=flows-namespace-aging", func(b *testing.B) {
+		q := workqueue.New(workqueue.WithFlows(namespaceOf), workqueue.WithAging[string](time.Minute))
+		defer q.ShutDown()
+		roundTrips(b, func(i int) { q.Add(benchKeys[i&1023]) }, q)
+	})
+}
+
+// namespaceOf is the flow of a "namespace/name" key.
+func namespaceOf(key string) string {
+	ns, _, _ := strings.Cut(key, "/")
+	return ns
 }
 
 func roundTrips(b *testing.B, add func(int), q *workqueue.Queue[string]) {
@@ -88,6 +114,11 @@ func BenchmarkParallel(b *testing.B) {
 		q := workqueue.New[string]()
 		add := func(i int, key string) { q.AddWithOpts(workqueue.AddOpts{Priority: i & 3}, key) }
 		benchload.ParallelWorkerLoop(b, q, 8, benchKeys, add, q.ShutDownWithDrain)
+	})
+	// A flow per namespace (97 of them), served in turns.
+	b.Run("workers=8/flows", func(b *testing.B) {
+		q := workqueue.New(workqueue.WithFlows(namespaceOf))
+		benchload.Parallel(b, q, 8, benchKeys, func(_ int, key string) { q.Add(key) }, q.ShutDownWithDrain)
 	})
 }
 
@@ -243,6 +274,11 @@ func BenchmarkFill(b *testing.B) {
 			q := newQueue()
 			defer q.ShutDown()
 			benchload.Fill(b, func() *workqueue.Queue[string] { return q }, (*workqueue.Queue[string]).Add, func(*workqueue.Queue[string]) {}, keys)
+		})
+		// A flow per namespace: 97 deep flows, drained in turns.
+		b.Run("items="+strconv.Itoa(n)+"/flows", func(b *testing.B) {
+			newFlows := func() *workqueue.Queue[string] { return workqueue.New(workqueue.WithFlows(namespaceOf)) }
+			benchload.Fill(b, newFlows, (*workqueue.Queue[string]).Add, (*workqueue.Queue[string]).ShutDown, keys)
 		})
 	}
 }

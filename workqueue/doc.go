@@ -29,6 +29,11 @@
 //   - Priorities: AddWithOpts(AddOpts{Priority: p}, items...) hands out higher priorities
 //     first, FIFO within a priority. An item added again keeps the higher of its priorities.
 //     Delayed and rate-limited adds keep their priority through the delay.
+//   - Flows: with WithFlows, each item belongs to a flow (a namespace, a tenant) and, inside a
+//     priority, the flows with ready items take turns (one item each, or WithFlowWeights' weight),
+//     FIFO within a flow: one flow's burst does not delay another flow's items behind it.
+//   - Aging: with WithAging(bound), an item that waited the bound below the highest priority
+//     with ready items moves to the back of that priority, so no priority starves.
 //   - Metrics: with WithName and WithMetricsProvider, the queue reports client-go's seven
 //     workqueue metrics through a client-go MetricsProvider.
 //   - Provenance: with WithProvenance, every add's Cause (AddOpts.Cause) is merged into a

@@ -3,6 +3,7 @@ package workqueue_test
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -208,4 +209,63 @@ func ExampleQueue_DoneAndTryGet() {
 	// processing default/web
 	// processing default/db
 	// queued: 0
+}
+
+// With flows, one tenant's burst does not hold the other tenants back: the flows with ready
+// items take turns, here one item each, and a heavier weight takes more a turn.
+func ExampleWithFlows() {
+	tenant := func(key string) string { t, _, _ := strings.Cut(key, "/"); return t }
+	q := workqueue.New(
+		workqueue.WithFlows(tenant),
+		workqueue.WithFlowWeights[string](func(flow string) int {
+			if flow == "gold" {
+				return 2
+			}
+			return 1
+		}),
+	)
+	defer q.ShutDown()
+
+	q.AddWithOpts(workqueue.AddOpts{}, "noisy/1", "noisy/2", "noisy/3", "noisy/4")
+	q.Add("quiet/1")
+	q.AddWithOpts(workqueue.AddOpts{}, "gold/1", "gold/2", "gold/3")
+
+	for q.Len() > 0 {
+		key, _ := q.Get()
+		fmt.Println(key)
+		q.Done(key)
+	}
+	// Output:
+	// noisy/1
+	// quiet/1
+	// gold/1
+	// gold/2
+	// noisy/2
+	// gold/3
+	// noisy/3
+	// noisy/4
+}
+
+// With aging, an item kept below a busy higher priority moves up once it has waited the bound
+// (and less than 5/4 of it), so priorities order the work without starving any of it.
+func ExampleWithAging() {
+	clk := testingclock.NewFakeClock(time.Unix(0, 0))
+	q := workqueue.New(workqueue.WithClock[string](clk), workqueue.WithAging[string](time.Minute))
+	defer q.ShutDown()
+
+	q.AddWithOpts(workqueue.AddOpts{Priority: -100}, "resync/a")
+	q.AddWithOpts(workqueue.AddOpts{Priority: 0}, "event/1")
+	clk.Step(time.Minute + 15*time.Second)
+	q.Len() // the queue's goroutine ages items at each tick; Len does it at once
+	q.AddWithOpts(workqueue.AddOpts{Priority: 0}, "event/2")
+
+	for q.Len() > 0 {
+		key, _ := q.Get()
+		fmt.Println(key)
+		q.Done(key)
+	}
+	// Output:
+	// event/1
+	// resync/a
+	// event/2
 }

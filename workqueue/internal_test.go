@@ -67,6 +67,16 @@ func assertEmptyInside(t *testing.T, q *Queue[string]) {
 				assert.Zero(t, s.e.item, "ring slot keeps an item (priority %d)", l.prio)
 			}
 		}
+		for _, f := range l.flows {
+			assert.Zero(t, f.n, "flow %q keeps slots at priority %d", f.key, l.prio)
+		}
+		assert.Nil(t, l.rot.front, "a rotation left at priority %d", l.prio)
+		assert.LessOrEqual(t, l.nIdle, keepIdle)
+	}
+	for _, f := range q.ready.free {
+		for _, s := range f.buf {
+			assert.Nil(t, s.e, "a free flow keeps a slot")
+		}
 	}
 	for _, ch := range q.items.arena.chunks {
 		for i := range ch.used {
@@ -271,7 +281,7 @@ func TestStaleSlotsAreCompacted(t *testing.T) {
 		q.AddWithOpts(AddOpts{Priority: 1}, strconv.Itoa(i))
 	}
 	q.mu.Lock()
-	low := q.ready.ring(0)
+	low := q.ready.level(0)
 	assert.Less(t, low.n, 2*compactAt, "priority 0 ring still holds %d slots for 1 live item", low.n)
 	q.mu.Unlock()
 	got := drain(q)
@@ -290,7 +300,7 @@ func TestRingsShrinkAfterABurst(t *testing.T) {
 	assert.Len(t, drain(q), 20_000)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	assert.LessOrEqual(t, len(q.ready.ring(0).buf), keepRing)
+	assert.LessOrEqual(t, len(q.ready.level(0).buf), keepRing)
 	assert.LessOrEqual(t, len(q.items.arena.chunks), keepChunks, "chunks kept after the burst")
 }
 

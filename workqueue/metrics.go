@@ -148,22 +148,3 @@ func (m *queueMetrics[T]) updateUnfinishedWork() {
 	m.unfinishedWorkSeconds.Set(total)
 	m.longestRunningProcessor.Set(oldest)
 }
-
-// metricsLoop refreshes the unfinished-work gauges until ShutDown. The ticker is created by New,
-// so a fake clock has its waiter as soon as the queue exists.
-func (q *Queue[T]) metricsLoop(t clock.Ticker) {
-	defer q.wg.Done()
-	defer t.Stop()
-	for {
-		select {
-		case <-q.stop:
-			return
-		case <-t.C():
-			q.mu.Lock()
-			if !q.shuttingDown {
-				q.metrics.updateUnfinishedWork()
-			}
-			q.mu.Unlock()
-		}
-	}
-}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -24,6 +25,42 @@ type refModel struct {
 	shutdown bool
 	base     time.Duration
 	max      time.Duration
+
+	cfg modelConfig
+	// With flows: per priority, the flows with queued items in their rotation, and the items
+	// left in the turn of each.
+	rot    map[int][]string
+	credit map[int]map[string]int
+	tick   int64 // with aging: the last tick counted
+}
+
+// modelConfig is what a model run turns on beyond the defaults.
+type modelConfig struct {
+	flows bool // WithFlows(modelFlow) and WithFlowWeights(modelWeight)
+	aging bool // WithAging(modelAging)
+}
+
+// modelAging is the aging bound of the model runs: a tick every 10 ms.
+const modelAging = 40 * time.Millisecond
+
+// modelFlow puts the model's keys in four flows of unequal sizes.
+func modelFlow(k string) string {
+	switch k {
+	case "a", "b", "c":
+		return "x"
+	case "d", "e":
+		return "y"
+	case "f":
+		return "z"
+	}
+	return ""
+}
+
+func modelWeight(f string) int {
+	if f == "x" {
+		return 2
+	}
+	return 0 // counts as 1
 }
 
 type refEntry struct {
@@ -32,6 +69,7 @@ type refEntry struct {
 	dirty      bool
 	prio       int    // of the ready slot, or of the re-add after Done when dirty
 	seq        uint64 // FIFO order of the ready slot
+	pushTick   int64  // the aging tick counted when the ready slot was taken
 
 	waiting  bool
 	readyAt  time.Duration
@@ -39,8 +77,44 @@ type refEntry struct {
 	waitSeq  uint64
 }
 
-func newRefModel(base, max time.Duration) *refModel {
-	return &refModel{entries: map[string]*refEntry{}, failures: map[string]int{}, base: base, max: max}
+func newRefModel(base, max time.Duration, cfg modelConfig) *refModel {
+	return &refModel{entries: map[string]*refEntry{}, failures: map[string]int{}, base: base, max: max,
+		cfg: cfg, rot: map[int][]string{}, credit: map[int]map[string]int{}}
+}
+
+// enqueue makes k ready at prio, at the back of its FIFO (and its flow's).
+func (m *refModel) enqueue(k string, e *refEntry, prio int) {
+	e.queued, e.prio, e.seq, e.pushTick = true, prio, m.next(), m.tick
+	if !m.cfg.flows {
+		return
+	}
+	f := modelFlow(k)
+	if !slices.Contains(m.rot[prio], f) {
+		m.rot[prio] = append(m.rot[prio], f)
+		if m.credit[prio] == nil {
+			m.credit[prio] = map[string]int{}
+		}
+		m.credit[prio][f] = max(1, modelWeight(f))
+	}
+}
+
+// flowHas reports whether flow f has a queued item at prio.
+func (m *refModel) flowHas(prio int, f string) bool {
+	for k, e := range m.entries {
+		if e.queued && e.prio == prio && modelFlow(k) == f {
+			return true
+		}
+	}
+	return false
+}
+
+// left is called once k's item no longer counts as queued at prio: its flow leaves the
+// rotation when that was its last item there.
+func (m *refModel) left(k string, prio int) {
+	if f := modelFlow(k); m.cfg.flows && !m.flowHas(prio, f) {
+		m.rot[prio] = slices.DeleteFunc(m.rot[prio], func(g string) bool { return g == f })
+		delete(m.credit[prio], f)
+	}
 }
 
 func (m *refModel) next() uint64 { m.seq++; return m.seq }
@@ -74,10 +148,13 @@ func (m *refModel) add(k string, prio int) {
 		}
 	case e.queued:
 		if prio > e.prio {
-			e.prio, e.seq = prio, m.next()
+			old := e.prio
+			e.prio = prio + 1<<40 // out of old while its flow is looked at
+			m.left(k, old)
+			m.enqueue(k, e, prio)
 		}
 	default:
-		e.queued, e.prio, e.seq = true, prio, m.next()
+		m.enqueue(k, e, prio)
 	}
 }
 
@@ -134,8 +211,63 @@ func (m *refModel) promote() {
 	}
 }
 
+// age counts the aging ticks up to now and promotes the items that waited at least four
+// ticks below the highest priority with queued items: from the highest priority down, in FIFO
+// order (with flows: flow by flow in rotation order).
+func (m *refModel) age() {
+	if !m.cfg.aging {
+		return
+	}
+	tick := int64(m.now / (modelAging / 4))
+	if tick <= m.tick {
+		return
+	}
+	m.tick = tick
+	top, any := 0, false
+	for _, e := range m.entries {
+		if e.queued && (!any || e.prio > top) {
+			top, any = e.prio, true
+		}
+	}
+	if !any || tick < 5 {
+		return
+	}
+	var prios []int
+	for _, e := range m.entries {
+		if e.queued && e.prio < top && !slices.Contains(prios, e.prio) {
+			prios = append(prios, e.prio)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(prios)))
+	var aged []string
+	for _, p := range prios {
+		flows := []string{""}
+		if m.cfg.flows {
+			flows = slices.Clone(m.rot[p])
+		}
+		for _, f := range flows {
+			var ks []string
+			for k, e := range m.entries {
+				if e.queued && e.prio == p && (!m.cfg.flows || modelFlow(k) == f) && e.pushTick <= tick-5 {
+					ks = append(ks, k)
+				}
+			}
+			sort.Slice(ks, func(i, j int) bool { return m.entries[ks[i]].seq < m.entries[ks[j]].seq })
+			aged = append(aged, ks...)
+		}
+	}
+	for _, k := range aged {
+		e := m.entries[k]
+		old := e.prio
+		e.prio = top + 1<<40
+		m.left(k, old)
+		m.enqueue(k, e, top)
+	}
+}
+
 func (m *refModel) length() int {
 	m.promote()
+	m.age()
 	n := 0
 	for _, e := range m.entries {
 		if e.queued {
@@ -157,6 +289,26 @@ func (m *refModel) get() (item string, shutdown, blocks bool) {
 	if best == nil {
 		return "", m.shutdown, !m.shutdown
 	}
+	if m.cfg.flows {
+		// The oldest item of the flow whose turn it is.
+		p, f := best.prio, m.rot[best.prio][0]
+		best = nil
+		for k, e := range m.entries {
+			if e.queued && e.prio == p && modelFlow(k) == f && (best == nil || e.seq < best.seq) {
+				best, item = e, k
+			}
+		}
+		best.queued, best.processing = false, true
+		if !m.flowHas(p, f) {
+			m.left(item, p)
+		} else if m.credit[p][f] > 1 {
+			m.credit[p][f]--
+		} else {
+			m.credit[p][f] = max(1, modelWeight(f))
+			m.rot[p] = append(m.rot[p][1:], f)
+		}
+		return item, false, false
+	}
 	best.queued, best.processing = false, true
 	return item, false, false
 }
@@ -169,7 +321,7 @@ func (m *refModel) done(k string) {
 	e.processing = false
 	if e.dirty {
 		e.dirty = false
-		e.queued, e.seq = true, m.next()
+		m.enqueue(k, e, e.prio)
 	}
 	m.cleanup(k)
 }
@@ -207,15 +359,22 @@ var modelKeys = []string{"a", "b", "c", "d", "e", "f", "g", "h"}
 // runModel drives a fresh queue and the reference model with the operations decoded from next
 // (which returns false when the input is exhausted), failing on the first difference. It
 // returns the number of operations run.
-func runModel(t testing.TB, next func() (byte, bool), maxOps int) int {
+func runModel(t testing.TB, next func() (byte, bool), maxOps int, cfg modelConfig) int {
 	const base, maxDelay = time.Millisecond, time.Second
 	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
-	q := workqueue.New(
+	opts := []workqueue.Option[string]{
 		workqueue.WithClock[string](clk),
 		workqueue.WithRateLimiter(kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](base, maxDelay)),
-	)
+	}
+	if cfg.flows {
+		opts = append(opts, workqueue.WithFlows(modelFlow), workqueue.WithFlowWeights[string](modelWeight))
+	}
+	if cfg.aging {
+		opts = append(opts, workqueue.WithAging[string](modelAging))
+	}
+	q := workqueue.New(opts...)
 	defer q.ShutDown()
-	m := newRefModel(base, maxDelay)
+	m := newRefModel(base, maxDelay, cfg)
 
 	var trace []string
 	fail := func(format string, args ...any) {
@@ -281,6 +440,7 @@ func runModel(t testing.TB, next func() (byte, bool), maxOps int) int {
 			want, wantShutdown, blocks := m.get()
 			if blocks {
 				trace = append(trace, "Len")
+				m.age() // Len ages too (nothing is queued: it only counts the ticks)
 				if n := q.Len(); n != 0 {
 					fail("Len() = %d, model has nothing ready", n)
 				}
@@ -363,15 +523,30 @@ func runModel(t testing.TB, next func() (byte, bool), maxOps int) int {
 // every Get must return exactly the model's item (priority, FIFO, dedup, processing rules),
 // Len and NumRequeues must agree.
 func TestModelSequential(t *testing.T) {
-	total := modelOps(t)
-	rng := rand.New(rand.NewPCG(1, 2))
-	ran := 0
-	for ran < total {
-		// Sequences of varied length: short ones explore shutdown and fresh queues often.
-		n := 1 + rng.IntN(2000)
-		ran += runModel(t, func() (byte, bool) { return byte(rng.Uint32()), true }, n)
+	for _, c := range []struct {
+		name string
+		cfg  modelConfig
+	}{
+		{"plain", modelConfig{}},
+		{"flows", modelConfig{flows: true}},
+		{"aging", modelConfig{aging: true}},
+		{"flows+aging", modelConfig{flows: true, aging: true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			total := modelOps(t)
+			if c.cfg != (modelConfig{}) {
+				total /= 4 // the model's flows and aging scan every entry
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			ran := 0
+			for ran < total {
+				// Sequences of varied length: short ones explore shutdown and fresh queues often.
+				n := 1 + rng.IntN(2000)
+				ran += runModel(t, func() (byte, bool) { return byte(rng.Uint32()), true }, n, c.cfg)
+			}
+			t.Logf("%d operations", ran)
+		})
 	}
-	t.Logf("%d operations", ran)
 }
 
 // modelOps is the number of operations of each randomized test: 10^6 in the long mode (also

@@ -1,6 +1,8 @@
 package workqueue
 
 import (
+	"time"
+
 	kworkqueue "k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 )
@@ -24,6 +26,9 @@ type options[T comparable] struct {
 	metrics kworkqueue.MetricsProvider
 	// provenance keeps a Record per item (WithProvenance).
 	provenance bool
+	flowOf     func(T) string
+	weightOf   func(string) int
+	aging      time.Duration
 }
 
 // WithName names the queue. The name labels the queue's metrics; an unnamed queue reports none,
@@ -55,4 +60,31 @@ func WithRateLimiter[T comparable](rl kworkqueue.TypedRateLimiter[T]) Option[T] 
 // MetricsProviderWithPriority reports the depth per priority instead of through its depth gauge.
 func WithMetricsProvider[T comparable](p kworkqueue.MetricsProvider) Option[T] {
 	return func(o *options[T]) { o.metrics = p }
+}
+
+// WithFlows serves ready items by flow inside each priority: flowOf names an item's flow
+// (typically its namespace, or a tenant), and the flows with ready items take turns, one item
+// each (see WithFlowWeights), so that one flow's burst does not delay the others' items behind
+// it. Order stays FIFO within a flow, and priorities stay exact: a higher priority is always
+// served first. flowOf must be a pure function of the item, cheap (it runs on every enqueue,
+// under the queue's lock) and must not call the queue. Nil (the default) keeps one FIFO per
+// priority.
+func WithFlows[T comparable](flowOf func(item T) string) Option[T] {
+	return func(o *options[T]) { o.flowOf = flowOf }
+}
+
+// WithFlowWeights gives each flow of WithFlows a weight: at its turn a flow hands out up to that
+// many items (weights below 1 count as 1). It is asked at each turn, so a weight can change
+// while the flow has items. Nil means every flow weighs 1.
+func WithFlowWeights[T comparable](weight func(flow string) int) Option[T] {
+	return func(o *options[T]) { o.weightOf = weight }
+}
+
+// WithAging bounds how long a ready item waits below the highest priority that has ready items:
+// after between bound and 5/4 of bound it moves to the back of that priority (its FIFO, or its
+// flow's turn there), so a steady stream of higher-priority items never starves it. The depth
+// metric per priority follows the move. Zero or less (the default) means no aging: priorities
+// are strict.
+func WithAging[T comparable](bound time.Duration) Option[T] {
+	return func(o *options[T]) { o.aging = bound }
 }

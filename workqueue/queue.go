@@ -44,15 +44,17 @@ type Queue[T comparable] struct {
 	drained sync.Cond // on mu; signalled while draining when nothing is queued or processing
 	down    atomic.Bool
 
-	clock   clock.WithTicker
-	epoch   time.Time // ready times are durations since epoch
-	limiter kworkqueue.TypedRateLimiter[T]
+	clock clock.WithTicker
+	epoch time.Time // ready times are durations since epoch
+	// agePeriod is a quarter of WithAging's bound; 0 when aging is off.
+	agePeriod time.Duration
+	limiter   kworkqueue.TypedRateLimiter[T]
 
 	loopStarted bool
 	kick        chan struct{}
 	stop        chan struct{}
 	stopOnce    sync.Once
-	wg          sync.WaitGroup // the delay and metrics goroutines
+	wg          sync.WaitGroup // the delay, aging and metrics goroutines
 
 	waiterPool sync.Pool
 
@@ -113,8 +115,8 @@ type entry[T comparable] struct {
 }
 
 // New returns a running queue. Call ShutDown (or ShutDownWithDrain) when done with it: that stops
-// the queue's goroutines (one for delays, started on first use, and one for metrics when
-// enabled). T is inferred from the options when they name it; New[T]() builds a queue with
+// the queue's goroutines (one for delays, started on first use, one for aging when WithAging is
+// set, and one for metrics when enabled). T is inferred from the options when they name it; New[T]() builds a queue with
 // every default.
 func New[T comparable](opts ...Option[T]) *Queue[T] {
 	var o options[T]
@@ -140,12 +142,40 @@ func New[T comparable](opts ...Option[T]) *Queue[T] {
 		q.limiter = kworkqueue.DefaultTypedControllerRateLimiter[T]()
 	}
 	q.epoch = q.clock.Now()
+	q.ready.flowOf, q.ready.weightOf = o.flowOf, o.weightOf
+	if o.aging > 0 {
+		q.agePeriod = max(time.Nanosecond, o.aging/(ageMarks-1))
+		q.everyTick(q.agePeriod, func() { q.catchUpLocked(q.now()) })
+	}
 	if q.metrics = newQueueMetrics[T](o.metrics, o.name, q.clock); q.metrics != nil {
-		t := q.clock.NewTicker(unfinishedWorkPeriod)
-		q.wg.Add(1)
-		go q.metricsLoop(t)
+		q.everyTick(unfinishedWorkPeriod, func() {
+			if !q.shuttingDown {
+				q.metrics.updateUnfinishedWork()
+			}
+		})
 	}
 	return q
+}
+
+// everyTick starts a goroutine that calls f under the queue's lock every period until the queue
+// stops. The ticker is created here, so a fake clock has its waiter as soon as New returns.
+func (q *Queue[T]) everyTick(period time.Duration, f func()) {
+	t := q.clock.NewTicker(period)
+	q.wg.Add(1)
+	go func() {
+		defer q.wg.Done()
+		defer t.Stop()
+		for {
+			select {
+			case <-q.stop:
+				return
+			case <-t.C():
+				q.lock()
+				f()
+				q.unlock()
+			}
+		}
+	}()
 }
 
 // Add marks item as needing processing, at priority 0. An item already waiting to be handed out
@@ -236,12 +266,12 @@ func (q *Queue[T]) addAfter(item T, d time.Duration, prio int, c *Cause) {
 }
 
 // Len returns the number of items ready to be handed out, counting the delayed items that are
-// due, for information only.
+// due, for information only. It also promotes the items that aged (WithAging) by now.
 func (q *Queue[T]) Len() int {
 	q.lock()
 	defer q.unlock()
-	if q.delayed.len() > 0 {
-		q.promoteLocked(q.now())
+	if q.delayed.len() > 0 || q.agePeriod > 0 {
+		q.catchUpLocked(q.now())
 	}
 	return q.queued
 }
@@ -289,7 +319,7 @@ func (q *Queue[T]) readyLocked(e *entry[T], prio int) {
 			old := e.prio
 			e.prio = prio
 			e.seq++
-			q.ready.abandon(old)
+			q.ready.abandon(e, old)
 			q.ready.push(e)
 			if q.metrics != nil {
 				q.metrics.reprioritized(e, old)
