@@ -145,3 +145,12 @@ func (c *cached[T]) List(_ context.Context, namespace string, opts metav1.ListOp
 	})
 	return out, nil
 }
+
+// fieldOwner passes on the field owner of the client it writes through (WithFieldOwner), for
+// ApplyConfig.
+func (c *cached[T]) fieldOwner() string {
+	if o, ok := c.Client.(interface{ fieldOwner() string }); ok {
+		return o.fieldOwner()
+	}
+	return ""
+}

@@ -52,7 +52,10 @@
 // with a Conflict); CreateOrPatch sends a merge patch of only what mutate changed and patches
 // status through the status subresource, with WithOptimisticLock to make the patch
 // conditional too. MergeFrom and PatchObject compute and send such a patch by hand; Apply
-// hands field ownership to the API server instead.
+// hands field ownership to the API server instead. ApplyConfig applies one of client-go's
+// generated apply configurations (or a custom resource's), which claims only the fields it
+// sets: the choice when several managers share an object. WithFieldOwner gives every write
+// of a client one field manager, so a controller's fields are told apart from a person's.
 //
 // A reconciler that owns a Deployment per custom resource reads like this; it writes only
 // when the Deployment differs from what mutate describes:

@@ -121,12 +121,17 @@ type Config struct {
 	// whose identity is the Lease's holder is the leader without asking. Default
 	// "<hostname>_<12 random hex digits>", chosen once by WithDefaults.
 	//
-	// An empty Identity always means the default: a string field cannot tell one left unset
-	// from one set to "" (say from an unset $POD_NAME), so where client-go's
-	// NewLeaderElector refuses "", ctrlkit fills it in. A caller that must not run under a
-	// made-up identity checks its value before building the Config; an Identity of white
-	// space only is refused (ErrInvalidConfig, field "identity").
+	// An empty Identity means the default: a string field cannot tell one left unset from
+	// one set to "" (say from an unset $POD_NAME). Set RequireIdentity to refuse "" instead,
+	// as client-go's NewLeaderElector does. An Identity of white space only is always
+	// refused (ErrInvalidConfig, field "identity").
 	Identity string
+	// RequireIdentity says Identity is set on purpose: an empty one is then an error
+	// (ErrInvalidConfig, field "identity") rather than replaced by the default. Set it when
+	// Identity comes from somewhere that may be empty, such as the Pod's name from the
+	// downward API, so that a missing value stops the process instead of electing it under
+	// a made-up name.
+	RequireIdentity bool
 
 	// EventRecorder, when set, records client-go's leader-election events on the Lease, as
 	// kube-controller-manager does: "<identity> became leader" when this candidate acquires
@@ -159,14 +164,15 @@ type Config struct {
 	HealthTolerance time.Duration
 }
 
-// WithDefaults returns c with every zero field (except Name and Enabled) set to its
-// default. Identity gets a fresh random suffix each call, so call it once per process.
+// WithDefaults returns c with every zero field (except Name, Enabled, and Identity when
+// RequireIdentity is set) set to its default. Identity gets a fresh random suffix each call,
+// so call it once per process.
 func (c Config) WithDefaults() Config {
 	c.setFixedDefaults()
 	if c.Namespace == "" {
 		c.Namespace = DefaultLeaseNamespace()
 	}
-	if c.Identity == "" {
+	if c.Identity == "" && !c.RequireIdentity {
 		c.Identity = defaultIdentity()
 	}
 	return c

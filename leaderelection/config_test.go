@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 // configErrors returns the *ConfigErrors Validate joined, in order, failing the test for
@@ -144,4 +145,21 @@ func TestWithDefaults(t *testing.T) {
 	set := Config{Namespace: "ns", Name: "x", Identity: "me", LeaseDuration: time.Minute,
 		RenewDeadline: 30 * time.Second, RetryPeriod: 5 * time.Second, HealthTolerance: time.Second}
 	assert.Equal(t, set, set.WithDefaults(), "set fields are kept")
+}
+
+// RequireIdentity makes an empty identity an error, as client-go's NewLeaderElector does, where
+// it would otherwise be defaulted; a set one is kept as it is.
+func TestRequireIdentity(t *testing.T) {
+	cfg := Config{Name: "x", Namespace: "ns", RequireIdentity: true}
+	assert.Empty(t, cfg.WithDefaults().Identity, "not defaulted")
+	_, err := NewElector(fake.NewClientset(), cfg, Callbacks{})
+	require.ErrorIs(t, err, ErrInvalidConfig)
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "identity", ce.Field)
+
+	cfg.Identity = "web-0"
+	e, err := NewElector(fake.NewClientset(), cfg, Callbacks{})
+	require.NoError(t, err)
+	assert.Equal(t, "web-0", e.Identity())
 }

@@ -82,9 +82,9 @@
 //
 // client-go refuses an empty identity; ctrlkit's Config.Identity defaults instead (to
 // "<hostname>_<12 random hex digits>"), since a string field cannot tell an identity left
-// unset from one set to "". Check a value that must not be empty (one read from the
-// environment, say) before putting it in the Config; an identity of white space only is
-// refused.
+// unset from one set to "". Set Config.RequireIdentity when the identity is set on purpose
+// (read from the environment, say): an empty one is then refused, as client-go does. An
+// identity of white space only is always refused.
 //
 // # Flags
 //
