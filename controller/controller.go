@@ -28,6 +28,11 @@ type Controller[K comparable] struct {
 	slowRetry   time.Duration  // Options.SlowRetryInterval, defaulted
 	jitter      float64        // Options.RequeueJitter
 	minInterval time.Duration  // Options.MinInterval
+	debounce    time.Duration  // Options.Debounce
+	debounceMax time.Duration  // Options.DebounceMaxWait, defaulted
+	flows       func(K) string // Options.Flows
+	flowWeights func(string) int
+	aging       time.Duration  // Options.Aging
 	limiters    []*Limiter     // Options.Limiters
 	random      func() float64 // [0, 1): rand.Float64, a fixed one in tests
 	timeout     time.Duration
@@ -47,6 +52,7 @@ type Controller[K comparable] struct {
 	fenceOn     []fenceDecl                              // FenceOn, and each Watch's informer
 	fences      atomic.Pointer[fenceTable[K]]            // set by Run when fenceOpts != nil
 	admission   Admission[K]                             // SetAdmission; set before Run
+	deb         atomic.Pointer[debouncer[K]]             // the running Run's, with Options.Debounce
 
 	// q is the running queue: nil before Run, then set once under mu. The
 	// hot path (Enqueue from informer handlers) reads it without the lock.
@@ -156,6 +162,12 @@ type Stats struct {
 	// Fenced is how many keys were due but are held back until the informer
 	// shows their last Reconcile's writes (Options.Fences).
 	Fenced int
+	// Settling is how many keys had watch events since their last Reconcile
+	// and wait for them to settle (Options.Debounce): work that is due once
+	// the events stop, or at DebounceMaxWait. Like Retrying it is work to
+	// wait for (testkit.WaitForQuiet does), though Idle leaves it out; 0 once
+	// Run returned.
+	Settling int
 }
 
 // Idle reports whether nothing is ready, nothing is running and no key is
@@ -181,6 +193,9 @@ func (c *Controller[K]) Stats() Stats {
 	s.Retrying, s.SlowRetrying = c.retries.counts()
 	if ft := c.fences.Load(); ft != nil {
 		s.Fenced = ft.heldKeys()
+	}
+	if d := c.deb.Load(); d != nil {
+		s.Settling = d.settling()
 	}
 	return s
 }
@@ -240,7 +255,14 @@ func (c *Controller[K]) Run(ctx context.Context) error {
 		bg.Go(func() { ft.sweep(sweepCtx, c.clock) })
 	}
 
-	regs, err := c.register(q, ft)
+	var deb *debouncer[K]
+	watched := q // what the watches feed
+	if c.debounce > 0 {
+		deb = newDebouncer[K](c.clock, c.debounce, c.debounceMax)
+		watched = debounceQueue[K]{queue: q, d: deb}
+		c.deb.Store(deb)
+	}
+	regs, err := c.register(watched, ft)
 	defer c.unregister(logger, regs)
 	if err != nil {
 		q.shutDown()
@@ -254,8 +276,15 @@ func (c *Controller[K]) Run(ctx context.Context) error {
 		return err
 	}
 
+	var passes sync.WaitGroup // WithResyncPeriod's; they end with ctx, as Run does from here
+	defer passes.Wait()
+	for _, r := range regs {
+		for _, rs := range r.resyncs {
+			passes.Go(func() { rs.run(ctx, c.clock, logger) })
+		}
+	}
 	logger.V(2).Info("Starting workers", "workers", c.workers)
-	steps := c.pipeline(ft)
+	steps := c.pipeline(ft, deb)
 	var wg sync.WaitGroup
 	for range c.workers {
 		wg.Go(func() { c.worker(ctx, q, steps, logger) })
@@ -279,7 +308,7 @@ type liveQueue[K comparable] struct{ queue[K] }
 func (c *Controller[K]) start(m *Metrics) queue[K] {
 	var kq kworkqueue.TypedRateLimitingInterface[K] = c.prebuilt
 	if kq == nil {
-		kq = newDefaultQueue(c.name, c.limiter, c.clock, m, c.provenance)
+		kq = c.newDefaultQueue(m)
 	}
 	q := adaptQueue(kq, c.provenance)
 	c.cm = m.forController(c.name, c.workers)
@@ -311,6 +340,7 @@ func (c *Controller[K]) stop() {
 		}
 	}
 	c.retries.reset(c.cm) // nothing is retried any more
+	c.deb.Store(nil)      // nor reconciled after its events settle
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stopped, c.registered = true, false

@@ -241,7 +241,7 @@ func ExampleWithMetrics() {
 	<-stopped
 	fmt.Println("reconciles counted:", counterValue(reg, "controller_runtime_reconcile_total", "audit", "success"))
 	// Output:
-	// before Run: {Queued:1 InFlight:0 Retrying:0 SlowRetrying:0 Fenced:0}
+	// before Run: {Queued:1 InFlight:0 Retrying:0 SlowRetrying:0 Fenced:0 Settling:0}
 	// reconciles counted: 1
 }
 
@@ -392,4 +392,48 @@ func ExampleFences() {
 	f.Shutdown()
 	// Output:
 	// counted to 3
+}
+
+// With Flows, namespaces take turns: the key of a quiet namespace, queued
+// behind a noisy namespace's burst, is the second one reconciled, not the
+// fifth. (Keys enqueued before Run are queued when it starts, in order.)
+func ExampleFlowByNamespace() {
+	var mu sync.Mutex
+	var order []string
+	done := make(chan struct{})
+	r := controller.ReconcilerFunc[controller.Key](func(_ context.Context, k controller.Key) (controller.Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, k.String())
+		if len(order) == 5 {
+			close(done)
+		}
+		return controller.Result{}, nil
+	})
+	c, err := controller.New("tenants", controller.Reconciler[controller.Key](r), controller.Options[controller.Key]{
+		Flows: controller.FlowByNamespace,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for i := range 4 {
+		c.Enqueue(controller.Key{Namespace: "noisy", Name: "obj-" + strconv.Itoa(i)})
+	}
+	c.Enqueue(controller.Key{Namespace: "quiet", Name: "obj"})
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error)
+	go func() { stopped <- c.Run(ctx) }()
+	<-done
+	cancel()
+	<-stopped
+	for _, k := range order {
+		fmt.Println(k)
+	}
+	// Output:
+	// noisy/obj-0
+	// quiet/obj
+	// noisy/obj-1
+	// noisy/obj-2
+	// noisy/obj-3
 }

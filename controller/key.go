@@ -53,3 +53,7 @@ func ParseKey(s string) (Key, error) {
 func KeyFromObject(obj metav1.Object) Key {
 	return Key{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
+
+// FlowByNamespace is the flow of a Key for Options.Flows: its namespace, so
+// that the namespaces take turns ("" for cluster-scoped objects, one flow).
+func FlowByNamespace(k Key) string { return k.Namespace }

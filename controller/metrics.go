@@ -53,7 +53,7 @@ var allResults = []string{ResultSuccess, ResultError, ResultRequeue, ResultReque
 //	ctrlkit_controller_slow_retries_total{controller}           failures answered by a retry SlowRetryInterval later
 //	ctrlkit_controller_slow_retry_keys{controller}              gauge, keys retried slowly now (Stats.SlowRetrying)
 //	ctrlkit_controller_fence_timeouts_total{controller}         write fences released by their TTL (Options.Fences)
-//	ctrlkit_controller_paced_total{controller,budget}           keys held back by a reconcile budget (Options.MinInterval, Limiters)
+//	ctrlkit_controller_paced_total{controller,budget}           keys held back by Options.Debounce or a reconcile budget (MinInterval, Limiters)
 //
 // Metrics implements kworkqueue.MetricsProvider, so it can be given to any
 // client-go or ctrlkit queue; the queue's name is both its "name" and its
@@ -122,7 +122,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		slowRetries:      counter("ctrlkit_controller_slow_retries_total", "Failed reconciles of keys past their retries, put back after the slow retry interval, per controller", ctl),
 		slowRetryKeys:    gauge("ctrlkit_controller_slow_retry_keys", "Keys past their retries that are retried at the slow interval until they succeed, per controller", ctl),
 		fenceTimeouts:    counter("ctrlkit_controller_fence_timeouts_total", "Write fences released by their TTL instead of by the informer showing the write, per controller", ctl),
-		paced:            counter("ctrlkit_controller_paced_total", "Keys held back because a reconcile budget was spent (min-interval, or a Limiter's name), per controller and budget", []string{"controller", "budget"}),
+		paced:            counter("ctrlkit_controller_paced_total", "Keys held back because their events were settling (debounce) or a reconcile budget was spent (min-interval, or a Limiter's name), per controller and budget", []string{"controller", "budget"}),
 
 		depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "workqueue_depth", Help: "Current depth of workqueue by workqueue and priority",

@@ -85,6 +85,44 @@ type Options[K comparable] struct {
 	// a call to a slow system. 0, the default, means none.
 	MinInterval time.Duration
 
+	// Debounce, when > 0, lets a key's events settle before its Reconcile:
+	// the Reconcile starts once no event for the key came for Debounce, or
+	// DebounceMaxWait after the first event since its last Reconcile,
+	// whichever is sooner, so an object that never stops changing is still
+	// reconciled every DebounceMaxWait (a debounce without that cap can hide
+	// updates forever). It applies to events from watches (the initial list
+	// and resyncs too), not to Enqueue, retries or requeues, though a key
+	// queued by those while its events are settling waits with them. A held
+	// key waits in the queue, holding no worker; the wait shows in provenance
+	// (TriggerPaced) and in ctrlkit_controller_paced_total{budget="debounce"}.
+	// 0, the default, means none.
+	Debounce time.Duration
+
+	// DebounceMaxWait caps Debounce's wait, counted from the first event
+	// not yet reconciled; it must be at least Debounce. 0 means 10 x
+	// Debounce. Set without Debounce it is an error.
+	DebounceMaxWait time.Duration
+
+	// Flows names the flow of a key, typically its namespace or its tenant
+	// (FlowByNamespace for Key). Inside a priority the flows with queued keys
+	// take turns (workqueue.WithFlows), so one namespace's burst (10^4
+	// objects listed at start-up, a bulk update) does not delay another
+	// namespace's first Reconcile behind it. nil, the default, queues keys
+	// first come, first served within a priority. It must be cheap: it runs
+	// on every enqueue, under the queue's lock.
+	Flows func(key K) string
+
+	// FlowWeights gives a flow more keys a turn (workqueue.WithFlowWeights);
+	// nil gives every flow one. Set without Flows it is an error.
+	FlowWeights func(flow string) int
+
+	// Aging bounds how long a queued key waits below the highest priority
+	// with keys (workqueue.WithAging): after between Aging and 5/4 of it, it
+	// moves up to that priority, so a low priority (WithInitialListPriority,
+	// WithResyncPriority, Result.Priority) delays keys but never starves
+	// them. 0, the default, keeps priorities strict.
+	Aging time.Duration
+
 	// Limiters pace the Reconciles: each start takes a token of every one
 	// (see Limiter); a key without one waits in the queue. A Limiter given
 	// to several controllers paces them together. nil means none.
@@ -109,8 +147,8 @@ type Options[K comparable] struct {
 
 	// Queue is a prebuilt queue to use instead of building one at Run; the
 	// controller shuts it down when Run returns (if Run is never called, that
-	// is the caller's job). RateLimiter, Clock and queue metrics are then the
-	// queue's own business. A queue that also has
+	// is the caller's job). RateLimiter, Clock, Flows, Aging and queue metrics
+	// are then the queue's own business. A queue that also has
 	// AddWithOpts(ctrlkit workqueue.AddOpts, ...K) gets Result.Priority.
 	Queue kworkqueue.TypedRateLimitingInterface[K]
 
@@ -206,6 +244,18 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		return bad("RequeueJitter", fmt.Sprintf("%v is not within [0, 1]", opts.RequeueJitter))
 	case opts.MinInterval < 0:
 		return bad("MinInterval", fmt.Sprintf("%v is negative", opts.MinInterval))
+	case opts.Debounce < 0:
+		return bad("Debounce", fmt.Sprintf("%v is negative", opts.Debounce))
+	case opts.DebounceMaxWait != 0 && opts.Debounce == 0:
+		return bad("DebounceMaxWait", "set without Debounce")
+	case opts.DebounceMaxWait != 0 && opts.DebounceMaxWait < opts.Debounce:
+		return bad("DebounceMaxWait", fmt.Sprintf("%v is shorter than Debounce (%v)", opts.DebounceMaxWait, opts.Debounce))
+	case opts.FlowWeights != nil && opts.Flows == nil:
+		return bad("FlowWeights", "set without Flows")
+	case opts.Aging < 0:
+		return bad("Aging", fmt.Sprintf("%v is negative", opts.Aging))
+	case opts.Queue != nil && (opts.Flows != nil || opts.Aging > 0):
+		return bad("Flows", "Flows or Aging set together with Queue; build the queue with workqueue.WithFlows and workqueue.WithAging")
 	case slices.Contains(opts.Limiters, nil):
 		return bad("Limiters", "holds a nil Limiter")
 	case opts.ReconcileTimeout < 0:
@@ -228,6 +278,11 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		slowRetry:   opts.SlowRetryInterval,
 		jitter:      opts.RequeueJitter,
 		minInterval: opts.MinInterval,
+		debounce:    opts.Debounce,
+		debounceMax: opts.DebounceMaxWait,
+		flows:       opts.Flows,
+		flowWeights: opts.FlowWeights,
+		aging:       opts.Aging,
 		limiters:    slices.Clone(opts.Limiters),
 		random:      rand.Float64,
 		timeout:     opts.ReconcileTimeout,
@@ -258,6 +313,9 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 	}
 	if c.slowRetry == 0 {
 		c.slowRetry = DefaultSlowRetryInterval
+	}
+	if c.debounce > 0 && c.debounceMax == 0 {
+		c.debounceMax = 10 * c.debounce
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}

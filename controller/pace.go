@@ -60,13 +60,15 @@ func (l *Limiter) take(now time.Time) time.Duration {
 	return time.Duration(-l.tokens / l.qps * float64(time.Second))
 }
 
-// paceStep holds a key back until its budgets allow its Reconcile: the
-// minimum interval since its last start (Options.MinInterval) and a token
-// of each limiter (Options.Limiters). A held key is queued again for when it
+// paceStep holds a key back until its budgets allow its Reconcile: a quiet
+// time after its events (Options.Debounce), the minimum interval since its
+// last start (Options.MinInterval) and a token of each limiter
+// (Options.Limiters). A held key is queued again for when it
 // is due, with its reasons carried over; it holds no worker meanwhile.
 type paceStep[K comparable] struct {
 	c        *Controller[K]
 	clock    clock.PassiveClock
+	debounce *debouncer[K] // nil without Options.Debounce
 	interval time.Duration
 	limiters []*Limiter
 	carry    bool // provenance: a held key's reasons join the next ones
@@ -85,9 +87,9 @@ type paid struct {
 	budget string
 }
 
-func newPaceStep[K comparable](c *Controller[K]) *paceStep[K] {
+func newPaceStep[K comparable](c *Controller[K], d *debouncer[K]) *paceStep[K] {
 	return &paceStep[K]{
-		c: c, clock: c.clock, interval: c.minInterval, limiters: c.limiters, carry: c.provenance,
+		c: c, clock: c.clock, debounce: d, interval: c.minInterval, limiters: c.limiters, carry: c.provenance,
 		started: map[K]time.Time{}, sweepAt: 1024, paidTill: map[K]paid{}, carried: map[K]Reasons{},
 	}
 }
@@ -104,7 +106,12 @@ func (s *paceStep[K]) enter(w *work[K]) bool {
 	}
 	var wait time.Duration
 	budget := ""
-	if last, ok := s.started[w.key]; ok && s.interval > 0 {
+	if s.debounce != nil {
+		if wait = s.debounce.take(w.key, now); wait > 0 {
+			budget = "debounce"
+		}
+	}
+	if last, ok := s.started[w.key]; ok && s.interval > 0 && wait == 0 {
 		if due := last.Add(s.interval); now.Before(due) {
 			wait, budget = due.Sub(now), "min-interval"
 		}
@@ -163,10 +170,17 @@ func (s *paceStep[K]) exit(w *work[K]) {
 // sweepLocked drops the start times that hold nothing back any more, so the
 // table holds about the keys started within the interval.
 func (s *paceStep[K]) sweepLocked(now time.Time) {
-	for k, t := range s.started {
-		if now.Sub(t) >= s.interval {
-			delete(s.started, k)
+	s.sweepAt = sweepStale(s.started, func(t time.Time) bool { return now.Sub(t) >= s.interval })
+}
+
+// sweepStale deletes the entries of m that stale reports and returns the size
+// at which to sweep m next: twice what is left, and at least 1024, so that
+// sweeps cost O(1) per insert however many entries stay.
+func sweepStale[K comparable, V any](m map[K]V, stale func(V) bool) int {
+	for k, v := range m {
+		if stale(v) {
+			delete(m, k)
 		}
 	}
-	s.sweepAt = max(2*len(s.started), 1024)
+	return max(2*len(m), 1024)
 }

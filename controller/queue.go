@@ -2,7 +2,6 @@ package controller
 
 import (
 	kworkqueue "k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/clock"
 
 	"github.com/ctrlkit/ctrlkit/workqueue"
 )
@@ -50,14 +49,17 @@ func adaptQueue[K comparable](q kworkqueue.TypedRateLimitingInterface[K], proven
 
 // newDefaultQueue builds the queue a controller uses when Options.Queue is
 // nil: a ctrlkit queue named after the controller, so its metrics carry the
-// name.
-func newDefaultQueue[K comparable](name string, limiter kworkqueue.TypedRateLimiter[K], clk clock.WithTicker, m *Metrics, provenance bool) *workqueue.Queue[K] {
+// name, with the controller's flows and aging.
+func (c *Controller[K]) newDefaultQueue(m *Metrics) *workqueue.Queue[K] {
 	opts := []workqueue.Option[K]{
-		workqueue.WithName[K](name),
-		workqueue.WithClock[K](clk),
-		workqueue.WithRateLimiter(limiter),
+		workqueue.WithName[K](c.name),
+		workqueue.WithClock[K](c.clock),
+		workqueue.WithRateLimiter(c.limiter),
+		workqueue.WithFlows(c.flows),
+		workqueue.WithFlowWeights[K](c.flowWeights),
+		workqueue.WithAging[K](c.aging),
 	}
-	if provenance {
+	if c.provenance {
 		opts = append(opts, workqueue.WithProvenance[K]())
 	}
 	if m != nil {

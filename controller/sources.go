@@ -3,9 +3,12 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/ctrlkit/ctrlkit/informer"
 )
@@ -23,6 +26,7 @@ type watched[K comparable] interface {
 type watchedInformer[T informer.Object, K comparable] struct {
 	inf      informer.Informer[T]
 	handlers []func(q queue[K], provenance bool) informer.Handler[T]
+	periods  []time.Duration // each handler's WithResyncPeriod; 0: none
 }
 
 func (w *watchedInformer[T, K]) name() string { return w.inf.Name() }
@@ -36,8 +40,13 @@ func (w *watchedInformer[T, K]) register(q queue[K], provenance bool, ft *fenceT
 			hs = append(hs, fenceRelease[T](ft.observer(t)))
 		}
 	}
-	for _, mk := range w.handlers {
-		hs = append(hs, mk(q, provenance))
+	var resyncs []resyncer
+	for i, mk := range w.handlers {
+		h := mk(q, provenance)
+		hs = append(hs, h)
+		if d := w.periods[i]; d > 0 {
+			resyncs = append(resyncs, resyncer{period: d, pass: resyncPass(w.inf, h)})
+		}
 	}
 	var h informer.Handler[T] = fanout[T](hs)
 	if len(hs) == 1 {
@@ -47,7 +56,43 @@ func (w *watchedInformer[T, K]) register(q queue[K], provenance bool, ft *fenceT
 	if err != nil {
 		return registration{}, err
 	}
-	return registration{name: w.inf.Name(), reg: reg, remove: func() error { return w.inf.RemoveHandler(reg) }}, nil
+	return registration{name: w.inf.Name(), reg: reg, remove: func() error { return w.inf.RemoveHandler(reg) }, resyncs: resyncs}, nil
+}
+
+// resyncer is one Watch's WithResyncPeriod: pass hands every cached object
+// to the Watch's handler as a resync update.
+type resyncer struct {
+	period time.Duration
+	pass   func() error
+}
+
+func resyncPass[T informer.Object](inf informer.Informer[T], h informer.Handler[T]) func() error {
+	return func() error {
+		objs, err := inf.Lister().List(labels.Everything())
+		if err != nil {
+			return fmt.Errorf("resync of %s: %w", inf.Name(), err)
+		}
+		for _, o := range objs {
+			h.HandleUpdate(o, o)
+		}
+		return nil
+	}
+}
+
+// resync runs r until ctx ends, a pass every period on clk.
+func (r resyncer) run(ctx context.Context, clk clock.WithTicker, logger klog.Logger) {
+	t := clk.NewTicker(r.period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			if err := r.pass(); err != nil {
+				logger.Error(err, "Periodic resync failed")
+			}
+		}
+	}
 }
 
 // fanout hands each event to every handler, in order.
@@ -164,9 +209,10 @@ type source interface {
 // registration waits on a handler registration: synced once the handler has
 // seen the informer's initial list, which is later than the informer itself.
 type registration struct {
-	name   string
-	reg    cache.ResourceEventHandlerRegistration
-	remove func() error
+	name    string
+	reg     cache.ResourceEventHandlerRegistration
+	remove  func() error
+	resyncs []resyncer // the Watches' WithResyncPeriod, run once synced
 }
 
 func (r registration) Name() string    { return r.name }

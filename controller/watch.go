@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -58,14 +59,36 @@ func Watch[T informer.Object, K comparable](c *Controller[K], inf informer.Infor
 	if c.ran {
 		return fmt.Errorf("controller %q: watching %s: %w", c.name, inf.Name(), ErrAlreadyStarted)
 	}
+	if cfg.resyncPeriod < 0 {
+		return fmt.Errorf("controller %q: watching %s: %w: resync period %v is negative", c.name, inf.Name(), ErrInvalidOptions, cfg.resyncPeriod)
+	}
 	w := watchOf(c, inf)
 	w.handlers = append(w.handlers, func(q queue[K], provenance bool) informer.Handler[T] {
 		h := enqueueMapped(q, mapFn, inf.Name(), provenance)
 		h.initial, h.resync = cfg.initialPriority, cfg.resyncPriority
 		return watchHandler(cfg.observers, h, cfg.predicates)
 	})
+	w.periods = append(w.periods, cfg.resyncPeriod)
 	return nil
 }
+
+// WithResyncPeriod makes this Watch see every cached object again every d,
+// as a resync update (old and new the same object, informer.IsResync true;
+// TriggerResync in provenance; at WithResyncPriority's priority), whatever the
+// factory's resync period (informer.WithResync) and without touching the
+// informer's other handlers: a periodic check of one controller's objects
+// (an external system that drifts) costs the others nothing. Predicates apply:
+// one that drops resyncs (predicate.ResourceVersionChanged, which Owns adds)
+// drops these too. The first pass comes d after the caches synced. 0, the
+// default, means none; negative is an error. It is controller-runtime's
+// per-object SyncPeriod, per Watch.
+func WithResyncPeriod[T informer.Object](d time.Duration) WatchOption[T] {
+	return resyncPeriodOption[T](d)
+}
+
+type resyncPeriodOption[T informer.Object] time.Duration
+
+func (o resyncPeriodOption[T]) applyToWatch(cfg *watchConfig[T]) { cfg.resyncPeriod = time.Duration(o) }
 
 // EnqueueObject maps an object to its own Key: the usual mapping for the
 // controller's primary resource.
@@ -142,8 +165,9 @@ type WatchOption[T informer.Object] interface {
 type watchConfig[T informer.Object] struct {
 	predicates      []predicate.Predicate[T]
 	observers       []informer.Handler[T]
-	initialPriority *int // WithInitialListPriority
-	resyncPriority  *int // WithResyncPriority
+	initialPriority *int          // WithInitialListPriority
+	resyncPriority  *int          // WithResyncPriority
+	resyncPeriod    time.Duration // WithResyncPeriod
 }
 
 // WithInitialListPriority queues the keys of the watch's initial list (the

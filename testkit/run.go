@@ -105,7 +105,8 @@ var ErrNotQuiet = errors.New("controllers did not become quiet")
 // fence) for DefaultQuietPeriod, failing the test after timeout with each controller's queue
 // length, reconciles in flight, keys retrying and keys held, naming the held keys with their
 // fences (informer, object, resourceVersion awaited, since when) and the retrying keys
-// (controller.Controller's Waiting). Keys waiting out a RequeueAfter do not count as work:
+// (controller.Controller's Waiting). Keys whose events are settling (Options.Debounce) count
+// as work until reconciled. Keys waiting out a RequeueAfter do not count as work:
 // quiet means "nothing to do right now"; keys waiting out a retry backoff do, until their
 // retries are exhausted: a key then retried only every Options.SlowRetryInterval
 // (Stats.SlowRetrying) is as settled as it gets, as a key dropped after its retries used to be.
@@ -138,7 +139,7 @@ func (e *Env) QuietContext(ctx context.Context, timeout, period time.Duration) e
 			if r.finished() {
 				return fmt.Errorf("%w: controller %s stopped: %v", ErrNotQuiet, r.c.Name(), r.err)
 			}
-			if st := r.c.Stats(); !st.Idle() || st.Retrying > 0 {
+			if st := r.c.Stats(); !st.Idle() || st.Retrying > 0 || st.Settling > 0 {
 				idle = false
 			}
 			// Until its handlers have received its informers' initial lists, a controller has
@@ -175,6 +176,9 @@ func busy(rs []*running) string {
 	for _, r := range rs {
 		st := r.c.Stats()
 		part := fmt.Sprintf("%s: %d queued, %d in flight, %d retrying, %d held by write fences", r.c.Name(), st.Queued, st.InFlight, st.Retrying, st.Fenced)
+		if st.Settling > 0 {
+			part += fmt.Sprintf(", %d with events settling (Debounce)", st.Settling)
+		}
 		if w, ok := r.c.(interface{ Waiting() controller.Waiting }); ok && (st.Fenced > 0 || st.Retrying > 0) {
 			part += ": " + w.Waiting().String()
 		}

@@ -191,3 +191,26 @@ func TestWaitForQuietDoesNotWaitForSlowRetries(t *testing.T) {
 	require.Equal(t, controller.Stats{SlowRetrying: 1}, c.Stats())
 	require.Equal(t, int32(2), calls.Load(), "the first call and its one fast retry, then quiet")
 }
+
+// A debounced controller's key is work while its events settle: WaitForQuiet waits for its
+// Reconcile instead of returning during the quiet time.
+func TestWaitForQuietWaitsForDebouncedKeys(t *testing.T) {
+	env := testkit.NewFake(t)
+	cms, err := informer.For[*corev1.ConfigMap](env.Factory())
+	require.NoError(t, err)
+	var reconciled atomic.Int32
+	r := controller.ReconcilerFunc[controller.Key](func(context.Context, controller.Key) (controller.Result, error) {
+		reconciled.Add(1)
+		return controller.Result{}, nil
+	})
+	c, err := controller.New("debounced", controller.Reconciler[controller.Key](r), controller.Options[controller.Key]{Debounce: 300 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, controller.Watch(c, cms, controller.EnqueueObject))
+	env.RunController(env.Context(), c)
+	env.WaitForQuiet(10 * time.Second)
+	_, err = env.Client().CoreV1().ConfigMaps("demo").Create(env.Context(), configMap("demo", "cm"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return c.Stats().Settling == 1 }, 10*time.Second, time.Millisecond)
+	env.WaitForQuiet(10 * time.Second)
+	require.Equal(t, int32(1), reconciled.Load(), "WaitForQuiet returned before the debounced Reconcile")
+}
