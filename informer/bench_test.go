@@ -545,7 +545,9 @@ func BenchmarkDefaultTransform(b *testing.B) {
 		opts []FactoryOption
 	}{
 		{"default", nil},
+		{"default/no-accounting", []FactoryOption{WithoutAccounting()}},
 		{"stripped-only", []FactoryOption{WithoutSharing()}},
+		{"stripped-only/no-accounting", []FactoryOption{WithoutSharing(), WithoutAccounting()}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			data := fixturePodJSON(b)
@@ -554,6 +556,10 @@ func BenchmarkDefaultTransform(b *testing.B) {
 			fresh := func() {
 				b.StopTimer()
 				f = NewFactory(fake.NewClientset(), tc.opts...)
+				// The Pod informer's meter is what accounting charges.
+				if _, err := For[*corev1.Pod](f); err != nil {
+					b.Fatal(err)
+				}
 				for i := range pods {
 					pods[i] = &corev1.Pod{}
 					if err := json.Unmarshal(data[i], pods[i]); err != nil {
@@ -562,7 +568,7 @@ func BenchmarkDefaultTransform(b *testing.B) {
 				}
 				b.StartTimer()
 			}
-			hashcons.New().Share(&corev1.Pod{}) // plans are made once per type and process, not per Pod
+			hashcons.New().Share(&corev1.Pod{}, nil) // plans are made once per type and process, not per Pod
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
@@ -681,4 +687,164 @@ func BenchmarkReleasedInformerHeap(b *testing.B) {
 	b.ReportMetric((float64(after)-float64(before))/(1<<20), "residual-MiB")
 	b.ReportMetric(100*(float64(after)-float64(before))/float64(held), "residual-%-of-held")
 	runtime.KeepAlive(data)
+}
+
+// withRunningStatus gives each Pod what a kubelet reports for a running Pod
+// (node, IPs, start time, four conditions, the container's status with its
+// container and image IDs), varied per Pod as on a real cluster.
+func withRunningStatus(pods []corev1.Pod) []corev1.Pod {
+	r := rand.New(rand.NewPCG(5, 6))
+	out := make([]corev1.Pod, len(pods))
+	hex := func(n int) string {
+		const digits = "0123456789abcdef"
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = digits[r.IntN(16)]
+		}
+		return string(b)
+	}
+	for i := range pods {
+		p := pods[i].DeepCopy()
+		node := fmt.Sprintf("node-%03d", r.IntN(200))
+		started := metav1.NewTime(p.CreationTimestamp.Add(time.Duration(2+r.IntN(20)) * time.Second))
+		ip := fmt.Sprintf("10.%d.%d.%d", r.IntN(256), r.IntN(256), 1+r.IntN(254))
+		p.Spec.NodeName = node
+		p.Status = corev1.PodStatus{
+			Phase:     corev1.PodRunning,
+			HostIP:    fmt.Sprintf("192.168.%d.%d", r.IntN(256), 1+r.IntN(254)),
+			PodIP:     ip,
+			PodIPs:    []corev1.PodIP{{IP: ip}},
+			StartTime: &p.CreationTimestamp,
+			QOSClass:  corev1.PodQOSBurstable,
+		}
+		p.Status.HostIPs = []corev1.HostIP{{IP: p.Status.HostIP}}
+		for _, c := range []corev1.PodConditionType{"PodReadyToStartContainers", corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady, corev1.PodScheduled} {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: c, Status: corev1.ConditionTrue, LastTransitionTime: started})
+		}
+		for _, c := range p.Spec.Containers {
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
+				Name: c.Name, Image: c.Image, ImageID: c.Image + "@sha256:" + hex(64),
+				ContainerID: "containerd://" + hex(64), Ready: true, Started: new(true),
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}},
+			})
+		}
+		out[i] = *p
+	}
+	return out
+}
+
+// BenchmarkCacheMemoryEstimate compares, for 10^4 fixture Pods with and
+// without a running status, the heap a synced informer holds (as
+// BenchmarkCacheHeapPerPod measures it) with the factory's estimate
+// (CacheMemory), default options and WithoutSharing: est/heap is the
+// estimate's ratio to the measured heap (issue 34's target: 0.75-1.25).
+func BenchmarkCacheMemoryEstimate(b *testing.B) {
+	const n = 10_000
+	pods, err := podList()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, status := range []bool{false, true} {
+		items := pods[:n]
+		if status {
+			items = withRunningStatus(items)
+		}
+		data, err := json.Marshal(&corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1000000"}, Items: items})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name string
+			opts []FactoryOption
+		}{
+			{"default", nil},
+			{"without-sharing", []FactoryOption{WithoutSharing()}},
+		} {
+			name := tc.name
+			if status {
+				name += "/running"
+			}
+			b.Run(name, func(b *testing.B) {
+				client := fake.NewClientset()
+				client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, kruntime.Object, error) {
+					list := &corev1.PodList{}
+					return true, list, json.Unmarshal(data, list)
+				})
+				var est int64
+				heap := syncedHeap(b, n, func() (*Factory, cache.Store, error) {
+					f := NewFactory(client, tc.opts...)
+					pods, err := For[*corev1.Pod](f)
+					if err != nil {
+						return nil, nil, err
+					}
+					est = 0
+					return f, &estimatingStore{Store: pods.Informer().GetStore(), f: f, est: &est}, nil
+				})
+				b.ReportMetric(float64(heap)/n, "B/object")
+				b.ReportMetric(float64(est)/n, "est-B/object")
+				b.ReportMetric(float64(est)/float64(heap), "est/heap")
+				runtime.KeepAlive(data)
+			})
+		}
+	}
+}
+
+// estimatingStore reads the factory's estimate when syncedHeap lists the
+// store's keys, right after it measured the heap.
+type estimatingStore struct {
+	cache.Store
+	f   *Factory
+	est *int64
+}
+
+func (s *estimatingStore) ListKeys() []string {
+	*s.est = s.f.CacheMemory().Bytes
+	return s.Store.ListKeys()
+}
+
+// BenchmarkInformerList measures what an informer spends per object on a
+// list of 10^4 fixture Pods with a running status, decoding included (the
+// fake answers with JSON, as an API server does), with accounting on (the
+// default) and off: each loop a fresh factory lists and syncs.
+func BenchmarkInformerList(b *testing.B) {
+	const n = 10_000
+	pods, err := podList()
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, err := json.Marshal(&corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1000000"}, Items: withRunningStatus(pods[:n])})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		opts []FactoryOption
+	}{
+		{"default", nil},
+		{"default/no-accounting", []FactoryOption{WithoutAccounting()}},
+		{"without-sharing", []FactoryOption{WithoutSharing()}},
+		{"without-sharing/no-accounting", []FactoryOption{WithoutSharing(), WithoutAccounting()}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			client := fake.NewClientset()
+			client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, kruntime.Object, error) {
+				list := &corev1.PodList{}
+				return true, list, json.Unmarshal(data, list)
+			})
+			for b.Loop() {
+				f := NewFactory(client, tc.opts...)
+				if _, err := For[*corev1.Pod](f); err != nil {
+					b.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				f.Start(ctx)
+				if err := f.WaitForCacheSync(ctx); err != nil {
+					b.Fatal(err)
+				}
+				cancel()
+				f.Shutdown()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/object")
+		})
+	}
 }

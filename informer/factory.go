@@ -77,6 +77,9 @@ type factory struct {
 	// lives holds the lifetime of each informer first handed out through a
 	// view (lifetime.go); informers of the factory itself have none.
 	lives map[registryKey]*life
+	// meters holds each accounted informer's meter (memory.go), by
+	// registryKey; read by the transform, so not under mu.
+	meters sync.Map
 }
 
 // startable is what the factory needs from a client-go informer factory.
@@ -337,6 +340,10 @@ func lookupOrCreate[T Object](f *Factory, key registryKey, sc scope, create func
 			return nil, fmt.Errorf("informer %s: mutation detector: %w", inf.name, err)
 		}
 	}
+	if err := f.meter(key, inf.name, sc, inf.inf); err != nil {
+		undo()
+		return nil, fmt.Errorf("informer %s: memory accounting: %w", inf.name, err)
+	}
 	f.informers[key] = inf
 	if f.hold != nil {
 		// Built in client-go factories of its own (held), so that it can
@@ -380,8 +387,16 @@ func (f *Factory) transformFor(key registryKey, obj any) (any, error) {
 		return obj, nil
 	}
 	out, err := f.transformOwn(obj)
-	if f.table != nil {
-		f.table.Share(out)
+	m := f.meterFor(key, out)
+	switch {
+	case f.table != nil:
+		sz := f.table.Share(out, m.account())
+		if m != nil {
+			m.set(out, sz)
+		}
+	case m != nil:
+		n := hashcons.Size(out)
+		m.set(out, hashcons.Sizes{Own: n, Full: n})
 	}
 	if f.detector != nil {
 		f.detector.track(key, out)

@@ -187,6 +187,7 @@ func (f *Factory) stopInformer(key registryKey, l *life, cancel chan struct{}) {
 	if f.detector != nil {
 		f.detector.unwatch(key)
 	}
+	f.unmeter(key)
 	f.logger.V(2).Info("Stopped an informer nobody holds", "informer", l.name)
 }
 

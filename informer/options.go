@@ -31,6 +31,7 @@ type factoryConfig struct {
 	tweak             func(*metav1.ListOptions)
 	keepManagedFields bool
 	noSharing         bool
+	noAccounting      bool
 	transforms        map[reflect.Type]func(any) (any, error)
 	errorHandler      func(context.Context, error)
 	recorder          record.EventRecorder
@@ -94,6 +95,15 @@ func WithoutManagedFieldsStripping() FactoryOption {
 // the memory cost of the objects' duplicated parts.
 func WithoutSharing() FactoryOption {
 	return func(c *factoryConfig) { c.noSharing = true }
+}
+
+// WithoutAccounting turns off the estimate of what each informer's cache
+// holds (Factory.CacheMemory, the ctrlkit_informer_objects and
+// ctrlkit_informer_bytes metrics, memory budgets). Accounting sizes each
+// object as it enters the cache, within the walk that shares its
+// sub-objects, and keeps a few tens of bytes per cached object.
+func WithoutAccounting() FactoryOption {
+	return func(c *factoryConfig) { c.noAccounting = true }
 }
 
 // WithTransform registers a transform for objects of type T, run on each

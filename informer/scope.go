@@ -142,6 +142,27 @@ func (s scope) String() string {
 	return "{" + strings.Join(parts, ", ") + "}"
 }
 
+// label is the scope in the form of the scope label of the
+// ctrlkit_informer_* metrics (see InformerMemory.Scope).
+func (s scope) label() string {
+	var b strings.Builder
+	switch {
+	case s.set != nil:
+		b.WriteString("set=" + s.set.String())
+	case len(s.namespaces) == 0:
+		b.WriteString("cluster")
+	default:
+		b.WriteString("namespaces=" + strings.Join(s.namespaces, ","))
+	}
+	if s.labels != "" {
+		b.WriteString(";labels=" + s.labels)
+	}
+	if s.fields != "" {
+		b.WriteString(";fields=" + s.fields)
+	}
+	return b.String()
+}
+
 // narrowed reports whether the scope asks for anything beyond the factory's
 // own configuration.
 func (s scope) narrowed() bool {

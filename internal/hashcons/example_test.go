@@ -19,7 +19,7 @@ func Example() {
 	}
 	a, b, c := newPod("a"), newPod("b"), newPod("c")
 	for _, p := range []*corev1.Pod{a, b, c} {
-		table.Share(p)
+		table.Share(p, nil)
 	}
 	sameLabels := func(x, y *corev1.Pod) bool {
 		return reflect.ValueOf(x.Labels).Pointer() == reflect.ValueOf(y.Labels).Pointer()

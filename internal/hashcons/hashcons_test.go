@@ -109,7 +109,7 @@ func shareAndCheck[T any](t *testing.T, s *Table, objs, copies []*T) {
 	}
 	for round := range 3 {
 		for i, obj := range objs {
-			s.Share(obj)
+			s.Share(obj, nil)
 			if got := mustJSON(t, obj); got != before[i] {
 				t.Fatalf("round %d, object %d: JSON changed\nbefore %s\nafter  %s", round, i, before[i], got)
 			}
@@ -277,7 +277,7 @@ func TestSharedQuantitiesAreReadOnly(t *testing.T) {
 		}}}}}
 		p.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(250, resource.DecimalSI)}
 		p.Name = fmt.Sprint(i)
-		s.Share(p)
+		s.Share(p, nil)
 		pods = append(pods, p)
 	}
 	a, b := pods[2], pods[3]
@@ -309,7 +309,7 @@ func TestDeepCopyOfSharedObjectIsIndependent(t *testing.T) {
 	for i := range 5 {
 		p := tmpl.DeepCopy()
 		p.Name = fmt.Sprint(i)
-		s.Share(p)
+		s.Share(p, nil)
 		pods = append(pods, p)
 	}
 	a, b := pods[3], pods[4]
@@ -343,7 +343,7 @@ func TestSharingTableForgetsDeadSubObjects(t *testing.T) {
 	for i := range pods {
 		pods[i] = tmpl.DeepCopy()
 		pods[i].Name = fmt.Sprint(i)
-		s.Share(pods[i])
+		s.Share(pods[i], nil)
 	}
 	alive := s.len()
 	if alive == 0 {
@@ -389,7 +389,7 @@ func TestSharingWithThrashingFilterStaysBounded(t *testing.T) {
 	normal := New()
 	all := pods()
 	for _, p := range all {
-		normal.Share(p)
+		normal.Share(p, nil)
 	}
 	distinct := normal.len()
 
@@ -400,7 +400,7 @@ func TestSharingWithThrashingFilterStaysBounded(t *testing.T) {
 			thrashing.filter, thrashing.shift = make([]atomic.Uint64, 1<<bits), 64-bits
 			again := pods()
 			for i, p := range again {
-				thrashing.Share(p)
+				thrashing.Share(p, nil)
 				if got, want := mustJSON(t, p), mustJSON(t, copies[i]); got != want {
 					t.Fatalf("pod %d changed\nbefore %s\nafter  %s", i, want, got)
 				}
@@ -447,13 +447,13 @@ func TestPlanForConcurrentFirstUse(t *testing.T) {
 			obj := newObj()
 			wg.Go(func() {
 				<-start
-				s.Share(obj)
+				s.Share(obj, nil)
 			})
 		}
 		close(start)
 		wg.Wait()
 		obj := newObj()
-		s.Share(obj)
+		s.Share(obj, nil)
 		v := reflect.ValueOf(obj).Elem()
 		if got := v.Field(0).Interface(); !reflect.DeepEqual(got, map[string]string{"app": "web"}) {
 			t.Fatalf("round %d: labels became %v", round, got)

@@ -41,6 +41,7 @@ type plan struct {
 	size     uintptr
 	seed     uint64
 	fields   []planField // struct
+	sized    []planField // struct: the fields that reach other memory (see sizeOf)
 	elem     *plan       // pointer, slice, array, map value
 	key      *plan       // map key
 	n        int         // array length
@@ -50,6 +51,7 @@ type plan struct {
 	inlineStrings  bool // strings held inline (not behind a node)
 	inlineQuantity bool // quantities held inline
 	nodes          bool // holds nodes, interfaces or opaque values inline
+	scan           bool // holds pointers (the allocator's "scan" objects)
 }
 
 type planField struct {
@@ -112,7 +114,7 @@ func (pr *planner) build(t reflect.Type, building map[reflect.Type]*plan) *plan 
 	if p, ok := building[t]; ok {
 		return p // recursive type: the plan is being filled in
 	}
-	p := &plan{typ: t, size: t.Size(), seed: mix(planSeq.Add(1), 0x706c616e)}
+	p := &plan{typ: t, size: t.Size(), seed: mix(planSeq.Add(1), 0x706c616e), scan: !pointerFree(t)}
 	building[t] = p
 	switch t.Kind() {
 	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
@@ -195,6 +197,9 @@ func (pr *planner) buildStruct(p *plan, building map[reflect.Type]*plan) {
 	}
 	p.kind, p.fields = kindStruct, fields
 	for _, f := range fields {
+		if f.pl.kind != kindRaw {
+			p.sized = append(p.sized, f)
+		}
 		p.inlineStrings = p.inlineStrings || f.pl.inlineStrings
 		p.inlineQuantity = p.inlineQuantity || f.pl.inlineQuantity
 		p.nodes = p.nodes || f.pl.nodes

@@ -124,3 +124,27 @@ func cacheQuantities(pl *plan, p unsafe.Pointer) {
 		}
 	}
 }
+
+// quantityStrings returns the bytes of the cached string forms of the
+// resource.Quantity values held inline in the value at p.
+func quantityStrings(pl *plan, p unsafe.Pointer) uintptr {
+	if !pl.inlineQuantity {
+		return 0
+	}
+	if pl.quantity {
+		return quantityStringSize(p)
+	}
+	var n uintptr
+	switch pl.kind {
+	case kindStruct:
+		for i := range pl.fields {
+			f := &pl.fields[i]
+			n += quantityStrings(f.pl, unsafe.Add(p, f.off))
+		}
+	case kindArray:
+		for i := range pl.n {
+			n += quantityStrings(pl.elem, unsafe.Add(p, uintptr(i)*pl.elem.size))
+		}
+	}
+	return n
+}

@@ -113,7 +113,7 @@ func TestSharingWithUnknownQuantityLayout(t *testing.T) {
 		}})
 		copies[i] = pods[i].DeepCopy()
 		before[i] = mustJSON(t, pods[i])
-		tbl.Share(pods[i])
+		tbl.Share(pods[i], nil)
 	}
 	for i, p := range pods {
 		if got := mustJSON(t, p); got != before[i] {
@@ -154,7 +154,7 @@ func TestSharingWithUnknownQuantityLayout(t *testing.T) {
 	objs, again := gen(), gen()
 	for round := range 2 {
 		for i, obj := range objs {
-			tbl.Share(obj)
+			tbl.Share(obj, nil)
 			if got, want := mustJSON(t, obj), mustJSON(t, again[i]); got != want {
 				t.Fatalf("round %d, object %d changed\nbefore %s\nafter  %s", round, i, want, got)
 			}

@@ -34,6 +34,8 @@ type entry struct {
 	n    int                // slice length
 	h    uint64
 	next *entry
+	acct *Account // charged size bytes while the node lives; nil when none
+	size int64
 }
 
 const filterBits = 14 // 16 Ki hashes, 128 KiB per Table
@@ -60,18 +62,25 @@ func newTable(layout quantityLayout) *Table {
 
 // Share canonicalises obj, a pointer to a struct (an API object), in place:
 // the sub-objects it holds may afterwards be shared with other objects shared
-// into t. obj's own struct stays the caller's. Other values are left alone.
-func (t *Table) Share(obj any) {
+// into t. obj's own struct stays the caller's. Other values are left alone
+// (and sized by reflection).
+//
+// It returns obj's sizes, and charges acct (when not nil) the canonical
+// nodes obj brought into t, for as long as they live.
+func (t *Table) Share(obj any, acct *Account) Sizes {
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Type().Elem().Kind() != reflect.Struct {
-		return
+		n := Size(obj)
+		return Sizes{Own: n, Full: n}
 	}
 	pl := t.plans.planFor(v.Type().Elem())
 	p := v.UnsafePointer()
-	w := &walk{Table: t, obj: t.serial.Add(1)}
+	root := allocSize(pl.size, pl.scan)
+	w := &walk{Table: t, obj: t.serial.Add(1), acct: acct, own: root, full: root}
 	w.visit(pl, p)
-	w.internInline(pl, p)
+	w.own += w.internInline(pl, p)
 	runtime.KeepAlive(obj)
+	return Sizes{Own: int64(w.own), Full: int64(w.full)}
 }
 
 // len reports the number of canonical nodes in the table, live or awaiting
@@ -115,9 +124,16 @@ func (t *Table) lookup(h uint64, pl *plan, n int, cand unsafe.Pointer) unsafe.Po
 	return nil
 }
 
-func (t *Table) register(h uint64, pl *plan, n int, c unsafe.Pointer) {
+// register admits the canonical node c of size bytes, charged to the walk's
+// account.
+func (w *walk) register(h uint64, pl *plan, n int, c unsafe.Pointer, size uintptr) {
+	t := w.Table
 	h &= t.mask
-	e := &entry{wp: weak.Make((*byte)(c)), pl: pl, n: n, h: h}
+	e := &entry{wp: weak.Make((*byte)(c)), pl: pl, n: n, h: h, acct: w.acct, size: int64(size)}
+	if e.acct != nil {
+		e.acct.shared.Add(e.size)
+		e.acct.nodes.Add(1)
+	}
 	t.mu.Lock()
 	e.next = t.entries[h]
 	t.entries[h] = e
@@ -127,6 +143,10 @@ func (t *Table) register(h uint64, pl *plan, n int, c unsafe.Pointer) {
 }
 
 func (t *Table) removeEntry(e *entry) {
+	if e.acct != nil {
+		e.acct.shared.Add(-e.size)
+		e.acct.nodes.Add(-1)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	link := t.entries[e.h]
@@ -160,6 +180,14 @@ func allocNode(typ reflect.Type, size uintptr, n int) unsafe.Pointer {
 		return reflect.New(typ).UnsafePointer()
 	}
 	return reflect.MakeSlice(reflect.SliceOf(typ), n, n).UnsafePointer()
+}
+
+// nodeSize is what allocNode allocates for n values of typ.
+func nodeSize(typ reflect.Type, size uintptr, n int, scan bool) uintptr {
+	if total := size * uintptr(n); total < 16 && !scan {
+		return 16
+	}
+	return allocSize(size*uintptr(n), scan)
 }
 
 func pointerFree(t reflect.Type) bool {

@@ -10,10 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// walk is one Share call: the table and a serial number of the object.
+// walk is one Share call: the table, a serial number of the object, the
+// account charged the canonical nodes it brings, and the object's sizes so
+// far (see Sizes).
 type walk struct {
 	*Table
-	obj uint64
+	obj       uint64
+	acct      *Account
+	own, full uintptr
 }
 
 // Hashing. Collisions cost only a failed comparison.
@@ -82,14 +86,21 @@ func (w *walk) visit(pl *plan, p unsafe.Pointer) (h uint64, st state) {
 	case kindRaw:
 		return w.hashRaw(p, pl.size), fixed
 	case kindString:
-		return w.hashString(*(*string)(p)), fixed
+		str := *(*string)(p)
+		w.full += stringSize(len(str))
+		return w.hashString(str), fixed
 	case kindStruct:
 		h, st = pl.seed, fixed
+		full := w.full
 		for i := range pl.fields {
 			f := &pl.fields[i]
 			fh, fst := w.visit(f.pl, unsafe.Add(p, f.off))
 			h = mix(h, fh)
 			st = min(st, fst)
+		}
+		if pl.quantity {
+			// Its Format is a constant; its cached string form is its own.
+			w.full = full + quantityStringSize(p)
 		}
 		return h, st
 	case kindArray:
@@ -110,9 +121,13 @@ func (w *walk) visit(pl *plan, p unsafe.Pointer) (h uint64, st state) {
 		if *(*[2]unsafe.Pointer)(p) == [2]unsafe.Pointer{} {
 			return tagIface, fixed
 		}
-		return 0, opaque
 	}
-	return 0, opaque // kindOpaque; chan, func, unsafe.Pointer: never in API types
+	// A non-nil interface, kindOpaque; chan, func, unsafe.Pointer: never in
+	// API types. Never shared: the object's own.
+	sz := sizeOf(pl, p)
+	w.own += sz
+	w.full += sz
+	return 0, opaque
 }
 
 // equal compares two values of plan pl whose nodes are canonical: scalars
@@ -177,37 +192,48 @@ func (t *Table) nodeEqual(pl *plan, n int, c, cand unsafe.Pointer) bool {
 }
 
 // internInline interns, on their second sighting, the strings held inline in
-// the value at p (not those inside its nodes, which have their own turn).
-func (w *walk) internInline(pl *plan, p unsafe.Pointer) {
+// the value at p (not those inside its nodes, which have their own turn),
+// and returns the bytes of those it did not intern: the value's own.
+func (w *walk) internInline(pl *plan, p unsafe.Pointer) uintptr {
 	if !pl.inlineStrings {
-		return
+		return 0
 	}
+	var own uintptr
 	switch pl.kind {
 	case kindString:
 		sp := (*string)(p)
 		if len(*sp) == 0 {
-			return
+			return 0
 		}
-		if u := w.intern(*sp); unsafe.StringData(u) != unsafe.StringData(*sp) {
-			*sp = u
+		if u, interned := w.intern(*sp); interned {
+			if unsafe.StringData(u) != unsafe.StringData(*sp) {
+				*sp = u
+			}
+		} else {
+			own += stringSize(len(*sp))
 		}
 	case kindStruct:
 		for i := range pl.fields {
 			f := &pl.fields[i]
-			w.internInline(f.pl, unsafe.Add(p, f.off))
+			own += w.internInline(f.pl, unsafe.Add(p, f.off))
+		}
+		if pl.quantity {
+			// Its Format is a constant; its cached string form is its own.
+			own = quantityStringSize(p)
 		}
 	case kindArray:
 		for i := range pl.n {
-			w.internInline(pl.elem, unsafe.Add(p, uintptr(i)*pl.elem.size))
+			own += w.internInline(pl.elem, unsafe.Add(p, uintptr(i)*pl.elem.size))
 		}
 	}
+	return own
 }
 
-// intern returns the interned copy of str if str was seen before in
-// another object. (A string repeated within one object only, such as the
+// intern returns the interned copy of str, and true, if str was seen before
+// in another object. (A string repeated within one object only, such as the
 // name of a Pod's token volume in the volume and its mount, would cost more
 // in the interning table than it saves.)
-func (w *walk) intern(str string) string {
+func (w *walk) intern(str string) (string, bool) {
 	const objBits = 0xff
 	h := (w.hashString(str) ^ 0x737472) & w.mask
 	i := (h >> w.shift) &^ 1
@@ -216,14 +242,14 @@ func (w *walk) intern(str string) string {
 	for _, slot := range []*atomic.Uint64{recent, older} {
 		if old := slot.Load(); old&^objBits == h&^objBits {
 			if old == mine {
-				return str // seen, but only in this object
+				return str, false // seen, but only in this object
 			}
-			return unique.Make(str).Value()
+			return unique.Make(str).Value(), true
 		}
 	}
 	older.Store(recent.Load())
 	recent.Store(mine)
-	return str
+	return str, false
 }
 
 // A node is looked up only when every node inside it is canonical (fixed),
@@ -244,6 +270,8 @@ func (w *walk) pointerNode(pl *plan, fp unsafe.Pointer) (uint64, state) {
 	if ep.size == 0 {
 		return h, fixed
 	}
+	sz := allocSize(ep.size, ep.scan)
+	w.full += sz
 	if st == fixed {
 		if c := w.lookup(h, pl, 0, p); c != nil {
 			if c != p {
@@ -252,14 +280,15 @@ func (w *walk) pointerNode(pl *plan, fp unsafe.Pointer) (uint64, state) {
 			return h, fixed
 		}
 	}
-	w.internInline(ep, p)
+	strs := w.internInline(ep, p)
 	if !w.seen(h) || st != fixed {
+		w.own += sz + strs
 		return h, loose
 	}
 	c := allocNode(ep.typ, ep.size, 1)
 	reflect.NewAt(ep.typ, c).Elem().Set(reflect.NewAt(ep.typ, p).Elem())
 	cacheQuantities(ep, c)
-	w.register(h, pl, 0, c)
+	w.register(h, pl, 0, c, nodeSize(ep.typ, ep.size, 1, ep.scan)+strs+quantityStrings(ep, c))
 	*(*unsafe.Pointer)(fp) = c
 	return h, fixed
 }
@@ -289,6 +318,8 @@ func (w *walk) sliceNode(pl *plan, fp unsafe.Pointer) (uint64, state) {
 	if ep.size == 0 {
 		return h, fixed
 	}
+	sz := allocSize(uintptr(hdr.cap)*ep.size, ep.scan)
+	w.full += sz
 	if st == fixed {
 		if c := w.lookup(h, pl, n, hdr.data); c != nil {
 			if c != hdr.data || hdr.cap != n {
@@ -297,19 +328,23 @@ func (w *walk) sliceNode(pl *plan, fp unsafe.Pointer) (uint64, state) {
 			return h, fixed
 		}
 	}
+	var strs uintptr
 	for i := range n {
-		w.internInline(ep, unsafe.Add(hdr.data, uintptr(i)*ep.size))
+		strs += w.internInline(ep, unsafe.Add(hdr.data, uintptr(i)*ep.size))
 	}
 	if !w.seen(h) || st != fixed {
+		w.own += sz + strs
 		return h, loose
 	}
 	c := allocNode(ep.typ, ep.size, n)
 	dst := reflect.SliceAt(ep.typ, c, n)
 	reflect.Copy(dst, reflect.NewAt(pl.typ, fp).Elem())
+	var qs uintptr
 	for i := range n {
 		cacheQuantities(ep, unsafe.Add(c, uintptr(i)*ep.size))
+		qs += quantityStrings(ep, unsafe.Add(c, uintptr(i)*ep.size))
 	}
-	w.register(h, pl, n, c)
+	w.register(h, pl, n, c, nodeSize(ep.typ, ep.size, n, ep.scan)+strs+qs)
 	*hdr = sliceHeader{data: c, len: n, cap: n}
 	return h, fixed
 }
@@ -330,6 +365,14 @@ func (w *walk) mapNode(pl *plan, fp unsafe.Pointer) (uint64, state) {
 	if n == 0 {
 		return tagEmpty, fixed
 	}
+	if pl.mapShape == mapUnshared {
+		sz := mapSize(pl, fp)
+		w.own += sz
+		w.full += sz
+		return 0, opaque
+	}
+	sz := mapSize(pl, fp)
+	full := w.full
 	switch pl.mapShape {
 	case mapStrings:
 		for k, v := range *(*map[string]string)(fp) {
@@ -350,9 +393,8 @@ func (w *walk) mapNode(pl *plan, fp unsafe.Pointer) (uint64, state) {
 			vh, _ := w.visit(pl.elem, vt.Addr().UnsafePointer())
 			h += mix(kh, vh)
 		}
-	default:
-		return 0, opaque
 	}
+	w.full = full + sz // the keys and values visited are counted in sz
 	h = mix(mix(pl.seed, uint64(n)), h)
 	if c := w.lookup(h, pl, 0, m); c != nil {
 		if c != m {
@@ -361,10 +403,11 @@ func (w *walk) mapNode(pl *plan, fp unsafe.Pointer) (uint64, state) {
 		return h, fixed
 	}
 	if !w.seen(h) {
+		w.own += sz
 		return h, loose
 	}
 	c := w.copyMap(pl, fp, n)
-	w.register(h, pl, 0, c)
+	w.register(h, pl, 0, c, mapSize(pl, unsafe.Pointer(&c)))
 	*(*unsafe.Pointer)(fp) = c
 	return h, fixed
 }
@@ -378,7 +421,8 @@ func (w *walk) copyMap(pl *plan, fp unsafe.Pointer, n int) unsafe.Pointer {
 	case mapStrings:
 		dst := *(*map[string]string)(unsafe.Pointer(&c))
 		for k, v := range *(*map[string]string)(fp) {
-			dst[unique.Make(k).Value()] = w.intern(v)
+			v, _ = w.intern(v)
+			dst[unique.Make(k).Value()] = v
 		}
 	case mapQuantities:
 		dst := *(*map[string]resource.Quantity)(unsafe.Pointer(&c))

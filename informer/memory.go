@@ -1,0 +1,253 @@
+package informer
+
+import (
+	"cmp"
+	"reflect"
+	"slices"
+	"sort"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/internal/hashcons"
+)
+
+// CacheMemory is what the informers of a factory hold, as estimated while
+// objects enter and leave their caches (see Factory.CacheMemory).
+type CacheMemory struct {
+	// Informers are the factory's informers, the largest first.
+	Informers []InformerMemory
+	// TableBytes is the sharing table's own bookkeeping (its admission
+	// filter and an entry per shared sub-object); 0 WithoutSharing.
+	TableBytes int64
+	// Bytes is the sum of the informers' Bytes and TableBytes.
+	Bytes int64
+}
+
+// InformerMemory is what one informer's cache holds.
+type InformerMemory struct {
+	// Resource is the informer's Name: "pods", "replicasets.apps".
+	Resource string
+	// Scope is what the informer watches, in the form of the scope label of
+	// the ctrlkit_informer_* metrics: "cluster" (every namespace the
+	// factory watches), "namespaces=a,b", "set=<set>", with
+	// ";labels=<selector>" and ";fields=<selector>" when narrowed so.
+	Scope string
+	// Objects is how many objects the cache holds.
+	Objects int
+	// Bytes estimates the heap the cache keeps alive: each object's own
+	// struct, sub-objects and strings, client-go's store entries and
+	// built-in indexes, and the shared sub-objects its objects brought into
+	// the factory's sharing table, counted once (in the informer whose
+	// object brought them). Strings interned across objects are not
+	// counted.
+	Bytes int64
+	// SharedBytes is the part of Bytes in shared sub-objects.
+	SharedBytes int64
+	// UnsharedBytes estimates what the same objects would take with
+	// nothing shared (after managedFields stripping). UnsharedBytes/Bytes is
+	// the dedup ratio.
+	UnsharedBytes int64
+	// Namespaces are the namespaces holding most of Bytes (without the
+	// shared sub-objects), the largest first, at most 10; none for a
+	// cluster-scoped resource.
+	Namespaces []NamespaceMemory
+}
+
+// NamespaceMemory is what one namespace's objects take in a cache.
+type NamespaceMemory struct {
+	Namespace string
+	Objects   int
+	Bytes     int64
+}
+
+// topNamespaces is how many namespaces InformerMemory lists.
+const topNamespaces = 10
+
+// CacheMemory returns what the factory's informers hold, estimated as
+// objects enter and leave their caches (nothing is walked here). It is
+// empty WithoutAccounting. Informers taken from the client-go factory
+// behind the factory (SharedInformerFactory) are not accounted.
+func (f *Factory) CacheMemory() CacheMemory {
+	var out CacheMemory
+	f.meters.Range(func(_, v any) bool {
+		out.Informers = append(out.Informers, v.(*meter).snapshot())
+		return true
+	})
+	slices.SortFunc(out.Informers, func(a, b InformerMemory) int {
+		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Scope, b.Scope))
+	})
+	if f.table != nil && !f.cfg.noAccounting {
+		out.TableBytes = f.table.TableBytes()
+	}
+	out.Bytes = out.TableBytes
+	for _, m := range out.Informers {
+		out.Bytes += m.Bytes
+	}
+	return out
+}
+
+// meter accounts for the objects in one informer's cache. Objects are
+// recorded as they enter the cache (the factory's transform, which sizes
+// them while it shares their sub-objects) and forgotten on deletion (a
+// handler), keyed by UID: a deleted object's UID never comes back, so a
+// late deletion cannot forget a newer object (objects without a UID, from
+// fake clients, are keyed by namespace/name).
+type meter struct {
+	resource, scope string
+	// storeBytes is what client-go's store and indexes spend per object,
+	// besides its key.
+	storeBytes int64
+	acct       hashcons.Account
+
+	mu         sync.Mutex
+	objs       map[string]objectBytes
+	own, full  int64
+	namespaces map[string]*NamespaceMemory
+}
+
+type objectBytes struct {
+	own, full int64
+}
+
+func newMeter(resource, scope string, indexes int) *meter {
+	// Per object: its slot in the store's map (key and interface), its
+	// entry in each index's set (a key), and its slot here (a UID and
+	// objectBytes).
+	store := hashcons.MapEntryBytes(32) + int64(indexes)*hashcons.MapEntryBytes(16) + hashcons.MapEntryBytes(32)
+	return &meter{resource: resource, scope: scope, storeBytes: store,
+		objs: map[string]objectBytes{}, namespaces: map[string]*NamespaceMemory{}}
+}
+
+// account is where the sharing table charges the meter's shared nodes.
+func (m *meter) account() *hashcons.Account {
+	if m == nil {
+		return nil
+	}
+	return &m.acct
+}
+
+// set records obj, of the given sizes, entering the cache, replacing its
+// previous version.
+func (m *meter) set(obj any, sz hashcons.Sizes) {
+	o, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	ns, name := o.GetNamespace(), o.GetName()
+	key := string(o.GetUID())
+	if key == "" {
+		key = cacheKey(ns, name)
+	}
+	store := hashcons.StringBytes(len(ns)+len(name)+1) + m.storeBytes
+	b := objectBytes{own: sz.Own + store, full: sz.Full + store}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	prev, had := m.objs[key]
+	m.objs[key] = b
+	m.own += b.own - prev.own
+	m.full += b.full - prev.full
+	if ns == "" {
+		return
+	}
+	n := m.namespaces[ns]
+	if n == nil {
+		n = &NamespaceMemory{Namespace: ns}
+		m.namespaces[ns] = n
+	}
+	if !had {
+		n.Objects++
+	}
+	n.Bytes += b.own - prev.own
+}
+
+// forget records the deletion of obj (or of a tombstone's object).
+func (m *meter) forget(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	o, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	ns := o.GetNamespace()
+	key := string(o.GetUID())
+	if key == "" {
+		key = cacheKey(ns, o.GetName())
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.objs[key]
+	if !ok {
+		return
+	}
+	delete(m.objs, key)
+	m.own -= b.own
+	m.full -= b.full
+	if n := m.namespaces[ns]; n != nil {
+		n.Objects--
+		n.Bytes -= b.own
+		if n.Objects == 0 {
+			delete(m.namespaces, ns)
+		}
+	}
+}
+
+func (m *meter) snapshot() InformerMemory {
+	shared := m.acct.Shared()
+	m.mu.Lock()
+	out := InformerMemory{Resource: m.resource, Scope: m.scope, Objects: len(m.objs),
+		Bytes: m.own + shared, SharedBytes: shared, UnsharedBytes: m.full}
+	nss := make([]NamespaceMemory, 0, len(m.namespaces))
+	for _, n := range m.namespaces {
+		nss = append(nss, *n)
+	}
+	m.mu.Unlock()
+	sort.Slice(nss, func(i, j int) bool {
+		return nss[i].Bytes > nss[j].Bytes || nss[i].Bytes == nss[j].Bytes && nss[i].Namespace < nss[j].Namespace
+	})
+	if len(nss) > topNamespaces {
+		nss = nss[:topNamespaces]
+	}
+	if len(nss) > 0 {
+		out.Namespaces = nss
+	}
+	return out
+}
+
+// meterFor returns the meter of the informer key that obj enters (for
+// typed informers only the source is set: the object's type names the
+// informer), or nil when that informer is not accounted.
+func (f *Factory) meterFor(key registryKey, obj any) *meter {
+	if f.cfg.noAccounting {
+		return nil
+	}
+	if key.source == sourceTyped {
+		key.typ = reflect.TypeOf(obj)
+	}
+	m, ok := f.meters.Load(key)
+	if !ok {
+		return nil
+	}
+	return m.(*meter)
+}
+
+// meter starts accounting for the new informer key: its deletions are
+// forgotten by a handler of its own.
+func (f *Factory) meter(key registryKey, name string, sc scope, inf cache.SharedIndexInformer) error {
+	if f.cfg.noAccounting {
+		return nil
+	}
+	m := newMeter(name, sc.label(), len(inf.GetIndexer().GetIndexers()))
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: m.forget}); err != nil {
+		return err
+	}
+	f.meters.Store(key, m)
+	return nil
+}
+
+// unmeter stops accounting for informer key, which stopped.
+func (f *Factory) unmeter(key registryKey) {
+	f.meters.Delete(key)
+}

@@ -1,0 +1,113 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// waitMemory polls f's CacheMemory until ok accepts it, or fails t.
+func waitMemory(t *testing.T, f *Factory, ok func(CacheMemory) bool) CacheMemory {
+	t.Helper()
+	var last CacheMemory
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		last = f.CacheMemory()
+		return ok(last), nil
+	})
+	require.NoError(t, err, "last: %+v", last)
+	return last
+}
+
+func uidPod(ns, name string) *corev1.Pod {
+	p := pod(ns, name, map[string]string{"app": "web", "tier": "frontend"})
+	p.UID = types.UID(ns + "-" + name + "-uid")
+	p.Spec.Containers = []corev1.Container{{Name: "web", Image: "registry.example.com/web:1.2.3"}}
+	return p
+}
+
+func TestCacheMemoryFollowsTheCache(t *testing.T) {
+	var objs []*corev1.Pod
+	for i := range 30 {
+		objs = append(objs, uidPod(fmt.Sprintf("ns-%d", i%3), fmt.Sprintf("web-%d", i)))
+	}
+	objs = append(objs, uidPod("big", "huge"))
+	objs[len(objs)-1].Annotations = map[string]string{"blob": string(make([]byte, 64<<10))}
+	client := newClient()
+	for _, p := range objs {
+		_, err := client.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	f := NewFactory(client)
+	_, err := For[*corev1.Pod](f)
+	require.NoError(t, err)
+	startFactory(t, f)
+
+	mem := waitMemory(t, f, func(m CacheMemory) bool { return len(m.Informers) == 1 && m.Informers[0].Objects == 31 })
+	pods := mem.Informers[0]
+	require.Equal(t, "pods", pods.Resource)
+	require.Equal(t, "cluster", pods.Scope)
+	require.Greater(t, pods.Bytes, int64(64<<10), "the 64 KiB annotation is counted")
+	require.Greater(t, pods.SharedBytes, int64(0), "the Pods' equal labels and containers are shared")
+	require.Greater(t, pods.UnsharedBytes, pods.Bytes, "sharing saves something")
+	require.Equal(t, "big", pods.Namespaces[0].Namespace, "the largest namespace first")
+	require.Len(t, pods.Namespaces, 4)
+	require.Equal(t, mem.TableBytes+pods.Bytes, mem.Bytes)
+
+	// A deletion gives back what the object took, and the namespace goes.
+	// (The deletion's final state goes through the transform too, and may
+	// share its sub-objects with the cached version's: those are given back
+	// when the garbage collector frees them.)
+	require.NoError(t, client.CoreV1().Pods("big").Delete(context.Background(), "huge", metav1.DeleteOptions{}))
+	after := waitMemory(t, f, func(m CacheMemory) bool {
+		runtime.GC()
+		return m.Informers[0].Objects == 30 && m.Informers[0].Bytes < pods.Bytes-64<<10
+	})
+	require.Len(t, after.Informers[0].Namespaces, 3)
+
+	// An update replaces the object's record instead of adding one.
+	p := objs[0].DeepCopy()
+	p.Labels["version"] = "2"
+	_, err = client.CoreV1().Pods(p.Namespace).Update(context.Background(), p, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	waitMemory(t, f, func(m CacheMemory) bool {
+		return m.Informers[0].Objects == 30 && m.Informers[0].Bytes > after.Informers[0].Bytes
+	})
+}
+
+func TestCacheMemoryWithoutSharingAndWithoutAccounting(t *testing.T) {
+	client := newClient(uidPod("a", "web-1"), uidPod("a", "web-2"))
+	f := NewFactory(client, WithoutSharing())
+	_, err := For[*corev1.Pod](f)
+	require.NoError(t, err)
+	startFactory(t, f)
+	mem := waitMemory(t, f, func(m CacheMemory) bool { return len(m.Informers) == 1 && m.Informers[0].Objects == 2 })
+	require.Zero(t, mem.TableBytes)
+	require.Zero(t, mem.Informers[0].SharedBytes)
+	require.Equal(t, mem.Informers[0].UnsharedBytes, mem.Informers[0].Bytes, "nothing shared: the same estimate")
+
+	off := NewFactory(newClient(uidPod("a", "web-1")), WithoutAccounting())
+	_, err = For[*corev1.Pod](off)
+	require.NoError(t, err)
+	startFactory(t, off)
+	require.Empty(t, off.CacheMemory().Informers)
+	require.Zero(t, off.CacheMemory().Bytes)
+}
+
+func TestCacheMemoryDropsAStoppedInformer(t *testing.T) {
+	f := NewFactory(newClient(uidPod("a", "web-1")), WithReleaseGrace(0))
+	startFactory(t, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := For[*corev1.Pod](f.HeldUntil(ctx))
+	require.NoError(t, err)
+	waitMemory(t, f, func(m CacheMemory) bool { return len(m.Informers) == 1 && m.Informers[0].Objects == 1 })
+	cancel()
+	waitMemory(t, f, func(m CacheMemory) bool { return len(m.Informers) == 0 })
+}
