@@ -80,6 +80,10 @@ type factory struct {
 	// meters holds each accounted informer's meter (memory.go), by
 	// registryKey; read by the transform, so not under mu.
 	meters sync.Map
+	// budgets is nil without memory budgets (budget.go).
+	budgets *budgets
+	// warned holds the resources warned about as unscoped (warnUnscoped).
+	warned map[string]bool
 }
 
 // startable is what the factory needs from a client-go informer factory.
@@ -139,6 +143,7 @@ func NewFactory(client kubernetes.Interface, opts ...FactoryOption) *Factory {
 	if !f.cfg.noSharing {
 		f.table = hashcons.New()
 	}
+	f.budgets = f.newBudgets()
 	if f.cfg.mutationDetector {
 		report := f.cfg.mutationReport
 		if report == nil {
@@ -211,6 +216,9 @@ func (f *Factory) Start(ctx context.Context) {
 		f.runCtx, f.cancel = context.WithCancel(ctx)
 		if f.detector != nil {
 			f.detector.start(f.runCtx)
+		}
+		if f.budgets != nil {
+			f.waiters.Go(func() { f.runBudgets(f.stop) })
 		}
 	}
 	f.startLocked()
@@ -345,6 +353,7 @@ func lookupOrCreate[T Object](f *Factory, key registryKey, sc scope, create func
 		return nil, fmt.Errorf("informer %s: memory accounting: %w", inf.name, err)
 	}
 	f.informers[key] = inf
+	f.warnUnscopedLocked(key, inf.name, inf.gvr, sc)
 	if f.hold != nil {
 		// Built in client-go factories of its own (held), so that it can
 		// be stopped alone: those are f.scoped[before:].
@@ -412,20 +421,29 @@ func (f *Factory) transformOwn(obj any) (any, error) {
 		}
 	}
 	if len(f.cfg.transforms) == 0 {
-		return obj, nil
+		return f.degraded(obj), nil
 	}
 	fn := f.cfg.transforms[reflect.TypeOf(obj)]
 	if fn == nil {
-		return obj, nil
+		return f.degraded(obj), nil
 	}
 	out, err := fn(obj)
 	if err != nil {
 		// Returning the error would make client-go fail the whole list or
 		// watch and retry forever; cache the object untransformed instead.
 		f.report(err)
-		return obj, nil
+		return f.degraded(obj), nil
 	}
-	return out, nil
+	return f.degraded(out), nil
+}
+
+// degraded returns obj, or its metadata only when a memory budget degraded
+// its informer (budget.go).
+func (f *Factory) degraded(obj any) any {
+	if f.isDegraded(reflect.TypeOf(obj)) {
+		return metadataOnly(obj)
+	}
+	return obj
 }
 
 // report sends err to the configured error handler.

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/internal/hashcons"
@@ -49,6 +50,9 @@ type InformerMemory struct {
 	// nothing shared (after managedFields stripping). UnsharedBytes/Bytes is
 	// the dedup ratio.
 	UnsharedBytes int64
+	// Degraded is set once a memory budget made the informer cache its
+	// objects' metadata only (BudgetDegrade).
+	Degraded bool
 	// Namespaces are the namespaces holding most of Bytes (without the
 	// shared sub-objects), the largest first, at most 10; none for a
 	// cluster-scoped resource.
@@ -72,7 +76,10 @@ const topNamespaces = 10
 func (f *Factory) CacheMemory() CacheMemory {
 	var out CacheMemory
 	f.meters.Range(func(_, v any) bool {
-		out.Informers = append(out.Informers, v.(*meter).snapshot())
+		m := v.(*meter)
+		inf := m.snapshot()
+		inf.Degraded = m.typ != nil && f.isDegraded(m.typ)
+		out.Informers = append(out.Informers, inf)
 		return true
 	})
 	slices.SortFunc(out.Informers, func(a, b InformerMemory) int {
@@ -96,6 +103,7 @@ func (f *Factory) CacheMemory() CacheMemory {
 // fake clients, are keyed by namespace/name).
 type meter struct {
 	resource, scope string
+	typ             reflect.Type // of a typed informer's objects; nil for others
 	// storeBytes is what client-go's store and indexes spend per object,
 	// besides its key.
 	storeBytes int64
@@ -240,6 +248,7 @@ func (f *Factory) meter(key registryKey, name string, sc scope, inf cache.Shared
 		return nil
 	}
 	m := newMeter(name, sc.label(), len(inf.GetIndexer().GetIndexers()))
+	m.typ = key.typ
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: m.forget}); err != nil {
 		return err
 	}
@@ -250,4 +259,27 @@ func (f *Factory) meter(key registryKey, name string, sc scope, inf cache.Shared
 // unmeter stops accounting for informer key, which stopped.
 func (f *Factory) unmeter(key registryKey) {
 	f.meters.Delete(key)
+}
+
+// highCardinality are the resources that hold the most objects in a typical
+// cluster: caching all of them cluster-wide is the usual cause of a
+// controller's memory growing with the cluster.
+var highCardinality = map[string]bool{"pods": true, "secrets": true, "configmaps": true, "events": true}
+
+// warnUnscopedLocked logs, once per factory and resource, an informer of a
+// high-cardinality resource that caches whole objects of every namespace
+// with no selector. f.mu is held.
+func (f *Factory) warnUnscopedLocked(key registryKey, name string, gvr schema.GroupVersionResource, sc scope) {
+	if key.source == sourceMetadata || !highCardinality[gvr.Resource] ||
+		(gvr.Group != "" && gvr.Group != "events.k8s.io") ||
+		sc.narrowed() || f.cfg.namespace != "" || f.cfg.tweak != nil || f.warned[name] {
+		return
+	}
+	if f.warned == nil {
+		f.warned = map[string]bool{}
+	}
+	f.warned[name] = true
+	f.logger.Info("Warning: informer caches every object of a high-cardinality resource in the cluster; "+
+		"its memory grows with the cluster. Narrow it (InNamespaces, WithLabelSelector, WithFieldSelector, "+
+		"or the factory's WithNamespace) or cache metadata only (ForMetadata)", "informer", name)
 }

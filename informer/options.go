@@ -32,6 +32,9 @@ type factoryConfig struct {
 	keepManagedFields bool
 	noSharing         bool
 	noAccounting      bool
+	budgets           []*budget
+	degradable        []reflect.Type
+	budgetInterval    time.Duration
 	transforms        map[reflect.Type]func(any) (any, error)
 	errorHandler      func(context.Context, error)
 	recorder          record.EventRecorder

@@ -1,0 +1,330 @@
+package informer
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ctrlkit/ctrlkit/internal/object"
+)
+
+// BudgetPolicy is what a factory does when its caches hold more than a
+// memory budget (WithMemoryBudget, WithInformerMemoryBudget). Every policy
+// logs a warning, naming the largest informers, each time the budget is
+// crossed.
+type BudgetPolicy int
+
+const (
+	// BudgetWarn only logs the warning.
+	BudgetWarn BudgetPolicy = iota + 1
+	// BudgetFailReadiness also fails CheckMemoryBudget while the caches are
+	// over the budget: a Manager's /readyz reports it (check
+	// "informer-memory"), so a rollout that outgrows its memory stops.
+	BudgetFailReadiness
+	// BudgetDegrade also makes the informers marked degradable
+	// (WithDegradable; the informer of WithInformerMemoryBudget is) cache
+	// only their objects' metadata, until the process restarts: objects
+	// entering the cache from then on (events, relists) keep their
+	// apiVersion, kind and metadata, the rest is dropped. Objects cached
+	// before shrink as they are updated.
+	BudgetDegrade
+)
+
+func (p BudgetPolicy) String() string {
+	switch p {
+	case BudgetWarn:
+		return "warn"
+	case BudgetFailReadiness:
+		return "fail-readiness"
+	case BudgetDegrade:
+		return "degrade"
+	}
+	return fmt.Sprintf("BudgetPolicy(%d)", int(p))
+}
+
+// DefaultBudgetCheckInterval is how often a factory with a memory budget
+// compares its caches with it (WithBudgetCheckInterval).
+const DefaultBudgetCheckInterval = 10 * time.Second
+
+// ErrOverBudget is matched (errors.Is) by every *BudgetError.
+var ErrOverBudget = errors.New("informer caches over their memory budget")
+
+// BudgetError reports caches over a memory budget whose policy is
+// BudgetFailReadiness.
+type BudgetError struct {
+	// Informer names the informer of a WithInformerMemoryBudget; empty for
+	// the factory's budget.
+	Informer string
+	// Budget and Used are in bytes (Used as CacheMemory estimates it).
+	Budget, Used int64
+}
+
+func (e *BudgetError) Error() string {
+	what := "the factory's informer caches"
+	if e.Informer != "" {
+		what = "informer " + e.Informer + "'s cache"
+	}
+	return fmt.Sprintf("%s hold about %s, over their memory budget of %s", what, bytesString(e.Used), bytesString(e.Budget))
+}
+
+// Is makes errors.Is(err, ErrOverBudget) true.
+func (e *BudgetError) Is(target error) bool { return target == ErrOverBudget }
+
+func bytesString(n int64) string {
+	return resource.NewQuantity(n, resource.BinarySI).String()
+}
+
+// budget is one memory budget: of the factory (typ nil) or of the typed
+// informer of typ.
+type budget struct {
+	bytes  int64
+	policy BudgetPolicy
+	typ    reflect.Type
+	over   atomic.Bool // as of the last check
+}
+
+// WithMemoryBudget sets a memory budget for all the factory's informer
+// caches together, in bytes as CacheMemory estimates them, and what to do
+// beyond it. The caches are compared with it every
+// DefaultBudgetCheckInterval once the factory started, and by
+// CheckMemoryBudget. A budget that is not positive, or an unknown policy, is
+// reported to the error handler and ignored.
+func WithMemoryBudget(bytes int64, policy BudgetPolicy) FactoryOption {
+	return func(c *factoryConfig) { c.budgets = append(c.budgets, &budget{bytes: bytes, policy: policy}) }
+}
+
+// WithInformerMemoryBudget is WithMemoryBudget for the cache of the typed
+// informer of T alone; with BudgetDegrade that informer is degradable.
+func WithInformerMemoryBudget[T Object](bytes int64, policy BudgetPolicy) FactoryOption {
+	return func(c *factoryConfig) {
+		t := reflect.TypeFor[T]()
+		c.budgets = append(c.budgets, &budget{bytes: bytes, policy: policy, typ: t})
+		if policy == BudgetDegrade {
+			c.degradable = append(c.degradable, t)
+		}
+	}
+}
+
+// WithDegradable marks the typed informer of T degradable: a budget with
+// policy BudgetDegrade that is exceeded makes it cache its objects'
+// metadata only. Mark only informers whose every reader needs no more than
+// metadata (owner references, labels, finalizers) when memory runs short.
+func WithDegradable[T Object]() FactoryOption {
+	return func(c *factoryConfig) { c.degradable = append(c.degradable, reflect.TypeFor[T]()) }
+}
+
+// WithBudgetCheckInterval sets how often the caches are compared with the
+// memory budgets (DefaultBudgetCheckInterval by default).
+func WithBudgetCheckInterval(d time.Duration) FactoryOption {
+	return func(c *factoryConfig) { c.budgetInterval = d }
+}
+
+// budgets is a factory's memory budgets and what they degraded.
+type budgets struct {
+	list       []*budget
+	interval   time.Duration
+	degradable map[reflect.Type]bool
+	// degraded holds the types whose objects are cached as metadata only;
+	// read by the transform.
+	degraded atomic.Pointer[map[reflect.Type]bool]
+	mu       sync.Mutex // serialises checks
+}
+
+// newBudgets validates the configured budgets, reporting and dropping bad
+// ones.
+func (f *Factory) newBudgets() *budgets {
+	b := &budgets{interval: f.cfg.budgetInterval, degradable: map[reflect.Type]bool{}}
+	if b.interval <= 0 {
+		b.interval = DefaultBudgetCheckInterval
+	}
+	for _, t := range f.cfg.degradable {
+		b.degradable[t] = true
+	}
+	for _, bu := range f.cfg.budgets {
+		what := "WithMemoryBudget"
+		if bu.typ != nil {
+			what = "WithInformerMemoryBudget[" + object.TypeName(bu.typ) + "]"
+		}
+		switch {
+		case f.cfg.noAccounting:
+			f.report(fmt.Errorf("informer factory: %s ignored: the factory is WithoutAccounting", what))
+		case bu.bytes <= 0:
+			f.report(fmt.Errorf("informer factory: %s: budget %d is not positive; ignored", what, bu.bytes))
+		case bu.policy < BudgetWarn || bu.policy > BudgetDegrade:
+			f.report(fmt.Errorf("informer factory: %s: unknown policy %v; ignored", what, bu.policy))
+		default:
+			b.list = append(b.list, bu)
+		}
+	}
+	if len(b.list) == 0 {
+		return nil
+	}
+	return b
+}
+
+// used returns what bu's caches hold in mem, and the informer's name for an
+// informer's budget ("" when that informer does not exist yet).
+func (f *Factory) used(bu *budget, mem CacheMemory) (int64, string) {
+	if bu.typ == nil {
+		return mem.Bytes, ""
+	}
+	m, ok := f.meters.Load(registryKey{source: sourceTyped, typ: bu.typ})
+	if !ok {
+		return 0, ""
+	}
+	name := m.(*meter).resource
+	for _, inf := range mem.Informers {
+		if inf.Resource == name {
+			return inf.Bytes, name
+		}
+	}
+	return 0, name
+}
+
+// CheckMemoryBudget returns a *BudgetError (joined with errors.Join when
+// several) for each budget of policy BudgetFailReadiness the caches are over
+// now, or nil. A Manager adds it to /readyz.
+func (f *Factory) CheckMemoryBudget() error {
+	if f.budgets == nil {
+		return nil
+	}
+	mem := f.CacheMemory()
+	var errs []error
+	for _, bu := range f.budgets.list {
+		if bu.policy != BudgetFailReadiness {
+			continue
+		}
+		if used, name := f.used(bu, mem); used > bu.bytes {
+			errs = append(errs, &BudgetError{Informer: name, Budget: bu.bytes, Used: used})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// HasMemoryBudget reports whether the factory has a budget of policy
+// BudgetFailReadiness (a Manager then checks it on /readyz).
+func (f *Factory) HasMemoryBudget() bool {
+	if f.budgets == nil {
+		return false
+	}
+	for _, bu := range f.budgets.list {
+		if bu.policy == BudgetFailReadiness {
+			return true
+		}
+	}
+	return false
+}
+
+// checkBudgets compares the caches with every budget, warns on each
+// crossing and degrades on a crossing of a BudgetDegrade budget.
+func (f *Factory) checkBudgets() {
+	b := f.budgets
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	mem := f.CacheMemory()
+	for _, bu := range b.list {
+		used, name := f.used(bu, mem)
+		over := used > bu.bytes
+		if was := bu.over.Swap(over); was == over {
+			continue
+		}
+		what := "factory"
+		if bu.typ != nil {
+			what = name
+		}
+		if !over {
+			f.logger.Info("Informer caches back within their memory budget", "budget", what, "bytes", used, "budgetBytes", bu.bytes)
+			continue
+		}
+		var largest []string
+		for i, inf := range mem.Informers {
+			if i == 3 {
+				break
+			}
+			largest = append(largest, fmt.Sprintf("%s (%s, %d objects)", inf.Resource, bytesString(inf.Bytes), inf.Objects))
+		}
+		f.logger.Info("Warning: informer caches over their memory budget", "budget", what, "bytes", used,
+			"budgetBytes", bu.bytes, "policy", bu.policy.String(), "largest", largest)
+		if bu.policy == BudgetDegrade {
+			f.degrade(bu)
+		}
+	}
+}
+
+// degrade makes the degradable informers bu covers cache metadata only.
+func (f *Factory) degrade(bu *budget) {
+	b := f.budgets
+	next := map[reflect.Type]bool{}
+	if cur := b.degraded.Load(); cur != nil {
+		for t := range *cur {
+			next[t] = true
+		}
+	}
+	for t := range b.degradable {
+		if bu.typ == nil || bu.typ == t {
+			if !next[t] {
+				f.logger.Info("Warning: informer degraded to metadata only by its memory budget", "type", object.TypeName(t))
+			}
+			next[t] = true
+		}
+	}
+	b.degraded.Store(&next)
+}
+
+// isDegraded reports whether objects of type t are cached as metadata only.
+func (f *Factory) isDegraded(t reflect.Type) bool {
+	if f.budgets == nil {
+		return false
+	}
+	d := f.budgets.degraded.Load()
+	return d != nil && (*d)[t]
+}
+
+// runBudgets checks the budgets every interval until stop is closed.
+func (f *Factory) runBudgets(stop <-chan struct{}) {
+	t := f.clock().NewTicker(f.budgets.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C():
+			f.checkBudgets()
+		}
+	}
+}
+
+// metadataOnly returns a copy of obj holding only its apiVersion, kind and
+// metadata; obj itself when it has nothing else or is of an unknown shape.
+func metadataOnly(obj any) any {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		out := &unstructured.Unstructured{Object: map[string]any{}}
+		for _, k := range []string{"apiVersion", "kind", "metadata"} {
+			if v, ok := u.Object[k]; ok {
+				out.Object[k] = v
+			}
+		}
+		return out
+	}
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return obj
+	}
+	in := v.Elem()
+	tm, om := in.FieldByName("TypeMeta"), in.FieldByName("ObjectMeta")
+	if !om.IsValid() || in.NumField() <= 2 {
+		return obj
+	}
+	out := reflect.New(in.Type())
+	if tm.IsValid() {
+		out.Elem().FieldByName("TypeMeta").Set(tm)
+	}
+	out.Elem().FieldByName("ObjectMeta").Set(om)
+	return out.Interface()
+}

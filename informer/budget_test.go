@@ -1,0 +1,148 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// logLines collects what a factory logs.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) add(_, args string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, args)
+}
+
+func (l *logLines) matching(substr string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range l.lines {
+		if strings.Contains(line, substr) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+func TestMemoryBudgetFailsReadinessWhileOver(t *testing.T) {
+	client := newClient(uidPod("a", "web-1"), uidPod("a", "web-2"))
+	f := NewFactory(client, WithMemoryBudget(1<<30, BudgetFailReadiness),
+		WithInformerMemoryBudget[*corev1.Pod](1000, BudgetFailReadiness))
+	_, err := For[*corev1.Pod](f)
+	require.NoError(t, err)
+	require.True(t, f.HasMemoryBudget())
+	startFactory(t, f)
+	waitMemory(t, f, func(m CacheMemory) bool { return m.Informers[0].Objects == 2 })
+
+	err = f.CheckMemoryBudget()
+	require.ErrorIs(t, err, ErrOverBudget)
+	var be *BudgetError
+	require.ErrorAs(t, err, &be)
+	require.Equal(t, "pods", be.Informer, "only the Pods' budget is exceeded, not the factory's")
+	require.Equal(t, int64(1000), be.Budget)
+	require.Greater(t, be.Used, int64(1000))
+	require.Contains(t, err.Error(), "informer pods's cache hold about")
+
+	// Below the budget once the objects are gone.
+	for _, name := range []string{"web-1", "web-2"} {
+		require.NoError(t, client.CoreV1().Pods("a").Delete(context.Background(), name, metav1.DeleteOptions{}))
+	}
+	require.NoError(t, wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return f.CheckMemoryBudget() == nil, nil }))
+}
+
+func TestMemoryBudgetDegradesToMetadataOnly(t *testing.T) {
+	var logs logLines
+	client := newClient(uidPod("a", "web-1"))
+	f := NewFactory(client, WithLogger(funcr.New(logs.add, funcr.Options{})),
+		WithMemoryBudget(100, BudgetDegrade), WithDegradable[*corev1.Pod](),
+		WithBudgetCheckInterval(5*time.Millisecond))
+	pods, err := For[*corev1.Pod](f)
+	require.NoError(t, err)
+	require.False(t, f.HasMemoryBudget(), "no budget fails readiness")
+	startFactory(t, f)
+	require.NoError(t, f.CheckMemoryBudget(), "a degrade budget does not fail readiness")
+
+	waitMemory(t, f, func(m CacheMemory) bool { return m.Informers[0].Degraded })
+	require.NotEmpty(t, logs.matching("over their memory budget"))
+	require.NotEmpty(t, logs.matching("degraded to metadata only"))
+
+	// Objects entering the cache from now on keep their metadata only.
+	p := uidPod("a", "web-2")
+	_, err = client.CoreV1().Pods("a").Create(context.Background(), p, metav1.CreateOptions{})
+	require.NoError(t, err)
+	var cached *corev1.Pod
+	require.NoError(t, wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) {
+			cached, err = pods.Lister().Get("a", "web-2")
+			return err == nil, nil
+		}))
+	require.Equal(t, p.Labels, cached.Labels)
+	require.Equal(t, p.UID, cached.UID)
+	require.Empty(t, cached.Spec.Containers, "the spec is dropped")
+}
+
+func TestMemoryBudgetConfigErrorsAreReported(t *testing.T) {
+	var sink errorSink
+	f := NewFactory(newClient(), WithErrorHandler(sink.handle),
+		WithMemoryBudget(0, BudgetWarn), WithMemoryBudget(10, BudgetPolicy(9)))
+	require.Len(t, sink.all(), 2)
+	require.Contains(t, sink.all()[0].Error(), "WithMemoryBudget: budget 0 is not positive")
+	require.Contains(t, sink.all()[1].Error(), "unknown policy BudgetPolicy(9)")
+	require.NoError(t, f.CheckMemoryBudget())
+
+	var off errorSink
+	NewFactory(newClient(), WithErrorHandler(off.handle), WithoutAccounting(),
+		WithInformerMemoryBudget[*corev1.Pod](10, BudgetWarn))
+	require.Len(t, off.all(), 1)
+	require.Contains(t, off.all()[0].Error(), "WithInformerMemoryBudget[*k8s.io/api/core/v1.Pod] ignored: the factory is WithoutAccounting")
+}
+
+func TestUnscopedHighCardinalityInformerWarnsOnce(t *testing.T) {
+	var logs logLines
+	f := NewFactory(newClient(), WithLogger(funcr.New(logs.add, funcr.Options{})))
+	_, err := For[*corev1.Pod](f)
+	require.NoError(t, err)
+	_, err = For[*corev1.Pod](f)
+	require.NoError(t, err)
+	_, err = For[*corev1.Service](f)
+	require.NoError(t, err)
+	_, err = For[*corev1.Secret](f, InNamespaces[*corev1.Secret]("a"))
+	require.NoError(t, err)
+	warned := logs.matching("high-cardinality")
+	require.Len(t, warned, 1, "once, for the Pods: %v", logs.lines)
+	require.Contains(t, warned[0], `"informer"="pods"`)
+
+	scoped := NewFactory(newClient(), WithNamespace("a"), WithLogger(funcr.New(logs.add, funcr.Options{})))
+	_, err = For[*corev1.ConfigMap](scoped)
+	require.NoError(t, err)
+	require.Len(t, logs.matching("high-cardinality"), 1, "a factory of one namespace is scoped")
+}
+
+func TestMetadataOnly(t *testing.T) {
+	p := uidPod("a", "web")
+	p.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	out := metadataOnly(p).(*corev1.Pod)
+	require.Equal(t, p.ObjectMeta, out.ObjectMeta)
+	require.Equal(t, p.TypeMeta, out.TypeMeta)
+	require.Empty(t, out.Spec.Containers)
+	require.NotEmpty(t, p.Spec.Containers, "the original is left alone")
+	meta := &metav1.PartialObjectMetadata{ObjectMeta: p.ObjectMeta}
+	require.Same(t, meta, metadataOnly(meta), "nothing to drop")
+	require.True(t, errors.Is(&BudgetError{}, ErrOverBudget))
+}
