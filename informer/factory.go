@@ -82,6 +82,8 @@ type factory struct {
 	meters sync.Map
 	// budgets is nil without memory budgets (budget.go).
 	budgets *budgets
+	// staleness is nil without WithStalenessCheck (staleness.go).
+	staleness *staleness
 	// warned holds the resources warned about as unscoped (warnUnscoped).
 	warned map[string]bool
 }
@@ -110,6 +112,8 @@ const (
 // registered is what the factory needs from every informer it handed out.
 type registered interface {
 	Name() string
+	GVR() schema.GroupVersionResource
+	lastResourceVersion() string
 	HasSynced() bool
 	HasSyncedChecker() cache.DoneChecker
 	servedType() reflect.Type
@@ -144,6 +148,7 @@ func NewFactory(client kubernetes.Interface, opts ...FactoryOption) *Factory {
 		f.table = hashcons.New()
 	}
 	f.budgets = f.newBudgets()
+	f.staleness = f.newStaleness()
 	if f.cfg.mutationDetector {
 		report := f.cfg.mutationReport
 		if report == nil {
@@ -219,6 +224,10 @@ func (f *Factory) Start(ctx context.Context) {
 		}
 		if f.budgets != nil {
 			f.waiters.Go(func() { f.runBudgets(f.stop) })
+		}
+		if f.staleness != nil {
+			ctx := f.runCtx
+			f.waiters.Go(func() { f.runStaleness(ctx, f.stop) })
 		}
 	}
 	f.startLocked()

@@ -111,3 +111,15 @@ func TestCacheMemoryDropsAStoppedInformer(t *testing.T) {
 	cancel()
 	waitMemory(t, f, func(m CacheMemory) bool { return len(m.Informers) == 0 })
 }
+
+func TestStalenessLag(t *testing.T) {
+	for _, tc := range []struct {
+		server, informer string
+		want             int64
+	}{
+		{"120", "100", 20}, {"100", "100", 0}, {"99", "100", 0}, {"1000", "999", 1},
+		{"", "100", -1}, {"100", "", -1}, {"abc", "100", -1}, {"012", "10", -1},
+	} {
+		require.Equal(t, tc.want, lag(tc.server, tc.informer), "lag(%q, %q)", tc.server, tc.informer)
+	}
+}

@@ -35,6 +35,7 @@ type factoryConfig struct {
 	budgets           []*budget
 	degradable        []reflect.Type
 	budgetInterval    time.Duration
+	stalenessInterval time.Duration
 	transforms        map[reflect.Type]func(any) (any, error)
 	errorHandler      func(context.Context, error)
 	recorder          record.EventRecorder
