@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/ctrlkit/ctrlkit/internal/bytesize"
 	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
@@ -70,15 +70,11 @@ func (e *BudgetError) Error() string {
 	if e.Informer != "" {
 		what = "informer " + e.Informer + "'s cache"
 	}
-	return fmt.Sprintf("%s hold about %s, over their memory budget of %s", what, bytesString(e.Used), bytesString(e.Budget))
+	return fmt.Sprintf("%s hold about %s, over their memory budget of %s", what, bytesize.Format(e.Used), bytesize.Format(e.Budget))
 }
 
 // Is makes errors.Is(err, ErrOverBudget) true.
 func (e *BudgetError) Is(target error) bool { return target == ErrOverBudget }
-
-func bytesString(n int64) string {
-	return resource.NewQuantity(n, resource.BinarySI).String()
-}
 
 // budget is one memory budget: of the factory (typ nil) or of the typed
 // informer of typ.
@@ -247,7 +243,7 @@ func (f *Factory) checkBudgets() {
 			if i == 3 {
 				break
 			}
-			largest = append(largest, fmt.Sprintf("%s (%s, %d objects)", inf.Resource, bytesString(inf.Bytes), inf.Objects))
+			largest = append(largest, fmt.Sprintf("%s (%s, %d objects)", inf.Resource, bytesize.Format(inf.Bytes), inf.Objects))
 		}
 		f.logger.Info("Warning: informer caches over their memory budget", "budget", what, "bytes", used,
 			"budgetBytes", bu.bytes, "policy", bu.policy.String(), "largest", largest)
@@ -327,4 +323,32 @@ func metadataOnly(obj any) any {
 	}
 	out.Elem().FieldByName("ObjectMeta").Set(om)
 	return out.Interface()
+}
+
+// MemoryBudget is one memory budget of a factory and how the caches stand
+// against it.
+type MemoryBudget struct {
+	// Informer names the informer of a WithInformerMemoryBudget (empty
+	// for the factory's budget, and until that informer exists).
+	Informer string
+	Bytes    int64
+	Policy   BudgetPolicy
+	// Used is what the caches it covers hold now; Over reports Used > Bytes.
+	Used int64
+	Over bool
+}
+
+// MemoryBudgets returns the factory's memory budgets, as configured, with
+// what the caches hold now.
+func (f *Factory) MemoryBudgets() []MemoryBudget {
+	if f.budgets == nil {
+		return nil
+	}
+	mem := f.CacheMemory()
+	out := make([]MemoryBudget, 0, len(f.budgets.list))
+	for _, bu := range f.budgets.list {
+		used, name := f.used(bu, mem)
+		out = append(out, MemoryBudget{Informer: name, Bytes: bu.bytes, Policy: bu.policy, Used: used, Over: used > bu.bytes})
+	}
+	return out
 }

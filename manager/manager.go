@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -149,6 +150,7 @@ func New(opts Options) (_ *Manager, err error) {
 		fopts := []informer.FactoryOption{
 			informer.WithEventRecorder(m.EventRecorderFor(informerEventSource)),
 			informer.WithInformerName(managerInformerName()),
+			informer.WithStalenessCheck(DefaultStalenessInterval),
 		}
 		if m.dynamic != nil {
 			fopts = append(fopts, informer.WithDynamicClient(m.dynamic))
@@ -174,6 +176,12 @@ func New(opts Options) (_ *Manager, err error) {
 
 	if err := m.setUpMetrics(opts); err != nil {
 		return nil, err
+	}
+	if m.factory.HasMemoryBudget() {
+		// informer.BudgetFailReadiness: a replica whose caches outgrew their budget is not ready.
+		if err := m.AddReadyzCheck(MemoryBudgetCheck, func(*http.Request) error { return m.factory.CheckMemoryBudget() }); err != nil {
+			return nil, err
+		}
 	}
 
 	if opts.Sharding != nil {

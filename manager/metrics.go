@@ -47,6 +47,10 @@ func (m *Manager) setUpMetrics(opts Options) error {
 			return fmt.Errorf("manager: feature gate metrics: %w", err)
 		}
 	}
+	// The caches' memory, lag and budgets (ctrlkit_informer_*); one factory per registry.
+	if err := reg.Register(cacheCollector{f: m.factory}); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+		return fmt.Errorf("manager: informer cache metrics: %w", err)
+	}
 	m.metrics, m.gatherer = metrics, gath
 	m.registerer = reg
 	return nil

@@ -95,11 +95,11 @@ func (o *MetricsServingOptions) validate(metricsAddr, healthAddr string) (field,
 	return "", ""
 }
 
-// metricsPaths are the handlers of the metrics server: /metrics and, with EnableProfiling,
-// /debug/pprof/, each behind the API server's authentication and authorization when
+// metricsPaths are the handlers of the metrics server: /metrics, DebugInformersPath and, with
+// EnableProfiling, /debug/pprof/, each behind the API server's authentication and authorization when
 // SecureServing.
 func (m *Manager) metricsPaths() map[string]http.Handler {
-	paths := map[string]http.Handler{"/metrics": m.MetricsHandler()}
+	paths := map[string]http.Handler{"/metrics": m.MetricsHandler(), DebugInformersPath: m.DebugInformersHandler()}
 	if m.serving.EnableProfiling {
 		maps.Copy(paths, serving.Pprof())
 	}

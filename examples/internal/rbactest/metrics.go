@@ -22,6 +22,12 @@ var servingMetrics = regexp.MustCompile(`"Serving" addr="([^"]+)" what=\[[^\]]*"
 // none) and returns the status code and body; 0 and the error when there was no answer.
 func (p *Process) Metrics(token string) (int, string) {
 	p.t.Helper()
+	return p.MetricsPath("/metrics", token)
+}
+
+// MetricsPath is Metrics for another path of the metrics server.
+func (p *Process) MetricsPath(path, token string) (int, string) {
+	p.t.Helper()
 	p.AwaitLog(servingMetrics)
 	m := servingMetrics.FindStringSubmatch(p.Output())
 	if m[2] != "true" {
@@ -31,7 +37,7 @@ func (p *Process) Metrics(token string) (int, string) {
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}, //nolint:gosec // self-signed, a loopback test
 	}}
 	defer client.CloseIdleConnections()
-	req, err := http.NewRequest(http.MethodGet, "https://"+m[1]+"/metrics", nil)
+	req, err := http.NewRequest(http.MethodGet, "https://"+m[1]+path, nil)
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -65,7 +71,7 @@ func (in *Install) GrantMetrics(role string) {
 // CheckMetricsAccess proves that the binary's /metrics is for those the cluster lets read it:
 // without a token 401; with the ServiceAccount's own token 403 (its manifests grant it the
 // reviews, not the reading); once role (the manifests' metrics reader) is bound to the
-// ServiceAccount, 200 with the controller's series. The check after the grant uses a fresh
+// ServiceAccount, 200 with the controller's series, and its /debug/informers page too. The check after the grant uses a fresh
 // token of the same ServiceAccount, since the binary caches a denial for its token a while.
 func CheckMetricsAccess(p *Process, in *Install, role string) {
 	p.t.Helper()
@@ -86,7 +92,14 @@ func CheckMetricsAccess(p *Process, in *Install, role string) {
 	if err != nil {
 		p.t.Fatalf("rbactest: /metrics after granting %s: %v (last answer %d %.200s)", role, err, code, body)
 	}
-	if !strings.Contains(body, "rest_client_requests_total") {
+	if !strings.Contains(body, "rest_client_requests_total") || !strings.Contains(body, "ctrlkit_informer_bytes{") {
 		p.t.Fatalf("rbactest: /metrics answered 200 without the process's series: %s", fmt.Sprintf("%.300s", body))
+	}
+	// The same role reads what the informer caches hold.
+	if code, body := p.MetricsPath("/debug/informers", fresh); code != http.StatusOK || !strings.Contains(body, "RESOURCE") {
+		p.t.Fatalf("rbactest: /debug/informers after granting %s: %d %.300s", role, code, body)
+	}
+	if code, body := p.MetricsPath("/debug/informers", ""); code != http.StatusUnauthorized {
+		p.t.Fatalf("rbactest: /debug/informers without a token: %d %.200s, want 401", code, body)
 	}
 }

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
+	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/manager"
+	"github.com/ctrlkit/ctrlkit/testkit"
+)
+
+// What an operator sees of the binary's cache memory, run against kube-apiserver: the
+// ctrlkit_informer_* series on /metrics and the page at /debug/informers, both following the
+// objects the controller caches.
+func TestAPIServerCacheMemoryMetricsAndPage(t *testing.T) {
+	env := testkit.SharedAPIServer(t)
+	ns := env.Namespace()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, demo.WriteKubeconfig(path, env.Config()))
+
+	ctx, cancel := context.WithCancel(env.Context())
+	defer cancel()
+	var out rbactest.LogBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--kubeconfig=" + path, "--metrics-addr=127.0.0.1:0", "--metrics-secure=false",
+			"--health-addr=127.0.0.1:0", "--leader-elect-resource-namespace=" + ns, "--leader-elect-resource-name=rs-mem-" + ns}, &out)
+	}()
+	defer func() {
+		cancel()
+		select {
+		case code := <-done:
+			assert.Equal(t, 0, code, out.String())
+		case <-time.After(time.Minute):
+			t.Error("run did not return after its context ended")
+		}
+	}()
+
+	_, err := env.Client().AppsV1().ReplicaSets(ns).Create(env.Context(), replicaSet(ns, "mem", "", 4), metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	fetch := func(path string) (string, error) {
+		m := servingMetrics.FindStringSubmatch(out.String())
+		if m == nil {
+			return "", fmt.Errorf("the metrics address is not logged yet")
+		}
+		resp, err := http.Get("http://" + m[1] + path)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return "", err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return "", fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
+		}
+		return string(body), nil
+	}
+	series := func(body, name, resource string) (float64, bool) {
+		re := regexp.MustCompile(`(?m)^` + name + `\{resource="` + regexp.QuoteMeta(resource) + `",scope="[^"]*"\} (\S+)$`)
+		m := re.FindStringSubmatch(body)
+		if m == nil {
+			return 0, false
+		}
+		v, err := strconv.ParseFloat(m[1], 64)
+		return v, err == nil
+	}
+
+	// The Pods the controller created are in its cache, and in the series.
+	var metrics, why string
+	err = wait.PollUntilContextTimeout(env.Context(), 50*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		if metrics, err = fetch("/metrics"); err != nil {
+			why = err.Error()
+			return false, nil
+		}
+		pods, ok := series(metrics, "ctrlkit_informer_objects", "pods")
+		why = fmt.Sprintf("pods series %v (present %v)", pods, ok)
+		return ok && pods >= 4, nil
+	})
+	require.NoError(t, err, "%s\n%s", why, out.String())
+	for _, name := range []string{"ctrlkit_informer_bytes", "ctrlkit_informer_dedup_ratio"} {
+		for _, resource := range []string{"pods", "replicasets.apps"} {
+			v, ok := series(metrics, name, resource)
+			assert.True(t, ok && v > 0, "%s{resource=%q} = %v (present %v)", name, resource, v, ok)
+		}
+	}
+	assert.Regexp(t, `(?m)^ctrlkit_informer_sharing_table_bytes \d`, metrics)
+
+	// The page lists the informers by bytes with the test's namespace among the Pods' top ones.
+	page, err := fetch(manager.DebugInformersPath)
+	require.NoError(t, err)
+	assert.Contains(t, page, "RESOURCE")
+	assert.Regexp(t, `(?m)^pods\s`, page)
+	assert.Contains(t, page, "Top namespaces of pods")
+	assert.Contains(t, page, ns)
+
+	raw, err := fetch(manager.DebugInformersPath + "?format=json")
+	require.NoError(t, err)
+	var doc struct{ Memory informer.CacheMemory }
+	require.NoError(t, json.Unmarshal([]byte(raw), &doc))
+	var found bool
+	for _, inf := range doc.Memory.Informers {
+		if inf.Resource == "pods" {
+			found = true
+			assert.GreaterOrEqual(t, inf.Objects, 4)
+			assert.Greater(t, inf.Bytes, int64(4*1000), "a few kB per Pod at least")
+		}
+	}
+	assert.True(t, found, "pods in %s", raw)
+}

@@ -1,0 +1,3 @@
+// Package bytesize renders byte counts for people, in logs, errors and
+// debug pages.
+package bytesize
