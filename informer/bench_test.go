@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/go-logr/logr"
 	"math/rand/v2"
 	"reflect"
 	"runtime"
@@ -432,7 +433,7 @@ func BenchmarkCacheHeapPerPod(b *testing.B) {
 				return true, list, json.Unmarshal(data, list)
 			})
 			heap := syncedHeap(b, n, func() (*Factory, cache.Store, error) {
-				f := NewFactory(client, tc.opts...)
+				f := NewFactory(client, append(tc.opts, quiet)...)
 				pods, err := For[*corev1.Pod](f)
 				if err != nil {
 					return nil, nil, err
@@ -555,7 +556,7 @@ func BenchmarkDefaultTransform(b *testing.B) {
 			var f *Factory
 			fresh := func() {
 				b.StopTimer()
-				f = NewFactory(fake.NewClientset(), tc.opts...)
+				f = NewFactory(fake.NewClientset(), append(tc.opts, quiet)...)
 				// The Pod informer's meter is what accounting charges.
 				if _, err := For[*corev1.Pod](f); err != nil {
 					b.Fatal(err)
@@ -623,7 +624,7 @@ func BenchmarkScopedCacheHeap(b *testing.B) {
 				return true, list, json.Unmarshal(lists[action.GetNamespace()], list)
 			})
 			heap := syncedHeap(b, tc.want, func() (*Factory, cache.Store, error) {
-				f := NewFactory(client)
+				f := NewFactory(client, quiet)
 				inf, err := For(f, tc.opts...)
 				if err != nil {
 					return nil, nil, err
@@ -653,7 +654,7 @@ func BenchmarkReleasedInformerHeap(b *testing.B) {
 		list := &corev1.PodList{}
 		return true, list, json.Unmarshal(data, list)
 	})
-	f := NewFactory(client, WithReleaseGrace(0))
+	f := NewFactory(client, WithReleaseGrace(0), quiet)
 	defer f.Shutdown()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -772,7 +773,7 @@ func BenchmarkCacheMemoryEstimate(b *testing.B) {
 				})
 				var est int64
 				heap := syncedHeap(b, n, func() (*Factory, cache.Store, error) {
-					f := NewFactory(client, tc.opts...)
+					f := NewFactory(client, append(tc.opts, quiet)...)
 					pods, err := For[*corev1.Pod](f)
 					if err != nil {
 						return nil, nil, err
@@ -788,6 +789,10 @@ func BenchmarkCacheMemoryEstimate(b *testing.B) {
 		}
 	}
 }
+
+// quiet keeps the benchmarks' factories from logging (the warning about a
+// cluster-wide Pod informer, once per factory).
+var quiet = WithLogger(logr.Discard())
 
 // estimatingStore reads the factory's estimate when syncedHeap lists the
 // store's keys, right after it measured the heap.
@@ -832,7 +837,7 @@ func BenchmarkInformerList(b *testing.B) {
 				return true, list, json.Unmarshal(data, list)
 			})
 			for b.Loop() {
-				f := NewFactory(client, tc.opts...)
+				f := NewFactory(client, append(tc.opts, quiet)...)
 				if _, err := For[*corev1.Pod](f); err != nil {
 					b.Fatal(err)
 				}

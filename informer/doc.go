@@ -124,6 +124,27 @@
 // (metadata.labels["app"]). It is client-go's cache mutation detector with
 // the culprit named, and is meant for tests: testkit turns it on.
 //
+// # Cache memory
+//
+// Each informer's cache is accounted for as objects enter it (the walk that
+// shares an object's sub-objects also sizes it, rounding each allocation as
+// Go's allocator does) and leave it (by UID): Factory.CacheMemory gives,
+// per informer, the objects, the estimated bytes (shared sub-objects
+// counted once), what nothing shared would take, and the largest
+// namespaces. A Manager exports it as ctrlkit_informer_* series and at
+// /debug/informers. WithoutAccounting turns it off.
+//
+// Memory budgets (WithMemoryBudget for the factory, WithInformerMemoryBudget
+// for one informer) are checked every DefaultBudgetCheckInterval, with a
+// policy: BudgetWarn logs, BudgetFailReadiness also fails CheckMemoryBudget
+// (a Manager's /readyz), BudgetDegrade also makes the informers marked
+// WithDegradable cache metadata only from then on. An informer that caches
+// whole Pods, Secrets, ConfigMaps or Events of the whole cluster with no
+// selector is logged once, as the usual cause of memory growing with the
+// cluster. WithStalenessCheck compares each informer's last resourceVersion
+// with the API server's (Factory.Staleness). docs/sizing.md says what each
+// option saves.
+//
 // # Informer metrics
 //
 // WithInformerName gives the factory a process-unique name under which

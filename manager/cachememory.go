@@ -156,7 +156,11 @@ func (p debugInformers) text() string {
 		fmt.Fprintf(&b, "\nTop namespaces of %s (%s):\n", inf.Resource, inf.Scope)
 		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 		for _, ns := range inf.Namespaces {
-			fmt.Fprintf(tw, "  %s\t%d objects\t%s\n", ns.Namespace, ns.Objects, bytesize.Format(ns.Bytes))
+			noun := "objects"
+			if ns.Objects == 1 {
+				noun = "object"
+			}
+			fmt.Fprintf(tw, "  %s\t%d %s\t%s\n", ns.Namespace, ns.Objects, noun, bytesize.Format(ns.Bytes))
 		}
 		_ = tw.Flush()
 	}

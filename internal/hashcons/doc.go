@@ -4,8 +4,8 @@
 // of one ReplicaSet, for example. The informer factory runs it last in its
 // default transform.
 //
-// The API is two functions: New makes a Table, and Table.Share canonicalises
-// one object in place against it. An object given to Share may afterwards hold
+// The API is small: New makes a Table, and Table.Share canonicalises one
+// object in place against it (and sizes it, see size.go). An object given to Share may afterwards hold
 // sub-objects that other objects hold too, so it must be treated as read-only
 // (client-go's contract for cached objects); its DeepCopy is the caller's own.
 //
@@ -24,6 +24,11 @@
 //     hashes), and only once every node inside it is canonical, so nodes
 //     unique to one object cost nothing but the walk.
 //   - plan.go: how to walk a Go type, computed once per type by reflection.
+//   - size.go: what an object keeps alive on the heap, for the informers'
+//     accounting: Share returns an object's own and unshared sizes and
+//     charges the canonical nodes it brings to an Account while they live;
+//     Size sizes an object nothing is shared with. Each allocation is
+//     rounded as Go's allocator rounds it.
 //   - quantity.go: resource.Quantity, hashed and compared by its value, not
 //     its cached string form, through a field layout checked by reflection
 //     at first use. Should apimachinery ever change that layout, quantities
