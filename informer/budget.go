@@ -164,8 +164,9 @@ func (f *Factory) newBudgets() *budgets {
 	return b
 }
 
-// used returns what bu's caches hold in mem, and the informer's name for an
-// informer's budget ("" when that informer does not exist yet).
+// used returns what bu's caches hold (mem.Bytes for the factory's budget),
+// and the informer's name for an informer's budget ("" while that informer
+// does not exist).
 func (f *Factory) used(bu *budget, mem CacheMemory) (int64, string) {
 	if bu.typ == nil {
 		return mem.Bytes, ""
@@ -174,13 +175,7 @@ func (f *Factory) used(bu *budget, mem CacheMemory) (int64, string) {
 	if !ok {
 		return 0, ""
 	}
-	name := m.(*meter).resource
-	for _, inf := range mem.Informers {
-		if inf.Resource == name {
-			return inf.Bytes, name
-		}
-	}
-	return 0, name
+	return m.(*meter).bytes(), m.(*meter).resource
 }
 
 // CheckMemoryBudget returns a *BudgetError (joined with errors.Join when
@@ -203,9 +198,9 @@ func (f *Factory) CheckMemoryBudget() error {
 	return errors.Join(errs...)
 }
 
-// HasMemoryBudget reports whether the factory has a budget of policy
-// BudgetFailReadiness (a Manager then checks it on /readyz).
-func (f *Factory) HasMemoryBudget() bool {
+// HasReadinessBudget reports whether the factory has a memory budget of
+// policy BudgetFailReadiness (a Manager then checks it on /readyz).
+func (f *Factory) HasReadinessBudget() bool {
 	if f.budgets == nil {
 		return false
 	}

@@ -45,7 +45,7 @@ func TestMemoryBudgetFailsReadinessWhileOver(t *testing.T) {
 		WithInformerMemoryBudget[*corev1.Pod](1000, BudgetFailReadiness))
 	_, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
-	require.True(t, f.HasMemoryBudget())
+	require.True(t, f.HasReadinessBudget())
 	startFactory(t, f)
 	waitMemory(t, f, func(m CacheMemory) bool { return m.Informers[0].Objects == 2 })
 
@@ -74,7 +74,7 @@ func TestMemoryBudgetDegradesToMetadataOnly(t *testing.T) {
 		WithBudgetCheckInterval(5*time.Millisecond))
 	pods, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
-	require.False(t, f.HasMemoryBudget(), "no budget fails readiness")
+	require.False(t, f.HasReadinessBudget(), "no budget fails readiness")
 	startFactory(t, f)
 	require.NoError(t, f.CheckMemoryBudget(), "a degrade budget does not fail readiness")
 

@@ -285,6 +285,7 @@ func (f *Factory) Shutdown() {
 		if f.detector != nil {
 			f.detector.wait()
 		}
+		f.meters.Clear() // the caches are gone
 	})
 }
 

@@ -71,7 +71,7 @@ const topNamespaces = 10
 
 // CacheMemory returns what the factory's informers hold, estimated as
 // objects enter and leave their caches (nothing is walked here). It is
-// empty WithoutAccounting. Informers taken from the client-go factory
+// empty WithoutAccounting, and once the factory shut down. Informers taken from the client-go factory
 // behind the factory (SharedInformerFactory) are not accounted.
 func (f *Factory) CacheMemory() CacheMemory {
 	var out CacheMemory
@@ -200,6 +200,14 @@ func (m *meter) forget(obj any) {
 			delete(m.namespaces, ns)
 		}
 	}
+}
+
+// bytes is the Bytes of the meter's informer.
+func (m *meter) bytes() int64 {
+	shared := m.acct.Shared()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.own + shared
 }
 
 func (m *meter) snapshot() InformerMemory {

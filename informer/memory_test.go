@@ -113,6 +113,13 @@ func TestCacheMemoryDropsAStoppedInformer(t *testing.T) {
 	waitMemory(t, f, func(m CacheMemory) bool { return len(m.Informers) == 1 && m.Informers[0].Objects == 1 })
 	cancel()
 	waitMemory(t, f, func(m CacheMemory) bool { return len(m.Informers) == 0 })
+
+	// A factory shut down holds nothing.
+	_, err = For[*corev1.Pod](f)
+	require.NoError(t, err)
+	waitMemory(t, f, func(m CacheMemory) bool { return len(m.Informers) == 1 && m.Informers[0].Objects == 1 })
+	f.Shutdown()
+	require.Empty(t, f.CacheMemory().Informers)
 }
 
 func TestStalenessLag(t *testing.T) {

@@ -177,7 +177,7 @@ func New(opts Options) (_ *Manager, err error) {
 	if err := m.setUpMetrics(opts); err != nil {
 		return nil, err
 	}
-	if m.factory.HasMemoryBudget() {
+	if m.factory.HasReadinessBudget() {
 		// informer.BudgetFailReadiness: a replica whose caches outgrew their budget is not ready.
 		if err := m.AddReadyzCheck(MemoryBudgetCheck, func(*http.Request) error { return m.factory.CheckMemoryBudget() }); err != nil {
 			return nil, err
