@@ -171,11 +171,18 @@ func (f *Factory) used(bu *budget, mem CacheMemory) (int64, string) {
 	if bu.typ == nil {
 		return mem.Bytes, ""
 	}
-	m, ok := f.meters.Load(registryKey{source: sourceTyped, typ: bu.typ})
-	if !ok {
+	var found *meter
+	f.meters.Range(func(_, v any) bool {
+		if m := v.(*meter); m.typ == bu.typ {
+			found = m
+			return false
+		}
+		return true
+	})
+	if found == nil {
 		return 0, ""
 	}
-	return m.(*meter).bytes(), m.(*meter).resource
+	return found.bytes(), found.resource
 }
 
 // CheckMemoryBudget returns a *BudgetError (joined with errors.Join when

@@ -103,7 +103,7 @@ func (f *Factory) CacheMemory() CacheMemory {
 // fake clients, are keyed by namespace/name).
 type meter struct {
 	resource, scope string
-	typ             reflect.Type // of a typed informer's objects; nil for others
+	typ             reflect.Type // the Go type the informer serves
 	// storeBytes is what client-go's store and indexes spend per object,
 	// besides its key.
 	storeBytes int64
@@ -251,12 +251,12 @@ func (f *Factory) meterFor(key registryKey, obj any) *meter {
 
 // meter starts accounting for the new informer key: its deletions are
 // forgotten by a handler of its own.
-func (f *Factory) meter(key registryKey, name string, sc scope, inf cache.SharedIndexInformer) error {
+func (f *Factory) meter(key registryKey, name string, typ reflect.Type, sc scope, inf cache.SharedIndexInformer) error {
 	if f.cfg.noAccounting {
 		return nil
 	}
 	m := newMeter(name, sc.label(), len(inf.GetIndexer().GetIndexers()))
-	m.typ = key.typ
+	m.typ = typ
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: m.forget}); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	metadatafake "k8s.io/client-go/metadata/fake"
 )
 
 // waitMemory polls f's CacheMemory until ok accepts it, or fails t.
@@ -132,4 +133,53 @@ func TestStalenessLag(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, lag(tc.server, tc.informer), "lag(%q, %q)", tc.server, tc.informer)
 	}
+}
+
+// Metadata and custom-resource informers are accounted for as typed ones:
+// each under its own name, deletions included, and a degradable custom
+// resource keeps its metadata only once degraded.
+func TestCacheMemoryOfMetadataAndCustomResourceInformers(t *testing.T) {
+	ctx := context.Background()
+	scheme := metadatafake.NewTestScheme()
+	require.NoError(t, metav1.AddMetaToScheme(scheme))
+	meta := metadatafake.NewSimpleMetadataClient(scheme, partialSecret("a", "token", true), partialSecret("b", "other", false))
+	dyn := newDynamic(unstructuredWidget("a", "small", int64(1)), unstructuredWidget("a", "big", int64(9)))
+	f := NewFactory(newClient(), WithMetadataClient(meta), WithDynamicClient(dyn),
+		WithInformerMemoryBudget[*widget](1, BudgetDegrade), WithBudgetCheckInterval(5*time.Millisecond))
+	_, err := ForMetadata(f, secretsGVR)
+	require.NoError(t, err)
+	widgets, err := ForResource[*widget](f, widgetsGVR)
+	require.NoError(t, err)
+	startFactory(t, f)
+
+	byName := func(m CacheMemory) map[string]InformerMemory {
+		out := map[string]InformerMemory{}
+		for _, inf := range m.Informers {
+			out[inf.Resource] = inf
+		}
+		return out
+	}
+	waitMemory(t, f, func(m CacheMemory) bool {
+		infs := byName(m)
+		return infs["secrets (metadata)"].Objects == 2 && infs["widgets.example.com"].Objects == 2 &&
+			infs["widgets.example.com"].Bytes > 0 && infs["widgets.example.com"].Degraded
+	})
+
+	require.NoError(t, dyn.Resource(widgetsGVR).Namespace("a").Delete(ctx, "big", metav1.DeleteOptions{}))
+	require.NoError(t, meta.Resource(secretsGVR).Namespace("b").Delete(ctx, "other", metav1.DeleteOptions{}))
+	waitMemory(t, f, func(m CacheMemory) bool {
+		infs := byName(m)
+		return infs["secrets (metadata)"].Objects == 1 && infs["widgets.example.com"].Objects == 1
+	})
+
+	// Degraded: a new widget keeps its metadata only.
+	_, err = dyn.Resource(widgetsGVR).Namespace("a").Create(ctx, unstructuredWidget("a", "new", int64(3)), metav1.CreateOptions{})
+	require.NoError(t, err)
+	var w *widget
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		w, err = widgets.Lister().Get("a", "new")
+		return err == nil, nil
+	}))
+	require.Equal(t, "new", w.Name)
+	require.Zero(t, w.Spec.Size, "the spec is dropped")
 }
