@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
 	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
@@ -124,4 +126,94 @@ func TestAPIServerCacheMemoryMetricsAndPage(t *testing.T) {
 		}
 	}
 	assert.True(t, found, "pods in %s", raw)
+}
+
+// A memory budget an operator sees through readiness, on kube-apiserver: the binary run with
+// --cache-memory-budget and the fail-readiness policy is ready while its caches are within the
+// budget, answers /readyz with 503 naming the check informer-memory once a ReplicaSet's Pods
+// grow them past it (kubectl would show the Pod not ready, and a rollout would stop), and is
+// ready again once they are gone.
+func TestAPIServerCacheMemoryBudgetFailsReadiness(t *testing.T) {
+	env := testkit.SharedAPIServer(t)
+	ns := env.Namespace()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, demo.WriteKubeconfig(path, env.Config()))
+
+	ctx, cancel := context.WithCancel(env.Context())
+	defer cancel()
+	var out rbactest.LogBuffer
+	done := make(chan int, 1)
+	// About 130 KiB go to the sharing table's filter and the first ReplicaSet; 40 Pods add
+	// about 1.5 KiB each.
+	go func() {
+		done <- run(ctx, []string{"--kubeconfig=" + path, "--metrics-addr=127.0.0.1:0", "--metrics-secure=false",
+			"--health-addr=127.0.0.1:0", "--leader-elect-resource-namespace=" + ns, "--leader-elect-resource-name=rs-budget-" + ns,
+			"--cache-memory-budget=160Ki", "--cache-memory-budget-policy=fail-readiness"}, &out)
+	}()
+	defer func() {
+		cancel()
+		select {
+		case code := <-done:
+			assert.Equal(t, 0, code, out.String())
+		case <-time.After(time.Minute):
+			t.Error("run did not return after its context ended")
+		}
+	}()
+
+	readyz := func() (int, string, error) {
+		m := servingHealth.FindStringSubmatch(out.String())
+		if m == nil {
+			return 0, "", fmt.Errorf("the health address is not logged yet")
+		}
+		resp, err := http.Get("http://" + m[1] + "/readyz")
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body), err
+	}
+	await := func(what string, ok func(code int, body string) bool) {
+		t.Helper()
+		var code int
+		var body string
+		err := wait.PollUntilContextTimeout(env.Context(), 50*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+			c, b, err := readyz()
+			if err != nil {
+				return false, nil
+			}
+			code, body = c, b
+			return ok(c, b), nil
+		})
+		require.NoError(t, err, "%s: last /readyz %d %s\n%s", what, code, body, out.String())
+	}
+	scale := func(n int32) {
+		t.Helper()
+		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			rs, err := env.Client().AppsV1().ReplicaSets(ns).Get(env.Context(), "budget", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			rs.Spec.Replicas = &n
+			_, err = env.Client().AppsV1().ReplicaSets(ns).Update(env.Context(), rs, metav1.UpdateOptions{})
+			return err
+		}))
+	}
+
+	_, err := env.Client().AppsV1().ReplicaSets(ns).Create(env.Context(), replicaSet(ns, "budget", "", 0), metav1.CreateOptions{})
+	require.NoError(t, err)
+	await("ready within the budget", func(code int, _ string) bool { return code == http.StatusOK })
+
+	scale(40)
+	await("not ready over the budget", func(code int, body string) bool {
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "informer-memory") &&
+			strings.Contains(body, "over their memory budget of 160.0 KiB")
+	})
+	// The periodic check (every 10 s) logs the crossing, naming the largest informers.
+	require.NoError(t, wait.PollUntilContextTimeout(env.Context(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return strings.Contains(out.String(), `"Warning: informer caches over their memory budget"`), nil
+	}), "the crossing is logged:\n%s", out.String())
+
+	scale(0)
+	await("ready again once the Pods are gone", func(code int, _ string) bool { return code == http.StatusOK })
 }

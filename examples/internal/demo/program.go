@@ -129,11 +129,15 @@ type Settings struct {
 	HealthAddr     string
 	Election       leaderelection.Config
 	// Shard is the ring this replica joins; Shard.Ring is "" when it runs unsharded.
-	Shard     sharding.Config
-	Gate      *featuregate.Gate
-	Watch     bool
-	Timeout   time.Duration
-	Verbosity int
+	Shard sharding.Config
+	// CacheBudget is the informer caches' memory budget (--cache-memory-budget*);
+	// cacheBudget the factory options it asks for.
+	CacheBudget informer.BudgetFlags
+	cacheBudget []informer.FactoryOption
+	Gate        *featuregate.Gate
+	Watch       bool
+	Timeout     time.Duration
+	Verbosity   int
 }
 
 // Exit codes of Run.
@@ -221,6 +225,7 @@ func Parse(p Program, args []string, out io.Writer) (*Settings, error) {
 	fs.DurationVar(&s.Timeout, "timeout", 30*time.Second, "in-memory cluster: how long each demo step may take to converge")
 	fs.IntVarP(&s.Verbosity, "v", "v", p.Verbosity, "log verbosity")
 	s.Election.AddFlags(fs)
+	s.CacheBudget.AddFlags(fs)
 	var sharded bool
 	if p.Sharding != nil {
 		fs.BoolVar(&sharded, "sharded", false, fmt.Sprintf("run as one of several replicas that split the %s between them: "+
@@ -277,6 +282,10 @@ func Parse(p Program, args []string, out io.Writer) (*Settings, error) {
 		}
 	}
 	if err := checkMetricsServing(s, inMemory); err != nil {
+		return nil, err
+	}
+	var err error
+	if s.cacheBudget, err = s.CacheBudget.Options(); err != nil {
 		return nil, err
 	}
 	if p.Sharding != nil {
@@ -398,6 +407,7 @@ func start(ctx context.Context, p Program, s *Settings) error {
 	if p.FactoryOptions != nil {
 		fopts = append(fopts, p.FactoryOptions()...)
 	}
+	fopts = append(fopts, s.cacheBudget...)
 	mopts := manager.Options{
 		Client:         env.Client,
 		Dynamic:        env.Dynamic,
