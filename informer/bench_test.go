@@ -417,6 +417,8 @@ func BenchmarkCacheHeapPerPod(b *testing.B) {
 		{"stripped-only", []FactoryOption{WithoutSharing()}},
 		// The default transform: managedFields stripped, then sharing.
 		{"default", nil},
+		// The same without the memory accounting's own entry per object.
+		{"default/no-accounting", []FactoryOption{WithoutAccounting()}},
 		// Sharing alone.
 		{"keep-managed-fields", []FactoryOption{WithoutManagedFieldsStripping()}},
 		// What a user-side WithTransform could add to stripping without

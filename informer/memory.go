@@ -115,15 +115,17 @@ type meter struct {
 	namespaces map[string]*NamespaceMemory
 }
 
+// objectBytes is what one object takes; 32 bits each keep the entry small
+// (an object is far below 4 GiB).
 type objectBytes struct {
-	own, full int64
+	own, full uint32
 }
 
 func newMeter(resource, scope string, indexes int) *meter {
 	// Per object: its slot in the store's map (key and interface), its
 	// entry in each index's set (a key), and its slot here (a UID and
 	// objectBytes).
-	store := hashcons.MapEntryBytes(32) + int64(indexes)*hashcons.MapEntryBytes(16) + hashcons.MapEntryBytes(32)
+	store := hashcons.MapEntryBytes(32) + int64(indexes)*hashcons.MapEntryBytes(16) + hashcons.MapEntryBytes(24)
 	return &meter{resource: resource, scope: scope, storeBytes: store,
 		objs: map[string]objectBytes{}, namespaces: map[string]*NamespaceMemory{}}
 }
@@ -149,13 +151,13 @@ func (m *meter) set(obj any, sz hashcons.Sizes) {
 		key = cacheKey(ns, name)
 	}
 	store := hashcons.StringBytes(len(ns)+len(name)+1) + m.storeBytes
-	b := objectBytes{own: sz.Own + store, full: sz.Full + store}
+	b := objectBytes{own: clamp32(sz.Own + store), full: clamp32(sz.Full + store)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	prev, had := m.objs[key]
 	m.objs[key] = b
-	m.own += b.own - prev.own
-	m.full += b.full - prev.full
+	m.own += int64(b.own) - int64(prev.own)
+	m.full += int64(b.full) - int64(prev.full)
 	if ns == "" {
 		return
 	}
@@ -167,7 +169,11 @@ func (m *meter) set(obj any, sz hashcons.Sizes) {
 	if !had {
 		n.Objects++
 	}
-	n.Bytes += b.own - prev.own
+	n.Bytes += int64(b.own) - int64(prev.own)
+}
+
+func clamp32(n int64) uint32 {
+	return uint32(min(max(n, 0), 1<<32-1))
 }
 
 // forget records the deletion of obj (or of a tombstone's object).
@@ -191,11 +197,11 @@ func (m *meter) forget(obj any) {
 		return
 	}
 	delete(m.objs, key)
-	m.own -= b.own
-	m.full -= b.full
+	m.own -= int64(b.own)
+	m.full -= int64(b.full)
 	if n := m.namespaces[ns]; n != nil {
 		n.Objects--
-		n.Bytes -= b.own
+		n.Bytes -= int64(b.own)
 		if n.Objects == 0 {
 			delete(m.namespaces, ns)
 		}
