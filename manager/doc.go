@@ -104,13 +104,15 @@
 // Manager's client needs the ClusterRole system:auth-delegator; a scraper needs
 //
 //	rules:
-//	- nonResourceURLs: ["/metrics"]
+//	- nonResourceURLs: ["/metrics", "/debug/informers"]
 //	  verbs: ["get"]
 //
 // The certificate comes from CertDir (tls.crt and tls.key, reloaded when they change on disk,
 // see package certwatcher) or is self-signed at Start. The probes stay open on
-// HealthProbeAddr, which must then be an address of its own. EnableProfiling adds
-// net/http/pprof's /debug/pprof/ to the metrics server, behind the same checks. Every server
+// HealthProbeAddr, which must then be an address of its own. The metrics server also serves
+// DebugInformersPath (/debug/informers: what each informer cache holds, see
+// informer.Factory.CacheMemory), and EnableProfiling adds net/http/pprof's /debug/pprof/,
+// both behind the same checks (grant get on those paths to their readers). Every server
 // has header, read, write and idle timeouts and a 64 KiB header limit, so slow or oversized
 // requests are cut off.
 //
