@@ -135,9 +135,17 @@ func (f *Factory) checkStaleness(ctx context.Context) {
 		}
 		res := Staleness{Resource: t.name, Scope: t.sc.label(), Lag: -1, Checked: f.clock().Now()}
 		res.InformerResourceVersion = t.inf.lastResourceVersion()
+		// A namespace the informer watches, where its own list rights hold.
 		ns := f.cfg.namespace
-		if len(t.sc.namespaces) > 0 {
+		switch {
+		case len(t.sc.namespaces) > 0:
 			ns = t.sc.namespaces[0]
+		case t.sc.set != nil:
+			if set := t.sc.set.List(); len(set) > 0 {
+				ns = set[0]
+			} else {
+				continue // watching nothing: nothing to lag
+			}
 		}
 		res.ServerResourceVersion, res.Err = f.staleness.serverResourceVersion(ctx, t.inf.GVR(), ns)
 		if res.Err == nil {
