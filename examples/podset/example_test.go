@@ -12,6 +12,8 @@ func Example_help() {
 	run(context.Background(), []string{"-h"}, os.Stdout)
 	// Output:
 	// Usage of podset:
+	//       --cache-memory-budget string               memory the informer caches may hold together, as estimated (ctrlkit_informer_bytes), such as 512Mi; empty: no budget
+	//       --cache-memory-budget-policy string        what happens over --cache-memory-budget: warn (log), fail-readiness (also fail /readyz) or degrade (also cache the degradable informers' metadata only) (default "warn")
 	//       --health-addr string                       address of /healthz and /readyz, host:port ("" disables); the demo picks a free loopback port unless set (default ":8081")
 	//       --install-crd                              install the PodSet CRD at start when it is missing; with false, wait for it (/readyz names it meanwhile), and stop and wait again whenever it is deleted (default true)
 	//       --kube-api-burst int                       burst to use while talking with the API server (kube-controller-manager's flag and default) (default 30)
