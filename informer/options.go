@@ -105,7 +105,8 @@ func WithoutSharing() FactoryOption {
 // holds (Factory.CacheMemory, the ctrlkit_informer_objects and
 // ctrlkit_informer_bytes metrics, memory budgets). Accounting sizes each
 // object as it enters the cache, within the walk that shares its
-// sub-objects, and keeps a few tens of bytes per cached object.
+// sub-objects, and keeps one small entry per cached object (its cost is in
+// docs/performance.md, "Cache memory accounting").
 func WithoutAccounting() FactoryOption {
 	return func(c *factoryConfig) { c.noAccounting = true }
 }
