@@ -66,11 +66,10 @@ type BudgetError struct {
 }
 
 func (e *BudgetError) Error() string {
-	what := "the factory's informer caches"
 	if e.Informer != "" {
-		what = "informer " + e.Informer + "'s cache"
+		return fmt.Sprintf("the cache of informer %s holds about %s, over its memory budget of %s", e.Informer, bytesize.Format(e.Used), bytesize.Format(e.Budget))
 	}
-	return fmt.Sprintf("%s hold about %s, over their memory budget of %s", what, bytesize.Format(e.Used), bytesize.Format(e.Budget))
+	return fmt.Sprintf("the factory's informer caches hold about %s, over their memory budget of %s", bytesize.Format(e.Used), bytesize.Format(e.Budget))
 }
 
 // Is makes errors.Is(err, ErrOverBudget) true.

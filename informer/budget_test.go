@@ -56,7 +56,7 @@ func TestMemoryBudgetFailsReadinessWhileOver(t *testing.T) {
 	require.Equal(t, "pods", be.Informer, "only the Pods' budget is exceeded, not the factory's")
 	require.Equal(t, int64(1000), be.Budget)
 	require.Greater(t, be.Used, int64(1000))
-	require.Contains(t, err.Error(), "informer pods's cache hold about")
+	require.Contains(t, err.Error(), "the cache of informer pods holds about")
 
 	// Below the budget once the objects are gone.
 	for _, name := range []string{"web-1", "web-2"} {
