@@ -108,6 +108,35 @@ func sizeOf(pl *plan, p unsafe.Pointer) uintptr {
 	return 0 // kindRaw
 }
 
+// inlineStringBytes is the bytes of the strings held inline in the value at
+// p (not inside its nodes), and of its quantities' cached string forms.
+func inlineStringBytes(pl *plan, p unsafe.Pointer) uintptr {
+	if !pl.inlineStrings {
+		return 0
+	}
+	switch pl.kind {
+	case kindString:
+		return stringSize(len(*(*string)(p)))
+	case kindStruct:
+		if pl.quantity {
+			return quantityStringSize(p) // its Format is a constant
+		}
+		var n uintptr
+		for i := range pl.fields {
+			f := &pl.fields[i]
+			n += inlineStringBytes(f.pl, unsafe.Add(p, f.off))
+		}
+		return n
+	case kindArray:
+		var n uintptr
+		for i := range pl.n {
+			n += inlineStringBytes(pl.elem, unsafe.Add(p, uintptr(i)*pl.elem.size))
+		}
+		return n
+	}
+	return 0
+}
+
 // quantitySOffset is the offset of resource.Quantity's cached string form,
 // or -1 when the field is not there (then it is not counted).
 var quantitySOffset = func() int {

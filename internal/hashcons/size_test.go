@@ -71,3 +71,31 @@ func TestShareSizesOwnAndShared(t *testing.T) {
 		t.Errorf("Size %d disagrees with Share's full %d", got, first.Full)
 	}
 }
+
+// opaque values (a non-nil interface) are never shared: the nodes holding
+// them stay the object's own, all of it counted.
+type withOpaque struct {
+	P     *opaqueInner
+	Items []opaqueInner
+}
+
+type opaqueInner struct {
+	V any
+	S string
+}
+
+func TestShareSizesOpaqueNodesAsOwn(t *testing.T) {
+	obj := func() *withOpaque {
+		return &withOpaque{
+			P:     &opaqueInner{V: int64(7), S: "a string of some length"},
+			Items: []opaqueInner{{V: "boxed", S: "another string, longer than that"}, {S: "x"}},
+		}
+	}
+	tbl := New()
+	for range 3 { // seen again and again: still nothing shareable
+		sz := tbl.Share(obj(), nil)
+		if want := Size(obj()); sz.Own != want || sz.Full != want {
+			t.Fatalf("own %d, full %d; want both %d (Size)", sz.Own, sz.Full, want)
+		}
+	}
+}

@@ -264,6 +264,10 @@ func (w *walk) pointerNode(pl *plan, fp unsafe.Pointer) (uint64, state) {
 	ep := pl.elem
 	h, st := w.visit(ep, p)
 	if st == opaque {
+		// Never shared: the node and its strings stay the object's own.
+		sz := allocSize(ep.size, ep.scan)
+		w.own += sz + inlineStringBytes(ep, p)
+		w.full += sz
 		return 0, opaque
 	}
 	h = mix(h, pl.seed)
@@ -313,6 +317,13 @@ func (w *walk) sliceNode(pl *plan, fp unsafe.Pointer) (uint64, state) {
 		}
 	}
 	if st == opaque {
+		// Never shared: the array and its strings stay the object's own.
+		sz := allocSize(uintptr(hdr.cap)*ep.size, ep.scan)
+		w.own += sz
+		w.full += sz
+		for i := range n {
+			w.own += inlineStringBytes(ep, unsafe.Add(hdr.data, uintptr(i)*ep.size))
+		}
 		return 0, opaque
 	}
 	if ep.size == 0 {
