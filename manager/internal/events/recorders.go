@@ -35,8 +35,9 @@ type Recorders struct {
 	running  bool
 	ctx      context.Context // the Manager's logger; cancelled by Stop
 	cancel   context.CancelFunc
-	writes   *writeGate // events.k8s.io writes in flight
-	logger   klog.Logger
+	writes   *writeGate  // events.k8s.io writes in flight
+	logs     *logGate    // the broadcasters' logger, closed by Stop
+	logger   klog.Logger // behind logs
 	instance string
 	legacy   *pipe[record.EventRecorderLogger]
 	v1       *pipe[kevents.EventRecorderLogger]
@@ -70,6 +71,8 @@ func (p *pipe[R]) recorder(name string) R {
 func (r *Recorders) Start(logger klog.Logger, instance string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.logs = &logGate{}
+	logger = r.logs.logger(logger)
 	r.logger, r.instance = logger, instance
 	r.ctx, r.cancel = context.WithCancel(klog.NewContext(context.Background(), logger))
 	r.writes = &writeGate{}
@@ -78,7 +81,8 @@ func (r *Recorders) Start(logger klog.Logger, instance string) {
 
 // Stop drops every later event, stops the broadcasters started and waits
 // for the events.k8s.io writes in flight. Events still queued are lost, as
-// they are when a process exits.
+// they are when a process exits, and so are the broadcasters' log lines
+// from then on (a write failing as it is cancelled would log one after Stop).
 func (r *Recorders) Stop() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -86,6 +90,7 @@ func (r *Recorders) Stop() {
 		return
 	}
 	r.running = false
+	r.logs.close()
 	if r.legacy != nil {
 		r.legacy.stop()
 	}
