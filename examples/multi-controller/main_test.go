@@ -187,6 +187,9 @@ func TestTheGatedControllerRunsWhenEnabledAndSharesInformers(t *testing.T) {
 		require.NoError(t, err)
 		return ns.Annotations[AnnotationPodCount] == "2"
 	}, 20*time.Second, 5*time.Millisecond)
+	// A reflector watches once its list is done, which may be after the controllers converged.
+	require.Eventually(t, func() bool { return watches(env, "namespaces") >= 1 && watches(env, "pods") >= 1 },
+		20*time.Second, 5*time.Millisecond, "the Namespace and Pod watches start")
 	assert.Equal(t, 1, watches(env, "namespaces"), "one Namespace watch for two controllers")
 	assert.Equal(t, 1, watches(env, "pods"))
 }
