@@ -359,6 +359,18 @@ func podListJSON(b *testing.B, n int) []byte {
 	return data
 }
 
+// podListClient is a fake clientset that answers every list of Pods by
+// decoding data, as a client decodes an API server's answer: every object
+// and string a fresh allocation.
+func podListClient(data []byte) *fake.Clientset {
+	client := fake.NewClientset()
+	client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, kruntime.Object, error) {
+		list := &corev1.PodList{}
+		return true, list, json.Unmarshal(data, list)
+	})
+	return client
+}
+
 func heapAlloc() uint64 {
 	var m runtime.MemStats
 	runtime.GC()
@@ -429,11 +441,7 @@ func BenchmarkCacheHeapPerPod(b *testing.B) {
 		})}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			client := fake.NewClientset()
-			client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, kruntime.Object, error) {
-				list := &corev1.PodList{}
-				return true, list, json.Unmarshal(data, list)
-			})
+			client := podListClient(data)
 			heap := syncedHeap(b, n, func() (*Factory, cache.Store, error) {
 				f := NewFactory(client, append(tc.opts, quiet)...)
 				pods, err := For[*corev1.Pod](f)
@@ -651,11 +659,7 @@ func BenchmarkScopedCacheHeap(b *testing.B) {
 func BenchmarkReleasedInformerHeap(b *testing.B) {
 	const n = 10_000
 	data := podListJSON(b, n)
-	client := fake.NewClientset()
-	client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, kruntime.Object, error) {
-		list := &corev1.PodList{}
-		return true, list, json.Unmarshal(data, list)
-	})
+	client := podListClient(data)
 	f := NewFactory(client, WithReleaseGrace(0), quiet)
 	defer f.Shutdown()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -768,11 +772,7 @@ func BenchmarkCacheMemoryEstimate(b *testing.B) {
 				name += "/running"
 			}
 			b.Run(name, func(b *testing.B) {
-				client := fake.NewClientset()
-				client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, kruntime.Object, error) {
-					list := &corev1.PodList{}
-					return true, list, json.Unmarshal(data, list)
-				})
+				client := podListClient(data)
 				var est int64
 				heap := syncedHeap(b, n, func() (*Factory, cache.Store, error) {
 					f := NewFactory(client, append(tc.opts, quiet)...)
@@ -833,11 +833,7 @@ func BenchmarkInformerList(b *testing.B) {
 		{"without-sharing/no-accounting", []FactoryOption{WithoutSharing(), WithoutAccounting()}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			client := fake.NewClientset()
-			client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, kruntime.Object, error) {
-				list := &corev1.PodList{}
-				return true, list, json.Unmarshal(data, list)
-			})
+			client := podListClient(data)
 			for b.Loop() {
 				f := NewFactory(client, append(tc.opts, quiet)...)
 				if _, err := For[*corev1.Pod](f); err != nil {

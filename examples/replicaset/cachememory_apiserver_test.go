@@ -32,26 +32,7 @@ import (
 func TestAPIServerCacheMemoryMetricsAndPage(t *testing.T) {
 	env := testkit.SharedAPIServer(t)
 	ns := env.Namespace()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, demo.WriteKubeconfig(path, env.Config()))
-
-	ctx, cancel := context.WithCancel(env.Context())
-	defer cancel()
-	var out rbactest.LogBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"--kubeconfig=" + path, "--metrics-addr=127.0.0.1:0", "--metrics-secure=false",
-			"--health-addr=127.0.0.1:0", "--leader-elect-resource-namespace=" + ns, "--leader-elect-resource-name=rs-mem-" + ns}, &out)
-	}()
-	defer func() {
-		cancel()
-		select {
-		case code := <-done:
-			assert.Equal(t, 0, code, out.String())
-		case <-time.After(time.Minute):
-			t.Error("run did not return after its context ended")
-		}
-	}()
+	out := runBinary(t, env, "rs-mem-"+ns)
 
 	_, err := env.Client().AppsV1().ReplicaSets(ns).Create(env.Context(), replicaSet(ns, "mem", "", 4), metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -136,29 +117,9 @@ func TestAPIServerCacheMemoryMetricsAndPage(t *testing.T) {
 func TestAPIServerCacheMemoryBudgetFailsReadiness(t *testing.T) {
 	env := testkit.SharedAPIServer(t)
 	ns := env.Namespace()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, demo.WriteKubeconfig(path, env.Config()))
-
-	ctx, cancel := context.WithCancel(env.Context())
-	defer cancel()
-	var out rbactest.LogBuffer
-	done := make(chan int, 1)
 	// About 130 KiB go to the sharing table's filter and the first ReplicaSet; 40 Pods add
 	// about 1.5 KiB each.
-	go func() {
-		done <- run(ctx, []string{"--kubeconfig=" + path, "--metrics-addr=127.0.0.1:0", "--metrics-secure=false",
-			"--health-addr=127.0.0.1:0", "--leader-elect-resource-namespace=" + ns, "--leader-elect-resource-name=rs-budget-" + ns,
-			"--cache-memory-budget=160Ki", "--cache-memory-budget-policy=fail-readiness"}, &out)
-	}()
-	defer func() {
-		cancel()
-		select {
-		case code := <-done:
-			assert.Equal(t, 0, code, out.String())
-		case <-time.After(time.Minute):
-			t.Error("run did not return after its context ended")
-		}
-	}()
+	out := runBinary(t, env, "rs-budget-"+ns, "--cache-memory-budget=160Ki", "--cache-memory-budget-policy=fail-readiness")
 
 	readyz := func() (int, string, error) {
 		m := servingHealth.FindStringSubmatch(out.String())
@@ -216,4 +177,29 @@ func TestAPIServerCacheMemoryBudgetFailsReadiness(t *testing.T) {
 
 	scale(0)
 	await("ready again once the Pods are gone", func(code int, _ string) bool { return code == http.StatusOK })
+}
+
+// runBinary runs the example binary in the test's process against env, leading through the
+// Lease lease in env's namespace, serving plain-HTTP metrics and probes on loopback, with extra
+// flags; it returns its log. At the test's end its context ends and it must exit 0.
+func runBinary(t *testing.T, env *testkit.Env, lease string, extra ...string) *rbactest.LogBuffer {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, demo.WriteKubeconfig(path, env.Config()))
+	ctx, cancel := context.WithCancel(env.Context())
+	out := &rbactest.LogBuffer{}
+	done := make(chan int, 1)
+	args := append([]string{"--kubeconfig=" + path, "--metrics-addr=127.0.0.1:0", "--metrics-secure=false",
+		"--health-addr=127.0.0.1:0", "--leader-elect-resource-namespace=" + env.Namespace(), "--leader-elect-resource-name=" + lease}, extra...)
+	go func() { done <- run(ctx, args, out) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case code := <-done:
+			assert.Equal(t, 0, code, out.String())
+		case <-time.After(time.Minute):
+			t.Error("run did not return after its context ended")
+		}
+	})
+	return out
 }
