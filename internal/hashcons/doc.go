@@ -11,7 +11,7 @@
 //
 // How it works, by file:
 //
-//   - walk.go: Share walks the object bottom-up. Every pointer target,
+//   - walk.go (maps.go for maps): Share walks the object bottom-up. Every pointer target,
 //     non-empty slice backing array and non-empty map (a "node") gets a
 //     content hash built from its scalars and strings and its children's
 //     hashes. Children are made canonical first, so two nodes are equal when
