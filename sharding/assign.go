@@ -2,7 +2,9 @@ package sharding
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +15,9 @@ import (
 
 // The sharder's steps of the protocol for one key (docs/design/sharding.md,
 // "The protocol"); the term in sharder.go feeds them keys.
+
+// childPatchesInFlight bounds the parallel relabels of one owner's children.
+const childPatchesInFlight = 8
 
 // Reasons of a reassignment, the values of the metric's reason label.
 const (
@@ -286,25 +291,42 @@ func (t *term) relabelChildren(ctx context.Context, owner *metav1.PartialObjectM
 		}
 		children = listed
 	}
-	for _, c := range children {
-		res := c.gvr.GroupResource().String()
+	// The children of one owner are relabelled in parallel, at most
+	// childPatchesInFlight at once: an owner with hundreds of Pods is one
+	// handover, not hundreds of sequential round trips.
+	rvs := make([]string, len(children))
+	errs := make([]error, len(children))
+	sem := make(chan struct{}, childPatchesInFlight)
+	var wg sync.WaitGroup
+	for i, c := range children {
 		if c.obj.GetLabels()[Label(t.cfg.Ring)] == member {
-			if f != nil {
-				f.raise(res, c.obj.ResourceVersion)
+			rvs[i] = c.obj.ResourceVersion
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out, err := t.w.patch(ctx, c.gvr, c.obj.Namespace, c.obj.Name,
+				metaPatch(c.obj.ResourceVersion, map[string]*string{Label(t.cfg.Ring): ptr(member)}, nil))
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				errs[i] = fmt.Errorf("relabelling %s %s/%s: %w", c.gvr.GroupResource(), c.obj.Namespace, c.obj.Name, err)
+			default:
+				rvs[i] = out.ResourceVersion
 			}
-			continue
-		}
-		out, err := t.w.patch(ctx, c.gvr, c.obj.Namespace, c.obj.Name,
-			metaPatch(c.obj.ResourceVersion, map[string]*string{Label(t.cfg.Ring): ptr(member)}, nil))
-		switch {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			t.dropLists(owner.Namespace)
-			return fmt.Errorf("relabelling %s %s/%s: %w", res, c.obj.Namespace, c.obj.Name, err)
-		}
-		if f != nil {
-			f.raise(res, out.ResourceVersion)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.dropLists(owner.Namespace)
+		return err
+	}
+	if f != nil {
+		for i, c := range children {
+			if rvs[i] != "" {
+				f.raise(c.gvr.GroupResource().String(), rvs[i])
+			}
 		}
 	}
 	return nil

@@ -41,6 +41,17 @@ const (
 	DefaultRetryPeriod   = leasetiming.DefaultRetryPeriod
 )
 
+// Defaults of the ring's write budget (Config.WriteQPS and WriteBurst): a
+// member's ring client (the sharder's label patches and reads, the
+// dispatchers' drain acknowledgements) has a token bucket of its own, well
+// above a controller's 20 QPS, since assigning or moving N objects costs one
+// to three small patches each. docs/performance.md ("Sharding at scale") has
+// what the API server sustained when it was chosen.
+const (
+	DefaultWriteQPS   = 250
+	DefaultWriteBurst = 500
+)
+
 // ErrInvalidConfig is matched (errors.Is) by every error reporting a Config
 // that breaks a rule; errors.As with a *ConfigError gets the field.
 var ErrInvalidConfig = errors.New("invalid sharding config")
@@ -48,7 +59,7 @@ var ErrInvalidConfig = errors.New("invalid sharding config")
 // ConfigError is one broken configuration rule.
 type ConfigError struct {
 	// Field is the culprit: "ring", "namespace", "identity", "leaseDuration",
-	// "renewDeadline" or "retryPeriod", or an option named by the function
+	// "renewDeadline", "retryPeriod", "writeQPS" or "writeBurst", or an option named by the function
 	// that reports it.
 	Field string
 	// Rule states the rule with the value that broke it.
@@ -88,6 +99,17 @@ type Config struct {
 	RenewDeadline time.Duration
 	// RetryPeriod is the pause between renewals. Default 2s.
 	RetryPeriod time.Duration
+
+	// WriteQPS and WriteBurst are the token bucket of this member's ring
+	// client, the metadata client that manager.Manager builds for the ring:
+	// the sharder's label patches, Lease reads and children lists, and the
+	// dispatchers' drain acknowledgements, apart from the controllers' own
+	// client. Per process, not per ring. Defaults DefaultWriteQPS and
+	// DefaultWriteBurst. A metadata client given to NewSharder or the
+	// Manager (ShardingOptions.Metadata) keeps its own limiter: it is the
+	// budget then.
+	WriteQPS   float32
+	WriteBurst int
 }
 
 // WithDefaults returns c with every zero field except Ring and Identity set
@@ -98,6 +120,12 @@ func (c Config) WithDefaults() Config {
 	}
 	t := c.timings().WithDefaults()
 	c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = t.LeaseDuration, t.RenewDeadline, t.RetryPeriod
+	if c.WriteQPS == 0 {
+		c.WriteQPS = DefaultWriteQPS
+	}
+	if c.WriteBurst == 0 {
+		c.WriteBurst = max(DefaultWriteBurst, int(2*c.WriteQPS))
+	}
 	return c
 }
 
@@ -137,6 +165,14 @@ func (c Config) Validate() error {
 	}
 	if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
 		add("namespace", "namespace %q must be a DNS-1123 label: %s", c.Namespace, strings.Join(msgs, "; "))
+	}
+	// Zero is the default (WithDefaults); a negative budget would turn the
+	// limiter off, which a typo must not do.
+	if c.WriteQPS < 0 {
+		add("writeQPS", "write QPS %v must not be negative", c.WriteQPS)
+	}
+	if c.WriteBurst < 0 {
+		add("writeBurst", "write burst %d must not be negative", c.WriteBurst)
 	}
 	return errors.Join(errs...)
 }

@@ -16,6 +16,10 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
+// ackWorkers is how many drain acknowledgements a Dispatcher writes in
+// parallel: a join drains a share of every member's keys at once.
+const ackWorkers = 4
+
 // Source is what a Dispatcher needs of a child informer; every
 // informer.Informer[T] is one.
 type Source interface {
@@ -185,10 +189,12 @@ func (d *Dispatcher[K]) Run(ctx context.Context) error {
 	}
 
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		for d.processAck(ctx, acks) {
-		}
-	})
+	for range ackWorkers {
+		wg.Go(func() {
+			for d.processAck(ctx, acks) {
+			}
+		})
+	}
 	wg.Go(func() {
 		tick := d.clock.NewTicker(max(d.timeout/4, time.Millisecond))
 		defer tick.Stop()

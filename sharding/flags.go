@@ -37,13 +37,16 @@ var flagNames = map[string]string{
 	"leaseDuration": "--shard-lease-duration",
 	"renewDeadline": "--shard-renew-deadline",
 	"retryPeriod":   "--shard-retry-period",
+	"writeQPS":      "--shard-write-qps",
+	"writeBurst":    "--shard-write-burst",
 }
 
 // AddFlags registers the flags of a sharded binary on fs, bound to c's
 // fields, in the shape of leaderelection's flags: --shard-ring (empty, the
 // default unless c.Ring is set: not sharded), --shard-namespace,
 // --shard-identity (default DefaultIdentity), --shard-lease-duration,
-// --shard-renew-deadline and --shard-retry-period. Zero fields are first set
+// --shard-renew-deadline and --shard-retry-period, and the ring client's
+// budget, --shard-write-qps and --shard-write-burst. Zero fields are first set
 // to their defaults (WithDefaults, and DefaultIdentity), so the help text
 // shows the values the ring will use — except an empty Namespace, which
 // stays empty, as leaderelection's does: its help says what WithDefaults
@@ -79,6 +82,12 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.RetryPeriod, "shard-retry-period", c.RetryPeriod, ""+
 		"The pause between renewals of a member's Lease, and between the sharder's checks of "+
 		"the members' renewals.")
+	fs.Float32Var(&c.WriteQPS, "shard-write-qps", c.WriteQPS, ""+
+		"Requests per second this replica's ring client may send: the sharder's label patches "+
+		"and reads, and the drain acknowledgements, apart from --kube-api-qps. Assigning or "+
+		"moving N objects takes one to three patches each.")
+	fs.IntVar(&c.WriteBurst, "shard-write-burst", c.WriteBurst, ""+
+		"Burst of the ring client's token bucket (--shard-write-qps).")
 }
 
 // Sharded reports whether a ring is named: with AddFlags, whether
@@ -97,20 +106,29 @@ func (c Config) ValidateFlags() error {
 	}
 	d := c.WithDefaults()
 	d.LeaseDuration, d.RenewDeadline, d.RetryPeriod = c.LeaseDuration, c.RenewDeadline, c.RetryPeriod
-	err := d.Validate()
-	if err == nil {
+	d.WriteQPS, d.WriteBurst = c.WriteQPS, c.WriteBurst
+	errs := flatten(d.Validate())
+	// A zero typed on the command line is not the default: it would stop
+	// the ring's writes.
+	if c.WriteQPS == 0 {
+		errs = append(errs, &ConfigError{Field: "writeQPS", Rule: "write QPS must be positive"})
+	}
+	if c.WriteBurst == 0 {
+		errs = append(errs, &ConfigError{Field: "writeBurst", Rule: "write burst must be positive"})
+	}
+	if len(errs) == 0 {
 		return nil
 	}
-	var errs []error
-	for _, e := range flatten(err) {
+	var out []error
+	for _, e := range errs {
 		var ce *ConfigError
 		if errors.As(e, &ce) {
 			if flag, ok := flagNames[ce.Field]; ok {
-				errs = append(errs, fmt.Errorf("%s: %w", flag, e))
+				out = append(out, fmt.Errorf("%s: %w", flag, e))
 				continue
 			}
 		}
-		errs = append(errs, e)
+		out = append(out, e)
 	}
-	return errors.Join(errs...)
+	return errors.Join(out...)
 }

@@ -69,9 +69,11 @@ func TestAddFlagsParse(t *testing.T) {
 		"--shard-lease-duration=5s",
 		"--shard-renew-deadline=3s",
 		"--shard-retry-period=1s",
+		"--shard-write-qps=400",
 	}))
 	assert.Equal(t, sharding.Config{Ring: "replicasets", Namespace: "ops", Identity: "rs-1",
-		LeaseDuration: 5 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second}, cfg)
+		LeaseDuration: 5 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second,
+		WriteQPS: 400, WriteBurst: sharding.DefaultWriteBurst}, cfg)
 	assert.True(t, cfg.Sharded())
 	require.NoError(t, cfg.ValidateFlags())
 }
@@ -104,6 +106,9 @@ func TestValidateFlagsNamesTheFlag(t *testing.T) {
 		{[]string{"--shard-ring=web", "--shard-renew-deadline=20s"}, "--shard-lease-duration", "greater than renewDeadline"},
 		{[]string{"--shard-ring=web", "--shard-retry-period=0s"}, "--shard-retry-period", "greater than zero"},
 		{[]string{"--shard-ring=web", "--shard-retry-period=9s"}, "--shard-renew-deadline", "JitterFactor"},
+		{[]string{"--shard-ring=web", "--shard-write-qps=0"}, "--shard-write-qps", "must be positive"},
+		{[]string{"--shard-ring=web", "--shard-write-qps=-1"}, "--shard-write-qps", "must not be negative"},
+		{[]string{"--shard-ring=web", "--shard-write-burst=0"}, "--shard-write-burst", "must be positive"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			cfg := sharding.Config{Identity: "web-0"}

@@ -31,7 +31,10 @@ type SharderOptions struct {
 	// Namespace limits sharding to the objects of one namespace. Default:
 	// all namespaces.
 	Namespace string
-	// Workers is how many keys are labelled in parallel. Default 2.
+	// Workers is how many keys move through the protocol in parallel: how
+	// many of the sharder's patches can be in flight. Default
+	// DefaultSharderWorkers; the ring client's budget (Config.WriteQPS)
+	// bounds their rate.
 	Workers int
 	// Metrics receives the ring's metrics; nil records none.
 	Metrics *Metrics
@@ -39,6 +42,11 @@ type SharderOptions struct {
 	// clock.
 	Clock clock.WithTicker
 }
+
+// DefaultSharderWorkers is the default of SharderOptions.Workers: enough
+// patches in flight for the default write budget at a few milliseconds per
+// round trip, few enough not to crowd a small API server.
+const DefaultSharderWorkers = 16
 
 // Sharder writes the ring's assignments. Every member runs one; the leader
 // of the Lease <ring>-sharder is the only one writing (see the package
@@ -91,7 +99,7 @@ func NewSharder(client kubernetes.Interface, meta metadata.Interface, cfg Config
 		}
 	}
 	if opts.Workers == 0 {
-		opts.Workers = 2
+		opts.Workers = DefaultSharderWorkers
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}

@@ -285,11 +285,33 @@ func (t *term) refresh() {
 		return
 	}
 	// The marks are taken after the view changed and the owners were read.
-	for _, obj := range t.owners.Informer().GetStore().List() {
-		if o, ok := obj.(*metav1.PartialObjectMetadata); ok {
+	// The keys without a live member go first: nobody reconciles them, and
+	// they move without waiting for a drain; a live member's keys that move
+	// only rebalance.
+	objs := t.owners.Informer().GetStore().List()
+	later := make([]*metav1.PartialObjectMetadata, 0, len(objs))
+	for _, obj := range objs {
+		o, ok := obj.(*metav1.PartialObjectMetadata)
+		if !ok {
+			continue
+		}
+		if t.orphaned(o, live) {
 			t.enqueueObject(o)
+		} else {
+			later = append(later, o)
 		}
 	}
+	for _, o := range later {
+		t.enqueueObject(o)
+	}
+}
+
+// orphaned reports whether o has no live member in live (members to their
+// Lease holders): it is unassigned, or stamped for a process that no longer
+// holds its member's Lease.
+func (t *term) orphaned(o *metav1.PartialObjectMetadata, live map[string]string) bool {
+	cur := o.GetLabels()[Label(t.cfg.Ring)]
+	return cur == "" || live[cur] == "" || o.GetAnnotations()[HolderAnnotation(t.cfg.Ring)] != live[cur]
 }
 
 func (t *term) snapshot() snapshot {
