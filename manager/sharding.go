@@ -38,10 +38,10 @@ type ShardingOptions struct {
 	Sharder sharding.SharderOptions
 	// Metadata is the metadata client the sharder lists, watches and labels
 	// objects with, and the dispatchers acknowledge drains with. nil means one
-	// built from Options.Config (or GetConfig's) with the ring's own budget,
-	// Config.WriteQPS and WriteBurst, in place of the Config's QPS and
-	// Burst; a Manager given a Client instead of a Config needs it set, and
-	// its rate limiter is the ring's budget then.
+	// built from Options.Config (or GetConfig's) by sharding.NewRingClient,
+	// with the ring's own budget (Config.WriteQPS and WriteBurst); a Manager
+	// given a Client instead of a Config needs it set (NewRingClient), and
+	// its rate limiter is the ring's budget.
 	Metadata metadata.Interface
 	// FactoryOptions configure ShardFactory (for example
 	// informer.WithDynamicClient for a custom resource). Its list options
@@ -117,13 +117,9 @@ func (m *Manager) newShardState(opts ShardingOptions, restCfg *rest.Config) (*sh
 		if restCfg == nil {
 			return bad("Metadata", "nil, and the Manager was given a Client and no Config to build one from: set Metadata (metadata.NewForConfig)")
 		}
-		// The ring's own budget, apart from the controllers' client: a
-		// burst of assignments or moves must not wait on --kube-api-qps.
-		rc := rest.CopyConfig(restCfg)
-		rc.QPS, rc.Burst, rc.RateLimiter = cfg.WriteQPS, cfg.WriteBurst, nil
 		var err error
-		if meta, err = metadata.NewForConfig(rc); err != nil {
-			return nil, fmt.Errorf("manager: sharding: metadata client for %s: %w", restCfg.Host, err)
+		if meta, err = sharding.NewRingClient(restCfg, cfg); err != nil {
+			return nil, fmt.Errorf("manager: %w", err)
 		}
 	}
 	metrics, err := sharding.NewMetrics(m.registerer)

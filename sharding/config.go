@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 
 	"github.com/ctrlkit/ctrlkit/internal/leasetiming"
 	"github.com/ctrlkit/ctrlkit/leaderelection"
@@ -241,4 +243,28 @@ func memberLeaseName(ring, identity string) string { return ring + "." + identit
 // identityOf returns the identity of a member Lease of ring by its name.
 func identityOf(ring, leaseName string) (string, bool) {
 	return strings.CutPrefix(leaseName, ring+".")
+}
+
+// NewRingClient returns the ring's metadata client over restCfg, with the
+// ring's budget (c.WriteQPS and c.WriteBurst, defaults applied) in place of
+// restCfg's QPS, Burst and RateLimiter: the client the sharder and the
+// dispatchers write with (manager.ShardingOptions.Metadata). restCfg is not
+// changed.
+func NewRingClient(restCfg *rest.Config, c Config) (metadata.Interface, error) {
+	if restCfg == nil {
+		return nil, &ConfigError{Field: "restConfig", Rule: "rest config must not be nil"}
+	}
+	c = c.WithDefaults()
+	if c.WriteQPS < 0 || c.WriteBurst < 0 {
+		return nil, c.Validate()
+	}
+	rc := rest.CopyConfig(restCfg)
+	// The ring's own budget, apart from the controllers' client: a burst of
+	// assignments or moves must not wait on --kube-api-qps.
+	rc.QPS, rc.Burst, rc.RateLimiter = c.WriteQPS, c.WriteBurst, nil
+	meta, err := metadata.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("sharding: ring %q: metadata client for %s: %w", c.Ring, restCfg.Host, err)
+	}
+	return meta, nil
 }

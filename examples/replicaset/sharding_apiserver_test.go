@@ -328,9 +328,10 @@ func (o *overlap) want(rs string, replicas int32) {
 	o.wanted[rs] = max(o.wanted[rs], replicas)
 }
 
-func (o *overlap) observe(p *corev1.Pod, present bool) {
+// observe takes a Pod or its metadata.
+func (o *overlap) observe(p metav1.Object, present bool) {
 	ref := metav1.GetControllerOf(p)
-	if ref == nil || ref.Kind != "ReplicaSet" || p.Namespace != o.ns {
+	if ref == nil || ref.Kind != "ReplicaSet" || p.GetNamespace() != o.ns {
 		return
 	}
 	o.mu.Lock()
@@ -340,10 +341,10 @@ func (o *overlap) observe(p *corev1.Pod, present bool) {
 		set = map[string]bool{}
 		o.live[ref.Name] = set
 	}
-	if present && p.DeletionTimestamp == nil {
-		set[p.Name] = true
+	if present && p.GetDeletionTimestamp() == nil {
+		set[p.GetName()] = true
 	} else {
-		delete(set, p.Name)
+		delete(set, p.GetName())
 	}
 	if int32(len(set)) > o.wanted[ref.Name] {
 		o.bad = append(o.bad, fmt.Sprintf("%s: %d live Pods, %d wanted", ref.Name, len(set), o.wanted[ref.Name]))

@@ -382,7 +382,7 @@ func start(ctx context.Context, p Program, s *Settings) error {
 			return err
 		}
 		if s.Shard.Sharded() {
-			if meta, err = metadata.NewForConfig(cfg); err != nil {
+			if meta, err = sharding.NewRingClient(cfg, s.Shard); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,319 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/examples/internal/demo"
+	"github.com/ctrlkit/ctrlkit/examples/internal/rbactest"
+	"github.com/ctrlkit/ctrlkit/sharding"
+	"github.com/ctrlkit/ctrlkit/testkit"
+)
+
+// The scale benchmark's knobs: envScaleObjects replaces the object counts (a comma-separated
+// list) of BenchmarkShardRebalance.
+const envScaleObjects = "CTRLKIT_BENCH_SHARD_OBJECTS"
+
+var (
+	appsReplicaSets = appsv1.SchemeGroupVersion.WithResource("replicasets")
+	corePods        = corev1.SchemeGroupVersion.WithResource("pods")
+)
+
+const (
+	// scaleCreators create the ReplicaSets in parallel before any member starts.
+	scaleCreators = 32
+	// scalePodEvery is the share of the ReplicaSets that have one replica (every 20th): their
+	// Pods follow them on each move, and the overlap checker sees a second Pod if two members
+	// ever reconcile one of them at once. The others have none, as in issue 36's measurement.
+	scalePodEvery = 20
+	// scaleStepTimeout bounds one step (assign, join, leave).
+	scaleStepTimeout = 10 * time.Minute
+)
+
+// BenchmarkShardRebalance measures what sharding costs at scale, issue 36's workload, against a
+// real API server of its own: N ReplicaSets exist before the ring does (every 20th with one
+// replica, the others with none); three processes of `examples/replicaset --sharded` start, with
+// the controllers' --kube-api-qps=20 and the ring's default write budget, and the time until
+// every ReplicaSet is labelled for the member the ring over the three assigns it (and none is
+// draining) is assign-s; a fourth starts, and the time until every ReplicaSet sits where the
+// ring over four puts it is join-s; the fourth stops (SIGTERM: it releases its Lease) and the
+// time until its ReplicaSets are back on the three is leave-s. Each step's end is read from a
+// metadata informer of the benchmark's own, checked every 50 ms. A second Pod of any
+// ReplicaSet at any point (two members reconciling it at once) fails the run. One iteration
+// is one full run: -benchtime=1x -count=N (docs/performance.md, "Sharding at scale").
+func BenchmarkShardRebalance(b *testing.B) {
+	env := testkit.NewAPIServer(b)
+	in := rbactest.ApplyFiles(b, env, "deploy/rbac.yaml", "deploy/sharding.yaml", "deploy/deployment.yaml")
+	for _, n := range scaleObjects(b) {
+		b.Run(fmt.Sprintf("mode=label/objects=%d", n), func(b *testing.B) {
+			var sum scaleResult
+			for range b.N {
+				r := runShardRebalance(b, env, in, n)
+				sum.assign += r.assign
+				sum.join += r.join
+				sum.leave += r.leave
+				sum.moved += r.moved
+			}
+			k := float64(b.N)
+			b.ReportMetric(sum.assign.Seconds()/k, "assign-s")
+			b.ReportMetric(sum.join.Seconds()/k, "join-s")
+			b.ReportMetric(sum.leave.Seconds()/k, "leave-s")
+			b.ReportMetric(float64(sum.moved)/k, "moved-on-join")
+		})
+	}
+}
+
+// scaleObjects is the object counts of BenchmarkShardRebalance: envScaleObjects, else 10^3 and
+// 10^4.
+func scaleObjects(b *testing.B) []int {
+	b.Helper()
+	v := os.Getenv(envScaleObjects)
+	if v == "" {
+		return []int{1000, 10000}
+	}
+	var out []int
+	for f := range strings.SplitSeq(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		require.NoError(b, err, "%s", envScaleObjects)
+		require.Positive(b, n, "%s", envScaleObjects)
+		out = append(out, n)
+	}
+	return out
+}
+
+type scaleResult struct {
+	assign, join, leave time.Duration
+	moved               int
+}
+
+// runShardRebalance is one iteration of BenchmarkShardRebalance over n ReplicaSets.
+func runShardRebalance(b *testing.B, env *testkit.Env, in *rbactest.Install, n int) scaleResult {
+	b.StopTimer()
+	ns, run := in.Namespace, benchRuns.Add(1)
+	client := env.Client()
+	over := &overlap{ns: ns, wanted: map[string]int32{}, live: map[string]map[string]bool{}}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("scale-%d-%05d", run, i)
+		if i%scalePodEvery == 0 {
+			over.want(names[i], 1)
+		}
+	}
+	createScaleWork(b, env, ns, names)
+	w := watchAssignments(b, env, ns, over)
+
+	members := func(ids ...string) map[string]*process {
+		procs := map[string]*process{}
+		for _, id := range ids {
+			procs[id] = startProcess(b, append(append([]string(nil), in.Args...),
+				"--sharded", "--shard-identity="+id, "--shard-namespace="+ns,
+				"--kube-api-qps=20", "--kube-api-burst=30", "--metrics-addr="))
+		}
+		return procs
+	}
+	var r scaleResult
+	ids := []string{"m-0", "m-1", "m-2"}
+	start := time.Now()
+	procs := members(ids...)
+	w.await(b, procs, ids, n)
+	r.assign = time.Since(start)
+	// Untimed: the Pods of the ReplicaSets that want one, so the moves carry children.
+	awaitScalePods(b, w, procs, n/scalePodEvery+min(1, n%scalePodEvery))
+
+	before := w.owners()
+	joined := append(slices.Clone(ids), "m-3")
+	start = time.Now()
+	maps.Copy(procs, members("m-3"))
+	w.await(b, procs, joined, n)
+	r.join = time.Since(start)
+	for key, m := range w.owners() {
+		if before[key] != m {
+			r.moved++
+		}
+	}
+
+	start = time.Now()
+	if code := procs["m-3"].stop(b); code != demo.ExitOK {
+		b.Errorf("m-3 exited %d on SIGTERM:\n%s", code, procs["m-3"].out.String())
+	}
+	delete(procs, "m-3")
+	w.await(b, procs, ids, n)
+	r.leave = time.Since(start)
+
+	require.Empty(b, over.violations(), "a ReplicaSet had more Pods than it wants: two members reconciled it at once")
+	b.Logf("objects=%d: assigned to 3 in %v; the 4th took %d in %v; its leave took %v",
+		n, r.assign.Round(time.Millisecond), r.moved, r.join.Round(time.Millisecond), r.leave.Round(time.Millisecond))
+	for id, p := range procs {
+		if code := p.stop(b); code != demo.ExitOK {
+			b.Errorf("%s exited %d on SIGTERM:\n%s", id, code, p.out.String())
+		}
+	}
+	w.stop()
+	deleteWork(b, client, ns)
+	return r
+}
+
+// createScaleWork creates the ReplicaSets, scaleCreators at a time.
+func createScaleWork(b *testing.B, env *testkit.Env, ns string, names []string) {
+	b.Helper()
+	ch := make(chan int)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for range scaleCreators {
+		wg.Go(func() {
+			for i := range ch {
+				replicas := int32(0)
+				if i%scalePodEvery == 0 {
+					replicas = 1
+				}
+				_, err := env.Client().AppsV1().ReplicaSets(ns).Create(b.Context(), replicaSet(ns, names[i], "", replicas), metav1.CreateOptions{})
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("create replicaset %s: %w", names[i], err))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range names {
+		ch <- i
+	}
+	close(ch)
+	wg.Wait()
+	require.NoError(b, errors.Join(errs...))
+}
+
+// assignments caches the metadata of the namespace's ReplicaSets and Pods.
+type assignments struct {
+	ns     string
+	rss    cache.SharedIndexInformer
+	pods   cache.SharedIndexInformer
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func watchAssignments(b *testing.B, env *testkit.Env, ns string, over *overlap) *assignments {
+	b.Helper()
+	meta, err := metadata.NewForConfig(env.Config())
+	require.NoError(b, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	f := metadatainformer.NewFilteredSharedInformerFactory(meta, 0, ns, nil)
+	a := &assignments{ns: ns, cancel: cancel,
+		rss:  f.ForResource(appsReplicaSets).Informer(),
+		pods: f.ForResource(corePods).Informer(),
+	}
+	observe := func(obj any, present bool) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+			over.observe(m, present)
+		}
+	}
+	_, err = a.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { observe(obj, true) },
+		UpdateFunc: func(_, obj any) { observe(obj, true) },
+		DeleteFunc: func(obj any) { observe(obj, false) },
+	})
+	require.NoError(b, err)
+	a.wg.Go(func() { f.Start(ctx.Done()); f.WaitForCacheSync(ctx.Done()); <-ctx.Done(); f.Shutdown() })
+	require.True(b, cache.WaitForCacheSync(b.Context().Done(), a.rss.HasSynced, a.pods.HasSynced))
+	return a
+}
+
+func (a *assignments) stop() {
+	a.cancel()
+	a.wg.Wait()
+}
+
+// owners maps each ReplicaSet's key to its assignment label.
+func (a *assignments) owners() map[string]string {
+	out := map[string]string{}
+	for _, obj := range a.rss.GetStore().List() {
+		m := obj.(*metav1.PartialObjectMetadata)
+		out[m.Namespace+"/"+m.Name] = m.Labels[sharding.Label(ShardRing)]
+	}
+	return out
+}
+
+// await waits until each of the n ReplicaSets is labelled for the member the ring over ids
+// assigns it, stamped for a holder and not draining. A member that exits meanwhile fails it.
+func (a *assignments) await(b *testing.B, procs map[string]*process, ids []string, n int) {
+	b.Helper()
+	ring := sharding.NewRing(ShardRing, ids)
+	var why string
+	err := wait.PollUntilContextTimeout(b.Context(), 50*time.Millisecond, scaleStepTimeout, true, func(context.Context) (bool, error) {
+		for id, p := range procs {
+			select {
+			case <-p.done:
+				return false, fmt.Errorf("member %s exited (%v):\n%s", id, p.err, p.out.String())
+			default:
+			}
+		}
+		objs := a.rss.GetStore().List()
+		wrong := 0
+		for _, obj := range objs {
+			m := obj.(*metav1.PartialObjectMetadata)
+			key := m.Namespace + "/" + m.Name
+			if m.Labels[sharding.Label(ShardRing)] != ring.Owner(key) || m.Labels[sharding.DrainLabel(ShardRing)] != "" ||
+				m.Annotations[sharding.HolderAnnotation(ShardRing)] == "" {
+				wrong++
+			}
+		}
+		why = fmt.Sprintf("%d of %d ReplicaSets not where the ring over %v puts them", wrong, len(objs), ids)
+		return wrong == 0 && len(objs) == n, nil
+	})
+	require.NoError(b, err, "waiting for the assignment: %s", why)
+}
+
+// awaitScalePods waits until want Pods exist, each labelled as its ReplicaSet.
+func awaitScalePods(b *testing.B, a *assignments, procs map[string]*process, want int) {
+	b.Helper()
+	var why string
+	err := wait.PollUntilContextTimeout(b.Context(), 100*time.Millisecond, scaleStepTimeout, true, func(context.Context) (bool, error) {
+		for id, p := range procs {
+			select {
+			case <-p.done:
+				return false, fmt.Errorf("member %s exited (%v):\n%s", id, p.err, p.out.String())
+			default:
+			}
+		}
+		owners := map[string]string{}
+		for _, obj := range a.rss.GetStore().List() {
+			m := obj.(*metav1.PartialObjectMetadata)
+			owners[string(m.UID)] = m.Labels[sharding.Label(ShardRing)]
+		}
+		got := 0
+		for _, obj := range a.pods.GetStore().List() {
+			m := obj.(*metav1.PartialObjectMetadata)
+			if ref := metav1.GetControllerOfNoCopy(m); ref != nil && m.DeletionTimestamp == nil &&
+				m.Labels[sharding.Label(ShardRing)] == owners[string(ref.UID)] {
+				got++
+			}
+		}
+		why = fmt.Sprintf("%d of %d Pods", got, want)
+		return got == want, nil
+	})
+	require.NoError(b, err, "waiting for the Pods: %s", why)
+}
