@@ -61,6 +61,12 @@ type ShardingOptions struct {
 	// while the replica does not hold its member Lease or its sharded
 	// controllers have not synced).
 	NoReadyzCheck bool
+	// AssignAtAdmission builds the ring's sharding.Assigner (ShardAssigner)
+	// and runs it on every replica, member or not: serve it from the
+	// Manager's webhook server with webhook.NewShardAssigning, and the new
+	// objects of the sharded resource are assigned as they are created,
+	// leaving the sharder only the moves of a membership change.
+	AssignAtAdmission bool
 }
 
 // ShardedController is what AddSharded needs of a controller: every
@@ -82,6 +88,7 @@ type shardState struct {
 	meta         metadata.Interface
 	member       *sharding.Member
 	sharder      *sharding.Sharder
+	assigner     *sharding.Assigner // nil without AssignAtAdmission
 	factory      *informer.Factory
 	metrics      *sharding.Metrics
 	name         string // the Group's runnable name and the /readyz check's
@@ -138,6 +145,12 @@ func (m *Manager) newShardState(opts ShardingOptions, restCfg *rest.Config) (*sh
 	if err != nil {
 		return nil, fmt.Errorf("manager: sharding: %w", err)
 	}
+	var assigner *sharding.Assigner
+	if opts.AssignAtAdmission {
+		if assigner, err = sharding.NewAssigner(m.client, cfg, sharding.AssignerOptions{}); err != nil {
+			return nil, fmt.Errorf("manager: sharding: %w", err)
+		}
+	}
 	selector := member.Selector()
 	// Last, so that every informer of the factory selects the member's
 	// label: forgetting it for one informer is not possible.
@@ -145,7 +158,7 @@ func (m *Manager) newShardState(opts ShardingOptions, restCfg *rest.Config) (*sh
 		o.LabelSelector = selector
 	}))
 	s := &shardState{
-		cfg: cfg, opts: opts, meta: meta, member: member, sharder: sharder, metrics: metrics,
+		cfg: cfg, opts: opts, meta: meta, member: member, sharder: sharder, assigner: assigner, metrics: metrics,
 		factory: informer.NewFactory(m.client, fopts...),
 		name:    shardGroupPrefix + cfg.Ring,
 	}
@@ -174,6 +187,16 @@ func (m *Manager) ShardMember() *sharding.Member {
 		return nil
 	}
 	return m.shard.member
+}
+
+// ShardAssigner returns the ring's admission-time assigner (nil without
+// Options.Sharding.AssignAtAdmission), which the Manager runs on every
+// replica: give it to webhook.NewShardAssigning.
+func (m *Manager) ShardAssigner() *sharding.Assigner {
+	if m.shard == nil {
+		return nil
+	}
+	return m.shard.assigner
 }
 
 // ErrNotSharded is matched by the error AddSharded returns for a Manager

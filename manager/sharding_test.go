@@ -81,8 +81,23 @@ func TestShardingOptionsRefusedByNew(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotNil(t, mgr.ShardFactory())
 	assert.Equal(t, "m-0", mgr.ShardMember().Identity())
+	assert.Nil(t, mgr.ShardAssigner(), "no admission-time assignment unless asked for")
 	mgr.ShardFactory().Shutdown()
 	mgr.Factory().Shutdown()
+
+	ok = shardingOptions("web", "m-0")
+	ok.AssignAtAdmission = true
+	mgr, err = manager.New(manager.Options{Client: client, Sharding: ok})
+	require.NoError(t, err)
+	assert.NotNil(t, mgr.ShardAssigner())
+	mgr.ShardFactory().Shutdown()
+	mgr.Factory().Shutdown()
+
+	bad = shardingOptions("web", "m-0")
+	bad.Config.WriteQPS = -1
+	_, err = manager.New(manager.Options{Client: client, Sharding: bad})
+	assert.ErrorIs(t, err, sharding.ErrInvalidConfig)
+	assert.ErrorContains(t, err, "write QPS -1 must not be negative")
 }
 
 func TestAddShardedRefusesMistakes(t *testing.T) {

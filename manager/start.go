@@ -83,6 +83,9 @@ func (m *Manager) Start(ctx context.Context) error {
 			return fmt.Errorf("manager: %w", err)
 		}
 		rs = append(rs, group)
+		if m.shard.assigner != nil {
+			rs = append(rs, m.shard.assigner)
+		}
 	}
 	servers, err := m.listen(logger)
 	if err != nil {

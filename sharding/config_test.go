@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
 )
 
 func validConfig() Config {
@@ -64,4 +65,21 @@ func TestNamesOfARing(t *testing.T) {
 	assert.Equal(t, "a.b", id)
 	_, ok = identityOf("web", "web-sharder")
 	assert.False(t, ok, "the sharder's Lease is no member's")
+}
+
+// The ring's client has the ring's budget, not the controllers' rest config's, which is left
+// as it was.
+func TestNewRingClient(t *testing.T) {
+	restCfg := &rest.Config{Host: "https://127.0.0.1:1", QPS: 20, Burst: 30}
+	meta, err := NewRingClient(restCfg, Config{Ring: "web", Identity: "a", WriteQPS: 400})
+	require.NoError(t, err)
+	assert.NotNil(t, meta)
+	assert.Equal(t, float32(20), restCfg.QPS, "the caller's config is not changed")
+	_, err = NewRingClient(restCfg, Config{Ring: "web", Identity: "a", WriteQPS: -5})
+	assert.ErrorIs(t, err, ErrInvalidConfig)
+	_, err = NewRingClient(nil, Config{Ring: "web", Identity: "a"})
+	assert.ErrorIs(t, err, ErrInvalidConfig)
+	d := Config{}.WithDefaults()
+	assert.Equal(t, float32(DefaultWriteQPS), d.WriteQPS)
+	assert.Equal(t, DefaultWriteBurst, d.WriteBurst)
 }

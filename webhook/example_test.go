@@ -12,6 +12,8 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/certwatcher"
 	"github.com/ctrlkit/ctrlkit/manager"
+	"github.com/ctrlkit/ctrlkit/sharding"
 	"github.com/ctrlkit/ctrlkit/webhook"
 )
 
@@ -233,4 +236,40 @@ func ExampleAddToManager() {
 	})
 	fmt.Println("ready:", err == nil, "leader only:", srv.NeedLeaderElection())
 	// Output: ready: true leader only: false
+}
+
+// Admission-time assignment: a new ReplicaSet is labelled for its member in the ring "web" as it
+// is created. In a binary, the Manager builds and runs the Assigner
+// (manager.ShardingOptions.AssignAtAdmission, Manager.ShardAssigner) and the webhook server
+// serves the handler; here one member, "a", holds its Lease.
+func ExampleNewShardAssigning() {
+	now := metav1.NewMicroTime(time.Now())
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "web.a", Labels: map[string]string{sharding.RingLabel: "web"}},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: new("a_1"), RenewTime: &now},
+	}
+	a, err := sharding.NewAssigner(fake.NewClientset(lease), sharding.Config{Ring: "web", Namespace: "ops", Identity: "web-0"}, sharding.AssignerOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	_ = wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return a.HasSynced(), nil
+	})
+
+	h, err := webhook.NewShardAssigning(appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), a)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp := h.Handle(context.Background(), &admissionv1.AdmissionRequest{
+		UID: "1", Operation: admissionv1.Create, Kind: metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"},
+		Object: runtime.RawExtension{Raw: []byte(`{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"namespace":"default","name":"web"}}`)},
+	})
+	fmt.Println(resp.Allowed, string(resp.Patch))
+	// Output: true [{"op":"add","path":"/metadata/annotations","value":{"shard.ctrlkit.dev/web-holder":"a_1"}},{"op":"add","path":"/metadata/labels","value":{"shard.ctrlkit.dev/web":"a"}}]
 }

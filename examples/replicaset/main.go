@@ -52,6 +52,7 @@ func program() demo.Program {
 		Sharding: &demo.Sharding{
 			Ring:     ShardRing,
 			Resource: appsv1.SchemeGroupVersion.WithResource("replicasets"),
+			Kind:     appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
 			Children: []schema.GroupVersionResource{corev1.SchemeGroupVersion.WithResource("pods")},
 		},
 		Demo:    runDemo,

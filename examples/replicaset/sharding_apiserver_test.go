@@ -15,10 +15,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -54,6 +57,17 @@ const (
 // converges within LeaseDuration+RetryPeriod and some slack; and no ReplicaSet ever has more
 // live Pods than it asked for, which two replicas reconciling the same ReplicaSet would cause.
 func TestAPIServerShardedThreeProcesses(t *testing.T) {
+	testShardedThreeProcesses(t, false)
+}
+
+// The same with admission-time assignment (deploy/sharding-webhook.yaml): the replicas serve
+// the assignment webhook, the configuration points the API server at the first, and every
+// ReplicaSet is created already labelled for a member, stamped for its process.
+func TestAPIServerShardedThreeProcessesWebhook(t *testing.T) {
+	testShardedThreeProcesses(t, true)
+}
+
+func testShardedThreeProcesses(t *testing.T, assignWebhook bool) {
 	env := testkit.SharedAPIServer(t)
 	in := rbactest.ApplyFiles(t, env, "deploy/rbac.yaml", "deploy/sharding.yaml", "deploy/deployment.yaml")
 	ctx, ns, client := env.Context(), env.Namespace(), env.Client()
@@ -64,14 +78,23 @@ func TestAPIServerShardedThreeProcesses(t *testing.T) {
 	over := watchOverlap(t, env)
 
 	ids := []string{"rs-0", "rs-1", "rs-2"}
+	var webhookArgs []string
+	var ca []byte
+	if assignWebhook {
+		dir, b := testkit.WebhookCerts(t)
+		webhookArgs, ca = []string{"--shard-webhook-addr=127.0.0.1:0", "--shard-webhook-cert-dir=" + dir}, b.CAPEM
+	}
 	procs := map[string]*process{}
 	for _, id := range ids {
-		procs[id] = startProcess(t, append(append([]string(nil), in.Args...),
+		procs[id] = startProcess(t, append(append(append([]string(nil), in.Args...),
 			"--sharded", "--shard-identity="+id, "--shard-namespace="+ns,
 			"--shard-lease-duration="+shardLeaseDuration.String(),
 			"--shard-renew-deadline="+shardRenewDeadline.String(),
 			"--shard-retry-period="+shardRetryPeriod.String(),
-			"--metrics-addr=", "--kube-api-qps=50", "--kube-api-burst=100"))
+			"--metrics-addr=", "--kube-api-qps=50", "--kube-api-burst=100"), webhookArgs...))
+	}
+	if assignWebhook {
+		installShardWebhook(t, env, procs[ids[0]], ca)
 	}
 
 	const n, replicas = 30, 2
@@ -79,8 +102,14 @@ func TestAPIServerShardedThreeProcesses(t *testing.T) {
 	for i := range n {
 		names[i] = fmt.Sprintf("rs-%02d", i)
 		over.want(names[i], replicas)
-		_, err := client.AppsV1().ReplicaSets(ns).Create(ctx, replicaSet(ns, names[i], "", replicas), metav1.CreateOptions{})
+		created, err := client.AppsV1().ReplicaSets(ns).Create(ctx, replicaSet(ns, names[i], "", replicas), metav1.CreateOptions{})
 		require.NoError(t, err)
+		if assignWebhook {
+			member := created.Labels[sharding.Label(ShardRing)]
+			assert.Contains(t, ids, member, "%s is assigned as it is created", names[i])
+			assert.Equal(t, member, sharding.IdentityOfHolder(created.Annotations[sharding.HolderAnnotation(ShardRing)]),
+				"%s is stamped for its member's process", names[i])
+		}
 	}
 	for _, name := range names {
 		awaitConverged(t, client, ns, name, replicas)
@@ -149,6 +178,52 @@ func TestAPIServerShardedThreeProcesses(t *testing.T) {
 		}
 	}
 	assert.Empty(t, over.violations(), "no ReplicaSet ever had more live Pods than it asked for")
+}
+
+// servingWebhooks is the webhook server's log line naming its address.
+var servingWebhooks = regexp.MustCompile(`"Serving webhooks".* addr="([^"]+)"`)
+
+// installShardWebhook installs deploy/sharding-webhook.yaml's configuration, pointed at p's
+// webhook server, and waits until the API server calls it: a dry-run creation comes back
+// labelled (the configuration is taken up within about a second, and p's assigner must have
+// seen the member Leases).
+func installShardWebhook(t *testing.T, env *testkit.Env, p *process, ca []byte) {
+	t.Helper()
+	var addr string
+	require.NoError(t, wait.PollUntilContextTimeout(env.Context(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		if m := servingWebhooks.FindStringSubmatch(p.out.String()); m != nil {
+			addr = m[1]
+		}
+		return addr != "", nil
+	}), "the webhook address in the log:\n%s", p.out.String())
+	f, err := os.Open("deploy/sharding-webhook.yaml")
+	require.NoError(t, err)
+	defer f.Close()
+	var cfg *admissionregistrationv1.MutatingWebhookConfiguration
+	for dec := yaml.NewYAMLOrJSONDecoder(f, 4096); ; {
+		var doc map[string]any
+		if err := dec.Decode(&doc); err == io.EOF {
+			break
+		} else {
+			require.NoError(t, err)
+		}
+		if doc["kind"] == "MutatingWebhookConfiguration" {
+			cfg = &admissionregistrationv1.MutatingWebhookConfiguration{}
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(doc, cfg))
+		}
+	}
+	require.NotNil(t, cfg, "deploy/sharding-webhook.yaml has a MutatingWebhookConfiguration")
+	cfg.Name, cfg.GenerateName = "", cfg.Name+"-"+env.Namespace()+"-"
+	_, err = env.InstallMutatingWebhook(testkit.WebhookServer{URL: "https://" + addr, CABundle: ca}, cfg)
+	require.NoError(t, err)
+	require.NoError(t, wait.PollUntilContextTimeout(env.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		rs, err := env.Client().AppsV1().ReplicaSets(env.Namespace()).Create(ctx, replicaSet(env.Namespace(), "probe", "", 0),
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, err
+		}
+		return rs.Labels[sharding.Label(ShardRing)] != "", nil
+	}), "the assignment webhook never labelled a (dry-run) ReplicaSet")
 }
 
 // process is the example's binary (the test binary, run as main) in a process of its own.

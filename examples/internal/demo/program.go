@@ -31,6 +31,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/manager"
 	"github.com/ctrlkit/ctrlkit/sharding"
 	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
+	"github.com/ctrlkit/ctrlkit/webhook"
 )
 
 // Program is what one example binary says about itself. Run does what every example does with
@@ -82,6 +83,8 @@ type Sharding struct {
 	Ring string
 	// Resource is the sharded resource: its objects are the keys split across the replicas.
 	Resource schema.GroupVersionResource
+	// Kind is Resource's kind, the kind the assignment webhook (--shard-webhook-addr) admits.
+	Kind schema.GroupVersionKind
 	// Children are the resources whose objects follow their controlling owner.
 	Children []schema.GroupVersionResource
 }
@@ -130,6 +133,11 @@ type Settings struct {
 	Election       leaderelection.Config
 	// Shard is the ring this replica joins; Shard.Ring is "" when it runs unsharded.
 	Shard sharding.Config
+	// ShardWebhookAddr and ShardWebhookCertDir serve the ring's admission-time assignment
+	// (webhook.NewShardAssigning) on host:port with the certificate in the directory
+	// (--shard-webhook-addr, --shard-webhook-cert-dir); "" serves none.
+	ShardWebhookAddr    string
+	ShardWebhookCertDir string
 	// CacheBudget is the informer caches' memory budget (--cache-memory-budget*);
 	// cacheBudget the factory options it asks for.
 	CacheBudget informer.BudgetFlags
@@ -232,6 +240,10 @@ func Parse(p Program, args []string, out io.Writer) (*Settings, error) {
 			"shorthand for --shard-ring=%s (needs --kubeconfig; turns --leader-elect off unless it is given)",
 			p.Sharding.Resource.Resource, p.Sharding.Ring))
 		s.Shard.AddFlags(fs)
+		fs.StringVar(&s.ShardWebhookAddr, "shard-webhook-addr", "", "serve the mutating webhook that assigns new "+
+			p.Sharding.Resource.Resource+" to their member as they are created, on this host:port, at "+ShardWebhookPath+
+			" (\"\" serves none; the sharder then assigns them)")
+		fs.StringVar(&s.ShardWebhookCertDir, "shard-webhook-cert-dir", "", "directory of the assignment webhook's tls.crt and tls.key, reloaded when they change (needs --shard-webhook-addr)")
 	}
 	if len(p.Features) > 0 {
 		s.Gate.AddFlag(fs)
@@ -314,6 +326,14 @@ func completeSharding(p Program, s *Settings, fs *pflag.FlagSet, sharded, inMemo
 	}
 	if err := s.Shard.ValidateFlags(); err != nil {
 		return fmt.Errorf("sharding flags: %w", err)
+	}
+	switch {
+	case s.ShardWebhookAddr != "" && !s.Shard.Sharded():
+		return errors.New("--shard-webhook-addr needs --sharded (or --shard-ring)")
+	case s.ShardWebhookAddr != "" && s.ShardWebhookCertDir == "":
+		return errors.New("--shard-webhook-addr needs --shard-webhook-cert-dir: the API server calls webhooks over HTTPS, with the caBundle of the certificate there")
+	case s.ShardWebhookAddr == "" && s.ShardWebhookCertDir != "":
+		return errors.New("--shard-webhook-cert-dir needs --shard-webhook-addr")
 	}
 	if !s.Shard.Sharded() {
 		return nil
@@ -430,10 +450,11 @@ func start(ctx context.Context, p Program, s *Settings) error {
 	}
 	if env.Sharded {
 		mopts.Sharding = &manager.ShardingOptions{
-			Config:         s.Shard,
-			Sharder:        sharding.SharderOptions{Resource: p.Sharding.Resource, Children: p.Sharding.Children},
-			Metadata:       meta,
-			FactoryOptions: fopts,
+			Config:            s.Shard,
+			Sharder:           sharding.SharderOptions{Resource: p.Sharding.Resource, Children: p.Sharding.Children},
+			Metadata:          meta,
+			FactoryOptions:    fopts,
+			AssignAtAdmission: s.ShardWebhookAddr != "",
 		}
 		logger.Info("Sharded: this replica reconciles the objects the ring assigns it", "ring", s.Shard.Ring,
 			"identity", s.Shard.Identity, "leaseNamespace", s.Shard.WithDefaults().Namespace)
@@ -443,6 +464,11 @@ func start(ctx context.Context, p Program, s *Settings) error {
 		return err
 	}
 	env.Manager = mgr
+	if s.ShardWebhookAddr != "" {
+		if err := serveShardWebhook(p, s, mgr); err != nil {
+			return err
+		}
+	}
 	if err := p.Setup(ctx, env); err != nil {
 		return err
 	}
@@ -489,4 +515,23 @@ func runInMemory(ctx context.Context, p Program, s *Settings, env *Env) error {
 		demoErr = nil
 	}
 	return errors.Join(mgrErr, demoErr, kubeletErr)
+}
+
+// ShardWebhookPath is where --shard-webhook-addr serves the ring's assignment webhook.
+const ShardWebhookPath = "/shard-assign"
+
+// serveShardWebhook serves the ring's admission-time assignment on the Manager's webhook server.
+func serveShardWebhook(p Program, s *Settings, mgr *manager.Manager) error {
+	srv, err := webhook.NewServer(webhook.ServerOptions{Addr: s.ShardWebhookAddr, CertDir: s.ShardWebhookCertDir, Registerer: mgr.Registerer()})
+	if err != nil {
+		return fmt.Errorf("--shard-webhook-addr: %w", err)
+	}
+	h, err := webhook.NewShardAssigning(p.Sharding.Kind, mgr.ShardAssigner())
+	if err != nil {
+		return err
+	}
+	if err := srv.Register(ShardWebhookPath, h); err != nil {
+		return err
+	}
+	return webhook.AddToManager(mgr, srv)
 }
