@@ -186,8 +186,8 @@ var servingWebhooks = regexp.MustCompile(`"Serving webhooks".* addr="([^"]+)"`)
 // installShardWebhook installs deploy/sharding-webhook.yaml's configuration, pointed at p's
 // webhook server, and waits until the API server calls it: a dry-run creation comes back
 // labelled (the configuration is taken up within about a second, and p's assigner must have
-// seen the member Leases).
-func installShardWebhook(t *testing.T, env *testkit.Env, p *process, ca []byte) {
+// seen the member Leases). It returns the configuration's name.
+func installShardWebhook(t testing.TB, env *testkit.Env, p *process, ca []byte) string {
 	t.Helper()
 	var addr string
 	require.NoError(t, wait.PollUntilContextTimeout(env.Context(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
@@ -214,7 +214,7 @@ func installShardWebhook(t *testing.T, env *testkit.Env, p *process, ca []byte) 
 	}
 	require.NotNil(t, cfg, "deploy/sharding-webhook.yaml has a MutatingWebhookConfiguration")
 	cfg.Name, cfg.GenerateName = "", cfg.Name+"-"+env.Namespace()+"-"
-	_, err = env.InstallMutatingWebhook(testkit.WebhookServer{URL: "https://" + addr, CABundle: ca}, cfg)
+	installed, err := env.InstallMutatingWebhook(testkit.WebhookServer{URL: "https://" + addr, CABundle: ca}, cfg)
 	require.NoError(t, err)
 	require.NoError(t, wait.PollUntilContextTimeout(env.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		rs, err := env.Client().AppsV1().ReplicaSets(env.Namespace()).Create(ctx, replicaSet(env.Namespace(), "probe", "", 0),
@@ -224,6 +224,7 @@ func installShardWebhook(t *testing.T, env *testkit.Env, p *process, ca []byte) 
 		}
 		return rs.Labels[sharding.Label(ShardRing)] != "", nil
 	}), "the assignment webhook never labelled a (dry-run) ReplicaSet")
+	return installed.Name
 }
 
 // process is the example's binary (the test binary, run as main) in a process of its own.

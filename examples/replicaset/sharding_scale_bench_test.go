@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,29 +57,41 @@ const (
 // every ReplicaSet is labelled for the member the ring over the three assigns it (and none is
 // draining) is assign-s; a fourth starts, and the time until every ReplicaSet sits where the
 // ring over four puts it is join-s; the fourth stops (SIGTERM: it releases its Lease) and the
-// time until its ReplicaSets are back on the three is leave-s. Each step's end is read from a
+// time until its ReplicaSets are back on the three is leave-s. Last, N/10 ReplicaSets are
+// created while the ring runs: create-s is the time from the first creation until all are
+// assigned, and sharder-writes/created the assignment labels the sharder wrote for them (its
+// ctrlkit_shard_reassignments_total, summed over the members). Each step's end is read from a
 // metadata informer of the benchmark's own, checked every 50 ms. A second Pod of any
-// ReplicaSet at any point (two members reconciling it at once) fails the run. One iteration
-// is one full run: -benchtime=1x -count=N (docs/performance.md, "Sharding at scale").
+// ReplicaSet at any point (two members reconciling it at once) fails the run.
+//
+// mode=label is the sharder alone; mode=webhook adds admission-time assignment (every member
+// serves deploy/sharding-webhook.yaml's webhook, the configuration points at the first). One
+// iteration is one full run: -benchtime=1x -count=N (docs/performance.md, "Sharding at scale").
 func BenchmarkShardRebalance(b *testing.B) {
 	env := testkit.NewAPIServer(b)
 	in := rbactest.ApplyFiles(b, env, "deploy/rbac.yaml", "deploy/sharding.yaml", "deploy/deployment.yaml")
-	for _, n := range scaleObjects(b) {
-		b.Run(fmt.Sprintf("mode=label/objects=%d", n), func(b *testing.B) {
-			var sum scaleResult
-			for range b.N {
-				r := runShardRebalance(b, env, in, n)
-				sum.assign += r.assign
-				sum.join += r.join
-				sum.leave += r.leave
-				sum.moved += r.moved
-			}
-			k := float64(b.N)
-			b.ReportMetric(sum.assign.Seconds()/k, "assign-s")
-			b.ReportMetric(sum.join.Seconds()/k, "join-s")
-			b.ReportMetric(sum.leave.Seconds()/k, "leave-s")
-			b.ReportMetric(float64(sum.moved)/k, "moved-on-join")
-		})
+	for _, mode := range []string{"label", "webhook"} {
+		for _, n := range scaleObjects(b) {
+			b.Run(fmt.Sprintf("mode=%s/objects=%d", mode, n), func(b *testing.B) {
+				var sum scaleResult
+				for range b.N {
+					r := runShardRebalance(b, env, in, n, mode == "webhook")
+					sum.assign += r.assign
+					sum.join += r.join
+					sum.leave += r.leave
+					sum.create += r.create
+					sum.moved += r.moved
+					sum.createWrites += r.createWrites
+				}
+				k := float64(b.N)
+				b.ReportMetric(sum.assign.Seconds()/k, "assign-s")
+				b.ReportMetric(sum.join.Seconds()/k, "join-s")
+				b.ReportMetric(sum.leave.Seconds()/k, "leave-s")
+				b.ReportMetric(sum.create.Seconds()/k, "create-s")
+				b.ReportMetric(float64(sum.moved)/k, "moved-on-join")
+				b.ReportMetric(sum.createWrites/k/float64(max(1, n/10)), "sharder-writes/created")
+			})
+		}
 	}
 }
 
@@ -100,32 +114,44 @@ func scaleObjects(b *testing.B) []int {
 }
 
 type scaleResult struct {
-	assign, join, leave time.Duration
-	moved               int
+	assign, join, leave, create time.Duration
+	moved                       int
+	createWrites                float64
 }
 
-// runShardRebalance is one iteration of BenchmarkShardRebalance over n ReplicaSets.
-func runShardRebalance(b *testing.B, env *testkit.Env, in *rbactest.Install, n int) scaleResult {
+// runShardRebalance is one iteration of BenchmarkShardRebalance over n ReplicaSets, with
+// admission-time assignment when assignWebhook is set.
+func runShardRebalance(b *testing.B, env *testkit.Env, in *rbactest.Install, n int, assignWebhook bool) scaleResult {
 	b.StopTimer()
 	ns, run := in.Namespace, benchRuns.Add(1)
 	client := env.Client()
+	hc := &http.Client{Timeout: 30 * time.Second}
+	defer hc.CloseIdleConnections()
 	over := &overlap{ns: ns, wanted: map[string]int32{}, live: map[string]map[string]bool{}}
-	names := make([]string, n)
+	created := max(1, n/10)
+	names := make([]string, n+created)
 	for i := range names {
 		names[i] = fmt.Sprintf("scale-%d-%05d", run, i)
 		if i%scalePodEvery == 0 {
 			over.want(names[i], 1)
 		}
 	}
-	createScaleWork(b, env, ns, names)
+	createScaleWork(b, env, ns, names[:n], 0)
 	w := watchAssignments(b, env, ns, over)
+	defer w.stop()
 
+	var webhookArgs []string
+	var ca []byte
+	if assignWebhook {
+		dir, bundle := testkit.WebhookCerts(b)
+		webhookArgs, ca = []string{"--shard-webhook-addr=127.0.0.1:0", "--shard-webhook-cert-dir=" + dir}, bundle.CAPEM
+	}
 	members := func(ids ...string) map[string]*process {
 		procs := map[string]*process{}
 		for _, id := range ids {
-			procs[id] = startProcess(b, append(append([]string(nil), in.Args...),
+			procs[id] = startProcess(b, append(append(append([]string(nil), in.Args...),
 				"--sharded", "--shard-identity="+id, "--shard-namespace="+ns,
-				"--kube-api-qps=20", "--kube-api-burst=30", "--metrics-addr="))
+				"--kube-api-qps=20", "--kube-api-burst=30", "--metrics-secure=false"), webhookArgs...))
 		}
 		return procs
 	}
@@ -136,7 +162,7 @@ func runShardRebalance(b *testing.B, env *testkit.Env, in *rbactest.Install, n i
 	w.await(b, procs, ids, n)
 	r.assign = time.Since(start)
 	// Untimed: the Pods of the ReplicaSets that want one, so the moves carry children.
-	awaitScalePods(b, w, procs, n/scalePodEvery+min(1, n%scalePodEvery))
+	awaitScalePods(b, w, procs, (n+scalePodEvery-1)/scalePodEvery)
 
 	before := w.owners()
 	joined := append(slices.Clone(ids), "m-3")
@@ -158,21 +184,61 @@ func runShardRebalance(b *testing.B, env *testkit.Env, in *rbactest.Install, n i
 	w.await(b, procs, ids, n)
 	r.leave = time.Since(start)
 
+	if assignWebhook {
+		name := installShardWebhook(b, env, procs[ids[0]], ca)
+		defer func() {
+			// The next run's members serve elsewhere.
+			err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), name, metav1.DeleteOptions{})
+			require.NoError(b, err)
+		}()
+	}
+	writes := sharderWrites(b, hc, procs)
+	start = time.Now()
+	createScaleWork(b, env, ns, names[n:], n)
+	w.await(b, procs, ids, n+created)
+	r.create = time.Since(start)
+	r.createWrites = sharderWrites(b, hc, procs) - writes
+
 	require.Empty(b, over.violations(), "a ReplicaSet had more Pods than it wants: two members reconciled it at once")
-	b.Logf("objects=%d: assigned to 3 in %v; the 4th took %d in %v; its leave took %v",
-		n, r.assign.Round(time.Millisecond), r.moved, r.join.Round(time.Millisecond), r.leave.Round(time.Millisecond))
+	b.Logf("objects=%d webhook=%v: assigned to 3 in %v; the 4th took %d in %v; its leave took %v; %d created with the ring running were assigned in %v, the sharder labelling %.0f of them",
+		n, assignWebhook, r.assign.Round(time.Millisecond), r.moved, r.join.Round(time.Millisecond), r.leave.Round(time.Millisecond),
+		created, r.create.Round(time.Millisecond), r.createWrites)
 	for id, p := range procs {
 		if code := p.stop(b); code != demo.ExitOK {
 			b.Errorf("%s exited %d on SIGTERM:\n%s", id, code, p.out.String())
 		}
 	}
-	w.stop()
 	deleteWork(b, client, ns)
 	return r
 }
 
-// createScaleWork creates the ReplicaSets, scaleCreators at a time.
-func createScaleWork(b *testing.B, env *testkit.Env, ns string, names []string) {
+// reassignments matches the sharder's ctrlkit_shard_reassignments_total series on /metrics.
+var reassignments = regexp.MustCompile(`(?m)^ctrlkit_shard_reassignments_total\{[^}]*\} ([0-9.e+]+)$`)
+
+// sharderWrites sums ctrlkit_shard_reassignments_total over the members: the assignment labels
+// written by whichever of them leads the ring.
+func sharderWrites(b *testing.B, hc *http.Client, procs map[string]*process) float64 {
+	b.Helper()
+	total := 0.0
+	for id, p := range procs {
+		var body string
+		require.NoError(b, wait.PollUntilContextTimeout(b.Context(), 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			var err error
+			body, err = get(hc, p, "/metrics")
+			return err == nil, nil
+		}), "%s's /metrics", id)
+		for _, m := range reassignments.FindAllStringSubmatch(body, -1) {
+			v, err := strconv.ParseFloat(m[1], 64)
+			require.NoError(b, err)
+			total += v
+		}
+	}
+	return total
+}
+
+// createScaleWork creates the ReplicaSets, scaleCreators at a time; names[i] is the
+// (first+i)th, which has one replica when that is a multiple of scalePodEvery.
+func createScaleWork(b *testing.B, env *testkit.Env, ns string, names []string, first int) {
 	b.Helper()
 	ch := make(chan int)
 	var (
@@ -184,7 +250,7 @@ func createScaleWork(b *testing.B, env *testkit.Env, ns string, names []string) 
 		wg.Go(func() {
 			for i := range ch {
 				replicas := int32(0)
-				if i%scalePodEvery == 0 {
+				if (first+i)%scalePodEvery == 0 {
 					replicas = 1
 				}
 				_, err := env.Client().AppsV1().ReplicaSets(ns).Create(b.Context(), replicaSet(ns, names[i], "", replicas), metav1.CreateOptions{})
