@@ -29,6 +29,17 @@
 //     children barrier annotation shard.ctrlkit.dev/<ring>-children-rv that
 //     B's Dispatcher waits for before B's first Reconcile. A dead member's
 //     keys move once its Lease has gone unrenewed for LeaseDuration.
+//   - The ring writes through a client of its own (NewRingClient:
+//     Config.WriteQPS and WriteBurst, --shard-write-qps, apart from the
+//     controllers' client), the sharder with DefaultSharderWorkers patches in
+//     flight and the keys without a live member first, so assigning or
+//     moving N objects takes about N / WriteQPS, not N / 20.
+//   - Optionally, new objects are assigned as they are created: an Assigner,
+//     served by a mutating webhook (webhook.NewShardAssigning;
+//     manager.ShardingOptions.AssignAtAdmission), labels each for its member
+//     under its own view of the live members, and the sharder then writes only
+//     when the membership changes; to the sharder, such an object is one it
+//     assigned itself.
 //   - The sharder caches the metadata of the sharded resource, not of its
 //     children (only those without the ring's label, normally none): it
 //     reads an owner's children from the API server when the owner changes

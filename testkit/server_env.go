@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -36,8 +38,30 @@ import (
 // skipped — or fails when CTRLKIT_REQUIRE_APISERVER=1. In -short mode it is skipped.
 func NewAPIServer(t testing.TB) *Env {
 	t.Helper()
+	return NewAPIServerWithOptions(t, APIServerOptions{})
+}
+
+// APIServerOptions configure the dedicated server of NewAPIServerWithOptions.
+type APIServerOptions struct {
+	// FeatureGates are kube-apiserver's --feature-gates: an alpha API the test needs
+	// (ShardedListAndWatch for ListOptions.ShardSelector), or a beta one turned off. A name that
+	// the server does not know fails its start, with its log's tail.
+	FeatureGates map[string]bool
+}
+
+// NewAPIServerWithOptions is NewAPIServer with options. The shared server (SharedAPIServer)
+// runs with none, so a test that needs a gate has a server of its own.
+func NewAPIServerWithOptions(t testing.TB, opts APIServerOptions) *Env {
+	t.Helper()
+	gates := make([]string, 0, len(opts.FeatureGates))
+	for _, name := range slices.Sorted(maps.Keys(opts.FeatureGates)) {
+		if name == "" || strings.ContainsAny(name, "=, ") {
+			t.Fatalf("testkit: feature gate %q: not a gate name", name)
+		}
+		gates = append(gates, fmt.Sprintf("%s=%t", name, opts.FeatureGates[name]))
+	}
 	bins := requireBinaries(t)
-	s, err := kubeserver.New(bins, t.TempDir())
+	s, err := kubeserver.New(bins, t.TempDir(), strings.Join(gates, ","))
 	if err != nil {
 		t.Fatalf("testkit: prepare api server: %v", err)
 	}
@@ -196,7 +220,7 @@ func sharedServer(bins kubeserver.Binaries) (*kubeserver.Server, error) {
 		shared.err = fmt.Errorf("create data dir: %w", err)
 		return nil, shared.err
 	}
-	s, err := kubeserver.New(bins, dir)
+	s, err := kubeserver.New(bins, dir, "")
 	if err != nil {
 		shared.err = err
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -93,8 +94,12 @@ func testShardedThreeProcesses(t *testing.T, assignWebhook bool) {
 			"--shard-retry-period="+shardRetryPeriod.String(),
 			"--metrics-addr=", "--kube-api-qps=50", "--kube-api-burst=100"), webhookArgs...))
 	}
+	// The replica to kill later is one that is not the sharder (the sharder's successor would
+	// wait out its own Lease first, which is leader election's bound, not the ring's). In
+	// webhook mode the API server calls it, so that creations after its death find no webhook.
+	victim := nonSharder(t, client, ns, ids)
 	if assignWebhook {
-		installShardWebhook(t, env, procs[ids[0]], ca)
+		installShardWebhook(t, env, procs[victim], ca)
 	}
 
 	const n, replicas = 30, 2
@@ -128,17 +133,6 @@ func testShardedThreeProcesses(t *testing.T, assignWebhook bool) {
 		assert.LessOrEqual(t, len(owners[id]), 20, "%s's share: %v", id, owners)
 	}
 
-	// Kill a replica that is not the sharder (the sharder's successor would wait out its own
-	// Lease first, which is leader election's bound, not the ring's).
-	sharder, err := client.CoordinationV1().Leases(ns).Get(ctx, ShardRing+"-sharder", metav1.GetOptions{})
-	require.NoError(t, err)
-	victim := ""
-	for _, id := range ids {
-		if id != sharding.IdentityOfHolder(ptr.Deref(sharder.Spec.HolderIdentity, "")) {
-			victim = id
-			break
-		}
-	}
 	moved := owners[victim]
 	require.NotEmpty(t, moved)
 	procs[victim].kill(t)
@@ -171,6 +165,16 @@ func testShardedThreeProcesses(t *testing.T, assignWebhook bool) {
 	for _, name := range moved[1:] {
 		awaitConverged(t, client, ns, name, replicas)
 	}
+	if assignWebhook {
+		// The webhook's replica is dead: failurePolicy Ignore admits the ReplicaSet unlabelled,
+		// and the sharder assigns it as without the webhook.
+		over.want("rs-late", replicas)
+		created, err := client.AppsV1().ReplicaSets(ns).Create(ctx, replicaSet(ns, "rs-late", "", replicas), metav1.CreateOptions{})
+		require.NoError(t, err)
+		assert.Empty(t, created.Labels[sharding.Label(ShardRing)], "no webhook answered")
+		awaitConverged(t, client, ns, "rs-late", replicas)
+		awaitLabelled(t, client, ns, n+1, rest)
+	}
 
 	for id, p := range procs {
 		if id != victim {
@@ -178,6 +182,30 @@ func testShardedThreeProcesses(t *testing.T, assignWebhook bool) {
 		}
 	}
 	assert.Empty(t, over.violations(), "no ReplicaSet ever had more live Pods than it asked for")
+}
+
+// nonSharder waits until one of ids holds the ring's sharder Lease and returns the first other.
+func nonSharder(t *testing.T, client kubernetes.Interface, ns string, ids []string) string {
+	t.Helper()
+	var victim string
+	require.NoError(t, wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		lease, err := client.CoordinationV1().Leases(ns).Get(ctx, ShardRing+"-sharder", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		sharder := sharding.IdentityOfHolder(ptr.Deref(lease.Spec.HolderIdentity, ""))
+		if !slices.Contains(ids, sharder) {
+			return false, nil
+		}
+		for _, id := range ids {
+			if id != sharder {
+				victim = id
+				return true, nil
+			}
+		}
+		return false, nil
+	}), "one of %v leading the ring", ids)
+	return victim
 }
 
 // servingWebhooks is the webhook server's log line naming its address.

@@ -40,6 +40,8 @@ type Server struct {
 	bins Binaries
 	dir  string
 	pki  *pki
+	// featureGates is kube-apiserver's --feature-gates value; "" passes none.
+	featureGates string
 
 	mu         sync.Mutex // serialises start, restart and stop
 	etcd       *process
@@ -52,8 +54,9 @@ type Server struct {
 	startedFor time.Duration // how long the last full start took
 }
 
-// New prepares dir (certificates, token file); start runs the processes.
-func New(bins Binaries, dir string) (*Server, error) {
+// New prepares dir (certificates, token file); start runs the processes. featureGates is
+// kube-apiserver's --feature-gates value ("Name=true,Other=false"); "" passes none.
+func New(bins Binaries, dir, featureGates string) (*Server, error) {
 	for _, sub := range []string{"certs"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			return nil, fmt.Errorf("create %s: %w", sub, err)
@@ -63,7 +66,7 @@ func New(bins Binaries, dir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{bins: bins, dir: dir, pki: p}, nil
+	return &Server{bins: bins, dir: dir, pki: p, featureGates: featureGates}, nil
 }
 
 // Start runs etcd, then kube-apiserver, and waits until both answer healthy. On error whatever
@@ -155,7 +158,7 @@ func (s *Server) startEtcdLocked(ctx context.Context) error {
 //   - shutdown-send-retry-after: SIGTERM then waits for ordinary requests and gives open watches
 //     2 s, instead of up to --request-timeout (60 s) for watch streams that never end.
 func (s *Server) apiServerArgs() []string {
-	return []string{
+	args := []string{
 		"--etcd-servers=" + s.etcdURL(),
 		"--secure-port=" + strconv.Itoa(s.port),
 		"--bind-address=127.0.0.1",
@@ -175,6 +178,10 @@ func (s *Server) apiServerArgs() []string {
 		"--shutdown-send-retry-after=true",
 		"--profiling=false",
 	}
+	if s.featureGates != "" {
+		args = append(args, "--feature-gates="+s.featureGates)
+	}
+	return args
 }
 
 func (s *Server) startAPIServerLocked(ctx context.Context) error {
