@@ -82,15 +82,18 @@ func (a *Assigner) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sharding: ring %q: assigner: %w", a.cfg.Ring, err)
 	}
-	if _, err := leases.AddHandler(informer.HandlerFuncs[*coordinationv1.Lease]{
+	reg, err := leases.AddHandler(informer.HandlerFuncs[*coordinationv1.Lease]{
 		OnAdd:    func(l *coordinationv1.Lease, _ bool) { a.live.observe(l) },
 		OnUpdate: func(_, l *coordinationv1.Lease) { a.live.observe(l) },
 		OnDelete: func(l *coordinationv1.Lease) { a.live.forget(l) },
-	}); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("sharding: ring %q: assigner: %w", a.cfg.Ring, err)
 	}
 	a.mu.Lock()
-	a.synced = leases.HasSynced
+	// The handler's, not the informer's: synced once the listed Leases have
+	// reached the view, not merely the cache.
+	a.synced = reg.HasSynced
 	a.mu.Unlock()
 	defer func() {
 		a.mu.Lock()

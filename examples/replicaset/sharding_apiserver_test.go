@@ -99,7 +99,7 @@ func testShardedThreeProcesses(t *testing.T, assignWebhook bool) {
 	// webhook mode the API server calls it, so that creations after its death find no webhook.
 	victim := nonSharder(t, client, ns, ids)
 	if assignWebhook {
-		installShardWebhook(t, env, procs[victim], ca)
+		installShardWebhook(t, env, procs[victim], ca, ids)
 	}
 
 	const n, replicas = 30, 2
@@ -212,10 +212,11 @@ func nonSharder(t *testing.T, client kubernetes.Interface, ns string, ids []stri
 var servingWebhooks = regexp.MustCompile(`"Serving webhooks".* addr="([^"]+)"`)
 
 // installShardWebhook installs deploy/sharding-webhook.yaml's configuration, pointed at p's
-// webhook server, and waits until the API server calls it: a dry-run creation comes back
-// labelled (the configuration is taken up within about a second, and p's assigner must have
-// seen the member Leases). It returns the configuration's name.
-func installShardWebhook(t testing.TB, env *testkit.Env, p *process, ca []byte) string {
+// webhook server, and waits until the API server calls it and p's assigner sees every one of ids
+// live: dry-run creations under several names come back labelled for each of them (the
+// configuration is taken up within about a second, and the assigner learns of a member from
+// its Lease watch). It returns the configuration's name.
+func installShardWebhook(t testing.TB, env *testkit.Env, p *process, ca []byte, ids []string) string {
 	t.Helper()
 	var addr string
 	require.NoError(t, wait.PollUntilContextTimeout(env.Context(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
@@ -244,14 +245,25 @@ func installShardWebhook(t testing.TB, env *testkit.Env, p *process, ca []byte) 
 	cfg.Name, cfg.GenerateName = "", cfg.Name+"-"+env.Namespace()+"-"
 	installed, err := env.InstallMutatingWebhook(testkit.WebhookServer{URL: "https://" + addr, CABundle: ca}, cfg)
 	require.NoError(t, err)
-	require.NoError(t, wait.PollUntilContextTimeout(env.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		rs, err := env.Client().AppsV1().ReplicaSets(env.Namespace()).Create(ctx, replicaSet(env.Namespace(), "probe", "", 0),
+	seen := map[string]bool{}
+	probe := 0
+	require.NoError(t, wait.PollUntilContextTimeout(env.Context(), 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		probe++
+		rs, err := env.Client().AppsV1().ReplicaSets(env.Namespace()).Create(ctx, replicaSet(env.Namespace(), fmt.Sprintf("probe-%d", probe), "", 0),
 			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			return false, err
 		}
-		return rs.Labels[sharding.Label(ShardRing)] != "", nil
-	}), "the assignment webhook never labelled a (dry-run) ReplicaSet")
+		if m := rs.Labels[sharding.Label(ShardRing)]; m != "" {
+			seen[m] = true
+		}
+		for _, id := range ids {
+			if !seen[id] {
+				return false, nil
+			}
+		}
+		return true, nil
+	}), "the assignment webhook labelled (dry-run) ReplicaSets only for %v of %v", seen, ids)
 	return installed.Name
 }
 

@@ -185,7 +185,7 @@ func runShardRebalance(b *testing.B, env *testkit.Env, in *rbactest.Install, n i
 	r.leave = time.Since(start)
 
 	if assignWebhook {
-		name := installShardWebhook(b, env, procs[ids[0]], ca)
+		name := installShardWebhook(b, env, procs[ids[0]], ca, ids)
 		defer func() {
 			// The next run's members serve elsewhere.
 			err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), name, metav1.DeleteOptions{})
