@@ -98,12 +98,18 @@ func (d *dynamicNamespaces) run() {
 	defer d.worker.Done()
 	for {
 		d.apply()
+		// Taken before the gates are refreshed: what syncs after this closes
+		// the channel and brings the loop round again. Taken after, a
+		// registration that synced between the two was in neither, and its
+		// gate stayed open for good (a controller waiting on it never
+		// started its workers).
+		pending := d.pending() // nil (blocks) when nothing is left to sync
 		d.refresh()
 		select {
 		case <-d.quit:
 			return
 		case <-d.wake:
-		case <-d.pending(): // nil (blocks) when nothing is left to sync
+		case <-pending:
 		}
 	}
 }
