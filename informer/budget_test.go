@@ -14,6 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // logLines collects what a factory logs.
@@ -40,8 +43,22 @@ func (l *logLines) matching(substr string) []string {
 	return out
 }
 
+// watchSignal makes client's watches of resource register with its tracker in the reactor, and
+// returns a channel closed once the first is registered: from then on no event is lost.
+func watchSignal(client *fake.Clientset, resource string) <-chan struct{} {
+	watching := make(chan struct{})
+	var once sync.Once
+	client.PrependWatchReactor(resource, func(a k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := client.Tracker().Watch(a.GetResource(), a.GetNamespace())
+		once.Do(func() { close(watching) })
+		return true, w, err
+	})
+	return watching
+}
+
 func TestMemoryBudgetFailsReadinessWhileOver(t *testing.T) {
 	client := newClient(uidPod("a", "web-1"), uidPod("a", "web-2"))
+	watching := watchSignal(client, "pods")
 	f := NewFactory(client, WithMemoryBudget(1<<30, BudgetFailReadiness),
 		WithInformerMemoryBudget[*corev1.Pod](1000, BudgetFailReadiness))
 	_, err := For[*corev1.Pod](f)
@@ -61,7 +78,9 @@ func TestMemoryBudgetFailsReadinessWhileOver(t *testing.T) {
 
 	// Below the budget once the objects are gone: their own bytes at once, the shared
 	// sub-objects they brought once the GC has freed them (a cleanup uncharges them), which
-	// an idle test process may not do by itself for a long while.
+	// an idle test process may not do by itself for a long while. The deletes wait for the
+	// informer's watch: the fake clientset drops events sent before a watch exists.
+	<-watching
 	for _, name := range []string{"web-1", "web-2"} {
 		require.NoError(t, client.CoreV1().Pods("a").Delete(context.Background(), name, metav1.DeleteOptions{}))
 	}
