@@ -41,7 +41,6 @@ type AssignerOptions struct {
 type Assigner struct {
 	cfg    Config
 	client kubernetes.Interface
-	clock  clock.WithTicker
 	live   *liveness
 
 	mu     sync.Mutex
@@ -61,8 +60,7 @@ func NewAssigner(client kubernetes.Interface, cfg Config, opts AssignerOptions) 
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Assigner{cfg: cfg, client: client, clock: opts.Clock,
-		live: newLiveness(cfg.Ring, cfg.LeaseDuration, opts.Clock)}, nil
+	return &Assigner{cfg: cfg, client: client, live: newLiveness(cfg.Ring, cfg.LeaseDuration, opts.Clock)}, nil
 }
 
 // Name identifies the Assigner among a process's runnables.

@@ -126,7 +126,7 @@ func (c Config) WithDefaults() Config {
 		c.WriteQPS = DefaultWriteQPS
 	}
 	if c.WriteBurst == 0 {
-		c.WriteBurst = max(DefaultWriteBurst, int(2*c.WriteQPS))
+		c.WriteBurst = DefaultWriteBurst
 	}
 	return c
 }
