@@ -94,6 +94,7 @@ func TestMemoryBudgetFailsReadinessWhileOver(t *testing.T) {
 func TestMemoryBudgetDegradesToMetadataOnly(t *testing.T) {
 	var logs logLines
 	client := newClient(uidPod("a", "web-1"))
+	watching := watchSignal(client, "pods")
 	f := NewFactory(client, WithLogger(funcr.New(logs.add, funcr.Options{})),
 		WithMemoryBudget(100, BudgetDegrade), WithDegradable[*corev1.Pod](),
 		WithBudgetCheckInterval(5*time.Millisecond))
@@ -109,6 +110,7 @@ func TestMemoryBudgetDegradesToMetadataOnly(t *testing.T) {
 
 	// Objects entering the cache from now on keep their metadata only.
 	p := uidPod("a", "web-2")
+	<-watching // the fake clientset drops events sent before a watch exists
 	_, err = client.CoreV1().Pods("a").Create(context.Background(), p, metav1.CreateOptions{})
 	require.NoError(t, err)
 	var cached *corev1.Pod

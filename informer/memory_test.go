@@ -46,6 +46,7 @@ func TestCacheMemoryFollowsTheCache(t *testing.T) {
 		_, err := client.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
+	watching := watchSignal(client, "pods")
 	f := NewFactory(client)
 	_, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
@@ -66,6 +67,7 @@ func TestCacheMemoryFollowsTheCache(t *testing.T) {
 	// (The deletion's final state goes through the transform too, and may
 	// share its sub-objects with the cached version's: those are given back
 	// when the garbage collector frees them.)
+	<-watching // the fake clientset drops events sent before a watch exists
 	require.NoError(t, client.CoreV1().Pods("big").Delete(context.Background(), "huge", metav1.DeleteOptions{}))
 	after := waitMemory(t, f, func(m CacheMemory) bool {
 		runtime.GC()
