@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -399,30 +400,52 @@ func get(hc *http.Client, p *process, path string) (string, error) {
 // createWork creates the benchmark's n ReplicaSets of run in ns, benchCreators at a time.
 func createWork(b *testing.B, client kubernetes.Interface, ns string, run int64, n int) {
 	b.Helper()
-	names := make(chan string)
+	rss := make([]*appsv1.ReplicaSet, n)
+	for i := range rss {
+		rss[i] = replicaSet(ns, fmt.Sprintf("bench-%d-%03d", run, i), "", benchReplicas)
+	}
+	createReplicaSets(b, client, benchCreators, rss)
+}
+
+// createReplicaSets creates rss, creators at a time, and fails b with every error.
+func createReplicaSets(b *testing.B, client kubernetes.Interface, creators int, rss []*appsv1.ReplicaSet) {
+	b.Helper()
+	ch := make(chan *appsv1.ReplicaSet)
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		errs []error
 	)
-	for range benchCreators {
+	for range creators {
 		wg.Go(func() {
-			for name := range names { // after a failure too, so the sender never blocks
-				_, err := client.AppsV1().ReplicaSets(ns).Create(b.Context(), replicaSet(ns, name, "", benchReplicas), metav1.CreateOptions{})
+			for rs := range ch { // after a failure too, so the sender never blocks
+				_, err := client.AppsV1().ReplicaSets(rs.Namespace).Create(b.Context(), rs, metav1.CreateOptions{})
 				if err != nil {
 					mu.Lock()
-					errs = append(errs, fmt.Errorf("create replicaset %s: %w", name, err))
+					errs = append(errs, fmt.Errorf("create replicaset %s: %w", rs.Name, err))
 					mu.Unlock()
 				}
 			}
 		})
 	}
-	for i := range n {
-		names <- fmt.Sprintf("bench-%d-%03d", run, i)
+	for _, rs := range rss {
+		ch <- rs
 	}
-	close(names)
+	close(ch)
 	wg.Wait()
 	require.NoError(b, errors.Join(errs...))
+}
+
+// exitedMember returns an error naming a member of procs that has exited, with its output.
+func exitedMember(procs map[string]*process) error {
+	for id, p := range procs {
+		select {
+		case <-p.done:
+			return fmt.Errorf("member %s exited (%v):\n%s", id, p.err, p.out.String())
+		default:
+		}
+	}
+	return nil
 }
 
 // awaitWorkConverged waits until the n ReplicaSets in ns report benchReplicas ready and
@@ -431,12 +454,8 @@ func awaitWorkConverged(b *testing.B, client kubernetes.Interface, ns string, pr
 	b.Helper()
 	var why string
 	err := wait.PollUntilContextTimeout(b.Context(), 200*time.Millisecond, benchConvergeTimeout, true, func(ctx context.Context) (bool, error) {
-		for id, p := range procs {
-			select {
-			case <-p.done:
-				return false, fmt.Errorf("member %s exited (%v):\n%s", id, p.err, p.out.String())
-			default:
-			}
+		if err := exitedMember(procs); err != nil {
+			return false, err
 		}
 		list, err := client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -240,34 +239,15 @@ func sharderWrites(b *testing.B, hc *http.Client, procs map[string]*process) flo
 // (first+i)th, which has one replica when that is a multiple of scalePodEvery.
 func createScaleWork(b *testing.B, env *testkit.Env, ns string, names []string, first int) {
 	b.Helper()
-	ch := make(chan int)
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	for range scaleCreators {
-		wg.Go(func() {
-			for i := range ch {
-				replicas := int32(0)
-				if (first+i)%scalePodEvery == 0 {
-					replicas = 1
-				}
-				_, err := env.Client().AppsV1().ReplicaSets(ns).Create(b.Context(), replicaSet(ns, names[i], "", replicas), metav1.CreateOptions{})
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("create replicaset %s: %w", names[i], err))
-					mu.Unlock()
-				}
-			}
-		})
+	rss := make([]*appsv1.ReplicaSet, len(names))
+	for i, name := range names {
+		replicas := int32(0)
+		if (first+i)%scalePodEvery == 0 {
+			replicas = 1
+		}
+		rss[i] = replicaSet(ns, name, "", replicas)
 	}
-	for i := range names {
-		ch <- i
-	}
-	close(ch)
-	wg.Wait()
-	require.NoError(b, errors.Join(errs...))
+	createReplicaSets(b, env.Client(), scaleCreators, rss)
 }
 
 // assignments caches the metadata of the namespace's ReplicaSets and Pods.
@@ -330,12 +310,8 @@ func (a *assignments) await(b *testing.B, procs map[string]*process, ids []strin
 	ring := sharding.NewRing(ShardRing, ids)
 	var why string
 	err := wait.PollUntilContextTimeout(b.Context(), 50*time.Millisecond, scaleStepTimeout, true, func(context.Context) (bool, error) {
-		for id, p := range procs {
-			select {
-			case <-p.done:
-				return false, fmt.Errorf("member %s exited (%v):\n%s", id, p.err, p.out.String())
-			default:
-			}
+		if err := exitedMember(procs); err != nil {
+			return false, err
 		}
 		objs := a.rss.GetStore().List()
 		wrong := 0
@@ -358,12 +334,8 @@ func awaitScalePods(b *testing.B, a *assignments, procs map[string]*process, wan
 	b.Helper()
 	var why string
 	err := wait.PollUntilContextTimeout(b.Context(), 100*time.Millisecond, scaleStepTimeout, true, func(context.Context) (bool, error) {
-		for id, p := range procs {
-			select {
-			case <-p.done:
-				return false, fmt.Errorf("member %s exited (%v):\n%s", id, p.err, p.out.String())
-			default:
-			}
+		if err := exitedMember(procs); err != nil {
+			return false, err
 		}
 		owners := map[string]string{}
 		for _, obj := range a.rss.GetStore().List() {
