@@ -301,6 +301,24 @@ func (f *Factory) goUntilShutdown(fn func(stop <-chan struct{})) {
 	f.waiters.Go(func() { fn(f.stop) })
 }
 
+// HasSynced reports, without waiting, whether every informer handed out by
+// the factory has synced (for one following a NamespaceSet or ShardSet, its
+// latest change applied too).
+func (f *Factory) HasSynced() bool {
+	f.mu.Lock()
+	infs := make([]registered, 0, len(f.informers))
+	for _, inf := range f.informers {
+		infs = append(infs, inf)
+	}
+	f.mu.Unlock()
+	for _, inf := range infs {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
 // WaitForCacheSync waits until every informer handed out by the factory has
 // synced, or ctx ends. Its error names the informers that had not synced and
 // matches ErrCacheSyncTimeout. An informer that was never started never

@@ -65,6 +65,9 @@ func For[T Object](f *Factory, opts ...ScopeOption[T]) (Informer[T], error) {
 	if err != nil {
 		return nil, err
 	}
+	if sc, err = f.factoryScope(object.TypeName(t), sc); err != nil {
+		return nil, err
+	}
 	inf, err := lookupOrCreate(f, registryKey{source: sourceTyped, typ: t}, sc, func() (*sharedInformer[T], error) {
 		if !sc.narrowed() && f.hold == nil {
 			gvk, gvr, shared, err := f.resolveTyped(t, f.shared)
@@ -107,10 +110,11 @@ func newScopedTyped[T Object](f *Factory, t reflect.Type, sc scope) (*sharedInfo
 		}
 		name = nil
 	}
-	combined, err := f.newScoped(object.TypeName(t), sc, func(ns string) (startable, cache.SharedIndexInformer, error) {
+	combined, err := f.newScoped(object.TypeName(t), sc, func(p string) (startable, cache.SharedIndexInformer, error) {
+		ns, tweak := sc.partition(p, f.cfg.namespace, f.cfg.tweak)
 		factory := informers.NewSharedInformerFactoryWithOptions(f.client, f.cfg.resync,
 			informers.WithNamespace(ns),
-			informers.WithTweakListOptions(sc.tweak(f.cfg.tweak)),
+			informers.WithTweakListOptions(tweak),
 			informers.WithTransform(f.checkNamespace(object.TypeName(t), ns, f.transform)),
 			informers.WithInformerName(name))
 		name = nil
@@ -139,10 +143,10 @@ func newScopedTyped[T Object](f *Factory, t reflect.Type, sc scope) (*sharedInfo
 // held.
 func (f *Factory) newScoped(what string, sc scope, build func(ns string) (startable, cache.SharedIndexInformer, error), name func() string) (cache.SharedIndexInformer, error) {
 	if sc.set != nil {
-		if f.cfg.namespace != "" {
+		if f.cfg.namespace != "" && !sc.shards {
 			return nil, fmt.Errorf("informer for %s: InNamespaceSet: the factory watches only namespace %q (WithNamespace)", what, f.cfg.namespace)
 		}
-		d := newDynamicNamespaces(f, name(), sc.set, build)
+		d := newDynamicNamespaces(f, name(), sc.set, sc.shards, build)
 		f.scoped = append(f.scoped, d)
 		return d.m, nil
 	}

@@ -36,6 +36,9 @@ func ForMetadata(f *Factory, gvr schema.GroupVersionResource, opts ...ScopeOptio
 		return nil, err
 	}
 	name := gvr.GroupResource().String() + " (metadata)"
+	if sc, err = f.factoryScope(name, sc); err != nil {
+		return nil, err
+	}
 	key := registryKey{source: sourceMetadata, gvr: gvr}
 	transform := func(obj any) (any, error) { return f.transformFor(key, obj) }
 	inf, err := lookupOrCreate(f, key, sc, func() (*sharedInformer[*metav1.PartialObjectMetadata], error) {
@@ -44,8 +47,9 @@ func ForMetadata(f *Factory, gvr schema.GroupVersionResource, opts ...ScopeOptio
 			setTransform(f, name, shared, transform)
 			return newSharedInformer[*metav1.PartialObjectMetadata](f, name, gvr, f.kindOf(gvr, nil), shared)
 		}
-		combined, err := f.newScoped(name, sc, func(ns string) (startable, cache.SharedIndexInformer, error) {
-			factory := metadatainformer.NewFilteredSharedInformerFactory(f.cfg.metadataClient, f.cfg.resync, ns, sc.tweak(f.cfg.tweak))
+		combined, err := f.newScoped(name, sc, func(p string) (startable, cache.SharedIndexInformer, error) {
+			ns, tweak := sc.partition(p, f.cfg.namespace, f.cfg.tweak)
+			factory := metadatainformer.NewFilteredSharedInformerFactory(f.cfg.metadataClient, f.cfg.resync, ns, tweak)
 			shared := factory.ForResource(gvr).Informer()
 			setTransform(f, name, shared, f.checkNamespace(name, ns, transform))
 			return factory, shared, nil

@@ -36,6 +36,9 @@ type multiNamespace struct {
 type nsView struct {
 	namespaces []string // sorted
 	byNS       map[string]cache.SharedIndexInformer
+	// spans: the informers are shards (InShardSet), keyed by selector; a key
+	// or namespace may be in any of them.
+	spans bool
 }
 
 func newView(byNS map[string]cache.SharedIndexInformer) *nsView {
@@ -293,6 +296,9 @@ type multiIndexer struct{ m *multiNamespace }
 // that a read there is not taken for an absent object.
 func (x *multiIndexer) route(ns string) (cache.Indexer, error) {
 	v := x.m.view.Load()
+	if v.spans {
+		return nil, nil
+	}
 	if inf, ok := v.byNS[ns]; ok {
 		return inf.GetIndexer(), nil
 	}
@@ -320,6 +326,14 @@ func (x *multiIndexer) routeObject(obj any) (cache.Indexer, error) {
 	ns, _, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return nil, err
+	}
+	if x.m.view.Load().spans {
+		// A shard's membership is the hash of a field a key does not carry:
+		// an object already cached is written where it is.
+		if idx := x.holding(key); idx != nil {
+			return idx, nil
+		}
+		return nil, fmt.Errorf("informer %s: object %q is in none of its shards; the shard of a new object cannot be told from its key", x.m.name, key)
 	}
 	if idx, _ := x.route(ns); idx != nil {
 		return idx, nil
@@ -386,6 +400,12 @@ func (x *multiIndexer) Get(obj any) (any, bool, error) {
 // GetByKey looks in the key's namespace only; a key outside the scope is
 // absent (an error for a NamespaceSet scope).
 func (x *multiIndexer) GetByKey(key string) (any, bool, error) {
+	if x.m.view.Load().spans {
+		if idx := x.holding(key); idx != nil {
+			return idx.GetByKey(key)
+		}
+		return nil, false, nil
+	}
 	ns, _, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return nil, false, err
@@ -397,9 +417,22 @@ func (x *multiIndexer) GetByKey(key string) (any, bool, error) {
 	return idx.GetByKey(key)
 }
 
+// holding returns the indexer of the shard that caches key, or nil.
+func (x *multiIndexer) holding(key string) cache.Indexer {
+	for _, i := range x.indexers() {
+		if _, ok, _ := i.GetByKey(key); ok {
+			return i
+		}
+	}
+	return nil
+}
+
 // Replace splits list by namespace and replaces each namespace's contents.
 func (x *multiIndexer) Replace(list []any, rv string) error {
 	v := x.m.view.Load()
+	if v.spans {
+		return fmt.Errorf("informer %s: Replace: not supported for an informer following a ShardSet (a shard's objects cannot be told from the list)", x.m.name)
+	}
 	parts := map[string][]any{}
 	for _, obj := range list {
 		m, err := meta.Accessor(obj)
@@ -433,7 +466,7 @@ func (x *multiIndexer) Index(name string, obj any) ([]any, error) {
 }
 
 func (x *multiIndexer) IndexKeys(name, value string) ([]string, error) {
-	if name == cache.NamespaceIndex {
+	if name == cache.NamespaceIndex && !x.m.view.Load().spans {
 		idx, err := x.route(value)
 		if idx == nil {
 			return nil, err
@@ -463,7 +496,7 @@ func (x *multiIndexer) ListIndexFuncValues(name string) []string {
 // ByIndex answers the namespace index from that namespace's indexer alone
 // and every other index from all of them.
 func (x *multiIndexer) ByIndex(name, value string) ([]any, error) {
-	if name == cache.NamespaceIndex {
+	if name == cache.NamespaceIndex && !x.m.view.Load().spans {
 		idx, err := x.route(value)
 		if idx == nil {
 			return nil, err

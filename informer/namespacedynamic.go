@@ -24,10 +24,14 @@ import (
 // that changes the set (NamespacesMatching's does) would wait for itself.
 // The set only wakes the goroutine, never waits for it.
 type dynamicNamespaces struct {
-	m     *multiNamespace
-	f     *Factory
-	set   *NamespaceSet
-	build func(ns string) (startable, cache.SharedIndexInformer, error)
+	m   *multiNamespace
+	f   *Factory
+	set *NamespaceSet
+	// shards: the set's members are shard selectors (InShardSet), not
+	// namespaces, and every key may be in any of them.
+	shards bool
+	unit   string // "namespace" or "shard", for logs and errors
+	build  func(ns string) (startable, cache.SharedIndexInformer, error)
 
 	wake        chan struct{} // buffer 1: set changes, new handlers, Start
 	quit        chan struct{} // closed by Shutdown
@@ -60,17 +64,21 @@ var _ startable = (*dynamicNamespaces)(nil)
 // newDynamicNamespaces builds the informer of an InNamespaceSet scope with
 // the informers of the set's current namespaces (not started), and starts
 // its goroutine unless the factory is shut down. Called with f.mu held.
-func newDynamicNamespaces(f *Factory, name string, set *NamespaceSet, build func(ns string) (startable, cache.SharedIndexInformer, error)) *dynamicNamespaces {
+func newDynamicNamespaces(f *Factory, name string, set *NamespaceSet, shards bool, build func(ns string) (startable, cache.SharedIndexInformer, error)) *dynamicNamespaces {
 	m := &multiNamespace{f: f, name: name}
 	m.view.Store(&nsView{byNS: map[string]cache.SharedIndexInformer{}})
 	d := &dynamicNamespaces{
-		m: m, f: f, set: set, build: build,
+		m: m, f: f, set: set, shards: shards, unit: "namespace", build: build,
 		wake: make(chan struct{}, 1), quit: make(chan struct{}),
 		entries: map[string]*nsEntry{}, indexers: cache.Indexers{}, handlers: map[*dynRegistration]int{},
 		unsubscribe: func() {},
 	}
 	m.dyn = d
-	d.gate = newSyncGate("informer "+name+" in the namespaces of its NamespaceSet", d.informerSynced, d.poke)
+	gateName := "informer " + name + " in the namespaces of its NamespaceSet"
+	if shards {
+		d.unit, gateName = "shard", "informer "+name+" in the shards of its ShardSet"
+	}
+	d.gate = newSyncGate(gateName, d.informerSynced, d.poke)
 	m.synced = d.gate
 	// Applied here, so that the informer serves the set's namespaces from
 	// the start; nothing is running and no handler is registered yet.
@@ -151,7 +159,7 @@ func (d *dynamicNamespaces) apply() {
 		if err := d.addLocked(ns); err != nil {
 			// Not expected (the type resolved when the informer was built);
 			// HasSynced stays false until a later change succeeds.
-			d.f.report(fmt.Errorf("informer %s: namespace %s: %w", d.m.name, ns, err))
+			d.f.report(fmt.Errorf("informer %s: %s %s: %w", d.m.name, d.unit, ns, err))
 			complete = false
 		}
 	}
@@ -180,7 +188,7 @@ func (d *dynamicNamespaces) addLocked(ns string) error {
 	// client-go logs a refused list or watch through the run context's logger, which a
 	// factory's Start(stopCh) does not carry: route it to the factory's logger, naming the
 	// namespace, so that an operator sees which namespace lacks its RBAC.
-	logger := d.f.logger.WithValues("informer", d.m.name, "namespace", ns)
+	logger := d.f.logger.WithValues("informer", d.m.name, d.unit, ns)
 	if err := inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		cache.DefaultWatchErrorHandler(klog.NewContext(ctx, logger), r, err)
 	}); err != nil {
@@ -191,7 +199,7 @@ func (d *dynamicNamespaces) addLocked(ns string) error {
 		r, err := h.add(inf)
 		if err != nil {
 			// The informer is new and not started: client-go does not refuse.
-			d.f.report(fmt.Errorf("informer %s: namespace %s: add handler: %w", d.m.name, ns, err))
+			d.f.report(fmt.Errorf("informer %s: %s %s: add handler: %w", d.m.name, d.unit, ns, err))
 			continue
 		}
 		h.regs[ns] = r
@@ -200,7 +208,7 @@ func (d *dynamicNamespaces) addLocked(ns string) error {
 	if d.base != nil {
 		d.startLocked(e)
 	}
-	d.f.logger.V(2).Info("Namespace entered the informer's scope", "informer", d.m.name, "namespace", ns)
+	d.f.logger.V(2).Info("Entered the informer's scope", "informer", d.m.name, d.unit, ns)
 	return nil
 }
 
@@ -220,7 +228,7 @@ func (d *dynamicNamespaces) remove(ns string, e *nsEntry, handlers []*dynRegistr
 	e.factory.Shutdown()
 	objs := e.inf.GetStore().List()
 	// V(2): namespaces come and go rarely, and an operator asks when they did.
-	d.f.logger.V(2).Info("Namespace left the informer's scope", "informer", d.m.name, "namespace", ns, "objects", len(objs))
+	d.f.logger.V(2).Info("Left the informer's scope", "informer", d.m.name, d.unit, ns, "objects", len(objs))
 	for _, h := range handlers {
 		for _, obj := range objs {
 			key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
@@ -250,7 +258,9 @@ func (d *dynamicNamespaces) publishLocked() {
 	for ns, e := range d.entries {
 		byNS[ns] = e.inf
 	}
-	d.m.view.Store(newView(byNS))
+	v := newView(byNS)
+	v.spans = d.shards
+	d.m.view.Store(v)
 }
 
 func (d *dynamicNamespaces) sortedHandlersLocked() []*dynRegistration {
@@ -300,7 +310,7 @@ func (d *dynamicNamespaces) stopped() bool {
 }
 
 func (d *dynamicNamespaces) unsupported(what string) error {
-	return fmt.Errorf("informer %s: %s: not supported for an informer following a NamespaceSet (its namespaces' informers come and go)", d.m.name, what)
+	return fmt.Errorf("informer %s: %s: not supported for an informer following a NamespaceSet or ShardSet (its %ss' informers come and go)", d.m.name, what, d.unit)
 }
 
 // addIndexers adds indexes to every namespace's informer now and to those

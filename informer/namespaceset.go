@@ -34,6 +34,9 @@ type NamespaceSet struct {
 	// source, when set, is what fills the set (NamespacesMatching): the
 	// informers scoped by the set have not synced before it has.
 	source cache.DoneChecker
+	// valid checks a member; nil checks a namespace name (a ShardSet's
+	// checks a shard selector).
+	valid func(what, name string) error
 }
 
 // NewNamespaceSet returns a set holding namespaces. Each name must be a
@@ -60,12 +63,20 @@ func validNamespace(what, ns string) error {
 	return nil
 }
 
+// check validates one member for method what.
+func (s *NamespaceSet) check(what, name string) error {
+	if s.valid != nil {
+		return s.valid("ShardSet."+what, name)
+	}
+	return validNamespace("NamespaceSet."+what, name)
+}
+
 // Set replaces the set's namespaces. Names are validated first: on error the
 // set is unchanged.
 func (s *NamespaceSet) Set(namespaces ...string) error {
 	names := make(map[string]struct{}, len(namespaces))
 	for _, ns := range namespaces {
-		if err := validNamespace("NamespaceSet.Set", ns); err != nil {
+		if err := s.check("Set", ns); err != nil {
 			return err
 		}
 		names[ns] = struct{}{}
@@ -82,7 +93,7 @@ func (s *NamespaceSet) Set(namespaces ...string) error {
 
 // Add adds ns to the set; adding a member is a no-op.
 func (s *NamespaceSet) Add(ns string) error {
-	if err := validNamespace("NamespaceSet.Add", ns); err != nil {
+	if err := s.check("Add", ns); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -230,7 +241,7 @@ func InNamespaceSet[T Object](set *NamespaceSet) ScopeOption[T] {
 		if set == nil {
 			return errors.New("InNamespaceSet: nil set")
 		}
-		s.set, s.namespaces = set, nil
+		s.set, s.namespaces, s.shards = set, nil, false
 		return nil
 	}
 }

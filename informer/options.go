@@ -49,6 +49,7 @@ type factoryConfig struct {
 	scheme            *runtime.Scheme
 	releaseGrace      time.Duration
 	releaseGraceSet   bool
+	shards            *ShardSet
 }
 
 // WithResync sets the default resync period of every informer (0, the

@@ -60,6 +60,9 @@ func ForResource[T Object](f *Factory, gvr schema.GroupVersionResource, opts ...
 		return nil, err
 	}
 	name := gvr.GroupResource().String()
+	if sc, err = f.factoryScope(name, sc); err != nil {
+		return nil, err
+	}
 	key := registryKey{source: sourceDynamic, gvr: gvr}
 	inf, err := lookupOrCreate(f, key, sc, func() (*sharedInformer[T], error) {
 		if !sc.narrowed() && f.hold == nil {
@@ -67,8 +70,9 @@ func ForResource[T Object](f *Factory, gvr schema.GroupVersionResource, opts ...
 			setTransform(f, name, shared, convertTransform[T](f, key, name))
 			return newSharedInformer[T](f, name, gvr, f.kindOf(gvr, t), shared)
 		}
-		combined, err := f.newScoped(name, sc, func(ns string) (startable, cache.SharedIndexInformer, error) {
-			factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(f.cfg.dynamicClient, f.cfg.resync, ns, sc.tweak(f.cfg.tweak))
+		combined, err := f.newScoped(name, sc, func(p string) (startable, cache.SharedIndexInformer, error) {
+			ns, tweak := sc.partition(p, f.cfg.namespace, f.cfg.tweak)
+			factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(f.cfg.dynamicClient, f.cfg.resync, ns, tweak)
 			shared := factory.ForResource(gvr).Informer()
 			setTransform(f, name, shared, f.checkNamespace(name, ns, convertTransform[T](f, key, name)))
 			return factory, shared, nil

@@ -54,7 +54,7 @@ func InNamespaces[T Object](namespaces ...string) ScopeOption[T] {
 				return fmt.Errorf("InNamespaces: invalid namespace %q: %s", ns, strings.Join(msgs, "; "))
 			}
 		}
-		s.namespaces, s.set = slices.Compact(slices.Sorted(slices.Values(namespaces))), nil
+		s.namespaces, s.set, s.shards = slices.Compact(slices.Sorted(slices.Values(namespaces))), nil, false
 		return nil
 	}
 }
@@ -98,9 +98,11 @@ func WithFieldSelector[T Object](selector string) ScopeOption[T] {
 // compare equal.
 type scope struct {
 	namespaces []string // nil: the factory's namespace (or set's)
-	// set is the namespaces of InNamespaceSet: they change at run time, so
-	// two scopes are equal only with the same set.
+	// set is the namespaces of InNamespaceSet, or the shard selectors of
+	// InShardSet (shards): they change at run time, so two scopes are equal
+	// only with the same set.
 	set    *NamespaceSet
+	shards bool
 	labels string
 	fields string
 }
@@ -119,13 +121,15 @@ func buildScope[T Object](opts []ScopeOption[T]) (scope, error) {
 }
 
 func (s scope) equal(o scope) bool {
-	return slices.Equal(s.namespaces, o.namespaces) && s.set == o.set && s.labels == o.labels && s.fields == o.fields
+	return slices.Equal(s.namespaces, o.namespaces) && s.set == o.set && s.shards == o.shards && s.labels == o.labels && s.fields == o.fields
 }
 
 // String describes the scope for errors and logs.
 func (s scope) String() string {
 	var parts []string
 	switch {
+	case s.set != nil && s.shards:
+		parts = append(parts, "shards of set "+s.set.String())
 	case s.set != nil:
 		parts = append(parts, "namespaces of set "+s.set.String())
 	case len(s.namespaces) == 0:
@@ -147,6 +151,8 @@ func (s scope) String() string {
 func (s scope) label() string {
 	var b strings.Builder
 	switch {
+	case s.set != nil && s.shards:
+		b.WriteString("shards=" + s.set.String())
 	case s.set != nil:
 		b.WriteString("set=" + s.set.String())
 	case len(s.namespaces) == 0:
@@ -178,6 +184,21 @@ func (s scope) tweak(factoryTweak func(*metav1.ListOptions)) func(*metav1.ListOp
 		}
 		o.LabelSelector = and(o.LabelSelector, s.labels)
 		o.FieldSelector = and(o.FieldSelector, s.fields)
+	}
+}
+
+// partition returns the namespace and the list-options function of one
+// client-go informer of the scope: for a namespace, that namespace and the
+// scope's tweak; for a shard of an InShardSet scope (p is its selector), the
+// factory's namespace and the tweak with the shard selector set.
+func (s scope) partition(p, factoryNS string, factoryTweak func(*metav1.ListOptions)) (string, func(*metav1.ListOptions)) {
+	tweak := s.tweak(factoryTweak)
+	if !s.shards {
+		return p, tweak
+	}
+	return factoryNS, func(o *metav1.ListOptions) {
+		tweak(o)
+		o.ShardSelector = p
 	}
 }
 

@@ -141,10 +141,12 @@ func (f *Factory) checkStaleness(ctx context.Context) {
 		case len(t.sc.namespaces) > 0:
 			ns = t.sc.namespaces[0]
 		case t.sc.set != nil:
-			if set := t.sc.set.List(); len(set) > 0 {
-				ns = set[0]
-			} else {
+			set := t.sc.set.List()
+			switch {
+			case len(set) == 0:
 				continue // watching nothing: nothing to lag
+			case !t.sc.shards:
+				ns = set[0]
 			}
 		}
 		res.ServerResourceVersion, res.Err = f.staleness.serverResourceVersion(ctx, t.inf.GVR(), ns)

@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/sharding"
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -66,6 +69,9 @@ func (s *store) list(gvr schema.GroupVersionResource, ns string, opts metav1.Lis
 		lm.SetResourceVersion(strconv.FormatInt(rv, 10))
 		lm.SetContinue(page.next)
 		lm.SetRemainingItemCount(page.remaining)
+		if sel.shardSelector != "" {
+			setShardInfo(list, sel.shardSelector)
+		}
 		return list, nil
 	}
 	list := &unstructured.UnstructuredList{Object: map[string]any{}}
@@ -73,11 +79,30 @@ func (s *store) list(gvr schema.GroupVersionResource, ns string, opts metav1.Lis
 	list.SetResourceVersion(strconv.FormatInt(rv, 10))
 	list.SetContinue(page.next)
 	list.SetRemainingItemCount(page.remaining)
+	if sel.shardSelector != "" {
+		_ = unstructured.SetNestedField(list.Object, sel.shardSelector, "metadata", "shardInfo", "selector")
+	}
 	list.Items = make([]unstructured.Unstructured, 0, len(items))
 	for _, obj := range items {
 		list.Items = append(list.Items, *obj.(*unstructured.Unstructured).DeepCopy())
 	}
 	return list, nil
+}
+
+// setShardInfo echoes a shard selector in a typed list's metadata.shardInfo, as the API
+// server does for a list it filtered by one.
+func setShardInfo(list runtime.Object, sel string) {
+	v := reflect.ValueOf(list)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return
+	}
+	f := v.Elem().FieldByName("ListMeta")
+	if !f.IsValid() {
+		return
+	}
+	if lm, ok := f.Addr().Interface().(*metav1.ListMeta); ok {
+		lm.ShardInfo = &metav1.ShardInfo{Selector: sel}
+	}
 }
 
 // matchingLocked returns the stored objects of gvr in ns that sel matches, sorted by namespace
@@ -111,6 +136,34 @@ func sortObjects(objs []runtime.Object) {
 type selector struct {
 	labels labels.Selector
 	fields fields.Selector
+	// shards is the shard selector (ListOptions.ShardSelector, KEP-5866), nil when none: the
+	// cluster serves it as a kube-apiserver with the ShardedListAndWatch gate does.
+	shards sharding.Selector
+	// shardSelector is the selector as sent, echoed in a typed list's metadata.shardInfo.
+	shardSelector string
+}
+
+// shardTerm is one range of a shard selector: shardRange(<field>, '<start>', '<end>').
+var shardTerm = regexp.MustCompile(`^shardRange\((object\.metadata\.[a-z]+), '(0x[0-9a-f]{16,17})', '(0x[0-9a-f]{16,17})'\)$`)
+
+// parseShardSelector parses the terms of a shard selector joined by " || ", over one field, the
+// UID or the namespace (the two fields the API server hashes).
+func parseShardSelector(sel string) (sharding.Selector, error) {
+	var reqs []sharding.ShardRangeRequirement
+	for term := range strings.SplitSeq(sel, " || ") {
+		m := shardTerm.FindStringSubmatch(strings.TrimSpace(term))
+		if m == nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("shard selector %q: cannot parse %q", sel, term))
+		}
+		if m[1] != "object.metadata.uid" && m[1] != "object.metadata.namespace" {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("shard selector %q: unsupported field path %q (supported: object.metadata.uid, object.metadata.namespace)", sel, m[1]))
+		}
+		if len(reqs) > 0 && reqs[0].Key != m[1] {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("shard selector %q: every range must hash the same field", sel))
+		}
+		reqs = append(reqs, sharding.ShardRangeRequirement{Key: m[1], Start: m[2], End: m[3]})
+	}
+	return sharding.NewSelector(reqs...), nil
 }
 
 func newSelector(opts metav1.ListOptions) (selector, error) {
@@ -122,7 +175,14 @@ func newSelector(opts metav1.ListOptions) (selector, error) {
 	if err != nil {
 		return selector{}, apierrors.NewBadRequest(fmt.Sprintf("field selector %q: %v", opts.FieldSelector, err))
 	}
-	return selector{labels: ls, fields: fs}, nil
+	out := selector{labels: ls, fields: fs}
+	if opts.ShardSelector != "" {
+		if out.shards, err = parseShardSelector(opts.ShardSelector); err != nil {
+			return selector{}, err
+		}
+		out.shardSelector = opts.ShardSelector
+	}
+	return out, nil
 }
 
 func (s selector) matches(obj runtime.Object, ns string) bool {
@@ -135,6 +195,11 @@ func (s selector) matches(obj runtime.Object, ns string) bool {
 	}
 	if !s.labels.Matches(labels.Set(m.GetLabels())) {
 		return false
+	}
+	if s.shards != nil {
+		if ok, err := s.shards.Matches(obj); !ok || err != nil {
+			return false
+		}
 	}
 	if s.fields.Empty() {
 		return true
@@ -207,7 +272,7 @@ func paginate(items []runtime.Object, rv int64, opts metav1.ListOptions, sel sel
 		return nil, page, err
 	}
 	page.next = base64.RawURLEncoding.EncodeToString(raw)
-	if sel.labels.Empty() && sel.fields.Empty() {
+	if sel.labels.Empty() && sel.fields.Empty() && sel.shards == nil {
 		page.remaining = &rest
 	}
 	return items, page, nil
