@@ -152,18 +152,29 @@ func (d *dynamicNamespaces) apply() {
 		removed = append(removed, g)
 	}
 	complete := true
+	var added []*nsEntry
 	for _, ns := range want {
 		if _, ok := d.entries[ns]; ok {
 			continue
 		}
-		if err := d.addLocked(ns); err != nil {
+		e, err := d.addLocked(ns)
+		if err == nil {
+			added = append(added, e)
+		} else {
 			// Not expected (the type resolved when the informer was built);
 			// HasSynced stays false until a later change succeeds.
 			d.f.report(fmt.Errorf("informer %s: %s %s: %w", d.m.name, d.unit, ns, err))
 			complete = false
 		}
 	}
+	// Published before they start: a handler that reads the informer on
+	// one of their first events must find the object there.
 	d.publishLocked()
+	if d.base != nil {
+		for _, e := range added {
+			d.startLocked(e)
+		}
+	}
 	d.mu.Unlock()
 
 	for _, g := range removed {
@@ -175,15 +186,15 @@ func (d *dynamicNamespaces) apply() {
 }
 
 // addLocked builds namespace ns's informer with the indexes and handlers
-// added so far, and starts it if the factory runs.
-func (d *dynamicNamespaces) addLocked(ns string) error {
+// added so far; apply starts it once it is published, if the factory runs.
+func (d *dynamicNamespaces) addLocked(ns string) (*nsEntry, error) {
 	factory, inf, err := d.build(ns)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// client-go's informers come with the namespace index; add the others.
 	if err := addMissingIndexers(inf, d.indexers); err != nil {
-		return fmt.Errorf("add indexes: %w", err)
+		return nil, fmt.Errorf("add indexes: %w", err)
 	}
 	// client-go logs a refused list or watch through the run context's logger, which a
 	// factory's Start(stopCh) does not carry: route it to the factory's logger, naming the
@@ -192,7 +203,7 @@ func (d *dynamicNamespaces) addLocked(ns string) error {
 	if err := inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		cache.DefaultWatchErrorHandler(klog.NewContext(ctx, logger), r, err)
 	}); err != nil {
-		return fmt.Errorf("watch error handler: %w", err)
+		return nil, fmt.Errorf("watch error handler: %w", err)
 	}
 	e := &nsEntry{factory: factory, inf: inf}
 	for _, h := range d.sortedHandlersLocked() {
@@ -205,11 +216,8 @@ func (d *dynamicNamespaces) addLocked(ns string) error {
 		h.regs[ns] = r
 	}
 	d.entries[ns] = e
-	if d.base != nil {
-		d.startLocked(e)
-	}
 	d.f.logger.V(2).Info("Entered the informer's scope", "informer", d.m.name, d.unit, ns)
-	return nil
+	return e, nil
 }
 
 func (d *dynamicNamespaces) startLocked(e *nsEntry) {

@@ -30,6 +30,11 @@ const (
 	holderSuffix = "-holder"
 	// sharderSuffix ends the name of the sharder's election Lease: <ring>-sharder.
 	sharderSuffix = "-sharder"
+	// slotsSuffix and servingSuffix end the slot annotations of a member
+	// Lease in server-side mode: shard.ctrlkit.dev/<ring>-slots (written by
+	// the sharder) and shard.ctrlkit.dev/<ring>-serving (by the member).
+	slotsSuffix   = "-slots"
+	servingSuffix = "-serving"
 )
 
 // MaxRingLength is the longest ring name: the barrier annotation's name part,
@@ -61,7 +66,7 @@ var ErrInvalidConfig = errors.New("invalid sharding config")
 // ConfigError is one broken configuration rule.
 type ConfigError struct {
 	// Field is the culprit: "ring", "namespace", "identity", "leaseDuration",
-	// "renewDeadline", "retryPeriod", "writeQPS" or "writeBurst", or an option named by the function
+	// "renewDeadline", "retryPeriod", "writeQPS", "writeBurst", "mode" or "hashField", or an option named by the function
 	// that reports it.
 	Field string
 	// Rule states the rule with the value that broke it.
@@ -112,7 +117,31 @@ type Config struct {
 	// budget then.
 	WriteQPS   float32
 	WriteBurst int
+
+	// Mode is how the members' shares are told apart: ModeLabels (the
+	// default), an assignment label the sharder writes on every object, or
+	// ModeServer, slots of the API server's shard hash recorded in the
+	// member Leases, which the members' informers select with
+	// ListOptions.ShardSelector and no object is written. ModeServer needs
+	// the API server's alpha ShardedListAndWatch gate; a Manager that finds
+	// the field not served runs the ring in ModeLabels (see
+	// docs/design/sharding.md). Every member must use the same Mode.
+	Mode Mode
+	// HashField is what a ModeServer ring hashes: HashUID (the default) or
+	// HashNamespace, under which children follow their owner.
+	HashField HashField
 }
+
+// Mode is a ring's way of telling the members' shares apart (Config.Mode).
+type Mode string
+
+const (
+	// ModeLabels: an assignment label on every object.
+	ModeLabels Mode = "labels"
+	// ModeServer: hash slots recorded in the member Leases and selected by
+	// the API server (alpha).
+	ModeServer Mode = "server"
+)
 
 // WithDefaults returns c with every zero field except Ring and Identity set
 // to its default.
@@ -127,6 +156,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.WriteBurst == 0 {
 		c.WriteBurst = DefaultWriteBurst
+	}
+	if c.Mode == "" {
+		c.Mode = ModeLabels
+	}
+	if c.HashField == "" {
+		c.HashField = HashUID
 	}
 	return c
 }
@@ -175,6 +210,16 @@ func (c Config) Validate() error {
 	}
 	if c.WriteBurst < 0 {
 		add("writeBurst", "write burst %d must not be negative", c.WriteBurst)
+	}
+	switch c.Mode {
+	case "", ModeLabels, ModeServer:
+	default:
+		add("mode", "mode %q must be %q or %q", c.Mode, ModeLabels, ModeServer)
+	}
+	switch c.HashField {
+	case "", HashUID, HashNamespace:
+	default:
+		add("hashField", "hash field %q must be %q or %q (the fields the API server hashes)", c.HashField, HashUID, HashNamespace)
 	}
 	return errors.Join(errs...)
 }

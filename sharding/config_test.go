@@ -83,3 +83,24 @@ func TestNewRingClient(t *testing.T) {
 	assert.Equal(t, float32(DefaultWriteQPS), d.WriteQPS)
 	assert.Equal(t, DefaultWriteBurst, d.WriteBurst)
 }
+
+func TestConfigModeAndHashField(t *testing.T) {
+	base := Config{Ring: "r", Identity: "m-0"}
+	d := base.WithDefaults()
+	assert.Equal(t, ModeLabels, d.Mode)
+	assert.Equal(t, HashUID, d.HashField)
+	bad := base
+	bad.Mode, bad.HashField = "slots", "object.metadata.name"
+	err := bad.WithDefaults().Validate()
+	var fields []string
+	for _, e := range flatten(err) {
+		var ce *ConfigError
+		require.ErrorAs(t, e, &ce)
+		fields = append(fields, ce.Field)
+	}
+	assert.ElementsMatch(t, []string{"mode", "hashField"}, fields)
+	assert.ErrorContains(t, err, `mode "slots"`)
+	ok := base
+	ok.Mode, ok.HashField = ModeServer, HashNamespace
+	assert.NoError(t, ok.WithDefaults().Validate())
+}

@@ -47,15 +47,17 @@ func (l *liveness) observe(lease *coordinationv1.Lease) {
 	if !ok || id == "" {
 		return
 	}
-	version := lease.ResourceVersion
-	if rt := lease.Spec.RenewTime; rt != nil {
-		// Fake clientsets may leave resourceVersion alone; the renew time in
-		// microseconds still changes on every renewal.
-		version += "/" + rt.UTC().Format(time.RFC3339Nano)
-	}
 	holder := ""
 	if lease.Spec.HolderIdentity != nil {
 		holder = *lease.Spec.HolderIdentity
+	}
+	version := lease.ResourceVersion
+	if rt := lease.Spec.RenewTime; rt != nil {
+		// A renewal is a new renew time (in microseconds) of the holder; the
+		// resourceVersion also changes with the slot annotations of a
+		// server-side ring, which the sharder writes on any member Lease and
+		// which are no sign of life.
+		version = holder + "/" + rt.UTC().Format(time.RFC3339Nano)
 	}
 	rv, _ := parseRV(lease.ResourceVersion) // 0 when not a number
 	l.mu.Lock()

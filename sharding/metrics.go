@@ -18,6 +18,8 @@ import (
 //	ctrlkit_shard_drains_pending{ring}                   gauge, drains written and not yet acknowledged
 //	ctrlkit_shard_reassignments_total{ring,reason}       counter, labels written: reason is new, dead or drained
 //	ctrlkit_shard_barrier_timeouts_total{ring,member}    counter, children barriers given up after their TTL
+//	ctrlkit_shard_mode{ring,mode}                        gauge, 1 for the mode the ring runs in (labels, server)
+//	ctrlkit_shard_slots{ring,member}                     gauge, server-side slots the member serves
 //
 // A nil *Metrics records nothing.
 type Metrics struct {
@@ -28,6 +30,8 @@ type Metrics struct {
 	drainsPending    *prometheus.GaugeVec
 	reassignments    *prometheus.CounterVec
 	barrierTimeouts  *prometheus.CounterVec
+	mode             *prometheus.GaugeVec
+	slots            *prometheus.GaugeVec
 }
 
 // NewMetrics registers the sharding collectors on reg. Collectors already
@@ -61,6 +65,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		barrierTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ctrlkit_shard_barrier_timeouts_total", Help: "Children barriers given up after their time-out.",
 		}, []string{"ring", "member"}),
+		mode: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ctrlkit_shard_mode", Help: "1 for the mode the ring runs in: labels, or server (server-side sharded list and watch).",
+		}, []string{"ring", "mode"}),
+		slots: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ctrlkit_shard_slots", Help: "Slots of the hash space this member serves (server-side mode).",
+		}, []string{"ring", "member"}),
 	}
 	var err error
 	m.members = register(reg, m.members, &err)
@@ -70,6 +80,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m.drainsPending = register(reg, m.drainsPending, &err)
 	m.reassignments = register(reg, m.reassignments, &err)
 	m.barrierTimeouts = register(reg, m.barrierTimeouts, &err)
+	m.mode = register(reg, m.mode, &err)
+	m.slots = register(reg, m.slots, &err)
 	if err != nil {
 		return nil, fmt.Errorf("sharding metrics: %w", err)
 	}
@@ -127,5 +139,24 @@ func (m *Metrics) reassigned(ring, reason string) {
 func (m *Metrics) barrierTimedOut(ring, member string) {
 	if m != nil {
 		m.barrierTimeouts.WithLabelValues(ring, member).Inc()
+	}
+}
+
+// SetMode records the mode ring runs in (1 for it, 0 for the other).
+func (m *Metrics) SetMode(ring string, mode Mode) {
+	if m != nil {
+		for _, each := range []Mode{ModeLabels, ModeServer} {
+			v := 0.0
+			if each == mode {
+				v = 1
+			}
+			m.mode.WithLabelValues(ring, string(each)).Set(v)
+		}
+	}
+}
+
+func (m *Metrics) setSlots(ring, member string, n int) {
+	if m != nil {
+		m.slots.WithLabelValues(ring, member).Set(float64(n))
 	}
 }

@@ -65,7 +65,8 @@ type Sharder struct {
 
 // NewSharder validates cfg (defaults applied) and opts and returns a Sharder
 // that has not started. client reads Leases and runs the election; meta
-// lists, watches and labels the sharded objects.
+// lists, watches and labels the sharded objects (a ring in ModeServer
+// writes only Leases: meta may be nil).
 func NewSharder(client kubernetes.Interface, meta metadata.Interface, cfg Config, opts SharderOptions) (*Sharder, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -77,8 +78,8 @@ func NewSharder(client kubernetes.Interface, meta metadata.Interface, cfg Config
 	switch {
 	case client == nil:
 		return bad("client", "client must not be nil")
-	case meta == nil:
-		return bad("metadata", "metadata client must not be nil")
+	case meta == nil && cfg.Mode != ModeServer:
+		return bad("metadata", "metadata client must not be nil (a ring in mode %q lists and labels the sharded objects with it)", cfg.Mode)
 	case opts.Resource.Version == "" || opts.Resource.Resource == "":
 		return bad("Resource", "resource %q needs a version and a resource", opts.Resource.String())
 	case opts.Workers < 0:
@@ -157,8 +158,12 @@ func (s *Sharder) Run(ctx context.Context) error {
 // informers of its own that live only as long as this term.
 func (s *Sharder) lead(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	logger.Info("Leading the ring: sharding")
+	logger.Info("Leading the ring: sharding", "mode", s.cfg.Mode)
 	defer logger.Info("Stopped sharding")
+	if s.cfg.Mode == ModeServer {
+		s.leadSlots(ctx)
+		return
+	}
 	t, err := s.newTerm(ctx)
 	if err != nil {
 		// NewSharder's validation leaves nothing here to fail on but a bug;

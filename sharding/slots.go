@@ -1,0 +1,198 @@
+package sharding
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math/bits"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Slots is how many equal ranges server-side mode cuts the 64-bit hash
+// space into: the unit a member owns and a join moves. A slot is one bit of
+// a slotSet.
+const Slots = 64
+
+// slotShift maps a hash to its slot: the top six bits.
+const slotShift = 64 - 6
+
+// slotSet is a set of slots, bit i for slot i.
+type slotSet uint64
+
+func (s slotSet) has(slot int) bool { return s&(1<<slot) != 0 }
+func (s slotSet) len() int          { return bits.OnesCount64(uint64(s)) }
+
+// each returns the slots in order.
+func (s slotSet) each() []int {
+	out := make([]int, 0, s.len())
+	for s != 0 {
+		i := bits.TrailingZeros64(uint64(s))
+		out = append(out, i)
+		s &^= 1 << i
+	}
+	return out
+}
+
+// String is the slots as ranges, "0-20,42": the form of the Lease
+// annotations.
+func (s slotSet) String() string {
+	var parts []string
+	all := s.each()
+	for i := 0; i < len(all); {
+		j := i
+		for j+1 < len(all) && all[j+1] == all[j]+1 {
+			j++
+		}
+		if i == j {
+			parts = append(parts, strconv.Itoa(all[i]))
+		} else {
+			parts = append(parts, strconv.Itoa(all[i])+"-"+strconv.Itoa(all[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}
+
+// parseSlots parses what slotSet.String writes.
+func parseSlots(v string) (slotSet, error) {
+	var s slotSet
+	if v == "" {
+		return 0, nil
+	}
+	for part := range strings.SplitSeq(v, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		b := a
+		if err == nil && isRange {
+			b, err = strconv.Atoi(hi)
+		}
+		if err != nil || a < 0 || b >= Slots || a > b {
+			return 0, fmt.Errorf("slot range %q of %q: want n or n-m with 0 <= n <= m < %d", part, v, Slots)
+		}
+		for i := a; i <= b; i++ {
+			s |= 1 << i
+		}
+	}
+	return s, nil
+}
+
+// slotRecord is a slot annotation of a member Lease: the slots and the
+// member process (Lease holder) they are meant for or served by. A record
+// for another holder than the Lease's current one was written for a former
+// process of the identity and counts as empty.
+type slotRecord struct {
+	holder string
+	slots  slotSet
+}
+
+func (r slotRecord) String() string { return r.holder + ":" + r.slots.String() }
+
+// parseRecord parses "<holder>:<slots>"; "" is the empty record.
+func parseRecord(v string) (slotRecord, error) {
+	if v == "" {
+		return slotRecord{}, nil
+	}
+	i := strings.LastIndexByte(v, ':')
+	if i < 0 {
+		return slotRecord{}, fmt.Errorf("slot record %q: want <holder>:<slots>", v)
+	}
+	s, err := parseSlots(v[i+1:])
+	if err != nil {
+		return slotRecord{}, err
+	}
+	return slotRecord{holder: v[:i], slots: s}, nil
+}
+
+// SlotsAnnotation is the annotation of a member Lease in which the sharder
+// of a server-side ring writes the slots assigned to the member:
+// shard.ctrlkit.dev/<ring>-slots, "<holder>:<slots>".
+func SlotsAnnotation(ring string) string { return LabelPrefix + ring + slotsSuffix }
+
+// ServingAnnotation is the annotation of a member Lease in which a member
+// of a server-side ring writes the slots it reconciles:
+// shard.ctrlkit.dev/<ring>-serving, "<holder>:<slots>".
+func ServingAnnotation(ring string) string { return LabelPrefix + ring + servingSuffix }
+
+// HashField is the object field a server-side ring hashes, as the API
+// server's shard selectors name it.
+type HashField string
+
+const (
+	// HashUID hashes an object's UID: the finest balance; children do not
+	// follow their owner (their UIDs hash elsewhere).
+	HashUID HashField = "object.metadata.uid"
+	// HashNamespace hashes an object's namespace: a namespace is the unit
+	// of balance, and children follow their owner.
+	HashNamespace HashField = "object.metadata.namespace"
+)
+
+// slotOf returns the slot of a hashed value: the top bits of its 64-bit
+// FNV-1a hash, the API server's shard hash.
+func slotOf(value string) int {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(value))
+	return int(h.Sum64() >> slotShift)
+}
+
+// slotSelector is the shard selector of one slot over field.
+func slotSelector(field HashField, slot int) string {
+	start := uint64(slot) << slotShift
+	end := fmt.Sprintf("0x%016x", uint64(slot+1)<<slotShift)
+	if slot == Slots-1 {
+		end = "0x10000000000000000" // 2^64, the selector's open upper bound
+	}
+	return fmt.Sprintf("shardRange(%s, '0x%016x', '%s')", field, start, end)
+}
+
+// selectors are the shard selectors of the slots of s.
+func (s slotSet) selectors(field HashField) []string {
+	out := make([]string, 0, s.len())
+	for _, i := range s.each() {
+		out = append(out, slotSelector(field, i))
+	}
+	return out
+}
+
+// balanceSlots returns the target assignment of the slots to the live
+// members, moving as few as it can from current (each live
+// member's assigned slots): every member ends with Slots/N or one more,
+// members keep their lowest slots up to their quota, and the freed and
+// unassigned slots go, in slot order, to the members under quota. The
+// result depends only on its arguments, so every sharder computes the same.
+func balanceSlots(current map[string]slotSet, live []string) map[string]slotSet {
+	out := make(map[string]slotSet, len(live))
+	if len(live) == 0 {
+		return out
+	}
+	// The extra slots go to the members holding most now, so fewer move.
+	live = slices.Sorted(slices.Values(live))
+	order := slices.Clone(live)
+	slices.SortStableFunc(order, func(a, b string) int { return current[b].len() - current[a].len() })
+	quota := map[string]int{}
+	for i, m := range order {
+		quota[m] = Slots / len(live)
+		if i < Slots%len(live) {
+			quota[m]++
+		}
+	}
+	var taken slotSet
+	for _, m := range order {
+		for _, i := range (current[m] &^ taken).each() {
+			if out[m].len() == quota[m] {
+				break
+			}
+			out[m] |= 1 << i
+			taken |= 1 << i
+		}
+	}
+	free := ^taken
+	for _, m := range live {
+		for out[m].len() < quota[m] && free != 0 {
+			i := bits.TrailingZeros64(uint64(free))
+			out[m] |= 1 << i
+			free &^= 1 << i
+		}
+	}
+	return out
+}
