@@ -65,7 +65,7 @@ func For[T Object](f *Factory, opts ...ScopeOption[T]) (Informer[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	if sc, err = f.factoryScope(object.TypeName(t), sc); err != nil {
+	if sc, err = f.factoryScope(object.TypeName(t), sc, typedResources(t)...); err != nil {
 		return nil, err
 	}
 	inf, err := lookupOrCreate(f, registryKey{source: sourceTyped, typ: t}, sc, func() (*sharedInformer[T], error) {

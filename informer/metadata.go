@@ -36,7 +36,7 @@ func ForMetadata(f *Factory, gvr schema.GroupVersionResource, opts ...ScopeOptio
 		return nil, err
 	}
 	name := gvr.GroupResource().String() + " (metadata)"
-	if sc, err = f.factoryScope(name, sc); err != nil {
+	if sc, err = f.factoryScope(name, sc, gvr.GroupResource()); err != nil {
 		return nil, err
 	}
 	key := registryKey{source: sourceMetadata, gvr: gvr}

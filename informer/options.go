@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/klog/v2"
@@ -50,6 +51,7 @@ type factoryConfig struct {
 	releaseGrace      time.Duration
 	releaseGraceSet   bool
 	shards            *ShardSet
+	unsharded         []schema.GroupResource
 }
 
 // WithResync sets the default resync period of every informer (0, the

@@ -60,7 +60,7 @@ func ForResource[T Object](f *Factory, gvr schema.GroupVersionResource, opts ...
 		return nil, err
 	}
 	name := gvr.GroupResource().String()
-	if sc, err = f.factoryScope(name, sc); err != nil {
+	if sc, err = f.factoryScope(name, sc, gvr.GroupResource()); err != nil {
 		return nil, err
 	}
 	key := registryKey{source: sourceDynamic, gvr: gvr}

@@ -3,8 +3,15 @@ package informer
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
 // ShardSet is a set of shard selectors (metav1.ListOptions.ShardSelector,
@@ -93,20 +100,50 @@ func InShardSet[T Object](set *ShardSet) ScopeOption[T] {
 // WithShardSet makes every informer of the factory (For, ForResource,
 // ForMetadata) follow set, as with InShardSet: a factory of one member's
 // share of a server-side sharded ring (package sharding), whose informers
-// cannot forget the scope. Scope options that narrow by namespace are then
-// refused, naming the informer.
-func WithShardSet(set *ShardSet) FactoryOption {
-	return func(c *factoryConfig) { c.shards = set }
+// cannot forget the scope. The informers of the unsharded resources follow
+// no ShardSet and cache every object (the children of owners hashed by UID,
+// whose own UIDs hash elsewhere). Scope options that narrow a sharded
+// informer by namespace are refused, naming the informer.
+func WithShardSet(set *ShardSet, unsharded ...schema.GroupResource) FactoryOption {
+	return func(c *factoryConfig) { c.shards, c.unsharded = set, slices.Clone(unsharded) }
 }
 
-// factoryScope applies the factory's ShardSet to sc.
-func (f *Factory) factoryScope(what string, sc scope) (scope, error) {
+// factoryScope applies the factory's ShardSet to sc, the scope of an
+// informer of resource gr.
+func (f *Factory) factoryScope(what string, sc scope, gr ...schema.GroupResource) (scope, error) {
 	if f.cfg.shards == nil {
 		return sc, nil
+	}
+	for _, r := range gr {
+		if slices.Contains(f.cfg.unsharded, r) {
+			return sc, nil
+		}
 	}
 	if len(sc.namespaces) > 0 || (sc.set != nil && !sc.shards) {
 		return scope{}, fmt.Errorf("informer for %s: the factory's informers follow its ShardSet (WithShardSet): scope %s cannot narrow them by namespace", what, sc)
 	}
 	sc.set, sc.shards = f.cfg.shards.set, true
 	return sc, nil
+}
+
+// typedResources returns the resources Go type t may be served as (its
+// kinds in client-go's scheme, pluralised), without building an informer.
+func typedResources(t reflect.Type) []schema.GroupResource {
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	obj, ok := reflect.New(t.Elem()).Interface().(runtime.Object)
+	if !ok {
+		return nil
+	}
+	gvks, _, err := scheme.Scheme.ObjectKinds(obj)
+	if err != nil {
+		return nil
+	}
+	var out []schema.GroupResource
+	for _, gvk := range gvks {
+		gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+		out = append(out, gvr.GroupResource())
+	}
+	return out
 }

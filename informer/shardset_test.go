@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/sharding"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -35,10 +36,12 @@ func TestShardSetRefusesWhatTheServerWouldNot(t *testing.T) {
 
 	cluster, err := fakecluster.New()
 	require.NoError(t, err)
-	f := informer.NewFactory(cluster.Clientset(), informer.WithShardSet(set))
+	f := informer.NewFactory(cluster.Clientset(), informer.WithShardSet(set, schema.GroupResource{Resource: "secrets"}))
 	defer f.Shutdown()
 	_, err = informer.For(f, informer.InNamespaces[*corev1.Pod]("default"))
 	assert.ErrorContains(t, err, "follow its ShardSet")
+	_, err = informer.For(f, informer.InNamespaces[*corev1.Secret]("default"))
+	assert.NoError(t, err, "an unsharded resource's informer is scoped as in any factory")
 }
 
 // Shards come and go while the informer runs: a shard added is listed and

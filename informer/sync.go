@@ -36,7 +36,10 @@ func (e *CacheSyncError) Unwrap() error { return e.Cause }
 
 // WaitForCacheSync waits until every inf has synced, or ctx ends. It returns
 // nil when all synced, else a *CacheSyncError naming each one that had not
-// (by Name() or String() when it has one, else by its Go type).
+// (by Name() or String() when it has one, else by its Go type). An informer
+// following a NamespaceSet or ShardSet counts once it was seen synced, even
+// if a change of its set has since added a namespace or shard it is still
+// listing.
 //
 // Informers of this package, and anything else with a
 // HasSyncedChecker() cache.DoneChecker method, are waited for without
@@ -48,9 +51,13 @@ func WaitForCacheSync(ctx context.Context, infs ...interface{ HasSynced() bool }
 		}
 	}
 	var polled []interface{ HasSynced() bool }
-	for _, inf := range infs {
+	// An informer following a NamespaceSet or ShardSet can lose its sync
+	// after it was seen synced (the set changed): what is waited for is a
+	// sync, not one that lasts until every other informer's.
+	seen := make([]bool, len(infs))
+	for i, inf := range infs {
 		if c, ok := inf.(interface{ HasSyncedChecker() cache.DoneChecker }); ok {
-			waitChecker(ctx, inf, c)
+			seen[i] = waitChecker(ctx, inf, c)
 			continue
 		}
 		polled = append(polled, inf)
@@ -69,8 +76,8 @@ func WaitForCacheSync(ctx context.Context, infs ...interface{ HasSynced() bool }
 	}
 
 	var unsynced []string
-	for _, inf := range infs {
-		if !inf.HasSynced() {
+	for i, inf := range infs {
+		if !seen[i] && !inf.HasSynced() {
 			unsynced = append(unsynced, displayName(inf))
 		}
 	}
@@ -87,20 +94,31 @@ func WaitForCacheSync(ctx context.Context, infs ...interface{ HasSynced() bool }
 }
 
 // waitChecker waits until c's channel closes with inf synced, or ctx ends.
-// An informer following a NamespaceSet can lose its sync (a namespace was
-// added): its checker then hands out a fresh channel, which is waited for in
-// turn. A channel closed while HasSynced is false and not replaced is left
-// for the caller to report.
-func waitChecker(ctx context.Context, inf interface{ HasSynced() bool }, c interface{ HasSyncedChecker() cache.DoneChecker }) {
+// An informer following a NamespaceSet or ShardSet can lose its sync (a
+// namespace or shard was added): its checker then hands out a fresh channel,
+// which is waited for in turn. Its sync can also be lost and regained, and
+// lost again, between two reads (two quick changes of the set): a channel
+// closed while HasSynced is false and not replaced is looked at again after
+// pollInterval, until ctx ends. It reports whether inf was seen synced.
+func waitChecker(ctx context.Context, inf interface{ HasSynced() bool }, c interface{ HasSyncedChecker() cache.DoneChecker }) bool {
 	for {
 		ch := c.HasSyncedChecker().Done()
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return
+			return false
 		}
-		if inf.HasSynced() || c.HasSyncedChecker().Done() == ch {
-			return
+		if inf.HasSynced() {
+			return true
+		}
+		if c.HasSyncedChecker().Done() == ch {
+			t := time.NewTimer(pollInterval)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return false
+			}
 		}
 	}
 }

@@ -8,13 +8,17 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/featuregate"
@@ -83,13 +87,21 @@ type ShardedController[K sharding.Key] interface {
 
 // shardState is a Manager's part in its ring.
 type shardState struct {
-	cfg          sharding.Config // defaults applied
-	opts         ShardingOptions
-	meta         metadata.Interface
-	member       *sharding.Member
-	sharder      *sharding.Sharder
-	assigner     *sharding.Assigner // nil without AssignAtAdmission
-	factory      *informer.Factory
+	cfg      sharding.Config // defaults applied; Mode as configured
+	opts     ShardingOptions
+	meta     metadata.Interface
+	member   *sharding.Member
+	sharder  *sharding.Sharder
+	assigner *sharding.Assigner // nil without AssignAtAdmission
+	factory  *informer.Factory
+	// shards is the factory's ShardSet in server-side mode (nil in label
+	// mode). mode is the mode the ring runs in, set at Start: ModeLabels
+	// when the API server does not serve shard selectors; labelled makes
+	// the factory's lists select the member's label then.
+	shards       *informer.ShardSet
+	mode         atomic.Value // sharding.Mode
+	labelled     atomic.Bool
+	keeper       *sharding.SlotKeeper // server-side mode, built at Start
 	metrics      *sharding.Metrics
 	name         string // the Group's runnable name and the /readyz check's
 	runnables    []preparer
@@ -151,19 +163,72 @@ func (m *Manager) newShardState(opts ShardingOptions, restCfg *rest.Config) (*sh
 			return nil, fmt.Errorf("manager: sharding: %w", err)
 		}
 	}
-	selector := member.Selector()
-	// Last, so that every informer of the factory selects the member's
-	// label: forgetting it for one informer is not possible.
-	fopts := append(slices.Clone(opts.FactoryOptions), informer.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.LabelSelector = selector
-	}))
 	s := &shardState{
 		cfg: cfg, opts: opts, meta: meta, member: member, sharder: sharder, assigner: assigner, metrics: metrics,
-		factory: informer.NewFactory(m.client, fopts...),
-		name:    shardGroupPrefix + cfg.Ring,
+		name: shardGroupPrefix + cfg.Ring,
 	}
+	s.mode.Store(cfg.Mode)
+	selector := member.Selector()
+	// Last, so that every informer of the factory selects the member's
+	// share: forgetting it for one informer is not possible.
+	fopts := slices.Clone(opts.FactoryOptions)
+	if cfg.Mode == sharding.ModeServer {
+		if s.shards, err = informer.NewShardSet(); err != nil {
+			return nil, fmt.Errorf("manager: sharding: %w", err)
+		}
+		// Children hashed by their own UID would not follow their owner:
+		// their informers cache every child (docs/design/sharding.md).
+		var unsharded []schema.GroupResource
+		if cfg.HashField == sharding.HashUID {
+			for _, c := range sopts.Children {
+				unsharded = append(unsharded, c.GroupResource())
+			}
+		}
+		fopts = append(fopts, informer.WithShardSet(s.shards, unsharded...))
+	} else {
+		s.labelled.Store(true)
+	}
+	// The label selector is decided at list time: a server-side ring falls
+	// back to labels at Start when the API server does not serve shard
+	// selectors.
+	fopts = append(fopts, informer.WithTweakListOptions(func(o *metav1.ListOptions) {
+		if s.labelled.Load() {
+			o.LabelSelector = selector
+		}
+	}))
+	s.factory = informer.NewFactory(m.client, fopts...)
 	s.opts.Sharder = sopts
 	return s, nil
+}
+
+// chooseMode settles the mode of a server-side ring at Start: the API
+// server must serve shard selectors, else the ring runs on labels, saying
+// so. It is called before anything of the ring starts.
+func (s *shardState) chooseMode(ctx context.Context, client kubernetes.Interface) error {
+	defer func() { s.metrics.SetMode(s.cfg.Ring, s.currentMode()) }()
+	if s.cfg.Mode != sharding.ModeServer {
+		return nil
+	}
+	served, err := sharding.ServesShardSelector(ctx, client, s.cfg.Namespace)
+	if err != nil {
+		return err
+	}
+	if served {
+		return nil
+	}
+	klog.FromContext(ctx).Info("The API server does not serve shard selectors (its ShardedListAndWatch gate is off): the ring runs on labels",
+		"ring", s.cfg.Ring, "wanted", sharding.ModeServer, "mode", sharding.ModeLabels)
+	cfg := s.cfg
+	cfg.Mode = sharding.ModeLabels
+	sharder, err := sharding.NewSharder(client, s.meta, cfg, s.opts.Sharder)
+	if err != nil {
+		return err
+	}
+	s.sharder = sharder
+	s.mode.Store(sharding.ModeLabels)
+	s.labelled.Store(true)
+	// One shard without a selector: each informer lists once, by label.
+	return s.shards.Set("")
 }
 
 // ShardFactory returns the informer factory of this replica's share of the
@@ -178,6 +243,23 @@ func (m *Manager) ShardFactory() *informer.Factory {
 		return nil
 	}
 	return m.shard.factory
+}
+
+// ShardMode returns the mode the ring runs in (empty without
+// Options.Sharding): its configured Config.Mode, or sharding.ModeLabels once
+// Start found that the API server does not serve the shard selectors a
+// sharding.ModeServer ring needs.
+func (m *Manager) ShardMode() sharding.Mode {
+	if m.shard == nil {
+		return ""
+	}
+	return m.shard.currentMode()
+}
+
+// currentMode is the mode the ring runs in (see Manager.ShardMode).
+func (s *shardState) currentMode() sharding.Mode {
+	mode, _ := s.mode.Load().(sharding.Mode)
+	return mode
 }
 
 // ShardMember returns this replica's member of the ring (nil without
@@ -253,7 +335,12 @@ func AddSharded[K sharding.Key, T informer.Object](m *Manager, c ShardedControll
 			Reason: fmt.Sprintf("%q is set but manager.Options.FeatureGate is nil", f)}
 	}
 	m.names[name] = struct{}{}
-	s.runnables = append(s.runnables, &shardedRunnable[K]{controller: c, newDispatcher: func(s *shardState) (*sharding.Dispatcher[K], error) {
+	s.runnables = append(s.runnables, &shardedRunnable[K]{controller: c, newDispatcher: func(s *shardState) (dispatcher[K], error) {
+		if s.currentMode() == sharding.ModeServer {
+			// Children need no barrier: they are cached whole (hashed by
+			// UID) or move with their owner's slot (by namespace).
+			return sharding.NewSlotDispatcher(s.keeper, owners, c.Enqueue)
+		}
 		return sharding.NewDispatcher(s.member, owners, c.Enqueue, sharding.DispatcherOptions{
 			Metadata: s.meta, Children: children, BarrierTimeout: s.opts.BarrierTimeout, Metrics: s.metrics,
 		})
@@ -275,9 +362,16 @@ func AddSharded[K sharding.Key, T informer.Object](m *Manager, c ShardedControll
 type shardedRunnable[K sharding.Key] struct {
 	controller ShardedController[K]
 	// newDispatcher builds the dispatcher over the informers AddSharded was
-	// given (typed on the owners' object type).
-	newDispatcher func(s *shardState) (*sharding.Dispatcher[K], error)
-	dispatcher    *sharding.Dispatcher[K] // set by prepare
+	// given (typed on the owners' object type), for the ring's mode.
+	newDispatcher func(s *shardState) (dispatcher[K], error)
+	dispatcher    dispatcher[K] // set by prepare
+}
+
+// dispatcher is a sharded controller's admission step, a
+// *sharding.Dispatcher (labels) or a *sharding.SlotDispatcher (server-side).
+type dispatcher[K sharding.Key] interface {
+	controller.Admission[K]
+	Run(ctx context.Context) error
 }
 
 // preparer is a sharded controller's shardedRunnable.
@@ -373,6 +467,14 @@ func (s *selectorCheck) Run(ctx context.Context) error {
 func (m *Manager) shardGroup(enabled func(Runnable) bool) (*sharding.Group, error) {
 	s := m.shard
 	var rs []sharding.Runnable
+	if s.currentMode() == sharding.ModeServer {
+		keeper, err := sharding.NewSlotKeeper(s.member, s.shards, s.factory.HasSynced, sharding.SlotKeeperOptions{Metrics: s.metrics})
+		if err != nil {
+			return nil, err
+		}
+		s.keeper = keeper
+		rs = append(rs, keeper)
+	}
 	for _, r := range s.runnables {
 		if !enabled(r) {
 			continue
@@ -382,7 +484,10 @@ func (m *Manager) shardGroup(enabled func(Runnable) bool) (*sharding.Group, erro
 		}
 		rs = append(rs, r)
 	}
-	rs = append(rs, s.selectChecks...)
+	if s.currentMode() != sharding.ModeServer {
+		// A server-side member's objects carry no label to check.
+		rs = append(rs, s.selectChecks...)
+	}
 	return sharding.NewGroup(s.name, s.member, s.sharder, s.factory, rs...)
 }
 

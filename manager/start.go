@@ -78,6 +78,9 @@ func (m *Manager) Start(ctx context.Context) error {
 		return true
 	}
 	if m.shard != nil {
+		if err := m.shard.chooseMode(ctx, m.client); err != nil {
+			return fmt.Errorf("manager: %w", err)
+		}
 		group, err := m.shardGroup(enabled)
 		if err != nil {
 			return fmt.Errorf("manager: %w", err)

@@ -216,6 +216,13 @@ func TestSlotRingOnFakeCluster(t *testing.T) {
 // its alpha ShardedListAndWatch gate on.
 func TestAPIServerSlotRing(t *testing.T) {
 	env := testkit.NewAPIServerWithOptions(t, testkit.APIServerOptions{FeatureGates: map[string]bool{"ShardedListAndWatch": true}})
+	served, err := sharding.ServesShardSelector(env.Context(), env.Client(), env.Namespace())
+	require.NoError(t, err)
+	require.True(t, served, "the gate is on")
+	shared := testkit.SharedAPIServer(t)
+	served, err = sharding.ServesShardSelector(shared.Context(), shared.Client(), shared.Namespace())
+	require.NoError(t, err)
+	require.False(t, served, "the shared server runs without the gate")
 	runSlotRing(t, env.Context(), env.Client(), env.Namespace())
 }
 

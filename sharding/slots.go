@@ -1,12 +1,16 @@
 package sharding
 
 import (
+	"context"
 	"fmt"
 	"hash/fnv"
 	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // Slots is how many equal ranges server-side mode cuts the 64-bit hash
@@ -127,8 +131,14 @@ const (
 	HashNamespace HashField = "object.metadata.namespace"
 )
 
-// slotOf returns the slot of a hashed value: the top bits of its 64-bit
-// FNV-1a hash, the API server's shard hash.
+// SlotOf returns the slot (0 to Slots-1) of the value a server-side ring
+// hashes (an object's UID, or its namespace under HashNamespace): the top
+// bits of its 64-bit FNV-1a hash, the API server's shard hash. With the
+// member Leases' ServingAnnotation it tells which member reconciles an
+// object.
+func SlotOf(value string) int { return slotOf(value) }
+
+// slotOf is SlotOf.
 func slotOf(value string) int {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(value))
@@ -195,4 +205,22 @@ func balanceSlots(current map[string]slotSet, live []string) map[string]slotSet 
 		}
 	}
 	return out
+}
+
+// everySlot is a shard selector matching every object: the probe of
+// ServesShardSelector.
+const everySlot = "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')"
+
+// ServesShardSelector asks the API server whether it serves
+// ListOptions.ShardSelector (its ShardedListAndWatch gate): it lists at most
+// one Lease of namespace with a selector and looks for metadata.shardInfo
+// in the answer. A server without the gate ignores the field and answers
+// without it; only a typed (or unstructured) list carries it, never the
+// metadata client's. The ring needs list on Leases anyway.
+func ServesShardSelector(ctx context.Context, client kubernetes.Interface, namespace string) (bool, error) {
+	list, err := client.CoordinationV1().Leases(namespace).List(ctx, metav1.ListOptions{Limit: 1, ShardSelector: everySlot})
+	if err != nil {
+		return false, fmt.Errorf("sharding: probing the API server for shard selectors (list leases in %s): %w", namespace, err)
+	}
+	return list.ShardInfo != nil, nil
 }

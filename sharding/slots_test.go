@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
 )
@@ -98,4 +99,15 @@ func TestBalanceSlotsMovesLittle(t *testing.T) {
 		}
 		assert.Equal(t, ^slotSet(0), union)
 	}
+}
+
+func TestServesShardSelector(t *testing.T) {
+	cluster, err := fakecluster.New()
+	require.NoError(t, err)
+	ok, err := ServesShardSelector(context.Background(), cluster.Clientset(), "default")
+	require.NoError(t, err)
+	assert.True(t, ok, "the fake cluster serves shard selectors")
+	ok, err = ServesShardSelector(context.Background(), k8sfake.NewClientset(), "default")
+	require.NoError(t, err)
+	assert.False(t, ok, "client-go's fake clientset ignores them")
 }

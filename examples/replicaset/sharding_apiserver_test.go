@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -58,7 +60,7 @@ const (
 // converges within LeaseDuration+RetryPeriod and some slack; and no ReplicaSet ever has more
 // live Pods than it asked for, which two replicas reconciling the same ReplicaSet would cause.
 func TestAPIServerShardedThreeProcesses(t *testing.T) {
-	testShardedThreeProcesses(t, false)
+	testShardedThreeProcesses(t, shardLabels)
 }
 
 // The same with admission-time assignment (deploy/sharding-webhook.yaml): the replicas serve
@@ -67,11 +69,34 @@ func TestAPIServerShardedThreeProcesses(t *testing.T) {
 // process, in the Create response; one created after the kill is admitted unlabelled
 // (failurePolicy Ignore) and converges all the same, assigned by the sharder.
 func TestAPIServerShardedThreeProcessesWebhook(t *testing.T) {
-	testShardedThreeProcesses(t, true)
+	testShardedThreeProcesses(t, shardWebhook)
 }
 
-func testShardedThreeProcesses(t *testing.T, assignWebhook bool) {
+// The same in server-side mode (--feature-gates=ShardedListAndWatch=true, on an API server
+// with that gate): no ReplicaSet or Pod is labelled; each member's hash slots are in its Lease
+// and cover the hash space; the killed replica's slots, and so its ReplicaSets, move to the
+// other two.
+func TestAPIServerShardedThreeProcessesServerSide(t *testing.T) {
+	testShardedThreeProcesses(t, shardServer)
+}
+
+// shardMode is how the three-process test's ring tells the replicas' shares apart.
+type shardMode int
+
+const (
+	shardLabels  shardMode = iota // the sharder labels every ReplicaSet
+	shardWebhook                  // the webhook labels them as they are created
+	shardServer                   // hash slots in the Leases, selected by the API server
+)
+
+func testShardedThreeProcesses(t *testing.T, mode shardMode) {
+	assignWebhook := mode == shardWebhook
 	env := testkit.SharedAPIServer(t)
+	var gateArgs []string
+	if mode == shardServer {
+		env = testkit.NewAPIServerWithOptions(t, testkit.APIServerOptions{FeatureGates: map[string]bool{"ShardedListAndWatch": true}})
+		gateArgs = []string{"--feature-gates=" + string(demo.ShardedListAndWatch) + "=true"}
+	}
 	in := rbactest.ApplyFiles(t, env, "deploy/rbac.yaml", "deploy/sharding.yaml", "deploy/deployment.yaml")
 	ctx, ns, client := env.Context(), env.Namespace(), env.Client()
 
@@ -94,7 +119,7 @@ func testShardedThreeProcesses(t *testing.T, assignWebhook bool) {
 			"--shard-lease-duration="+shardLeaseDuration.String(),
 			"--shard-renew-deadline="+shardRenewDeadline.String(),
 			"--shard-retry-period="+shardRetryPeriod.String(),
-			"--metrics-addr=", "--kube-api-qps=50", "--kube-api-burst=100"), webhookArgs...))
+			"--metrics-addr=", "--kube-api-qps=50", "--kube-api-burst=100"), append(webhookArgs, gateArgs...)...))
 	}
 	// The replica to kill later is one that is not the sharder (the sharder's successor would
 	// wait out its own Lease first, which is leader election's bound, not the ring's). In
@@ -128,7 +153,11 @@ func testShardedThreeProcesses(t *testing.T, assignWebhook bool) {
 		code, body := p.probe(t, "/readyz?verbose")
 		assert.Equal(t, http.StatusOK, code, "%s: /readyz: %s", id, body)
 	}
-	owners := awaitLabelled(t, client, ns, n, ids)
+	await := awaitLabelled
+	if mode == shardServer {
+		await = awaitServed
+	}
+	owners := await(t, client, ns, n, ids)
 	for _, id := range ids {
 		// 10 each on average; a share below 3 or above 20 of 30 is not hashing noise.
 		assert.GreaterOrEqual(t, len(owners[id]), 3, "%s's share: %v", id, owners)
@@ -160,7 +189,7 @@ func testShardedThreeProcesses(t *testing.T, assignWebhook bool) {
 			rest = append(rest, id)
 		}
 	}
-	survivors := awaitLabelled(t, client, ns, n, rest)
+	survivors := await(t, client, ns, n, rest)
 	assert.Empty(t, survivors[victim], "every ReplicaSet of %s moved", victim)
 	t.Logf("%s killed: its %d ReplicaSets moved to the other two (%d and %d), %s scaled up and converged %v later",
 		victim, len(moved), len(survivors[rest[0]]), len(survivors[rest[1]]), scaled, took.Round(time.Millisecond))
@@ -347,6 +376,67 @@ func (p *process) probe(t testing.TB, path string) (int, string) {
 		return code == http.StatusOK, nil
 	})
 	return code, body
+}
+
+// awaitServed waits until the member Leases of ids serve the slots they are assigned and
+// together the whole hash space, and returns the n ReplicaSets by the identity whose slots hold
+// their UID; no ReplicaSet or Pod carries the ring's label.
+func awaitServed(t *testing.T, client kubernetes.Interface, ns string, n int, ids []string) map[string][]string {
+	t.Helper()
+	var owners map[string][]string
+	var why string
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		bySlot := map[int]string{}
+		for _, id := range ids {
+			l, err := client.CoordinationV1().Leases(ns).Get(ctx, ShardRing+"."+id, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			assigned, serving := l.Annotations[sharding.SlotsAnnotation(ShardRing)], l.Annotations[sharding.ServingAnnotation(ShardRing)]
+			if assigned == "" || assigned != serving {
+				why = fmt.Sprintf("%s assigned %q, serving %q", id, assigned, serving)
+				return false, nil
+			}
+			_, ranges, _ := strings.Cut(serving, ":")
+			for part := range strings.SplitSeq(ranges, ",") {
+				lo, hi, isRange := strings.Cut(part, "-")
+				if !isRange {
+					hi = lo
+				}
+				a, _ := strconv.Atoi(lo)
+				b, _ := strconv.Atoi(hi)
+				for slot := a; slot <= b; slot++ {
+					bySlot[slot] = id
+				}
+			}
+		}
+		if len(bySlot) != sharding.Slots {
+			why = fmt.Sprintf("%d of %d slots served by %v", len(bySlot), sharding.Slots, ids)
+			return false, nil
+		}
+		rss, err := client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		if len(rss.Items) != n {
+			why = fmt.Sprintf("%d ReplicaSets, want %d", len(rss.Items), n)
+			return false, nil
+		}
+		owners = map[string][]string{}
+		for _, rs := range rss.Items {
+			require.Empty(t, rs.Labels[sharding.Label(ShardRing)], "server-side: %s labelled", rs.Name)
+			id := bySlot[sharding.SlotOf(string(rs.UID))]
+			owners[id] = append(owners[id], rs.Name)
+		}
+		return true, nil
+	})
+	require.NoError(t, err, "waiting for the ring's slots: %s", why)
+	pods, err := client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, pod := range pods.Items {
+		require.Empty(t, pod.Labels[sharding.Label(ShardRing)], "server-side: pod %s labelled", pod.Name)
+	}
+	return owners
 }
 
 // awaitLabelled waits until every one of the n ReplicaSets, and every live Pod each controls,

@@ -77,6 +77,11 @@ type Program struct {
 	Sharding *Sharding
 }
 
+// ShardedListAndWatch is the feature gate (alpha, off) of a sharded binary's server-side
+// mode (sharding.ModeServer), named after the API server's gate it needs: its members select
+// hash slots of the sharded resource with ListOptions.ShardSelector, and no object is labelled.
+const ShardedListAndWatch featuregate.Feature = "ShardedListAndWatch"
+
 // Sharding is what a binary that can run sharded shards.
 type Sharding struct {
 	// Ring is the ring --sharded joins.
@@ -214,6 +219,13 @@ func Parse(p Program, args []string, out io.Writer) (*Settings, error) {
 			return nil, err
 		}
 	}
+	if p.Sharding != nil {
+		if err := s.Gate.Add(map[featuregate.Feature]featuregate.FeatureSpec{
+			ShardedListAndWatch: {Default: false, PreRelease: featuregate.Alpha},
+		}); err != nil {
+			return nil, err
+		}
+	}
 	workers := p.Workers
 	if workers == 0 {
 		workers = 2
@@ -245,7 +257,7 @@ func Parse(p Program, args []string, out io.Writer) (*Settings, error) {
 			" (\"\" serves none; the sharder then assigns them)")
 		fs.StringVar(&s.ShardWebhookCertDir, "shard-webhook-cert-dir", "", "directory of the assignment webhook's tls.crt and tls.key, reloaded when they change (needs --shard-webhook-addr)")
 	}
-	if len(p.Features) > 0 {
+	if len(p.Features) > 0 || p.Sharding != nil {
 		s.Gate.AddFlag(fs)
 	}
 	if p.AddFlags != nil {
@@ -445,12 +457,18 @@ func start(ctx context.Context, p Program, s *Settings) error {
 	if env.InMemory && s.MetricsAddr != "" {
 		logger.Info("Serving /metrics over plain HTTP to anyone: the in-memory cluster cannot review tokens (--metrics-secure needs --kubeconfig)")
 	}
-	if len(p.Features) > 0 {
+	if len(p.Features) > 0 || p.Sharding != nil {
 		mopts.FeatureGate = s.Gate
 	}
 	if env.Sharded {
+		shard := s.Shard
+		if s.Gate.Enabled(ShardedListAndWatch) {
+			// Falls back to labels, saying so, when the API server does not
+			// serve shard selectors (manager.Manager.ShardMode).
+			shard.Mode = sharding.ModeServer
+		}
 		mopts.Sharding = &manager.ShardingOptions{
-			Config:            s.Shard,
+			Config:            shard,
 			Sharder:           sharding.SharderOptions{Resource: p.Sharding.Resource, Children: p.Sharding.Children},
 			Metadata:          meta,
 			FactoryOptions:    fopts,
