@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
@@ -64,17 +65,33 @@ const (
 // ReplicaSet at any point (two members reconciling it at once) fails the run.
 //
 // mode=label is the sharder alone; mode=webhook adds admission-time assignment (every member
-// serves deploy/sharding-webhook.yaml's webhook, the configuration points at the first). One
-// iteration is one full run: -benchtime=1x -count=N (docs/performance.md, "Sharding at scale").
+// serves deploy/sharding-webhook.yaml's webhook, the configuration points at the first);
+// mode=server is the server-side mode (--feature-gates=ShardedListAndWatch=true, against a
+// second API server with that gate): a step ends when the member Leases of the ring's members
+// serve the slots they are assigned and together the whole hash space, and a ReplicaSet's
+// member is the one serving its UID's slot; no object is written, so create-s is not measured
+// (a new object belongs to its slot's member as it is created) and sharder-writes/created is
+// what the sharder labelled (0). One iteration is one full run: -benchtime=1x -count=N
+// (docs/performance.md, "Sharding at scale").
 func BenchmarkShardRebalance(b *testing.B) {
 	env := testkit.NewAPIServer(b)
 	in := rbactest.ApplyFiles(b, env, "deploy/rbac.yaml", "deploy/sharding.yaml", "deploy/deployment.yaml")
-	for _, mode := range []string{"label", "webhook"} {
+	var gated *testkit.Env
+	var gatedIn *rbactest.Install
+	for _, mode := range []string{"label", "webhook", "server"} {
 		for _, n := range scaleObjects(b) {
 			b.Run(fmt.Sprintf("mode=%s/objects=%d", mode, n), func(b *testing.B) {
+				env, in := env, in
+				if mode == "server" {
+					if gated == nil {
+						gated = testkit.NewAPIServerWithOptions(b, testkit.APIServerOptions{FeatureGates: map[string]bool{"ShardedListAndWatch": true}})
+						gatedIn = rbactest.ApplyFiles(b, gated, "deploy/rbac.yaml", "deploy/sharding.yaml", "deploy/deployment.yaml")
+					}
+					env, in = gated, gatedIn
+				}
 				var sum scaleResult
 				for range b.N {
-					r := runShardRebalance(b, env, in, n, mode == "webhook")
+					r := runShardRebalance(b, env, in, n, mode)
 					sum.assign += r.assign
 					sum.join += r.join
 					sum.leave += r.leave
@@ -86,7 +103,9 @@ func BenchmarkShardRebalance(b *testing.B) {
 				b.ReportMetric(sum.assign.Seconds()/k, "assign-s")
 				b.ReportMetric(sum.join.Seconds()/k, "join-s")
 				b.ReportMetric(sum.leave.Seconds()/k, "leave-s")
-				b.ReportMetric(sum.create.Seconds()/k, "create-s")
+				if mode != "server" {
+					b.ReportMetric(sum.create.Seconds()/k, "create-s")
+				}
 				b.ReportMetric(float64(sum.moved)/k, "moved-on-join")
 				b.ReportMetric(sum.createWrites/k/float64(max(1, n/10)), "sharder-writes/created")
 			})
@@ -118,10 +137,11 @@ type scaleResult struct {
 	createWrites                float64
 }
 
-// runShardRebalance is one iteration of BenchmarkShardRebalance over n ReplicaSets, with
-// admission-time assignment when assignWebhook is set.
-func runShardRebalance(b *testing.B, env *testkit.Env, in *rbactest.Install, n int, assignWebhook bool) scaleResult {
+// runShardRebalance is one iteration of BenchmarkShardRebalance over n ReplicaSets in mode
+// (label, webhook or server).
+func runShardRebalance(b *testing.B, env *testkit.Env, in *rbactest.Install, n int, mode string) scaleResult {
 	b.StopTimer()
+	assignWebhook, serverSide := mode == "webhook", mode == "server"
 	ns, run := in.Namespace, benchRuns.Add(1)
 	client := env.Client()
 	hc := &http.Client{Timeout: 30 * time.Second}
@@ -138,12 +158,18 @@ func runShardRebalance(b *testing.B, env *testkit.Env, in *rbactest.Install, n i
 	createScaleWork(b, env, ns, names[:n], 0)
 	w := watchAssignments(b, env, ns, over)
 	defer w.stop()
+	if serverSide {
+		w.client = env.Client()
+	}
 
 	var webhookArgs []string
 	var ca []byte
 	if assignWebhook {
 		dir, bundle := testkit.WebhookCerts(b)
 		webhookArgs, ca = []string{"--shard-webhook-addr=127.0.0.1:0", "--shard-webhook-cert-dir=" + dir}, bundle.CAPEM
+	}
+	if serverSide {
+		webhookArgs = []string{"--feature-gates=" + string(demo.ShardedListAndWatch) + "=true"}
 	}
 	members := func(ids ...string) map[string]*process {
 		procs := map[string]*process{}
@@ -197,10 +223,16 @@ func runShardRebalance(b *testing.B, env *testkit.Env, in *rbactest.Install, n i
 	w.await(b, procs, ids, n+created)
 	r.create = time.Since(start)
 	r.createWrites = sharderWrites(b, hc, procs) - writes
+	if serverSide {
+		for _, obj := range w.rss.GetStore().List() {
+			m := obj.(*metav1.PartialObjectMetadata)
+			require.Empty(b, m.Labels[sharding.Label(ShardRing)], "server-side: %s labelled", m.Name)
+		}
+	}
 
 	require.Empty(b, over.violations(), "a ReplicaSet had more Pods than it wants: two members reconciled it at once")
-	b.Logf("objects=%d webhook=%v: assigned to 3 in %v; the 4th took %d in %v; its leave took %v; %d created with the ring running were assigned in %v, the sharder labelling %.0f of them",
-		n, assignWebhook, r.assign.Round(time.Millisecond), r.moved, r.join.Round(time.Millisecond), r.leave.Round(time.Millisecond),
+	b.Logf("objects=%d mode=%s: assigned to 3 in %v; the 4th took %d in %v; its leave took %v; %d created with the ring running were assigned in %v, the sharder labelling %.0f of them",
+		n, mode, r.assign.Round(time.Millisecond), r.moved, r.join.Round(time.Millisecond), r.leave.Round(time.Millisecond),
 		created, r.create.Round(time.Millisecond), r.createWrites)
 	for id, p := range procs {
 		if code := p.stop(b); code != demo.ExitOK {
@@ -252,7 +284,12 @@ func createScaleWork(b *testing.B, env *testkit.Env, ns string, names []string, 
 
 // assignments caches the metadata of the namespace's ReplicaSets and Pods.
 type assignments struct {
-	ns     string
+	ns string
+	// client, when set, reads the member Leases of a server-side ring: a ReplicaSet's member
+	// is the one serving its UID's slot.
+	client kubernetes.Interface
+	// bySlot is the member serving each slot, as the last await read it.
+	bySlot map[int]string
 	rss    cache.SharedIndexInformer
 	pods   cache.SharedIndexInformer
 	cancel context.CancelFunc
@@ -293,20 +330,31 @@ func (a *assignments) stop() {
 	a.wg.Wait()
 }
 
-// owners maps each ReplicaSet's key to its assignment label.
+// owners maps each ReplicaSet's key to its assignment label, or in server-side mode to the
+// member serving its slot.
 func (a *assignments) owners() map[string]string {
 	out := map[string]string{}
 	for _, obj := range a.rss.GetStore().List() {
 		m := obj.(*metav1.PartialObjectMetadata)
-		out[m.Namespace+"/"+m.Name] = m.Labels[sharding.Label(ShardRing)]
+		owner := m.Labels[sharding.Label(ShardRing)]
+		if a.client != nil {
+			owner = a.bySlot[sharding.SlotOf(string(m.UID))]
+		}
+		out[m.Namespace+"/"+m.Name] = owner
 	}
 	return out
 }
 
 // await waits until each of the n ReplicaSets is labelled for the member the ring over ids
-// assigns it, stamped for a holder and not draining. A member that exits meanwhile fails it.
+// assigns it, stamped for a holder and not draining; in server-side mode, until the members
+// ids serve what they are assigned, together every slot, and the n ReplicaSets are cached. A
+// member that exits meanwhile fails it.
 func (a *assignments) await(b *testing.B, procs map[string]*process, ids []string, n int) {
 	b.Helper()
+	if a.client != nil {
+		a.awaitServed(b, procs, ids, n)
+		return
+	}
 	ring := sharding.NewRing(ShardRing, ids)
 	var why string
 	err := wait.PollUntilContextTimeout(b.Context(), 50*time.Millisecond, scaleStepTimeout, true, func(context.Context) (bool, error) {
@@ -354,4 +402,58 @@ func awaitScalePods(b *testing.B, a *assignments, procs map[string]*process, wan
 		return got == want, nil
 	})
 	require.NoError(b, err, "waiting for the Pods: %s", why)
+}
+
+// awaitServed is await for a server-side ring: read from the member Leases every 50 ms.
+func (a *assignments) awaitServed(b *testing.B, procs map[string]*process, ids []string, n int) {
+	b.Helper()
+	var why string
+	err := wait.PollUntilContextTimeout(b.Context(), 50*time.Millisecond, scaleStepTimeout, true, func(ctx context.Context) (bool, error) {
+		if err := exitedMember(procs); err != nil {
+			return false, err
+		}
+		leases, err := a.client.CoordinationV1().Leases(a.ns).List(ctx, metav1.ListOptions{LabelSelector: sharding.RingLabel + "=" + ShardRing})
+		if err != nil {
+			return false, err
+		}
+		bySlot := map[int]string{}
+		members := 0
+		for _, l := range leases.Items {
+			id, _ := strings.CutPrefix(l.Name, ShardRing+".")
+			assigned, serving := l.Annotations[sharding.SlotsAnnotation(ShardRing)], l.Annotations[sharding.ServingAnnotation(ShardRing)]
+			_, ranges, _ := strings.Cut(serving, ":")
+			if !slices.Contains(ids, id) {
+				if ranges != "" && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
+					why = fmt.Sprintf("%s, not a member, serves %q", id, serving)
+					return false, nil
+				}
+				continue
+			}
+			if assigned == "" || assigned != serving || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+				why = fmt.Sprintf("%s assigned %q, serving %q", id, assigned, serving)
+				return false, nil
+			}
+			members++
+			for part := range strings.SplitSeq(ranges, ",") {
+				lo, hi, isRange := strings.Cut(part, "-")
+				if !isRange {
+					hi = lo
+				}
+				x, _ := strconv.Atoi(lo)
+				y, _ := strconv.Atoi(hi)
+				for slot := x; slot <= y; slot++ {
+					bySlot[slot] = id
+				}
+			}
+		}
+		if members != len(ids) || len(bySlot) != sharding.Slots {
+			why = fmt.Sprintf("%d of %d members serving, %d of %d slots served by %v", members, len(ids), len(bySlot), sharding.Slots, ids)
+			return false, nil
+		}
+		a.bySlot = bySlot
+		cached := len(a.rss.GetStore().ListKeys())
+		why = fmt.Sprintf("%d of %d ReplicaSets cached", cached, n)
+		return cached == n, nil
+	})
+	require.NoError(b, err, "waiting for the slots: %s", why)
 }
