@@ -31,6 +31,12 @@
 //     one removed leaves them as deletes with DeleteInfo.OutOfScope (not
 //     real deletes), and reads outside the set fail with
 //     ErrNamespaceNotWatched, never NotFound;
+//   - shards of the API server's sharded list and watch that change at run
+//     time: InShardSet[T](set), or WithShardSet for every informer of a
+//     factory, follows a ShardSet of shard selectors
+//     (ListOptions.ShardSelector, alpha since Kubernetes 1.36) the same way,
+//     one client-go informer per shard (package sharding's server-side
+//     ring);
 //   - EnqueueMapped, which connects events to a work queue of your own
 //     (controllers use controller.Watch, built on it), and ControllerOf;
 //   - WaitForCacheSync whose error names each informer that did not sync.

@@ -27,7 +27,10 @@ import (
 	"github.com/ctrlkit/ctrlkit/sharding"
 )
 
-// ShardingOptions make the Manager a member of a ring (package sharding):
+// ShardingOptions make the Manager a member of a ring (package sharding), in
+// label mode or, with Config.Mode sharding.ModeServer, server-side (Start
+// asks the API server whether it serves shard selectors and runs the ring
+// on labels, saying so, when it does not: see ShardMode):
 // the replicas of the binary split the objects of its sharded controllers
 // and their caches, each reconciling the objects labelled with its
 // identity. See Options.Sharding.
@@ -234,7 +237,10 @@ func (s *shardState) chooseMode(ctx context.Context, client kubernetes.Interface
 // ShardFactory returns the informer factory of this replica's share of the
 // ring (nil without Options.Sharding): every informer taken from it selects
 // the member's label, shard.ctrlkit.dev/<ring>=<identity>, so it lists,
-// watches and caches only the objects assigned to this replica. Take the
+// watches and caches only the objects assigned to this replica. In
+// server-side mode (sharding.ModeServer) its informers follow the member's
+// hash slots instead (informer.WithShardSet), except those of the child
+// resources of a ring hashing UIDs, which cache every child. Take the
 // informers of the sharded resource and its children from it, and every
 // other informer from Factory. It runs only while the replica is a member
 // (the ring's runnable starts and shuts it down), not with Factory.

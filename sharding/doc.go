@@ -47,6 +47,22 @@
 //     handovers of one burst. So the sharder's member, too, caches about
 //     1/N of the children.
 //
+// A ring in ModeServer (Config.Mode; alpha, it needs the API server's
+// ShardedListAndWatch gate) writes no object at all. The hash space of
+// object UIDs (or namespaces, Config.HashField) is cut into Slots equal
+// slots; the sharder records each live member's slots in the member's Lease
+// (SlotsAnnotation), moving as few as it can, and a member's SlotKeeper
+// makes the member's informers select exactly those slots
+// (informer.ShardSet, ListOptions.ShardSelector) and records what it serves
+// (ServingAnnotation) once they have synced. A slot leaves a live member
+// before it reaches the next one, as a key is drained in label mode: the
+// member stops admitting its keys (SlotDispatcher), waits for their
+// reconciles, then records it no longer serves it, and only then does the
+// sharder give it on. Children follow their owner only when the ring hashes
+// namespaces; hashed by UID, each member caches every child.
+// ServesShardSelector tells whether the API server filters; a
+// manager.Manager falls back to labels, saying so, when it does not.
+//
 // A controller opts in on a manager.Manager with a few lines:
 // manager.Options.Sharding names the ring (a Config, from the flags of
 // Config.AddFlags: --shard-ring, --shard-identity, --shard-namespace and the
@@ -58,7 +74,8 @@
 // every replica, and reports membership on /readyz and the
 // ctrlkit_shard_* series on /metrics.
 //
-// Without a Manager, the same parts are wired by hand (see ExampleNewGroup):
+// Without a Manager, the same parts are wired by hand (see ExampleNewGroup,
+// and ExampleNewSlotKeeper for a server-side ring):
 // a Dispatcher (NewDispatcher, given to controller.Controller's SetAdmission),
 // label-selected informers, and a Group that runs the sharder candidate, and
 // the member's informers and controllers while it is a member, as one

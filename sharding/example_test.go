@@ -3,6 +3,8 @@ package sharding_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +17,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/manager"
 	"github.com/ctrlkit/ctrlkit/sharding"
+	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
 )
 
 // Rendezvous hashing gives every process the same answer, and a member
@@ -130,4 +133,88 @@ func ExampleConfig_AddFlags() {
 	// Output:
 	// true replicasets controller-0 ""
 	// --shard-lease-duration: invalid sharding config: leaseDuration 15s must be greater than renewDeadline 20s
+}
+
+// A server-side ring (ModeServer) writes no object: the sharder records the
+// member's hash slots in its Lease, the keeper makes the member's informers
+// select them (a ShardSet) and records what it serves, and the dispatcher
+// admits the keys of served slots. ctrlkit's fake cluster serves shard
+// selectors as an API server with the ShardedListAndWatch gate does.
+func ExampleNewSlotKeeper() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cluster, err := fakecluster.New(
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "b"}},
+	)
+	if err != nil {
+		panic(err)
+	}
+	client := cluster.Clientset()
+	served, _ := sharding.ServesShardSelector(ctx, client, "default")
+	fmt.Println("shard selectors served:", served)
+
+	cfg := sharding.Config{Ring: "configmaps", Namespace: "default", Identity: "member-0", Mode: sharding.ModeServer}
+	member, err := sharding.NewMember(client, cfg, sharding.MemberOptions{})
+	if err != nil {
+		panic(err)
+	}
+	sharder, err := sharding.NewSharder(client, nil, cfg, sharding.SharderOptions{Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}})
+	if err != nil {
+		panic(err)
+	}
+	set, err := informer.NewShardSet()
+	if err != nil {
+		panic(err)
+	}
+	factory := informer.NewFactory(client, informer.WithShardSet(set))
+	cms, err := informer.For[*corev1.ConfigMap](factory)
+	if err != nil {
+		panic(err)
+	}
+	keeper, err := sharding.NewSlotKeeper(member, set, factory.HasSynced, sharding.SlotKeeperOptions{})
+	if err != nil {
+		panic(err)
+	}
+	reconciled := make(chan string, 10)
+	c, err := controller.New("configmaps", controller.ReconcilerFunc[controller.Key](func(_ context.Context, k controller.Key) (controller.Result, error) {
+		reconciled <- k.Name
+		return controller.Result{}, nil
+	}), controller.Options[controller.Key]{})
+	if err != nil {
+		panic(err)
+	}
+	if err := controller.Watch(c, cms, controller.EnqueueObject); err != nil {
+		panic(err)
+	}
+	dispatcher, err := sharding.NewSlotDispatcher(keeper, cms, c.Enqueue)
+	if err != nil {
+		panic(err)
+	}
+	if err := c.SetAdmission(dispatcher); err != nil {
+		panic(err)
+	}
+	group, err := sharding.NewGroup("configmaps", member, sharder, factory, keeper, dispatcher, c)
+	if err != nil {
+		panic(err)
+	}
+	done := make(chan error)
+	go func() { done <- group.Run(ctx) }()
+
+	names := []string{<-reconciled, <-reconciled}
+	slices.Sort(names)
+	fmt.Println("reconciled:", names)
+	lease, err := client.CoordinationV1().Leases("default").Get(ctx, "configmaps.member-0", metav1.GetOptions{})
+	if err != nil {
+		panic(err)
+	}
+	_, slots, _ := strings.Cut(lease.Annotations[sharding.SlotsAnnotation("configmaps")], ":")
+	fmt.Println("slots:", slots)
+	cancel()
+	fmt.Println(<-done)
+	// Output:
+	// shard selectors served: true
+	// reconciled: [a b]
+	// slots: 0-63
+	// <nil>
 }

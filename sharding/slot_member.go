@@ -192,8 +192,13 @@ func (k *SlotKeeper) Run(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		if l, err := inf.Lister().Namespace(k.cfg.Namespace).Get(name); err == nil {
-			if err := k.step(ctx, l); err != nil && ctx.Err() == nil {
+			switch err := k.step(ctx, l); {
+			case err == nil || ctx.Err() != nil:
+			case apierrors.IsConflict(err):
+				// A renewal or the sharder wrote first: the next version comes.
 				logger.V(2).Info("Cannot record the served slots yet", "reason", err.Error())
+			default:
+				logger.Error(err, "Cannot record the served slots")
 			}
 		}
 		select {

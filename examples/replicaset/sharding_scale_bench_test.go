@@ -78,14 +78,15 @@ func BenchmarkShardRebalance(b *testing.B) {
 	in := rbactest.ApplyFiles(b, env, "deploy/rbac.yaml", "deploy/sharding.yaml", "deploy/deployment.yaml")
 	var gated *testkit.Env
 	var gatedIn *rbactest.Install
+	parent := b // the gated server outlives the sub-benchmark that starts it
 	for _, mode := range []string{"label", "webhook", "server"} {
 		for _, n := range scaleObjects(b) {
 			b.Run(fmt.Sprintf("mode=%s/objects=%d", mode, n), func(b *testing.B) {
 				env, in := env, in
 				if mode == "server" {
 					if gated == nil {
-						gated = testkit.NewAPIServerWithOptions(b, testkit.APIServerOptions{FeatureGates: map[string]bool{"ShardedListAndWatch": true}})
-						gatedIn = rbactest.ApplyFiles(b, gated, "deploy/rbac.yaml", "deploy/sharding.yaml", "deploy/deployment.yaml")
+						gated = testkit.NewAPIServerWithOptions(parent, testkit.APIServerOptions{FeatureGates: map[string]bool{"ShardedListAndWatch": true}})
+						gatedIn = rbactest.ApplyFiles(parent, gated, "deploy/rbac.yaml", "deploy/sharding.yaml", "deploy/deployment.yaml")
 					}
 					env, in = gated, gatedIn
 				}
