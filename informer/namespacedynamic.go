@@ -216,7 +216,9 @@ func (d *dynamicNamespaces) addLocked(ns string) (*nsEntry, error) {
 		h.regs[ns] = r
 	}
 	d.entries[ns] = e
-	d.f.logger.V(2).Info("Entered the informer's scope", "informer", d.m.name, d.unit, ns)
+	// The messages name the unit ("Namespace entered…", "Shard entered…"):
+	// operators grep for them.
+	d.f.logger.V(2).Info(d.title()+" entered the informer's scope", "informer", d.m.name, d.unit, ns)
 	return e, nil
 }
 
@@ -236,7 +238,7 @@ func (d *dynamicNamespaces) remove(ns string, e *nsEntry, handlers []*dynRegistr
 	e.factory.Shutdown()
 	objs := e.inf.GetStore().List()
 	// V(2): namespaces come and go rarely, and an operator asks when they did.
-	d.f.logger.V(2).Info("Left the informer's scope", "informer", d.m.name, d.unit, ns, "objects", len(objs))
+	d.f.logger.V(2).Info(d.title()+" left the informer's scope", "informer", d.m.name, d.unit, ns, "objects", len(objs))
 	for _, h := range handlers {
 		for _, obj := range objs {
 			key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
@@ -252,6 +254,14 @@ func (d *dynamicNamespaces) remove(ns string, e *nsEntry, handlers []*dynRegistr
 			h.handler.OnDelete(cache.DeletedFinalStateUnknown{Key: key, Obj: obj})
 		}
 	}
+}
+
+// title is the unit with a capital: "Namespace" or "Shard".
+func (d *dynamicNamespaces) title() string {
+	if d.shards {
+		return "Shard"
+	}
+	return "Namespace"
 }
 
 // outOfScopeHandler is implemented by this package's handler adapter, which

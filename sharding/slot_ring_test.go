@@ -3,6 +3,8 @@ package sharding_test
 import (
 	"context"
 	"errors"
+	"os"
+	"strconv"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -29,15 +31,18 @@ import (
 // its own ShardSet-scoped factory, controller, keeper, dispatcher, member
 // Lease and sharder candidate.
 type slotRing struct {
-	t       *testing.T
-	ctx     context.Context
-	client  kubernetes.Interface
+	t      *testing.T
+	ctx    context.Context
+	client kubernetes.Interface
+	// members is the members' client for their Leases (and their sharder
+	// candidates'): client, or one with write faults.
+	members kubernetes.Interface
 	ns      string
 	checker *overlapChecker
 	keys    []string
 
 	mu      sync.Mutex
-	members map[string]*slotMember
+	running map[string]*slotMember
 }
 
 type slotMember struct {
@@ -48,7 +53,7 @@ type slotMember struct {
 }
 
 func newSlotRing(t *testing.T, ctx context.Context, client kubernetes.Interface, ns string, objects int) *slotRing {
-	r := &slotRing{t: t, ctx: ctx, client: client, ns: ns, checker: newOverlapChecker(), members: map[string]*slotMember{}}
+	r := &slotRing{t: t, ctx: ctx, client: client, members: client, ns: ns, checker: newOverlapChecker(), running: map[string]*slotMember{}}
 	for i := range objects {
 		name := fmt.Sprintf("cm-%03d", i)
 		_, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
@@ -58,7 +63,7 @@ func newSlotRing(t *testing.T, ctx context.Context, client kubernetes.Interface,
 	return r
 }
 
-func (r *slotRing) start(id string) { r.startWith(id, r.client) }
+func (r *slotRing) start(id string) { r.startWith(id, r.members) }
 
 // startWith starts member id with client for its Leases (the objects are
 // listed and watched with the ring's client).
@@ -100,15 +105,15 @@ func (r *slotRing) startWith(id string, client kubernetes.Interface) {
 		sm.err = g.Run(ctx)
 	}()
 	r.mu.Lock()
-	r.members[id] = sm
+	r.running[id] = sm
 	r.mu.Unlock()
 	t.Cleanup(func() { r.stop(id) })
 }
 
 func (r *slotRing) stop(id string) {
 	r.mu.Lock()
-	sm := r.members[id]
-	delete(r.members, id)
+	sm := r.running[id]
+	delete(r.running, id)
 	r.mu.Unlock()
 	if sm == nil {
 		return
@@ -145,7 +150,7 @@ func (r *slotRing) settled(what string) {
 // reconciles match, else what is wrong.
 func (r *slotRing) split() string {
 	r.mu.Lock()
-	members := maps.Clone(r.members)
+	members := maps.Clone(r.running)
 	r.mu.Unlock()
 	owner := map[string]string{}
 	for _, id := range slices.Sorted(maps.Keys(members)) {
@@ -209,7 +214,7 @@ func TestSlotRingOnFakeCluster(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	runSlotRing(t, ctx, cluster.Clientset(), "default")
+	runSlotRing(t, ctx, cluster.Clientset(), nil, "default")
 }
 
 // The same ring on the kube-apiserver built by hack/install-kube.sh, with
@@ -223,11 +228,30 @@ func TestAPIServerSlotRing(t *testing.T) {
 	served, err = sharding.ServesShardSelector(shared.Context(), shared.Client(), shared.Namespace())
 	require.NoError(t, err)
 	require.False(t, served, "the shared server runs without the gate")
-	runSlotRing(t, env.Context(), env.Client(), env.Namespace())
+
+	// Every write of the members and sharders (Lease renewals, slot and
+	// served records) meets refusals and lost replies.
+	seed := rand.Uint64() % 1_000_000
+	if s := os.Getenv(envSeed); s != "" {
+		seed, err = strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err, "%s must be a seed", envSeed)
+	}
+	t.Logf("write faults from seed %d: rerun this schedule with %s=%d", seed, envSeed, seed)
+	faults := newWriteFaults(seed, 0.1, 0.1)
+	faulty, err := kubernetes.NewForConfig(faults.wrap(env.Config()))
+	require.NoError(t, err)
+	runSlotRing(t, env.Context(), env.Client(), faulty, env.Namespace())
+	t.Logf("write faults: %v", faults)
+	require.NotZero(t, faults.lost.Load(), "no reply lost")
 }
 
-func runSlotRing(t *testing.T, ctx context.Context, client kubernetes.Interface, ns string) {
+// runSlotRing runs the scenario with the members' Leases written through
+// members (nil: client).
+func runSlotRing(t *testing.T, ctx context.Context, client, members kubernetes.Interface, ns string) {
 	r := newSlotRing(t, ctx, client, ns, 200)
+	if members != nil {
+		r.members = members
+	}
 	r.start("a")
 	r.settled("one member")
 	r.start("b")
@@ -244,12 +268,12 @@ func runSlotRing(t *testing.T, ctx context.Context, client kubernetes.Interface,
 	// RenewDeadline, and its slots are freed once the sharder has seen its
 	// Lease unrenewed for LeaseDuration and read it again.
 	cut := new(atomic.Bool)
-	r.startWith("d", partitionable{Interface: client, cut: cut})
+	r.startWith("d", partitionable{Interface: r.members, cut: cut})
 	r.settled("d joined")
 	cut.Store(true)
 	r.mu.Lock()
-	d := r.members["d"]
-	delete(r.members, "d")
+	d := r.running["d"]
+	delete(r.running, "d")
 	r.mu.Unlock()
 	select {
 	case <-d.done:

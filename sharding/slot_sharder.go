@@ -147,7 +147,7 @@ func (t *slotTerm) round(ctx context.Context) {
 	leases := t.cached()
 	views := map[string]memberView{}
 	current := map[string]slotSet{}
-	var blocked slotSet // claimed by a live member, or by a dead one not yet confirmed
+	var unconfirmed slotSet // the records of members that look dead, not yet confirmed
 	for id, l := range leases {
 		v := viewOf(t.cfg.Ring, l)
 		if h, ok := holders[id]; ok && h == v.holder {
@@ -162,24 +162,43 @@ func (t *slotTerm) round(ctx context.Context) {
 		}
 		// Dead in this view, with records: confirm, then clear.
 		if err := t.confirmDead(ctx, id, l); err != nil {
-			blocked |= v.assigned.slots | v.served.slots
+			unconfirmed |= v.assigned.slots | v.served.slots
 			logger.V(2).Info("Slots of a member not yet free", "member", id, "reason", err.Error())
 		}
 	}
 	live := slices.Sorted(maps.Keys(views))
 	target := balanceSlots(current, live)
+	// claims are what each live member may reconcile now or soon, including
+	// what this round gives it.
+	claims := map[string]slotSet{}
 	for _, id := range live {
-		blocked |= views[id].claims()
+		claims[id] = views[id].claims()
 	}
+	// Additions are decided on the members' records read from the API
+	// server, not from the cache: a write of this term whose reply was lost
+	// may be stored and not cached yet, and the slot it gave would look free.
+	reread := false
 	for _, id := range live {
 		v := views[id]
 		have := current[id]
-		want := have & target[id]
-		for _, slot := range (target[id] &^ have).each() {
-			if !(blocked &^ views[id].claims()).has(slot) {
-				want |= 1 << slot
+		others := func() slotSet {
+			others := unconfirmed
+			for _, x := range live {
+				if x != id {
+					others |= claims[x]
+				}
+			}
+			return others
+		}
+		if target[id]&^have&^others() != 0 && !reread {
+			reread = true
+			if err := t.reread(ctx, live, claims); err != nil {
+				logger.V(2).Info("Cannot read the member Leases; slots are not given this round", "reason", err.Error())
+				unconfirmed = ^slotSet(0) // removals only
 			}
 		}
+		// Slots leave at once; they arrive only when no one else claims them.
+		want := have&target[id] | (target[id] &^ have &^ others())
 		if want == have && v.assigned.holder == v.holder {
 			continue
 		}
@@ -195,11 +214,23 @@ func (t *slotTerm) round(ctx context.Context) {
 			continue
 		}
 		logger.V(2).Info("Assigned slots", "member", id, "slots", want.String(), "added", (want &^ have).String(), "removed", (have &^ want).String())
-		// Taken at once: a later member in this round must not be given
-		// what this one may start serving.
-		blocked |= want
+		claims[id] |= want
 	}
 	t.metrics.setMembers(t.cfg.Ring, len(live))
+}
+
+// reread reads the Leases of the live members from the API server and adds
+// the slots they claim there to claims.
+func (t *slotTerm) reread(ctx context.Context, live []string, claims map[string]slotSet) error {
+	for _, id := range live {
+		l, err := t.leases.Get(ctx, memberLeaseName(t.cfg.Ring, id), metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("read Lease of %s: %w", id, err)
+		}
+		t.live.observe(l)
+		claims[id] |= viewOf(t.cfg.Ring, l).claims()
+	}
+	return nil
 }
 
 // confirmDead reads a member Lease that looks dead, and clears its slot
