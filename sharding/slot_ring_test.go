@@ -40,6 +40,9 @@ type slotRing struct {
 	ns      string
 	checker *overlapChecker
 	keys    []string
+	// hash is the ring's HashField; under HashNamespace the objects are
+	// spread over many namespaces and the members watch them all.
+	hash sharding.HashField
 
 	mu      sync.Mutex
 	running map[string]*slotMember
@@ -63,21 +66,41 @@ func newSlotRing(t *testing.T, ctx context.Context, client kubernetes.Interface,
 	return r
 }
 
+// newNamespaceSlotRing is a ring hashing namespaces, over perNS objects in
+// each of namespaces; its Leases live in leaseNS.
+func newNamespaceSlotRing(t *testing.T, ctx context.Context, client kubernetes.Interface, leaseNS string, namespaces []string, perNS int) *slotRing {
+	r := newSlotRing(t, ctx, client, leaseNS, 0)
+	r.hash = sharding.HashNamespace
+	for _, ns := range namespaces {
+		for i := range perNS {
+			name := fmt.Sprintf("cm-%d", i)
+			_, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			r.keys = append(r.keys, ns+"/"+name)
+		}
+	}
+	return r
+}
+
 func (r *slotRing) start(id string) { r.startWith(id, r.members) }
 
 // startWith starts member id with client for its Leases (the objects are
 // listed and watched with the ring's client).
 func (r *slotRing) startWith(id string, client kubernetes.Interface) {
 	t := r.t
-	cfg := sharding.Config{Ring: ringName, Namespace: r.ns, Identity: id, Mode: sharding.ModeServer,
+	cfg := sharding.Config{Ring: ringName, Namespace: r.ns, Identity: id, Mode: sharding.ModeServer, HashField: r.hash,
 		LeaseDuration: testLeaseDuration, RenewDeadline: testRenewDeadline, RetryPeriod: testRetryPeriod}
 	m, err := sharding.NewMember(client, cfg, sharding.MemberOptions{})
 	require.NoError(t, err)
-	sh, err := sharding.NewSharder(client, nil, cfg, sharding.SharderOptions{Resource: configMaps, Namespace: r.ns})
+	objNS := r.ns // the objects' namespace, "" for all
+	if r.hash == sharding.HashNamespace {
+		objNS = ""
+	}
+	sh, err := sharding.NewSharder(client, nil, cfg, sharding.SharderOptions{Resource: configMaps, Namespace: objNS})
 	require.NoError(t, err)
 	set, err := informer.NewShardSet()
 	require.NoError(t, err)
-	f := informer.NewFactory(r.client, informer.WithNamespace(r.ns), informer.WithShardSet(set))
+	f := informer.NewFactory(r.client, informer.WithNamespace(objNS), informer.WithShardSet(set))
 	cms, err := informer.For[*corev1.ConfigMap](f)
 	require.NoError(t, err)
 	keeper, err := sharding.NewSlotKeeper(m, set, f.HasSynced, sharding.SlotKeeperOptions{})
@@ -173,7 +196,11 @@ func (r *slotRing) split() string {
 		if assigned == "" || assigned != serving {
 			return fmt.Sprintf("member %s assigned %q, serving %q", id, assigned, serving)
 		}
-		served += slotCount(assigned)
+		_, slots, err := sharding.ParseSlotRecord(serving)
+		if err != nil {
+			return err.Error()
+		}
+		served += len(slots)
 	}
 	if served != sharding.Slots {
 		return fmt.Sprintf("%d slots served", served)
@@ -198,8 +225,8 @@ func (r *slotRing) touch(what string) {
 		r.checker.mu.Lock()
 		delete(r.checker.lastBy, key)
 		r.checker.mu.Unlock()
-		name := key[len(r.ns)+1:]
-		_, err := r.client.CoreV1().ConfigMaps(r.ns).Patch(r.ctx, name, "application/merge-patch+json",
+		ns, name, _ := strings.Cut(key, "/")
+		_, err := r.client.CoreV1().ConfigMaps(ns).Patch(r.ctx, name, "application/merge-patch+json",
 			[]byte(fmt.Sprintf(`{"data":{"touched":%q}}`, what)), metav1.PatchOptions{})
 		require.NoError(r.t, err)
 	}
@@ -215,6 +242,46 @@ func TestSlotRingOnFakeCluster(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	runSlotRing(t, ctx, cluster.Clientset(), nil, "default")
+}
+
+// A ring hashing namespaces: a namespace's objects are cached and
+// reconciled by one member, the one serving its namespace's slot, through
+// joins and a leave.
+func TestSlotRingByNamespaceOnFakeCluster(t *testing.T) {
+	cluster, err := fakecluster.New()
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var namespaces []string
+	for i := range 24 {
+		namespaces = append(namespaces, fmt.Sprintf("team-%02d", i))
+	}
+	r := newNamespaceSlotRing(t, ctx, cluster.Clientset(), "ring", namespaces, 5)
+	r.start("a")
+	r.settled("one member")
+	r.start("b")
+	r.start("c")
+	r.settled("three members")
+	r.touch("three members")
+	owners := map[string]map[string]bool{} // namespace -> members caching its objects
+	r.mu.Lock()
+	for id, m := range r.running {
+		for _, key := range m.cms.Informer().GetStore().ListKeys() {
+			ns, _, _ := strings.Cut(key, "/")
+			if owners[ns] == nil {
+				owners[ns] = map[string]bool{}
+			}
+			owners[ns][id] = true
+		}
+	}
+	r.mu.Unlock()
+	for ns, ids := range owners {
+		require.Len(t, ids, 1, "namespace %s split across %v", ns, ids)
+	}
+	r.stop("b")
+	r.settled("b left")
+	r.touch("b left")
+	r.checker.check(t)
 }
 
 // The same ring on the kube-apiserver built by hack/install-kube.sh, with
@@ -290,19 +357,4 @@ func runSlotRing(t *testing.T, ctx context.Context, client, members kubernetes.I
 		require.Empty(t, cm.Labels, "the ring wrote on %s", cm.Name)
 		require.Empty(t, cm.Annotations, "the ring wrote on %s", cm.Name)
 	}
-}
-
-// slotCount counts the slots of a record "<holder>:<ranges>".
-func slotCount(record string) int {
-	n := 0
-	_, ranges, _ := strings.Cut(record, ":")
-	for part := range strings.SplitSeq(ranges, ",") {
-		var a, b int
-		if _, err := fmt.Sscanf(part, "%d-%d", &a, &b); err == nil {
-			n += b - a + 1
-		} else if _, err := fmt.Sscanf(part, "%d", &a); err == nil {
-			n++
-		}
-	}
-	return n
 }

@@ -108,6 +108,18 @@ func parseRecord(v string) (slotRecord, error) {
 	return slotRecord{holder: v[:i], slots: s}, nil
 }
 
+// ParseSlotRecord parses the value of a member Lease's SlotsAnnotation or
+// ServingAnnotation, "<holder>:<ranges>" (for example
+// "rs-1_3f2a9c1d0b7e:0-20,42"), into the holder it was written for and the
+// slots, in order. "" is no record: no holder, no slots.
+func ParseSlotRecord(value string) (holder string, slots []int, err error) {
+	r, err := parseRecord(value)
+	if err != nil {
+		return "", nil, fmt.Errorf("sharding: %w", err)
+	}
+	return r.holder, r.slots.each(), nil
+}
+
 // SlotsAnnotation is the annotation of a member Lease in which the sharder
 // of a server-side ring writes the slots assigned to the member:
 // shard.ctrlkit.dev/<ring>-slots, "<holder>:<slots>".

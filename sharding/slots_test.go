@@ -111,3 +111,16 @@ func TestServesShardSelector(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok, "client-go's fake clientset ignores them")
 }
+
+func TestParseSlotRecord(t *testing.T) {
+	holder, slots, err := ParseSlotRecord("rs-1_3f2a9c1d0b7e:0-2,42")
+	require.NoError(t, err)
+	assert.Equal(t, "rs-1_3f2a9c1d0b7e", holder)
+	assert.Equal(t, []int{0, 1, 2, 42}, slots)
+	holder, slots, err = ParseSlotRecord("")
+	require.NoError(t, err)
+	assert.Empty(t, holder)
+	assert.Empty(t, slots)
+	_, _, err = ParseSlotRecord("h:64")
+	assert.ErrorContains(t, err, "sharding: slot range")
+}

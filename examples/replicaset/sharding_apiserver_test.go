@@ -9,8 +9,6 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -397,17 +395,10 @@ func awaitServed(t *testing.T, client kubernetes.Interface, ns string, n int, id
 				why = fmt.Sprintf("%s assigned %q, serving %q", id, assigned, serving)
 				return false, nil
 			}
-			_, ranges, _ := strings.Cut(serving, ":")
-			for part := range strings.SplitSeq(ranges, ",") {
-				lo, hi, isRange := strings.Cut(part, "-")
-				if !isRange {
-					hi = lo
-				}
-				a, _ := strconv.Atoi(lo)
-				b, _ := strconv.Atoi(hi)
-				for slot := a; slot <= b; slot++ {
-					bySlot[slot] = id
-				}
+			_, slots, err := sharding.ParseSlotRecord(serving)
+			require.NoError(t, err)
+			for _, slot := range slots {
+				bySlot[slot] = id
 			}
 		}
 		if len(bySlot) != sharding.Slots {

@@ -422,9 +422,12 @@ func (a *assignments) awaitServed(b *testing.B, procs map[string]*process, ids [
 		for _, l := range leases.Items {
 			id, _ := strings.CutPrefix(l.Name, ShardRing+".")
 			assigned, serving := l.Annotations[sharding.SlotsAnnotation(ShardRing)], l.Annotations[sharding.ServingAnnotation(ShardRing)]
-			_, ranges, _ := strings.Cut(serving, ":")
+			_, slots, err := sharding.ParseSlotRecord(serving)
+			if err != nil {
+				return false, err
+			}
 			if !slices.Contains(ids, id) {
-				if ranges != "" && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
+				if len(slots) > 0 && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
 					why = fmt.Sprintf("%s, not a member, serves %q", id, serving)
 					return false, nil
 				}
@@ -435,16 +438,8 @@ func (a *assignments) awaitServed(b *testing.B, procs map[string]*process, ids [
 				return false, nil
 			}
 			members++
-			for part := range strings.SplitSeq(ranges, ",") {
-				lo, hi, isRange := strings.Cut(part, "-")
-				if !isRange {
-					hi = lo
-				}
-				x, _ := strconv.Atoi(lo)
-				y, _ := strconv.Atoi(hi)
-				for slot := x; slot <= y; slot++ {
-					bySlot[slot] = id
-				}
+			for _, slot := range slots {
+				bySlot[slot] = id
 			}
 		}
 		if members != len(ids) || len(bySlot) != sharding.Slots {
