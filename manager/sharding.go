@@ -50,6 +50,14 @@ type ShardingOptions struct {
 	// given a Client instead of a Config needs it set (NewRingClient), and
 	// its rate limiter is the ring's budget.
 	Metadata metadata.Interface
+	// Leases is the clientset of the ring's Leases: the member's renewals,
+	// the sharder's election and Lease reads, a server-side ring's slot
+	// records. nil means one built from Options.Config (or GetConfig's) by
+	// sharding.NewLeaseClient, with the ring's budget apart from the
+	// controllers' (as kube-controller-manager gives leader election a
+	// client of its own); a Manager given a Client instead of a Config uses
+	// that Client unless this is set.
+	Leases kubernetes.Interface
 	// FactoryOptions configure ShardFactory (for example
 	// informer.WithDynamicClient for a custom resource). Its list options
 	// select the member's label whatever they say: a WithTweakListOptions
@@ -93,6 +101,7 @@ type shardState struct {
 	cfg      sharding.Config // defaults applied; Mode as configured
 	opts     ShardingOptions
 	meta     metadata.Interface
+	leases   kubernetes.Interface // the ring's Lease client
 	member   *sharding.Member
 	sharder  *sharding.Sharder
 	assigner *sharding.Assigner // nil without AssignAtAdmission
@@ -144,6 +153,20 @@ func (m *Manager) newShardState(opts ShardingOptions, restCfg *rest.Config) (*sh
 			return nil, fmt.Errorf("manager: %w", err)
 		}
 	}
+	// The ring's Leases (renewals, the sharder's election and reads, slot
+	// records) get a client with the ring's budget, apart from the
+	// controllers': a burst of their writes must not delay a renewal.
+	leases := opts.Leases
+	switch {
+	case leases != nil:
+	case restCfg != nil:
+		var err error
+		if leases, err = sharding.NewLeaseClient(restCfg, cfg); err != nil {
+			return nil, fmt.Errorf("manager: %w", err)
+		}
+	default:
+		leases = m.client
+	}
 	metrics, err := sharding.NewMetrics(m.registerer)
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
@@ -152,22 +175,22 @@ func (m *Manager) newShardState(opts ShardingOptions, restCfg *rest.Config) (*sh
 	if sopts.Metrics == nil {
 		sopts.Metrics = metrics
 	}
-	member, err := sharding.NewMember(m.client, cfg, sharding.MemberOptions{})
+	member, err := sharding.NewMember(leases, cfg, sharding.MemberOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("manager: sharding: %w", err)
 	}
-	sharder, err := sharding.NewSharder(m.client, meta, cfg, sopts)
+	sharder, err := sharding.NewSharder(leases, meta, cfg, sopts)
 	if err != nil {
 		return nil, fmt.Errorf("manager: sharding: %w", err)
 	}
 	var assigner *sharding.Assigner
 	if opts.AssignAtAdmission {
-		if assigner, err = sharding.NewAssigner(m.client, cfg, sharding.AssignerOptions{}); err != nil {
+		if assigner, err = sharding.NewAssigner(leases, cfg, sharding.AssignerOptions{}); err != nil {
 			return nil, fmt.Errorf("manager: sharding: %w", err)
 		}
 	}
 	s := &shardState{
-		cfg: cfg, opts: opts, meta: meta, member: member, sharder: sharder, assigner: assigner, metrics: metrics,
+		cfg: cfg, opts: opts, meta: meta, leases: leases, member: member, sharder: sharder, assigner: assigner, metrics: metrics,
 		name: shardGroupPrefix + cfg.Ring,
 	}
 	s.mode.Store(cfg.Mode)
@@ -223,7 +246,7 @@ func (s *shardState) chooseMode(ctx context.Context, client kubernetes.Interface
 		"ring", s.cfg.Ring, "wanted", sharding.ModeServer, "mode", sharding.ModeLabels)
 	cfg := s.cfg
 	cfg.Mode = sharding.ModeLabels
-	sharder, err := sharding.NewSharder(client, s.meta, cfg, s.opts.Sharder)
+	sharder, err := sharding.NewSharder(s.leases, s.meta, cfg, s.opts.Sharder)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
@@ -296,20 +297,48 @@ func identityOf(ring, leaseName string) (string, bool) {
 // dispatchers write with (manager.ShardingOptions.Metadata). restCfg is not
 // changed.
 func NewRingClient(restCfg *rest.Config, c Config) (metadata.Interface, error) {
-	if restCfg == nil {
-		return nil, &ConfigError{Field: "restConfig", Rule: "rest config must not be nil"}
+	rc, c, err := ringConfig(restCfg, c)
+	if err != nil {
+		return nil, err
 	}
-	c = c.WithDefaults()
-	if c.WriteQPS < 0 || c.WriteBurst < 0 {
-		return nil, c.Validate()
-	}
-	rc := rest.CopyConfig(restCfg)
-	// The ring's own budget, apart from the controllers' client: a burst of
-	// assignments or moves must not wait on --kube-api-qps.
-	rc.QPS, rc.Burst, rc.RateLimiter = c.WriteQPS, c.WriteBurst, nil
 	meta, err := metadata.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("sharding: ring %q: metadata client for %s: %w", c.Ring, restCfg.Host, err)
 	}
 	return meta, nil
+}
+
+// NewLeaseClient returns the clientset of the ring's Leases over restCfg,
+// with the ring's budget as NewRingClient's: the member's renewals, the
+// sharder's election and Lease reads, and a server-side ring's slot
+// records go through it, apart from the controllers' client, so that a
+// burst of controller writes never delays a renewal or a handover (as
+// kube-controller-manager gives leader election a client of its own).
+// restCfg is not changed.
+func NewLeaseClient(restCfg *rest.Config, c Config) (kubernetes.Interface, error) {
+	rc, c, err := ringConfig(restCfg, c)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("sharding: ring %q: Lease client for %s: %w", c.Ring, restCfg.Host, err)
+	}
+	return cs, nil
+}
+
+// ringConfig is a copy of restCfg with the ring's budget.
+func ringConfig(restCfg *rest.Config, c Config) (*rest.Config, Config, error) {
+	if restCfg == nil {
+		return nil, c, &ConfigError{Field: "restConfig", Rule: "rest config must not be nil"}
+	}
+	c = c.WithDefaults()
+	if c.WriteQPS < 0 || c.WriteBurst < 0 {
+		return nil, c, c.Validate()
+	}
+	rc := rest.CopyConfig(restCfg)
+	// The ring's own budget, apart from the controllers' client: a burst of
+	// assignments or moves must not wait on --kube-api-qps.
+	rc.QPS, rc.Burst, rc.RateLimiter = c.WriteQPS, c.WriteBurst, nil
+	return rc, c, nil
 }

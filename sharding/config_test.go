@@ -82,6 +82,15 @@ func TestNewRingClient(t *testing.T) {
 	d := Config{}.WithDefaults()
 	assert.Equal(t, float32(DefaultWriteQPS), d.WriteQPS)
 	assert.Equal(t, DefaultWriteBurst, d.WriteBurst)
+
+	// The Lease client has the same budget, its own token bucket.
+	leases, err := NewLeaseClient(restCfg, Config{Ring: "web", Identity: "a", WriteQPS: 400})
+	require.NoError(t, err)
+	limiter := leases.CoordinationV1().RESTClient().GetRateLimiter()
+	require.NotNil(t, limiter)
+	assert.InDelta(t, 400, limiter.QPS(), 0.01)
+	_, err = NewLeaseClient(nil, Config{Ring: "web", Identity: "a"})
+	assert.ErrorIs(t, err, ErrInvalidConfig)
 }
 
 func TestConfigModeAndHashField(t *testing.T) {

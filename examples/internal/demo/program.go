@@ -400,7 +400,8 @@ func checkAddr(addr string) error {
 func start(ctx context.Context, p Program, s *Settings) error {
 	logger := klog.FromContext(ctx)
 	env := &Env{Gate: s.Gate, Workers: s.Workers, Timeout: s.Timeout, InMemory: s.Kubeconfig == "", Sharded: s.Shard.Sharded()}
-	var meta metadata.Interface // the sharder's and the dispatchers' client, when sharded
+	var meta metadata.Interface     // the sharder's and the dispatchers' client, when sharded
+	var leases kubernetes.Interface // the ring's Lease client, when sharded
 	if !env.InMemory {
 		cfg, err := RESTConfig(s.Kubeconfig)
 		if err != nil {
@@ -415,6 +416,9 @@ func start(ctx context.Context, p Program, s *Settings) error {
 		}
 		if s.Shard.Sharded() {
 			if meta, err = sharding.NewRingClient(cfg, s.Shard); err != nil {
+				return err
+			}
+			if leases, err = sharding.NewLeaseClient(cfg, s.Shard); err != nil {
 				return err
 			}
 		}
@@ -471,6 +475,7 @@ func start(ctx context.Context, p Program, s *Settings) error {
 			Config:            shard,
 			Sharder:           sharding.SharderOptions{Resource: p.Sharding.Resource, Children: p.Sharding.Children},
 			Metadata:          meta,
+			Leases:            leases,
 			FactoryOptions:    fopts,
 			AssignAtAdmission: s.ShardWebhookAddr != "",
 		}
