@@ -108,11 +108,11 @@ type Config struct {
 	// RetryPeriod is the pause between renewals. Default 2s.
 	RetryPeriod time.Duration
 
-	// WriteQPS and WriteBurst are the token bucket of this member's ring
-	// client, the metadata client that manager.Manager builds for the ring:
-	// the sharder's label patches, Lease reads and children lists, and the
-	// dispatchers' drain acknowledgements, apart from the controllers' own
-	// client. Per process, not per ring. Defaults DefaultWriteQPS and
+	// WriteQPS and WriteBurst are the token bucket of each of this member's
+	// ring clients (NewRingClient: the sharder's label patches and children
+	// lists, the dispatchers' drain acknowledgements; NewLeaseClient: the
+	// ring's Leases), apart from the controllers' own client. Per process,
+	// not per ring. Defaults DefaultWriteQPS and
 	// DefaultWriteBurst. A metadata client given to NewSharder or the
 	// Manager (ShardingOptions.Metadata) keeps its own limiter: it is the
 	// budget then.
