@@ -187,12 +187,15 @@ func (k *SlotKeeper) Run(ctx context.Context) error {
 		return fmt.Errorf("sharding: ring %q: member Lease informer: %w", k.cfg.Ring, err)
 	}
 	f.Start(ctx)
-	// Sync progress is not an event: poll it while something waits for it.
+	// Sync progress is not an event: it is polled while the member does not
+	// serve all it is assigned (or a write failed).
 	tick := k.clock.NewTicker(syncPoll)
 	defer tick.Stop()
 	for {
+		settled := false
 		if l, err := inf.Lister().Namespace(k.cfg.Namespace).Get(name); err == nil {
-			switch err := k.step(ctx, l); {
+			var err error
+			switch settled, err = k.step(ctx, l); {
 			case err == nil || ctx.Err() != nil:
 			case apierrors.IsConflict(err):
 				// A renewal or the sharder wrote first: the next version comes.
@@ -201,11 +204,15 @@ func (k *SlotKeeper) Run(ctx context.Context) error {
 				logger.Error(err, "Cannot record the served slots")
 			}
 		}
+		var poll <-chan time.Time
+		if !settled {
+			poll = tick.C()
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-wake:
-		case <-tick.C():
+		case <-poll:
 		}
 	}
 }
@@ -213,8 +220,9 @@ func (k *SlotKeeper) Run(ctx context.Context) error {
 // syncPoll is how often the keeper looks at the informers' sync.
 const syncPoll = 100 * time.Millisecond
 
-// step moves the member one step towards the slots assigned in l.
-func (k *SlotKeeper) step(ctx context.Context, l *coordinationv1.Lease) error {
+// step moves the member one step towards the slots assigned in l, and
+// reports whether it serves them all.
+func (k *SlotKeeper) step(ctx context.Context, l *coordinationv1.Lease) (bool, error) {
 	assigned, err := parseRecord(l.Annotations[SlotsAnnotation(k.cfg.Ring)])
 	if err != nil || assigned.holder != k.holder {
 		assigned = slotRecord{holder: k.holder} // written for another process: nothing is ours
@@ -229,12 +237,12 @@ func (k *SlotKeeper) step(ctx context.Context, l *coordinationv1.Lease) error {
 	if dropping != 0 {
 		klog.FromContext(ctx).V(2).Info("Dropping slots", "slots", dropping.String())
 		if err := k.waitIdle(ctx, dropping); err != nil {
-			return err
+			return false, err
 		}
 	}
 	// 2. The informers select exactly the assigned slots.
 	if err := k.set.Set(want.selectors(k.cfg.HashField)...); err != nil {
-		return err // not expected: the selectors are built here
+		return false, err // not expected: the selectors are built here
 	}
 	// 3. Served: what is admitted, and once the informers have synced, all
 	// that is assigned.
@@ -257,9 +265,9 @@ func (k *SlotKeeper) step(ctx context.Context, l *coordinationv1.Lease) error {
 		if _, err := k.leases.Patch(ctx, l.Name, types.MergePatchType,
 			metaPatch(l.ResourceVersion, nil, map[string]*string{ServingAnnotation(k.cfg.Ring): ptr(rec.String())}), metav1.PatchOptions{}); err != nil {
 			if apierrors.IsConflict(err) {
-				return fmt.Errorf("Lease changed since it was read: %w", err)
+				return false, fmt.Errorf("Lease changed since it was read: %w", err)
 			}
-			return fmt.Errorf("record served slots %s: %w", ready, err)
+			return false, fmt.Errorf("record served slots %s: %w", ready, err)
 		}
 		klog.FromContext(ctx).V(2).Info("Serving slots", "slots", ready.String())
 		k.mu.Lock()
@@ -278,7 +286,7 @@ func (k *SlotKeeper) step(ctx context.Context, l *coordinationv1.Lease) error {
 			fn(gained)
 		}
 	}
-	return nil
+	return ready == want, nil
 }
 
 // waitIdle waits until no reconcile runs in slots.
