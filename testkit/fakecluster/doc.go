@@ -44,7 +44,10 @@
 //     Binding without a namespace (client-go's fake Pods(ns).Bind sends the Binding's own, not
 //     the client's) binds the one Pod of its name;
 //   - list and watch: label selectors, and field selectors on any field path (an API server
-//     supports only a few per kind); limit and continue page a list; a modification that takes
+//     supports only a few per kind); shard selectors (ListOptions.ShardSelector, the hash
+//     ranges of KEP-5866) over the UID or the namespace, as kube-apiserver with its
+//     ShardedListAndWatch gate serves them, a typed list echoing the selector in
+//     metadata.shardInfo; limit and continue page a list; a modification that takes
 //     an object out of a watch's selectors is a Deleted event, one that brings it in an Added
 //     event; a list carries the cluster's resourceVersion, and a watch from it (or from any
 //     event's) replays every change since, so an informer that lists and then watches misses
