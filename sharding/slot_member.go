@@ -92,14 +92,6 @@ func NewSlotKeeper(member *Member, set *informer.ShardSet, synced func() bool, o
 	return k, nil
 }
 
-// Admitted reports whether the keys of the slot of value (the hashed field
-// of an object: its UID or namespace) may be reconciled here now.
-func (k *SlotKeeper) Admitted(value string) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.admitted.has(slotOf(value))
-}
-
 // enter starts a reconcile in slot, if the slot is admitted.
 func (k *SlotKeeper) enter(slot int) bool {
 	k.mu.Lock()
