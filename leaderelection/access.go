@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
 )
 
 // ErrLeaseAccess is matched (errors.Is) by Elector.ReadyCheck's error: this candidate cannot
@@ -78,9 +79,10 @@ type leaseAccess struct {
 
 // got records a get of the Lease: holder and v are what it read when err is nil, me is this
 // candidate's identity.
-func (a *leaseAccess) got(lease, me, holder string, v leaseVersion, err error) {
+func (a *leaseAccess) got(logger klog.Logger, lease, me, holder string, v leaseVersion, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	defer a.logChange(logger, a.failed)
 	switch {
 	case err != nil && !apierrors.IsNotFound(err): // NotFound reads fine: the engine creates the Lease next
 		if refused(err) {
@@ -97,9 +99,10 @@ func (a *leaseAccess) got(lease, me, holder string, v leaseVersion, err error) {
 }
 
 // wrote records a create or update of the Lease; v is the Lease as read before it.
-func (a *leaseAccess) wrote(lease, verb string, v leaseVersion, err error) {
+func (a *leaseAccess) wrote(logger klog.Logger, lease, verb string, v leaseVersion, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	defer a.logChange(logger, a.failed)
 	switch {
 	case err == nil || apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
 		a.failed = nil
@@ -121,6 +124,20 @@ func refused(err error) bool {
 		return false
 	default:
 		return code >= 400 && code < 500
+	}
+}
+
+// logChange logs a refusal when it begins (or changes verb) and when it ends, not at every
+// retry: the engine tries every RetryPeriod, and client-go logs each failure already. a.mu is
+// held.
+func (a *leaseAccess) logChange(logger klog.Logger, before *LeaseAccessError) {
+	switch {
+	case a.failed == before:
+	case a.failed != nil && (before == nil || before.Verb != a.failed.Verb):
+		logger.Error(a.failed, "The API server refuses this replica its lease: it cannot lead, or renew while it leads, until the refusal is lifted",
+			"verb", a.failed.Verb)
+	case a.failed == nil:
+		logger.Info("The lease is accessible again", "verb", before.Verb)
 	}
 }
 

@@ -2,6 +2,7 @@ package leaderelection
 
 import (
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 )
 
 // What a probe sees after each sequence of lock operations: failures stay until the Lease is
@@ -28,10 +31,10 @@ func TestLeaseAccessStates(t *testing.T) {
 	v1, v2 := leaseVersion{resourceVersion: "1"}, leaseVersion{resourceVersion: "2"}
 	type op func(a *leaseAccess)
 	get := func(holder string, v leaseVersion, err error) op {
-		return func(a *leaseAccess) { a.got(lease, me, holder, v, err) }
+		return func(a *leaseAccess) { a.got(klog.Background(), lease, me, holder, v, err) }
 	}
 	write := func(verb string, v leaseVersion, err error) op {
-		return func(a *leaseAccess) { a.wrote(lease, verb, v, err) }
+		return func(a *leaseAccess) { a.wrote(klog.Background(), lease, verb, v, err) }
 	}
 	for _, tc := range []struct {
 		name string
@@ -196,4 +199,22 @@ func TestReadyCheckStandby(t *testing.T) {
 	require.NoError(t, ra2.stop(t))
 	waitFor(t, recB.started, 10*time.Second, "b takes over once it may update the Lease")
 	assert.NoError(t, b.ReadyCheck(nil))
+}
+
+// A refusal is logged when it begins and when it ends, not at every retry of the engine.
+func TestLeaseAccessLogsChanges(t *testing.T) {
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	buf := logger.GetSink().(ktesting.Underlier).GetBuffer()
+	forbidden := apierrors.NewForbidden(leasesGVR.GroupResource(), "ctrl", errors.New("RBAC: update not allowed"))
+	v1 := leaseVersion{resourceVersion: "1"}
+	var a leaseAccess
+	for range 3 {
+		a.got(logger, "ns/ctrl", "me", "me", v1, nil)
+		a.wrote(logger, "ns/ctrl", "update", v1, forbidden)
+	}
+	assert.Equal(t, 1, strings.Count(buf.String(), "The API server refuses this replica its lease"), buf.String())
+	assert.Contains(t, buf.String(), `verb="update"`)
+	a.wrote(logger, "ns/ctrl", "update", v1, nil)
+	a.wrote(logger, "ns/ctrl", "update", v1, nil)
+	assert.Equal(t, 1, strings.Count(buf.String(), "The lease is accessible again"), buf.String())
 }

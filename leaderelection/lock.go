@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
 )
 
 // guardedLock wraps client-go's LeaseLock for one Run. It tells the session which holder it
@@ -87,7 +88,7 @@ func (l *guardedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionReco
 	if err == nil {
 		holder = rec.HolderIdentity
 	}
-	l.s.access.got(l.inner.Describe(), l.inner.Identity(), holder, *l.read, err)
+	l.s.access.got(klog.FromContext(ctx), l.inner.Describe(), l.inner.Identity(), holder, *l.read, err)
 	if err != nil {
 		return rec, raw, err
 	}
@@ -99,7 +100,7 @@ func (l *guardedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionReco
 
 func (l *guardedLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
 	err := l.inner.Create(ctx, ler)
-	l.s.access.wrote(l.inner.Describe(), "create", *l.read, err)
+	l.s.access.wrote(klog.FromContext(ctx), l.inner.Describe(), "create", *l.read, err)
 	if err != nil {
 		return err
 	}
@@ -121,7 +122,7 @@ func (l *guardedLock) Update(ctx context.Context, ler resourcelock.LeaderElectio
 		defer cancel()
 	}
 	err := l.inner.Update(ctx, ler)
-	l.s.access.wrote(l.inner.Describe(), "update", *l.read, err)
+	l.s.access.wrote(klog.FromContext(ctx), l.inner.Describe(), "update", *l.read, err)
 	if err != nil {
 		return err
 	}

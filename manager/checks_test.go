@@ -97,3 +97,46 @@ func TestReadyzFailsWithoutLeaseAccess(t *testing.T) {
 	require.Eventually(t, func() bool { code, _ := get(t, h, "/readyz"); return code == http.StatusOK }, 10*time.Second, time.Millisecond)
 	require.NoError(t, stop())
 }
+
+// A Lease refused to a replica that has been ready (here the leader, whose renewal is refused)
+// takes no readiness away: /readyz stays 200, /readyz?verbose names the Lease and the refusal,
+// and the line clears once the Lease is writable again.
+func TestReadyzKeptThroughALeaseRefusal(t *testing.T) {
+	client := fake.NewClientset()
+	var refuse atomic.Bool
+	client.PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if refuse.Load() {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "ctrlkit-test",
+				errors.New(`User "ctrl" cannot update resource "leases"`))
+		}
+		return false, nil, nil
+	})
+	m, err := New(Options{Client: client, LeaderElection: fastElection("a")})
+	require.NoError(t, err)
+	ctx, _ := testLogger(t)
+	stop := startManager(t, ctx, m)
+	h := m.Handler()
+	require.Eventually(t, m.Elector().IsLeader, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { code, _ := get(t, h, "/readyz"); return code == http.StatusOK }, 10*time.Second, time.Millisecond)
+
+	refuse.Store(true)
+	var code int
+	var body string
+	require.Eventually(t, func() bool {
+		code, body = get(t, h, "/readyz?verbose")
+		return strings.Contains(body, "[+]leaderelection ok, but: cannot update lease kube-system/ctrlkit-test: ")
+	}, 10*time.Second, time.Millisecond)
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "[+]synced ok\n")
+	assert.True(t, strings.HasSuffix(body, "readyz check passed\n"), body)
+	code, body = get(t, h, "/readyz")
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, "ok", body)
+
+	refuse.Store(false)
+	require.Eventually(t, func() bool {
+		code, body = get(t, h, "/readyz?verbose")
+		return code == http.StatusOK && strings.Contains(body, "[+]leaderelection ok\n")
+	}, 10*time.Second, time.Millisecond, body)
+	require.NoError(t, stop())
+}

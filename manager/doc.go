@@ -67,10 +67,15 @@
 // and not released). /readyz is ok once the Manager runs, its factory's
 // caches synced and every running Runnable with a HasSynced method reports
 // synced (a standby's leader-only controllers, not running yet, are not
-// waited for), and, with leader election, while the replica can read and
-// write its Lease: the check "leaderelection" (leaderelection's
-// Elector.ReadyCheck) names the Lease, the verb and the API server's answer
-// when it cannot, such as a Role without the rule. /metrics serves Options.Registerer's metrics, a private
+// waited for), and, with leader election, while a replica that has never
+// been ready nor led can read and write its Lease: the check
+// "leaderelection" (leaderelection's Elector.ReadyCheck) names the Lease, the
+// verb and the API server's answer when it cannot, such as a Role without the
+// rule. Once a replica has been ready or led, a refused Lease no longer
+// fails /readyz (it would strike every replica, and their webhooks, at
+// once): /readyz?verbose says "[+]leaderelection ok, but: <the refusal>",
+// the log says it when it begins and ends, and
+// ctrlkit_leader_election_lease_refused{name} is 1. /metrics serves Options.Registerer's metrics, a private
 // registry by default, never Prometheus' global one; see controller.Metrics
 // for the series. Handler serves all three on one mux for tests.
 //

@@ -86,6 +86,7 @@ func (m *Manager) onStartedLeading(leading context.Context) {
 		m.mu.Unlock()
 		return
 	}
+	m.beenReady.Store(true) // a Lease refused from now on no longer fails /readyz
 	ctx, cancel := context.WithCancel(leading)
 	defer cancel()
 	// The elector's ctx carries a logger with the lease and identity; the

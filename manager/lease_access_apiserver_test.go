@@ -26,8 +26,10 @@ import (
 // A replica whose RBAC does not let it at its Lease says so on /readyz, asked over HTTP as a
 // kubelet asks, naming the Lease, the verb and the API server's refusal, while /healthz passes.
 // Allowed only to read a Lease another process holds, it is a ready standby; once that Lease is
-// released and it may not take it over, it is not ready (update); given the rule, it leads and
-// is ready. The replica runs as a user of its own (impersonated) whose Role the test grows.
+// released and it may not take it over, it stays ready (a refusal takes readiness from no
+// replica that has been ready) and says so on /readyz?verbose and in
+// ctrlkit_leader_election_lease_refused; given the rule, it leads and the line clears. The
+// replica runs as a user of its own (impersonated) whose Role the test grows.
 func testLeaseAccess(t *testing.T, env *testkit.Env) {
 	cl := newCluster(t, env)
 	ctx := t.Context()
@@ -113,13 +115,40 @@ func testLeaseAccess(t *testing.T, env *testkit.Env) {
 	l.Spec.HolderIdentity = nil
 	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	refused("update")
+	var code int
+	var body string
+	waitUntil(t, apiWait, func() bool {
+		code, body = get("/readyz?verbose")
+		return strings.Contains(body, "[+]leaderelection ok, but: cannot update lease "+lease+": ")
+	}, fmt.Sprintf("/readyz?verbose names the refused update while ready (last: %d %s)", code, body))
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, fmt.Sprintf(`User %q cannot update resource "leases"`, user))
+	code, body = get("/readyz")
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, 1.0, leaseRefused(t, mgr))
 
 	grant(t, cl, user, "lease-writer", rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"},
 		Resources: []string{"leases"}, ResourceNames: []string{leaseName}, Verbs: []string{"update"}})
 	waitUntil(t, apiWait, mgr.Elector().IsLeader, "the replica leads once it may update its Lease")
 	ready("the leader is ready")
 	assert.Equal(t, "replica-x", holder())
+	code, body = get("/readyz?verbose")
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "[+]leaderelection ok\n")
+	assert.Equal(t, 0.0, leaseRefused(t, mgr))
+}
+
+// leaseRefused is mgr's ctrlkit_leader_election_lease_refused, -1 when absent.
+func leaseRefused(t *testing.T, mgr *manager.Manager) float64 {
+	t.Helper()
+	families, err := mgr.Gatherer().Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == "ctrlkit_leader_election_lease_refused" && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return -1
 }
 
 // grant binds a Role with rule to user in cl's namespace.

@@ -86,6 +86,10 @@ type Manager struct {
 
 	running      atomic.Bool
 	cachesSynced atomic.Bool
+	// beenReady is set by the first /readyz that passes once a holder of the
+	// Lease was seen, or the first term this process leads: from then on a
+	// Lease error no longer fails /readyz (leaseCheck).
+	beenReady atomic.Bool
 }
 
 // informerEventSource is the event source of what the Manager's own factory
@@ -220,6 +224,9 @@ func New(opts Options) (_ *Manager, err error) {
 		}
 		m.elector = e
 		if err := m.addElectionReadyzCheck(); err != nil {
+			return nil, err
+		}
+		if err := m.registerLeaseMetric(); err != nil {
 			return nil, err
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ctrlkit/ctrlkit/controller"
 )
 
@@ -35,20 +37,75 @@ func (m *Manager) HealthzHandler() http.Handler {
 // has HasSynced) and every AddReadyzCheck check passes, else 503 naming what
 // is not ready. Standbys are ready: their caches are warm, and the controllers
 // they do not run yet are not waited for. With leader election, a replica that
-// cannot read or write its Lease is not (the check "leaderelection" names the
-// Lease, the verb and the API server's answer): it could never lead.
+// cannot read or write its Lease is not ready (the check "leaderelection"
+// names the Lease, the verb and the API server's answer) until it has been
+// ready once or led: a new replica that could never lead holds its rollout
+// back, while a Lease refused later (a Role edited, an admission policy) takes
+// readiness from no replica, since it strikes them all at once and their
+// webhooks would lose their Service's endpoints. /readyz?verbose lists every
+// check on a line of its own, kube-apiserver's way ("[+]name ok", "[-]name
+// failed: why"), and a Lease refusal that does not fail readiness as
+// "[+]leaderelection ok, but: <the refusal>".
 func (m *Manager) ReadyzHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, verbose := r.URL.Query()["verbose"]
 		if err := m.ready(); err != nil {
+			if verbose {
+				writeVerbose(w, http.StatusServiceUnavailable, append([]string{"[-]synced failed: " + err.Error()},
+					checkLines(m.checks(&m.readyz), r)...))
+				return
+			}
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		if failed := runChecks(m.checks(&m.readyz), r); len(failed) > 0 {
+		checks := m.checks(&m.readyz)
+		if failed := runChecks(checks, r); len(failed) > 0 {
+			if verbose {
+				writeVerbose(w, http.StatusServiceUnavailable, append([]string{"[+]synced ok"}, checkLines(checks, r)...))
+				return
+			}
 			http.Error(w, strings.Join(failed, "\n"), http.StatusServiceUnavailable)
+			return
+		}
+		if m.elector == nil || m.elector.Leader() != "" {
+			// Ready with its Lease read (a holder seen): not in the moment before the first
+			// read, which a refusal may yet fail.
+			m.beenReady.Store(true)
+		}
+		if verbose {
+			writeVerbose(w, http.StatusOK, append([]string{"[+]synced ok"}, checkLines(checks, r)...))
 			return
 		}
 		writeOK(w)
 	})
+}
+
+// writeVerbose writes /readyz?verbose's lines and kube-apiserver's last line.
+func writeVerbose(w http.ResponseWriter, code int, lines []string) {
+	last := "readyz check passed"
+	if code != http.StatusOK {
+		last = "readyz check failed"
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(strings.Join(append(lines, last), "\n") + "\n"))
+}
+
+// checkLines is one line per check for /readyz?verbose.
+func checkLines(checks []namedCheck, req *http.Request) []string {
+	lines := make([]string, 0, len(checks))
+	for _, c := range checks {
+		switch err := c.check(req); {
+		case err != nil:
+			lines = append(lines, "[-]"+c.name+" failed: "+err.Error())
+		case c.note != nil && c.note(req) != nil:
+			lines = append(lines, "[+]"+c.name+" ok, but: "+c.note(req).Error())
+		default:
+			lines = append(lines, "[+]"+c.name+" ok")
+		}
+	}
+	return lines
 }
 
 // checks copies a check list under the lock (they are only added before Start, but a probe
@@ -106,6 +163,9 @@ var ErrDuplicateCheck = errors.New("duplicate check name")
 type namedCheck struct {
 	name  string
 	check Checker
+	// note, when set, is what /readyz?verbose says about a check that passes
+	// despite a problem (nil: none).
+	note Checker
 }
 
 // AddHealthzCheck adds a check to /healthz, next to the leader elector's. A failing check
@@ -137,11 +197,53 @@ func (m *Manager) addCheck(list *[]namedCheck, endpoint, name string, check Chec
 	return nil
 }
 
-// addElectionReadyzCheck adds the elector's ReadyCheck to /readyz, named as the elector's
-// /healthz check: a replica that cannot read or write its Lease never leads, yet its caches
-// sync and its watchdog passes, so without it both probes said ok.
+// addElectionReadyzCheck adds leaseCheck to /readyz, named as the elector's
+// /healthz check: a replica that cannot read or write its Lease never leads,
+// yet its caches sync and its watchdog passes, so without it both probes said
+// ok.
 func (m *Manager) addElectionReadyzCheck() error {
-	return m.AddReadyzCheck(m.elector.Name(), m.elector.ReadyCheck)
+	if err := m.AddReadyzCheck(m.elector.Name(), m.leaseCheck); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.readyz[len(m.readyz)-1].note = m.elector.ReadyCheck
+	return nil
+}
+
+// leaseCheck is the elector's ReadyCheck until this replica has been ready or
+// has led; then it passes whatever the Lease's state (ReadyzHandler says why),
+// and the refusal shows on /readyz?verbose, in the log and in
+// ctrlkit_leader_election_lease_refused.
+func (m *Manager) leaseCheck(req *http.Request) error {
+	if m.beenReady.Load() {
+		return nil
+	}
+	return m.elector.ReadyCheck(req)
+}
+
+// leaseRefusedMetric is the gauge that is 1 while the API server refuses
+// this replica a get, create or update of its Lease (a Role without the
+// rule, an admission policy), labelled with the Lease as
+// leader_election_master_status names it; 0 otherwise.
+const leaseRefusedMetric = "ctrlkit_leader_election_lease_refused"
+
+// registerLeaseMetric registers leaseRefusedMetric for the elector's Lease.
+func (m *Manager) registerLeaseMetric() error {
+	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        leaseRefusedMetric,
+		Help:        "1 while the API server refuses this replica a get, create or update of its leader election Lease; 0 otherwise.",
+		ConstLabels: prometheus.Labels{"name": m.leaseName()},
+	}, func() float64 {
+		if m.elector.ReadyCheck(nil) != nil {
+			return 1
+		}
+		return 0
+	})
+	if err := m.registerer.Register(g); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+		return fmt.Errorf("manager: %s: %w", leaseRefusedMetric, err)
+	}
+	return nil
 }
 
 // runChecks returns the failures of checks, one "name: error" each, in the order added.

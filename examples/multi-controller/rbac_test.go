@@ -48,8 +48,9 @@ func TestAPIServerLeastPrivilege(t *testing.T) {
 	restore := in.Revoke("Role", "ctrlkit-multi-controller-leader-election", createLease)
 
 	p := in.Start(run)
-	line := p.AwaitForbidden(in, createLease, 2)
-	assert.Contains(t, line, `"Error initially creating lease lock"`)
+	p.AwaitForbidden(in, createLease, 2)
+	assert.Contains(t, p.Output(), `"Error initially creating lease lock"`)
+	assert.Contains(t, p.Output(), `"The API server refuses this replica its lease`)
 	body := p.AwaitProbe("/readyz", http.StatusServiceUnavailable, "cannot create lease")
 	assert.Contains(t, body, "leaderelection: cannot create lease "+in.Namespace+"/ctrlkit-multi-controller: ")
 	assert.Contains(t, body, rbactest.ForbiddenMessage(in.User, "create", "leases", "coordination.k8s.io"))
