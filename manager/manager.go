@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/connrotation"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -66,6 +67,11 @@ type Manager struct {
 	shutdownTimeout time.Duration
 	exitOnLoss      bool          // Options.ExitOnLeaseLoss
 	probeEvery      time.Duration // Options.APIServerProbeInterval, defaulted; < 0: none
+	// conns dials the clients the Manager built from a Config, nil otherwise; probeHTTP and
+	// probeConns are the probe's own (connections.go).
+	conns      *connrotation.Dialer
+	probeHTTP  *http.Client
+	probeConns *connrotation.Dialer
 
 	mu        sync.Mutex
 	runnables []Runnable
@@ -112,7 +118,7 @@ func New(opts Options) (_ *Manager, err error) {
 	if opts.Client != nil && opts.Config != nil {
 		return bad("Config", "set together with Client; Config is only for building the Client")
 	}
-	restCfg, err := clientFor(&opts)
+	restCfg, conns, err := clientFor(&opts)
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +151,12 @@ func New(opts Options) (_ *Manager, err error) {
 		shutdownTimeout: gracefulShutdownTimeout(opts.GracefulShutdownTimeout),
 		exitOnLoss:      opts.ExitOnLeaseLoss,
 		clock:           clock.RealClock{},
+		conns:           conns,
+	}
+	if restCfg != nil {
+		if m.probeHTTP, m.probeConns, err = probeClient(restCfg); err != nil {
+			return nil, err
+		}
 	}
 	if m.scheme == nil {
 		m.scheme = scheme.Scheme
@@ -239,34 +251,36 @@ func New(opts Options) (_ *Manager, err error) {
 }
 
 // clientFor sets opts.Client, when nil, to a clientset of opts.Config (or of
-// GetConfig's) and returns that config; nil when opts.Client was given.
-func clientFor(opts *Options) (*rest.Config, error) {
+// GetConfig's) dialling through a tracking dialer (connections.go), and
+// returns that config and the dialer; nils when opts.Client was given.
+func clientFor(opts *Options) (*rest.Config, *connrotation.Dialer, error) {
 	if opts.Client != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	cfg := opts.Config
 	if cfg == nil {
 		var err error
 		if cfg, err = GetConfig(); err != nil {
-			return nil, fmt.Errorf("manager: no Client or Config: %w", err)
+			return nil, nil, fmt.Errorf("manager: no Client or Config: %w", err)
 		}
 	}
+	tracked, conns := trackConnections(cfg)
 	// One HTTP client: the clientset and the dynamic client share connections.
-	hc, err := rest.HTTPClientFor(cfg)
+	hc, err := rest.HTTPClientFor(tracked)
 	if err != nil {
-		return nil, fmt.Errorf("manager: client for %s: %w", cfg.Host, err)
+		return nil, nil, fmt.Errorf("manager: client for %s: %w", cfg.Host, err)
 	}
-	cs, err := kubernetes.NewForConfigAndClient(cfg, hc)
+	cs, err := kubernetes.NewForConfigAndClient(tracked, hc)
 	if err != nil {
-		return nil, fmt.Errorf("manager: client for %s: %w", cfg.Host, err)
+		return nil, nil, fmt.Errorf("manager: client for %s: %w", cfg.Host, err)
 	}
 	opts.Client = cs
 	if opts.Dynamic == nil {
-		if opts.Dynamic, err = dynamic.NewForConfigAndClient(cfg, hc); err != nil {
-			return nil, fmt.Errorf("manager: dynamic client for %s: %w", cfg.Host, err)
+		if opts.Dynamic, err = dynamic.NewForConfigAndClient(tracked, hc); err != nil {
+			return nil, nil, fmt.Errorf("manager: dynamic client for %s: %w", cfg.Host, err)
 		}
 	}
-	return cfg, nil
+	return cfg, conns, nil
 }
 
 // log is the logger Start chose, klog.Background() before Start.

@@ -23,7 +23,10 @@ type Options struct {
 	// Config is the API server to talk to when Client is nil. nil means
 	// GetConfig's: $KUBECONFIG, ~/.kube/config, then in-cluster, as kubectl
 	// finds it. Tests pass Client (testkit's), so they never reach a
-	// cluster by accident.
+	// cluster by accident. Clients built from it are the Manager's own:
+	// unless Config has a Dial of its own, it closes their connections when
+	// the API server answers again after an outage, dead ones included
+	// (connections.go), and when Start returns.
 	Config *rest.Config
 	// Dynamic is the dynamic client for custom resources: the Manager's
 	// factory serves informer.ForResource with it (informer.WithDynamicClient)

@@ -30,6 +30,7 @@ func (m *Manager) probeAPIServer(ctx context.Context, interval time.Duration) {
 	var down time.Time // start of the outage; zero while the server answers
 	var failed int
 	var logged time.Time
+	var unanswered bool // an ask of this outage got no answer: the connections are suspect
 	for {
 		askCtx, cancel := context.WithTimeout(ctx, interval)
 		start := m.clock.Now()
@@ -39,6 +40,12 @@ func (m *Manager) probeAPIServer(ctx context.Context, interval time.Duration) {
 			return
 		}
 		now := m.clock.Now()
+		if errors.As(err, new(*noAnswerError)) {
+			unanswered = true
+			if m.probeConns != nil {
+				m.probeConns.CloseAll() // the next ask dials afresh, so it sees the server back at once
+			}
+		}
 		switch {
 		case err != nil && down.IsZero():
 			down, failed, logged = start, 1, now
@@ -52,7 +59,12 @@ func (m *Manager) probeAPIServer(ctx context.Context, interval time.Duration) {
 			}
 		case !down.IsZero():
 			logger.Info("The API server answers again", "after", now.Sub(down).Round(time.Millisecond), "failedProbes", failed)
-			down = time.Time{}
+			if unanswered && m.conns != nil {
+				// Connections open across the outage may be dead without knowing it; see connections.go.
+				m.conns.CloseAll()
+				logger.Info("Closed the clients' connections to the API server: requests and watches resume on new ones")
+			}
+			down, unanswered = time.Time{}, false
 		}
 		t := m.clock.NewTimer(max(interval-now.Sub(start), 0))
 		select {
@@ -65,8 +77,9 @@ func (m *Manager) probeAPIServer(ctx context.Context, interval time.Duration) {
 }
 
 // probe returns the one ask of the probe, nil for a clientset without a REST
-// client (client-go's fake). It asks over the clientset's HTTP client (its
-// credentials and connections) but not through its client-side rate limiter,
+// client (client-go's fake). It asks with the clientset's credentials, over
+// connections of its own when the Manager built the clientset (connections.go),
+// else over the clientset's, but not through its client-side rate limiter,
 // which the controllers' requests share: a throttled client is not an
 // outage, and the probe takes nothing from their budget.
 func (m *Manager) probe() func(context.Context) error {
@@ -90,14 +103,18 @@ func (m *Manager) probe() func(context.Context) error {
 	}
 	u := r.Get().AbsPath("/readyz").URL()
 	target := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+	hc := r.Client
+	if m.probeHTTP != nil {
+		hc = m.probeHTTP
+	}
 	return func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 		if err != nil {
 			return err
 		}
-		resp, err := r.Client.Do(req)
+		resp, err := hc.Do(req)
 		if err != nil {
-			return err
+			return &noAnswerError{err: err}
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()

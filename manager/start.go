@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"k8s.io/client-go/util/connrotation"
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/controller"
@@ -204,6 +205,13 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 	m.events.Stop()
 	servers.Shutdown(logger)
+	// The connections of clients the Manager built are its own: their goroutines end here (the
+	// clients dial again if used after).
+	for _, d := range []*connrotation.Dialer{m.conns, m.probeConns} {
+		if d != nil {
+			d.CloseAll()
+		}
+	}
 	// Later fatal errors are logged; the first one is returned.
 	for len(fatal) > 0 {
 		if err := <-fatal; err != first {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/certwatcher"
@@ -402,18 +403,13 @@ func start(ctx context.Context, p Program, s *Settings) error {
 	env := &Env{Gate: s.Gate, Workers: s.Workers, Timeout: s.Timeout, InMemory: s.Kubeconfig == "", Sharded: s.Shard.Sharded()}
 	var meta metadata.Interface     // the sharder's and the dispatchers' client, when sharded
 	var leases kubernetes.Interface // the ring's Lease client, when sharded
+	var cfg *rest.Config            // the cluster's; the Manager builds env.Client and env.Dynamic from it
 	if !env.InMemory {
-		cfg, err := RESTConfig(s.Kubeconfig)
-		if err != nil {
+		var err error
+		if cfg, err = RESTConfig(s.Kubeconfig); err != nil {
 			return err
 		}
 		cfg.QPS, cfg.Burst = s.QPS, s.Burst
-		if env.Client, err = kubernetes.NewForConfig(cfg); err != nil {
-			return err
-		}
-		if env.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
-			return err
-		}
 		if s.Shard.Sharded() {
 			if meta, err = sharding.NewRingClient(cfg, s.Shard); err != nil {
 				return err
@@ -439,12 +435,19 @@ func start(ctx context.Context, p Program, s *Settings) error {
 		logger.Info("Running the demo on an in-memory cluster")
 	}
 
-	fopts := []informer.FactoryOption{informer.WithDynamicClient(env.Dynamic), informer.WithLogger(logger)}
+	// The Manager's factory gets the Manager's dynamic client; the ring's factory gets it too.
+	fopts := []informer.FactoryOption{informer.WithLogger(logger)}
+	if env.Dynamic != nil {
+		fopts = append(fopts, informer.WithDynamicClient(env.Dynamic))
+	}
 	if p.FactoryOptions != nil {
 		fopts = append(fopts, p.FactoryOptions()...)
 	}
 	fopts = append(fopts, s.cacheBudget...)
 	mopts := manager.Options{
+		// Against a cluster the Manager builds the clients from cfg, so they are its own: after an
+		// outage it closes their connections, dead ones included (manager/connections.go).
+		Config:         cfg,
 		Client:         env.Client,
 		Dynamic:        env.Dynamic,
 		FactoryOptions: fopts,
@@ -487,6 +490,7 @@ func start(ctx context.Context, p Program, s *Settings) error {
 		return err
 	}
 	env.Manager = mgr
+	env.Client, env.Dynamic = mgr.Client(), mgr.Dynamic()
 	if s.ShardWebhookAddr != "" {
 		if err := serveShardWebhook(p, s, mgr); err != nil {
 			return err
