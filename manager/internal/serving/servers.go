@@ -47,6 +47,7 @@ type server struct {
 	srv       *http.Server
 	done      chan struct{}
 	stopWatch func() // stops the certificate watcher of a TLS server; nil without one
+	cancel    func() // ends the context of every request
 }
 
 // group is the sites of one server.
@@ -101,7 +102,9 @@ func Start(logger klog.Logger, timeouts Timeouts, sites ...Site) (*Servers, erro
 // start listens on g's address and serves it.
 func (s *Servers) start(logger klog.Logger, timeouts Timeouts, g *group) error {
 	what := strings.Join(g.names, " and ")
-	srv := server{srv: &http.Server{Handler: g.mux, ErrorLog: httpErrorLog(logger)}, done: make(chan struct{})}
+	base, cancel := context.WithCancel(context.Background())
+	srv := server{srv: &http.Server{Handler: g.mux, ErrorLog: httpErrorLog(logger),
+		BaseContext: func(net.Listener) context.Context { return base }}, done: make(chan struct{}), cancel: cancel}
 	if g.profiling {
 		timeouts.Write = max(timeouts.Write, ProfilingWriteTimeout)
 	}
@@ -109,6 +112,7 @@ func (s *Servers) start(logger klog.Logger, timeouts Timeouts, g *group) error {
 	if g.tls != nil {
 		cfg, watcher, err := g.tls.config(what, logger)
 		if err != nil {
+			cancel()
 			return err
 		}
 		srv.srv.TLSConfig, srv.srv.Protocols = cfg, http1Only()
@@ -121,6 +125,7 @@ func (s *Servers) start(logger klog.Logger, timeouts Timeouts, g *group) error {
 		if srv.stopWatch != nil {
 			srv.stopWatch()
 		}
+		cancel()
 		return fmt.Errorf("serving %s on %q: %w", what, g.addr, err)
 	}
 	https := srv.srv.TLSConfig != nil // read before Serve, which writes the server's fields
@@ -161,10 +166,13 @@ func (s *Servers) Addr(name string) string {
 	return s.addrs[name]
 }
 
-// Shutdown stops the servers, each given 5 s to finish its requests, and
-// their certificate watchers, and waits for them.
+// Shutdown stops the servers, each given 5 s to finish its requests (whose
+// contexts it ends first), and their certificate watchers, and waits for them.
 func (s *Servers) Shutdown(logger klog.Logger) {
 	for _, srv := range s.servers {
+		// Requests in flight end now: one waiting on an API server that does not answer (a
+		// scrape's TokenReview) would otherwise hold the shutdown for the 5 s below.
+		srv.cancel()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := srv.srv.Shutdown(ctx); err != nil {
 			logger.Error(err, "HTTP server shutdown")
