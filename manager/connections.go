@@ -16,8 +16,8 @@ import (
 // load balancer's or a NAT's flows, an API server that restarted and whose resets were lost).
 // The client's side of such a connection stays open, and every request and watch on it waits
 // until client-go's HTTP/2 health check gives up on it: 30 s without a frame, then a 15 s ping.
-// The informers then back off before they list again, so a controller caught up 20 to 75 s
-// after the API server was back.
+// The informers then back off before they list again, so a controller caught up tens of
+// seconds after the API server was back (docs/performance.md, "Operator journeys").
 //
 // When the Manager builds its clients from a rest.Config, it dials through a connrotation
 // dialer (what the kubelet does to drop its connections when its heartbeats fail) and the API

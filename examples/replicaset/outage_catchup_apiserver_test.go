@@ -25,10 +25,9 @@ import (
 // packets flow again, the connections open before the outage stay dead (testkit's
 // Outage.Drop), as they do on a real network. The change is reconciled within 10 s of the
 // restore: the Manager's probe, on connections of its own, sees the server answer again and
-// closes the clients' connections, so the informers re-list and re-watch at once. Without
-// that they waited for HTTP/2's health check on the dead connection (30 s without a frame,
-// then a 15 s ping) and the reflectors' backoff: 21 s after this outage, 53 s and more after
-// a 60 s one.
+// closes the clients' connections, so the informers re-watch at once. Without that they waited
+// for HTTP/2's health check on the dead connection (30 s without a frame, then a 15 s ping) and
+// the reflectors' backoff (figures in docs/performance.md).
 func TestAPIServerOutageCatchUpOverDeadConnections(t *testing.T) {
 	env := testkit.SharedAPIServer(t)
 	ns, client := env.Namespace(), env.Client()
