@@ -46,7 +46,8 @@ func (e *LeaseAccessError) Is(target error) bool { return target == ErrLeaseAcce
 //
 // It fails once the API server refused a get, create or update of the Lease (a 4xx answer:
 // Forbidden, Unauthorized, NotFound for a namespace that does not exist, ...), and passes again
-// after the next one that succeeds. A Conflict or AlreadyExists is the election at work
+// after the next one that succeeds, also in a later Run (a refusal is the cluster's, and a
+// candidate contending again after a lost Lease reads it before it writes). A Conflict or AlreadyExists is the election at work
 // (another candidate wrote first; the server had authorized the write) and counts as a
 // success. Server errors, timeouts, throttling and an unreachable server change nothing: they
 // strike every replica at once, taking them all out of their Services would not help, and the

@@ -218,3 +218,24 @@ func TestLeaseAccessLogsChanges(t *testing.T) {
 	a.wrote(logger, "ns/ctrl", "update", v1, nil)
 	assert.Equal(t, 1, strings.Count(buf.String(), "The lease is accessible again"), buf.String())
 }
+
+// A refusal outlives the Run that met it: a candidate contending again after the Lease it could
+// not renew is lost reads the Lease before it writes, and must not look accessible meanwhile.
+func TestReadyCheckKeepsARefusalAcrossRuns(t *testing.T) {
+	e, err := NewElector(fake.NewClientset(), fastConfig("a"), Callbacks{})
+	require.NoError(t, err)
+	forbidden := apierrors.NewForbidden(leasesGVR.GroupResource(), "ctrl", errors.New("RBAC: update not allowed"))
+	v1 := leaseVersion{resourceVersion: "1"}
+	lost := e.newSession()
+	lost.access.wrote(klog.Background(), "default/ctrl", "update", v1, forbidden)
+	lost.end(false)
+
+	again := e.newSession()
+	e.mu.Lock()
+	e.cur = again
+	e.mu.Unlock()
+	again.access.got(klog.Background(), "default/ctrl", "a", "a", v1, nil) // its own expired Lease, read fine
+	assert.ErrorIs(t, e.ReadyCheck(nil), ErrLeaseAccess, "still refused until a write succeeds")
+	again.access.wrote(klog.Background(), "default/ctrl", "update", v1, nil)
+	assert.NoError(t, e.ReadyCheck(nil))
+}

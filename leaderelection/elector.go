@@ -60,6 +60,10 @@ type Elector struct {
 	mu     sync.Mutex
 	cur    *session // the latest Run
 	leader string   // last holder observed, "" when released or never seen
+
+	// access outlives a Run: a refusal is the cluster's, not the Run's, so a candidate that
+	// contends again after a lost Lease is not shown accessible before its first refused write.
+	access leaseAccess
 }
 
 // Run elects with cfg until ctx ends or the lease is lost; see Elector.Run.
@@ -169,7 +173,7 @@ func (e *Elector) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("lease", e.cfg.key(), "identity", e.cfg.Identity)
 	ctx = klog.NewContext(ctx, logger)
 
-	s := &session{e: e, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	s := e.newSession()
 	read := new(leaseVersion)
 	lock := &guardedLock{
 		inner: &resourcelock.LeaseLock{
@@ -255,7 +259,12 @@ type session struct {
 
 	wake chan struct{} // capacity 1: a note is waiting
 
-	access leaseAccess // for ReadyCheck
+	access *leaseAccess // the Elector's, for ReadyCheck
+}
+
+// newSession is the state of a new Run of e.
+func (e *Elector) newSession() *session {
+	return &session{e: e, done: make(chan struct{}), wake: make(chan struct{}, 1), access: &e.access}
 }
 
 // started is the engine's OnStartedLeading; the engine runs it in a goroutine of its own.

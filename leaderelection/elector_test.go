@@ -221,7 +221,7 @@ func (s *scriptedLock) Describe() string   { return "default/ctrl" }
 func TestReleaseRefusedForAnotherHoldersLease(t *testing.T) {
 	e, err := NewElector(fake.NewClientset(), fastConfig("a"), Callbacks{})
 	require.NoError(t, err)
-	s := &session{e: e, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	s := e.newSession()
 	inner := &scriptedLock{holder: "b"}
 	l := &guardedLock{inner: inner, s: s, read: new(leaseVersion)}
 
@@ -246,7 +246,7 @@ func TestReleaseRefusedForAnotherHoldersLease(t *testing.T) {
 func TestReleaseAbandonedWhileOnStartedLeadingRuns(t *testing.T) {
 	e, err := NewElector(fake.NewClientset(), fastConfig("a"), Callbacks{})
 	require.NoError(t, err)
-	s := &session{e: e, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	s := e.newSession()
 	s.entered = true // OnStartedLeading is running and will not return
 	inner := &scriptedLock{holder: "a"}
 	l := &guardedLock{inner: inner, s: s, read: new(leaseVersion)}
@@ -282,7 +282,7 @@ func (p *probeLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord
 func TestReleaseEndsLeadershipBeforeItsFirstRead(t *testing.T) {
 	e, err := NewElector(fake.NewClientset(), fastConfig("a"), Callbacks{})
 	require.NoError(t, err)
-	s := &session{e: e, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	s := e.newSession()
 	lead, cancel := context.WithCancel(context.Background())
 	s.lead, s.cancel, s.entered = lead, cancel, true
 	go func() { // OnStartedLeading: returns when its ctx ends
@@ -428,7 +428,7 @@ func TestRenewalsWithinOneSecondAreVisible(t *testing.T) {
 				Client:     versionLeases{LeasesGetter: cs.CoordinationV1(), read: read},
 				LockConfig: resourcelock.ResourceLockConfig{Identity: "b"},
 			}
-			l := &guardedLock{inner: plain, s: &session{e: e, done: make(chan struct{}), wake: make(chan struct{}, 1)}, read: read}
+			l := &guardedLock{inner: plain, s: e.newSession(), read: read}
 
 			_, plainBefore, err := plain.Get(ctx)
 			require.NoError(t, err)
@@ -484,7 +484,7 @@ func (b *blockingLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRec
 func TestReleaseGivesUpAfterItsTimeout(t *testing.T) {
 	e, err := NewElector(fake.NewClientset(), fastConfig("a"), Callbacks{})
 	require.NoError(t, err)
-	s := &session{e: e, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	s := e.newSession()
 	l := &guardedLock{inner: &blockingLock{scriptedLock{holder: "a"}}, s: s, read: new(leaseVersion), releaseTimeout: 50 * time.Millisecond}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour) // the engine's
 	defer cancel()
