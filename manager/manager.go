@@ -252,7 +252,8 @@ func New(opts Options) (_ *Manager, err error) {
 
 // clientFor sets opts.Client, when nil, to a clientset of opts.Config (or of
 // GetConfig's) dialling through a tracking dialer (connections.go), and
-// returns that config and the dialer; nils when opts.Client was given.
+// returns the config with that dialer and the dialer; nils when opts.Client
+// was given.
 func clientFor(opts *Options) (*rest.Config, *connrotation.Dialer, error) {
 	if opts.Client != nil {
 		return nil, nil, nil
@@ -280,7 +281,8 @@ func clientFor(opts *Options) (*rest.Config, *connrotation.Dialer, error) {
 			return nil, nil, fmt.Errorf("manager: dynamic client for %s: %w", cfg.Host, err)
 		}
 	}
-	return cfg, conns, nil
+	// The ring's clients (sharding) are built from it too: their connections are closed with these.
+	return tracked, conns, nil
 }
 
 // log is the logger Start chose, klog.Background() before Start.
