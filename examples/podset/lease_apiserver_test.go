@@ -15,9 +15,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
@@ -32,7 +34,10 @@ import (
 // webhooks go on answering on every replica, the leader included. The Lease is taken by
 // another holder while admission calls run without pause; the binary stops its controller
 // and does not exit, /readyz stays ok, no admission call fails, and once the Lease is free
-// the binary leads again and its controller works. Its own API server: the binary changes
+// the binary leads again and its controller works. Then an admission policy refuses its Lease
+// updates: it loses the Lease again, /readyz stays ok throughout while /readyz?verbose names
+// the refusal, no admission call fails, and once the policy is lifted the line clears and it
+// leads again. Its own API server: the binary changes
 // the cluster-scoped CRD.
 func TestWebhooksServeThroughALostLease(t *testing.T) {
 	env := testkit.NewAPIServer(t)
@@ -184,10 +189,84 @@ func TestWebhooksServeThroughALostLease(t *testing.T) {
 		return err == nil && ps.Status.Replicas == 2, nil
 	})
 
+	// An admission policy now refuses the binary its Lease updates, as a Role edited without
+	// the rule would: it cannot renew and loses the Lease, yet stays ready (its webhooks keep
+	// their Service's endpoints), and /readyz?verbose names the refusal until it is lifted.
+	refuseLeaseUpdates(t, env.Client(), ns, lease)
+	verbose := func(want string) func(ctx context.Context) (bool, error) {
+		return func(ctx context.Context) (bool, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+health+"/readyz?verbose", nil)
+			if err != nil {
+				return false, err
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return false, nil
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, resp.StatusCode, "/readyz?verbose while the Lease is refused: %s", body)
+			return strings.Contains(string(body), want), nil
+		}
+	}
+	poll("/readyz?verbose names the refused update", verbose("[+]leaderelection ok, but: cannot update lease "+ns+"/"+lease+": "))
+	poll("the binary loses the Lease it cannot renew, ready all along", func(ctx context.Context) (bool, error) {
+		ok, err := ready(ctx)
+		require.NoError(t, err)
+		require.True(t, ok, "/readyz while the Lease is refused")
+		return strings.Count(out.String(), `"Lost the lease"`) == 2, nil
+	})
+	atRefusal := calls.Load()
+	poll("admission goes on while the Lease is refused", func(context.Context) (bool, error) {
+		return calls.Load() >= atRefusal+20, nil
+	})
+	require.NoError(t, env.Client().AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, "refuse-lease-updates", metav1.DeleteOptions{}))
+	poll("the refusal clears from /readyz?verbose", verbose("[+]leaderelection ok\n"))
+	poll("the binary leads again", func(context.Context) (bool, error) {
+		return strings.Count(out.String(), `"Started leading`) == 3, nil
+	})
+	assert.Equal(t, 1, strings.Count(out.String(), `"The API server refuses this replica its lease`), "logged once")
+	assert.Contains(t, out.String(), `"The lease is accessible again"`)
+
 	stopCalls()
 	callers.Wait()
 	failMu.Lock()
 	defer failMu.Unlock()
-	assert.Empty(t, failures, "admission calls failed around the lost Lease")
-	assert.Greater(t, calls.Load(), atLoss+20)
+	assert.Empty(t, failures, "admission calls failed around the lost and the refused Lease")
+	assert.Greater(t, calls.Load(), atRefusal+20)
+}
+
+// refuseLeaseUpdates makes the API server refuse every update of the Lease namespace/name, with
+// a ValidatingAdmissionPolicy and its binding "refuse-lease-updates" (deleting the binding lifts
+// it).
+func refuseLeaseUpdates(t *testing.T, client kubernetes.Interface, namespace, name string) {
+	t.Helper()
+	ctx := t.Context()
+	reg := client.AdmissionregistrationV1()
+	_, err := reg.ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "refuse-lease-updates"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{"coordination.k8s.io"}, APIVersions: []string{"v1"},
+						Resources: []string{"leases"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: fmt.Sprintf("object.metadata.namespace != %q || object.metadata.name != %q", namespace, name),
+				Message:    "lease updates refused by the test",
+				Reason:     ptr.To(metav1.StatusReasonForbidden),
+			}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = reg.ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "refuse-lease-updates"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "refuse-lease-updates",
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
 }
