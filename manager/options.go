@@ -23,7 +23,10 @@ type Options struct {
 	// Config is the API server to talk to when Client is nil. nil means
 	// GetConfig's: $KUBECONFIG, ~/.kube/config, then in-cluster, as kubectl
 	// finds it. Tests pass Client (testkit's), so they never reach a
-	// cluster by accident.
+	// cluster by accident. A Config with QPS 0 and no RateLimiter (client-go's
+	// 5 QPS, burst 10, by default) gets no client-side rate limit, as with
+	// controller-runtime: API Priority and Fairness on the server decides. Set
+	// QPS and Burst for a limit of your own; they are kept.
 	Config *rest.Config
 	// Dynamic is the dynamic client for custom resources: the Manager's
 	// factory serves informer.ForResource with it (informer.WithDynamicClient)
