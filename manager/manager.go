@@ -64,8 +64,11 @@ type Manager struct {
 	// shutdownTimeout is Options.GracefulShutdownTimeout, defaulted; < 0
 	// means none.
 	shutdownTimeout time.Duration
-	exitOnLoss      bool          // Options.ExitOnLeaseLoss
-	probeEvery      time.Duration // Options.APIServerProbeInterval, defaulted; < 0: none
+	exitOnLoss      bool // Options.ExitOnLeaseLoss
+	// leaseNamespaceDefaulted: the election's Lease namespace was not set and the process
+	// runs outside a Pod, so Start checks that it exists (preflight).
+	leaseNamespaceDefaulted bool
+	probeEvery              time.Duration // Options.APIServerProbeInterval, defaulted; < 0: none
 
 	mu        sync.Mutex
 	runnables []Runnable
@@ -219,6 +222,7 @@ func New(opts Options) (_ *Manager, err error) {
 			return nil, fmt.Errorf("manager leader election: %w", err)
 		}
 		m.elector = e
+		m.leaseNamespaceDefaulted = le.Namespace == "" && outsidePod()
 		if err := m.addElectionReadyzCheck(); err != nil {
 			return nil, err
 		}

@@ -64,7 +64,13 @@ type Options struct {
 	// stopped. /readyz gets a check "leaderelection" that fails while this
 	// replica cannot read or write the Lease (leaderelection's
 	// Elector.ReadyCheck: a standby that reads it is ready). nil or Enabled
-	// false means no election: everything runs.
+	// false means no election: everything runs. Outside a Pod, a Namespace
+	// left empty defaults to "ctrlkit-system" (leaderelection.DefaultLeaseNamespace),
+	// and Start checks once that it exists: if the API server says it does
+	// not, Start returns an *OptionsError (ErrInvalidOptions) naming the
+	// option, --leader-elect-resource-namespace and the namespace, where
+	// controller-runtime refuses to start without LeaderElectionNamespace;
+	// Forbidden means it cannot tell and goes on.
 	LeaderElection *leaderelection.Config
 
 	// ExitOnLeaseLoss makes a lost Lease fatal, as in kube-controller-manager

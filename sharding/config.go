@@ -89,7 +89,8 @@ type Config struct {
 	// MaxRingLength characters. Required.
 	Ring string
 	// Namespace holds the Leases. Default leaderelection.DefaultLeaseNamespace(), as for
-	// leader election: the namespace of the Pod the process runs in, else "ctrlkit-system".
+	// leader election: the namespace of the Pod the process runs in, else "ctrlkit-system"
+	// (a Manager then checks at Start that it exists, naming --shard-namespace if not).
 	Namespace string
 	// Identity names this member: the value of the assignment label on the
 	// objects it owns. It must be a valid label value that can also end a

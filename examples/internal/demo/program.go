@@ -1,16 +1,20 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -139,7 +143,7 @@ type Settings struct {
 const (
 	ExitOK      = 0
 	ExitFailed  = 1 // the controllers failed, or the demo did not converge
-	ExitBadArgs = 2 // a flag was wrong; nothing was started
+	ExitBadArgs = 2 // a flag was wrong, or does not fit the cluster (a Lease namespace that does not exist); nothing was started
 )
 
 // Main is func main of an example: Run on os.Args until SIGINT or SIGTERM, then exit with its
@@ -169,6 +173,11 @@ func Run(ctx context.Context, p Program, args []string, out io.Writer) int {
 	ctx = klog.NewContext(ctx, logger)
 	if err := start(ctx, p, s); err != nil {
 		logger.Error(err, "Exiting")
+		if errors.Is(err, manager.ErrInvalidOptions) {
+			// An option a flag sets is wrong in this cluster, such as a Lease namespace
+			// that does not exist (the Manager names the flag): nothing was started.
+			return ExitBadArgs
+		}
 		return ExitFailed
 	}
 	return ExitOK
@@ -357,6 +366,15 @@ func start(ctx context.Context, p Program, s *Settings) error {
 			if opts, err = p.Cluster(); err != nil {
 				return err
 			}
+		}
+		// The Lease's namespace, as the deploy manifests create it: outside a Pod the
+		// Manager checks that it exists.
+		leaseNS := cmp.Or(s.LeaderElection.Namespace, leaderelection.DefaultLeaseNamespace())
+		if !slices.ContainsFunc(opts.Objects, func(o runtime.Object) bool {
+			ns, ok := o.(*corev1.Namespace)
+			return ok && ns.Name == leaseNS
+		}) {
+			opts.Objects = append(opts.Objects, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNS}})
 		}
 		cluster, err := fakecluster.NewWithOptions(opts)
 		if err != nil {
