@@ -13,10 +13,16 @@ import (
 // in flight ends with Run's ctx. Those are logged at V(4) as info, not as errors; every other
 // error is logged as it is.
 func shutdownQuiet(logger klog.Logger) klog.Logger {
-	if logger.GetSink() == nil {
+	sink := logger.GetSink()
+	if sink == nil {
 		return logger
 	}
-	return logr.New(quietSink{logger.GetSink()})
+	// WithSink, not logr.New: New would Init the shared sink again, a write other
+	// goroutines race with. The wrapper's frame is skipped through the sink's call depth.
+	if cd, ok := sink.(logr.CallDepthLogSink); ok {
+		sink = cd.WithCallDepth(1)
+	}
+	return logger.WithSink(quietSink{sink})
 }
 
 // quietSink demotes errors caused by a cancelled context (see shutdownQuiet).
@@ -25,10 +31,8 @@ type quietSink struct{ logr.LogSink }
 // cancelledLevel is the verbosity of an error a cancelled context caused.
 const cancelledLevel = 4
 
-func (s quietSink) Init(info logr.RuntimeInfo) {
-	info.CallDepth++ // this wrapper's frame
-	s.LogSink.Init(info)
-}
+// Init does nothing: the wrapped sink was initialized when its logger was made.
+func (quietSink) Init(logr.RuntimeInfo) {}
 
 func (s quietSink) Error(err error, msg string, kv ...any) {
 	if errors.Is(err, context.Canceled) {
