@@ -3,6 +3,7 @@ package sharding
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -207,8 +208,8 @@ func (c Config) Validate() error {
 	}
 	// Zero is the default (WithDefaults); a negative budget would turn the
 	// limiter off, which a typo must not do.
-	if c.WriteQPS < 0 {
-		add("writeQPS", "write QPS %v must not be negative", c.WriteQPS)
+	if q := float64(c.WriteQPS); q < 0 || math.IsNaN(q) || math.IsInf(q, 0) {
+		add("writeQPS", "write QPS %v must be a finite number, not negative", c.WriteQPS)
 	}
 	if c.WriteBurst < 0 {
 		add("writeBurst", "write burst %d must not be negative", c.WriteBurst)

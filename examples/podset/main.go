@@ -63,6 +63,9 @@ func program(o *options) demo.Program {
 			o.webhooks.addFlags(fs)
 		},
 		Complete: func(_ *pflag.FlagSet, inMemory bool) error {
+			if err := demo.CheckNamespace("--namespace", o.namespace); err != nil {
+				return err
+			}
 			if inMemory && o.namespace != "" && o.namespace != demoNamespace {
 				return fmt.Errorf("--namespace %q: the in-memory demo runs in %q", o.namespace, demoNamespace)
 			}

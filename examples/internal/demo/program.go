@@ -317,6 +317,12 @@ func completeSharding(p Program, s *Settings, fs *pflag.FlagSet, sharded, inMemo
 	case s.ShardWebhookAddr == "" && s.ShardWebhookCertDir != "":
 		return errors.New("--shard-webhook-cert-dir needs --shard-webhook-addr")
 	}
+	if err := CheckAddr("--shard-webhook-addr", s.ShardWebhookAddr); err != nil {
+		return err
+	}
+	if err := CheckCertDir("--shard-webhook-cert-dir", s.ShardWebhookCertDir, false); err != nil {
+		return err
+	}
 	if !s.Shard.Sharded() {
 		return nil
 	}
