@@ -208,8 +208,10 @@ func (c Config) Validate() error {
 	}
 	// Zero is the default (WithDefaults); a negative budget would turn the
 	// limiter off, which a typo must not do.
-	if q := float64(c.WriteQPS); q < 0 || math.IsNaN(q) || math.IsInf(q, 0) {
-		add("writeQPS", "write QPS %v must be a finite number, not negative", c.WriteQPS)
+	if q := float64(c.WriteQPS); q < 0 {
+		add("writeQPS", "write QPS %v must not be negative", c.WriteQPS)
+	} else if math.IsNaN(q) || math.IsInf(q, 0) {
+		add("writeQPS", "write QPS %v must be a finite number", c.WriteQPS)
 	}
 	if c.WriteBurst < 0 {
 		add("writeBurst", "write burst %d must not be negative", c.WriteBurst)

@@ -107,7 +107,7 @@ func TestValidateFlagsNamesTheFlag(t *testing.T) {
 		{[]string{"--shard-ring=web", "--shard-retry-period=0s"}, "--shard-retry-period", "greater than zero"},
 		{[]string{"--shard-ring=web", "--shard-retry-period=9s"}, "--shard-renew-deadline", "JitterFactor"},
 		{[]string{"--shard-ring=web", "--shard-write-qps=0"}, "--shard-write-qps", "must be positive"},
-		{[]string{"--shard-ring=web", "--shard-write-qps=-1"}, "--shard-write-qps", "not negative"},
+		{[]string{"--shard-ring=web", "--shard-write-qps=-1"}, "--shard-write-qps", "must not be negative"},
 		{[]string{"--shard-ring=web", "--shard-write-qps=NaN"}, "--shard-write-qps", "must be a finite number"},
 		{[]string{"--shard-ring=web", "--shard-write-qps=+Inf"}, "--shard-write-qps", "must be a finite number"},
 		{[]string{"--shard-ring=web", "--shard-write-burst=-1"}, "--shard-write-burst", "must not be negative"},
