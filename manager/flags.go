@@ -142,7 +142,8 @@ func (f *Flags) Validate() error {
 }
 
 // Options validates the flags (Validate) and returns the Options they ask for: Config loaded
-// from --kubeconfig (else GetConfig's) with --kube-api-qps and --kube-api-burst,
+// from --kubeconfig (else GetConfig's) with --kube-api-qps and --kube-api-burst (and the
+// Manager's handler of the API server's warnings, which logs each once at warning level),
 // LeaderElection, the serving addresses and MetricsServing, the budget's FactoryOptions and
 // a Logger at -v. Add what the flags do not say (FeatureGate, Scheme, ...) before New.
 func (f *Flags) Options() (Options, error) {
@@ -192,7 +193,7 @@ func (f *Flags) restConfig() (*rest.Config, error) {
 		}
 	}
 	cfg.QPS, cfg.Burst = f.QPS, f.Burst
-	return unlimited(cfg), nil
+	return withWarningHandler(unlimited(cfg)), nil
 }
 
 // checkAddr accepts "" (not served) and host:port with a numeric port, so a typo is a flag

@@ -248,7 +248,7 @@ func clientFor(opts *Options) (*rest.Config, error) {
 			return nil, fmt.Errorf("manager: no Client or Config: %w", err)
 		}
 	}
-	cfg = unlimited(cfg)
+	cfg = withWarningHandler(unlimited(cfg))
 	// One HTTP client: the clientset and the dynamic client share connections.
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {

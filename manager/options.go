@@ -26,7 +26,9 @@ type Options struct {
 	// cluster by accident. A Config with QPS 0 and no RateLimiter (client-go's
 	// 5 QPS, burst 10, by default) gets no client-side rate limit, as with
 	// controller-runtime: API Priority and Fairness on the server decides. Set
-	// QPS and Burst for a limit of your own; they are kept.
+	// QPS and Burst for a limit of your own; they are kept. The API server's
+	// warnings (deprecated APIs, ignored fields) are logged at klog's warning
+	// level, once per message, unless Config has a WarningHandler of its own.
 	Config *rest.Config
 	// Dynamic is the dynamic client for custom resources: the Manager's
 	// factory serves informer.ForResource with it (informer.WithDynamicClient)
@@ -93,7 +95,8 @@ type Options struct {
 	// identity and durations) and builds the member, the sharder and
 	// ShardFactory; Start first asks the API server whether the ring has
 	// every permission it needs (sharding.CheckAccess) and refuses to start
-	// without, naming the missing one. The ring runs as one Runnable named
+	// without, naming the missing one (while the API server does not answer,
+	// it waits and asks again, as the informers would). The ring runs as one Runnable named
 	// "shard-<ring>" on every replica, with a /readyz check of the same name
 	// and the ctrlkit_shard_* series on Registerer. With LeaderElection
 	// enabled too, sharded controllers still run on every member (the ring,
