@@ -105,7 +105,9 @@ func program(o *options) demo.Program {
 				if o.webhooks.url == "" && o.installCRD {
 					// Installs, never upgrades: a CRD already there is used as it is. With
 					// --webhook-url, setup applied the two-version CRD instead.
-					if err := customresource.EnsureCRDFromYAML(ctx, env.Dynamic, v1alpha1.CRDManifest); err != nil {
+					if err := demo.UntilAnswered(ctx, "installing the PodSet CRD", func(ctx context.Context) error {
+						return customresource.EnsureCRDFromYAML(ctx, env.Dynamic, v1alpha1.CRDManifest)
+					}); err != nil {
 						return err
 					}
 					logger.Info("PodSet CRD is served", "crd", v1alpha1.CRDName)

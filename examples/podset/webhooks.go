@@ -97,7 +97,9 @@ func (w *webhookOptions) setup(ctx context.Context, env *demo.Env, namespace str
 	if w.url == "" {
 		return nil
 	}
-	return podsetwebhook.Install(ctx, env.Client, env.Dynamic, podsetwebhook.InstallOptions{
-		URL: w.url, CABundle: caBundle, Namespace: namespace,
+	return demo.UntilAnswered(ctx, "installing the PodSet webhooks", func(ctx context.Context) error {
+		return podsetwebhook.Install(ctx, env.Client, env.Dynamic, podsetwebhook.InstallOptions{
+			URL: w.url, CABundle: caBundle, Namespace: namespace,
+		})
 	})
 }

@@ -442,6 +442,9 @@ func start(ctx context.Context, p Program, s *Settings) error {
 		}
 	}
 	if err := p.Setup(ctx, env); err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil // interrupted while Setup waited for the API server
+		}
 		return err
 	}
 	if !env.InMemory {
