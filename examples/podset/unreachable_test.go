@@ -29,7 +29,9 @@ func TestRunWaitsForAnUnreachableAPIServer(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"--kubeconfig=" + path, "--metrics-addr=", "--health-addr=127.0.0.1:0", "--metrics-secure=false"}, &out)
 	}()
-	require.Eventually(t, func() bool { return strings.Contains(out.String(), `"Waiting for the API server: installing the PodSet CRD"`) },
+	require.Eventually(t, func() bool {
+		return strings.Contains(out.String(), `"Waiting for the API server: installing the PodSet CRD"`)
+	},
 		30*time.Second, 10*time.Millisecond, "%s", &out)
 	select {
 	case code := <-done:
