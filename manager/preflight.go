@@ -95,8 +95,8 @@ func (m *Manager) checkLeaseNamespace(ctx context.Context, ns, field, flag strin
 		return nil
 	case apierrors.IsNotFound(err):
 		return &OptionsError{Field: "manager.Options." + field, Reason: fmt.Sprintf(
-			"the Lease namespace %q does not exist: it is the default outside a Pod; set %s (the %s option) to a namespace that exists, or create %q",
-			ns, flag, field, ns)}
+			"the Lease namespace %q does not exist: it is the default outside a Pod; set %s (or this option) to a namespace that exists, or create %q",
+			ns, flag, ns)}
 	case apierrors.IsForbidden(err):
 		klog.FromContext(ctx).V(2).Info("Cannot tell whether the Lease namespace exists", "namespace", ns, "err", err)
 		return nil
