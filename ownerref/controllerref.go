@@ -38,23 +38,39 @@ import (
 // Calling it again with the same owner changes nothing. The name and rules are
 // controller-runtime's controllerutil.SetControllerReference.
 func SetControllerReference(owner, obj metav1.Object, opts ...Option) error {
-	cfg := newOptions(opts)
-	child, gvk, err := checkOwner("set controller reference", owner, obj, cfg)
+	ref, err := controllerRef("set controller reference", owner, obj, newOptions(opts))
 	if err != nil {
 		return err
+	}
+	obj.SetOwnerReferences(replaceOwner(obj.GetOwnerReferences(), ref, func(r metav1.OwnerReference) bool { return sameOwner(r, ref) }))
+	return nil
+}
+
+// controllerRef checks owner and obj as SetControllerReference documents and returns the
+// controller reference it gives obj; op starts the errors.
+func controllerRef(op string, owner, obj metav1.Object, cfg options) (metav1.OwnerReference, error) {
+	child, gvk, err := checkOwner(op, owner, obj, cfg)
+	if err != nil {
+		return metav1.OwnerReference{}, err
 	}
 	ref := *NewControllerRef(owner, gvk)
 	if cfg.block != nil {
 		ref.BlockOwnerDeletion = new(*cfg.block)
 	}
-	refs := obj.GetOwnerReferences()
 	if cur := controllerOfNoCopy(obj); cur != nil && !sameOwner(*cur, ref) {
-		return &AlreadyOwnedError{Object: child, Controller: *cur, Owner: ref}
+		return metav1.OwnerReference{}, &AlreadyOwnedError{Object: child, Controller: *cur, Owner: ref}
 	}
-	out := make([]metav1.OwnerReference, 0, len(refs)+1)
+	return ref, nil
+}
+
+// replaceOwner returns refs with ref in place of the first reference same matches and without
+// the other ones it matches (a list the API server keys by UID must not hold an owner twice),
+// or with ref appended when none matches. refs itself is not changed.
+func replaceOwner[R any](refs []R, ref R, same func(R) bool) []R {
+	out := make([]R, 0, len(refs)+1)
 	replaced := false
 	for _, r := range refs {
-		if sameOwner(r, ref) {
+		if same(r) {
 			if !replaced {
 				out = append(out, ref)
 				replaced = true
@@ -66,8 +82,7 @@ func SetControllerReference(owner, obj metav1.Object, opts ...Option) error {
 	if !replaced {
 		out = append(out, ref)
 	}
-	obj.SetOwnerReferences(out)
-	return nil
+	return out
 }
 
 // sameOwner reports whether two references point at the same owner: by UID when both have
