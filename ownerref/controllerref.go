@@ -20,7 +20,8 @@ import (
 // Update, CreateOrUpdate's mutate).
 //
 // The owner's kind is, in this order: WithKind's; the owner's own apiVersion and kind (custom
-// resources decoded by ctrlkit keep them); the kind client-go's scheme (or WithScheme's)
+// resources decoded by ctrlkit keep them; a *metav1.PartialObjectMetadata counts only when they
+// were set to its resource's, since the metadata client leaves them empty); the kind client-go's scheme (or WithScheme's)
 // registers for the owner's Go type (built-in objects read from a clientset or a lister carry
 // no TypeMeta).
 // An owner of none of these is an error matching ErrUnknownKind that names its Go type.
@@ -193,9 +194,13 @@ func ownerKind(owner metav1.Object, cfg options) (schema.GroupVersionKind, error
 	if !ok {
 		return schema.GroupVersionKind{}, fmt.Errorf("owner %T is not a runtime.Object, pass ownerref.WithKind: %w", owner, ErrUnknownKind)
 	}
-	if _, ok := owner.(*metav1.PartialObjectMetadata); ok {
-		// A metadata informer's object says PartialObjectMetadata, or nothing, not
-		// the kind of the resource it came from.
+	if p, ok := owner.(*metav1.PartialObjectMetadata); ok {
+		// A metadata informer's object says nothing (client-go's metadata client clears it) and
+		// the API server's says PartialObjectMetadata; only a kind someone set to the
+		// resource's, as controller-runtime's users do, names the owner.
+		if gvk := p.GroupVersionKind(); gvk.Kind != "" && gvk.Version != "" && gvk.Group != metav1.GroupName {
+			return gvk, nil
+		}
 		return schema.GroupVersionKind{}, fmt.Errorf("owner is a PartialObjectMetadata, whose kind is not the resource's, pass ownerref.WithKind: %w", ErrUnknownKind)
 	}
 	if gvk := ro.GetObjectKind().GroupVersionKind(); gvk.Kind != "" && gvk.Version != "" {
