@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/internal/object"
 )
@@ -43,23 +44,26 @@ func SetControllerReferenceApplyConfig[A ObjectApplyConfiguration[A]](owner meta
 	if object.IsNil(config) {
 		return fmt.Errorf("%s: apply configuration: %w", op, ErrNilObject)
 	}
-	meta := objectMetaOf(config)
-	if meta == nil {
+	meta, ok := objectMetaOf(config)
+	if !ok {
 		return fmt.Errorf("%s: %T embeds no *ObjectMetaApplyConfiguration, as generated apply configurations do: %w", op, config, errors.ErrUnsupported)
 	}
-	child := &metav1.ObjectMeta{OwnerReferences: make([]metav1.OwnerReference, len(meta.OwnerReferences))}
-	if meta.Namespace != nil {
-		child.Namespace = *meta.Namespace
-	}
-	if meta.Name != nil {
-		child.Name = *meta.Name
-	}
-	for i, r := range meta.OwnerReferences {
-		child.OwnerReferences[i] = fromApplyConfig(r)
+	child := &metav1.ObjectMeta{}
+	if meta != nil {
+		child.Namespace = ptr.Deref(meta.Namespace, "")
+		child.Name = ptr.Deref(meta.Name, "")
+		child.OwnerReferences = make([]metav1.OwnerReference, len(meta.OwnerReferences))
+		for i, r := range meta.OwnerReferences {
+			child.OwnerReferences[i] = fromApplyConfig(r)
+		}
 	}
 	ref, err := controllerRef(op, owner, child, newOptions(opts))
 	if err != nil {
 		return err
+	}
+	if meta == nil { // no references to replace; the generated method allocates the metadata
+		config.WithOwnerReferences(new(toApplyConfig(ref)))
+		return nil
 	}
 	meta.OwnerReferences = replaceOwner(meta.OwnerReferences, toApplyConfig(ref), func(r metav1ac.OwnerReferenceApplyConfiguration) bool {
 		return sameOwner(fromApplyConfig(r), ref)
@@ -67,41 +71,32 @@ func SetControllerReferenceApplyConfig[A ObjectApplyConfiguration[A]](owner meta
 	return nil
 }
 
-// objectMetaOf returns the metadata config embeds, creating it when it is nil. Generated apply
-// configurations embed *metav1ac.ObjectMetaApplyConfiguration but have no method that returns
-// it, and its owner references are needed to replace rather than append.
-func objectMetaOf[A ObjectApplyConfiguration[A]](config A) *metav1ac.ObjectMetaApplyConfiguration {
+// objectMetaOf returns the metadata config embeds (nil until something set it), and false when
+// config embeds none. Generated apply configurations embed *metav1ac.ObjectMetaApplyConfiguration
+// but have no method that returns it, and its owner references are needed to replace rather
+// than append.
+func objectMetaOf(config any) (*metav1ac.ObjectMetaApplyConfiguration, bool) {
 	v := reflect.ValueOf(config)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return nil
+		return nil, false
 	}
 	f := v.Elem().FieldByName("ObjectMetaApplyConfiguration")
 	if !f.IsValid() || f.Type() != reflect.TypeFor[*metav1ac.ObjectMetaApplyConfiguration]() {
-		return nil
-	}
-	if f.IsNil() {
-		config.WithOwnerReferences() // the generated types allocate their metadata on demand
+		return nil, false
 	}
 	meta, _ := f.Interface().(*metav1ac.ObjectMetaApplyConfiguration)
-	return meta
+	return meta, true
 }
 
 func fromApplyConfig(r metav1ac.OwnerReferenceApplyConfiguration) metav1.OwnerReference {
-	var out metav1.OwnerReference
-	if r.APIVersion != nil {
-		out.APIVersion = *r.APIVersion
+	return metav1.OwnerReference{
+		APIVersion:         ptr.Deref(r.APIVersion, ""),
+		Kind:               ptr.Deref(r.Kind, ""),
+		Name:               ptr.Deref(r.Name, ""),
+		UID:                ptr.Deref(r.UID, ""),
+		Controller:         r.Controller,
+		BlockOwnerDeletion: r.BlockOwnerDeletion,
 	}
-	if r.Kind != nil {
-		out.Kind = *r.Kind
-	}
-	if r.Name != nil {
-		out.Name = *r.Name
-	}
-	if r.UID != nil {
-		out.UID = *r.UID
-	}
-	out.Controller, out.BlockOwnerDeletion = r.Controller, r.BlockOwnerDeletion
-	return out
 }
 
 func toApplyConfig(r metav1.OwnerReference) metav1ac.OwnerReferenceApplyConfiguration {

@@ -163,6 +163,19 @@ func TestSetControllerReferenceApplyConfigReplaces(t *testing.T) {
 	assert.Equal(t, "admins", *rb.GetName(), "the rest of the configuration is untouched")
 }
 
+// A configuration whose metadata nothing set yet gets it, with the reference; on an error it
+// stays as it was.
+func TestSetControllerReferenceApplyConfigWithoutMetadata(t *testing.T) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", UID: "ns-1"}}
+	config := &rbacv1ac.ClusterRoleBindingApplyConfiguration{}
+	require.NoError(t, ownerref.SetControllerReferenceApplyConfig(ns, config))
+	assert.Equal(t, []map[string]any{ctrlRefJSON("v1", "Namespace", "team-a", "ns-1")}, ownerRefsJSON(t, config))
+
+	config = &rbacv1ac.ClusterRoleBindingApplyConfiguration{}
+	require.ErrorIs(t, ownerref.SetControllerReferenceApplyConfig(replicaSet("team-a", "web", "rs-1"), config), ownerref.ErrInvalidOwner)
+	assert.Nil(t, config.ObjectMetaApplyConfiguration)
+}
+
 // noMeta has WithOwnerReferences but not the embedded metadata of a generated configuration.
 type noMeta struct {
 	refs []*metav1ac.OwnerReferenceApplyConfiguration

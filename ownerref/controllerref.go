@@ -20,10 +20,10 @@ import (
 // Update, CreateOrUpdate's mutate).
 //
 // The owner's kind is, in this order: WithKind's; the owner's own apiVersion and kind (custom
-// resources decoded by ctrlkit keep them; a *metav1.PartialObjectMetadata counts only when they
-// were set to its resource's, since the metadata client leaves them empty); the kind client-go's scheme (or WithScheme's)
-// registers for the owner's Go type (built-in objects read from a clientset or a lister carry
-// no TypeMeta).
+// resources decoded by ctrlkit keep them; a *metav1.PartialObjectMetadata's count only when
+// they were set to its resource's, since the metadata client leaves them empty); the kind
+// client-go's scheme (or WithScheme's) registers for the owner's Go type (built-in objects read
+// from a clientset or a lister carry no TypeMeta).
 // An owner of none of these is an error matching ErrUnknownKind that names its Go type.
 //
 // It refuses, leaving obj unchanged:
