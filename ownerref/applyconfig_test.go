@@ -176,18 +176,49 @@ func TestSetControllerReferenceApplyConfigWithoutMetadata(t *testing.T) {
 	assert.Nil(t, config.ObjectMetaApplyConfiguration)
 }
 
-// noMeta has WithOwnerReferences but not the embedded metadata of a generated configuration.
-type noMeta struct {
-	refs []*metav1ac.OwnerReferenceApplyConfiguration
+// workspaceApply is a custom resource's apply configuration written by hand, in the shape
+// applyconfiguration-gen generates (client.ApplyConfig's tests use the same).
+type workspaceApply struct {
+	metav1ac.TypeMetaApplyConfiguration    `json:",inline"`
+	*metav1ac.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
 }
 
-func (n *noMeta) WithOwnerReferences(values ...*metav1ac.OwnerReferenceApplyConfiguration) *noMeta {
-	n.refs = append(n.refs, values...)
-	return n
+func (workspaceApply) IsApplyConfiguration() {}
+
+// valueMetaApply embeds the metadata as a value rather than a pointer.
+type valueMetaApply struct {
+	metav1ac.ObjectMetaApplyConfiguration `json:"metadata"`
 }
 
-func TestSetControllerReferenceApplyConfigNotGenerated(t *testing.T) {
-	err := ownerref.SetControllerReferenceApplyConfig(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "u"}}, &noMeta{})
-	require.True(t, errors.Is(err, errors.ErrUnsupported), "%v", err)
-	assert.Contains(t, err.Error(), "*ownerref_test.noMeta")
+func (valueMetaApply) IsApplyConfiguration() {}
+
+// noMetaApply is an apply configuration without the metadata of an object's.
+type noMetaApply struct{}
+
+func (noMetaApply) IsApplyConfiguration() {}
+
+func TestSetControllerReferenceApplyConfigHandWritten(t *testing.T) {
+	tenant := &unstructured.Unstructured{}
+	tenant.SetGroupVersionKind(tenantGVK)
+	tenant.SetName("acme")
+	tenant.SetUID("t-1")
+	want := []map[string]any{ctrlRefJSON("tenancy.example.com/v1", "Tenant", "acme", "t-1")}
+
+	ws := &workspaceApply{ObjectMetaApplyConfiguration: metav1ac.ObjectMeta().WithName("dev").WithNamespace("team-a")}
+	require.NoError(t, ownerref.SetControllerReferenceApplyConfig(tenant, ws))
+	assert.Equal(t, want, ownerRefsJSON(t, ws))
+
+	bare := &workspaceApply{}
+	require.NoError(t, ownerref.SetControllerReferenceApplyConfig(tenant, bare))
+	assert.Equal(t, want, ownerRefsJSON(t, bare), "metadata allocated")
+
+	byValue := &valueMetaApply{}
+	require.NoError(t, ownerref.SetControllerReferenceApplyConfig(tenant, byValue))
+	assert.Equal(t, want, ownerRefsJSON(t, byValue))
+
+	for _, config := range []runtime.ApplyConfiguration{&noMetaApply{}, workspaceApply{}} {
+		err := ownerref.SetControllerReferenceApplyConfig(tenant, config)
+		require.ErrorIs(t, err, errors.ErrUnsupported)
+		assert.Contains(t, err.Error(), "ownerref_test.")
+	}
 }
