@@ -156,7 +156,9 @@ func TestMemoryBudgetDegradeWithoutDegradableInformerSaysSo(t *testing.T) {
 	require.NoError(t, err)
 	startFactory(t, f)
 	require.NoError(t, wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true,
-		func(context.Context) (bool, error) { return len(logs.matching("found no degradable informer")) > 0, nil }))
+		func(context.Context) (bool, error) {
+			return len(logs.matching("found no degradable informer")) > 0, nil
+		}))
 	require.False(t, f.CacheMemory().Informers[0].Degraded)
 }
 
