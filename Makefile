@@ -6,7 +6,7 @@ FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 6
 
-.PHONY: all test fmt-check vet lint bench bench-peers fuzz tidy kube generate
+.PHONY: all test fmt-check vet lint bench bench-peers fuzz tidy kube generate surface
 
 all: test
 
@@ -56,6 +56,11 @@ tidy:
 ## writes the deepcopy functions and CRD manifests of their API packages. Commit the result.
 generate:
 	$(GO) generate ./examples/...
+
+## surface: the exported names of the everyday packages (and all public ones), as the issues count them.
+surface:
+	$(GO) run ./hack/apisurface controller informer manager client predicate
+	$(GO) run ./hack/apisurface $$($(GO) list -f '{{.Dir}}' ./... | grep -v -e /internal -e /examples -e /hack -e /cmd | sed "s|^$$(pwd)/||")
 
 ## kube: build kube-apiserver and etcd from Go module sources (see hack/install-kube.sh).
 kube:

@@ -26,7 +26,8 @@ import (
 // apiVersion and kind, when set, must be c's (the generated constructors set them);
 // left empty, they are c's. Its metadata.name is required, and its metadata.namespace follows
 // the resource's scope as in Patch. The write goes through c.Patch, so a cached client and a
-// controller's write fences see it like any other write.
+// controller's write fences see it like any other write. ownerref.SetControllerReferenceApplyConfig
+// gives config its owner's controller reference.
 func ApplyConfig[T Object](ctx context.Context, c Client[T], config runtime.ApplyConfiguration, opts metav1.ApplyOptions, subresources ...string) (T, error) {
 	var zero T
 	gvr, gvk := c.Resource(), c.GroupVersionKind()

@@ -33,6 +33,16 @@ func TestCachedReadsTheCacheAndWritesTheServer(t *testing.T) {
 	env.Sync()
 	cms, err := client.NewCached(mustFor[*corev1.ConfigMap](t, env.Env), inf.Lister())
 	require.NoError(t, err)
+	// The informer watches after its list, which can come after Sync: wait for its watch, so
+	// the actions below are this test's alone.
+	require.Eventually(t, func() bool {
+		for _, a := range env.Actions() {
+			if a.GetVerb() == "watch" {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, time.Millisecond)
 
 	env.ClearActions()
 	got, err := cms.Get(ctx, "default", "a", metav1.GetOptions{})

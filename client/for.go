@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/ctrlkit/ctrlkit/internal/builtin"
 	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
@@ -72,43 +72,6 @@ type binding struct {
 	itemsField     []int  // index of Items in the list struct
 }
 
-// getter is one resource getter of kubernetes.Interface, keyed by the type its Get returns.
-type getter struct {
-	groupMethod, resourceMethod string
-	namespaced                  bool
-	iface                       reflect.Type // the typed interface, e.g. ConfigMapInterface
-}
-
-// getters maps every type a typed client of kubernetes.Interface gets to that client's
-// getter. It depends only on the interface's static type, so it is built once per process.
-var getters = sync.OnceValue(func() map[reflect.Type]getter {
-	out := map[reflect.Type]getter{}
-	ci := reflect.TypeFor[kubernetes.Interface]()
-	str := reflect.TypeFor[string]()
-	for i := range ci.NumMethod() {
-		gm := ci.Method(i)
-		if gm.Type.NumIn() != 0 || gm.Type.NumOut() != 1 || gm.Type.Out(0).Kind() != reflect.Interface {
-			continue
-		}
-		gi := gm.Type.Out(0)
-		for j := range gi.NumMethod() {
-			rm := gi.Method(j)
-			ft := rm.Type
-			namespaced := ft.NumIn() == 1 && ft.In(0) == str
-			if (ft.NumIn() != 0 && !namespaced) || ft.NumOut() != 1 || ft.Out(0).Kind() != reflect.Interface {
-				continue
-			}
-			ri := ft.Out(0)
-			get, ok := ri.MethodByName("Get")
-			if !ok || get.Type.NumIn() != 3 || get.Type.NumOut() != 2 {
-				continue
-			}
-			out[get.Type.Out(0)] = getter{groupMethod: gm.Name, resourceMethod: rm.Name, namespaced: namespaced, iface: ri}
-		}
-	}
-	return out
-})
-
 var bindings sync.Map // reflect.Type → *binding or error
 
 func bindingFor(t reflect.Type) (*binding, error) {
@@ -142,7 +105,7 @@ func resolve(t reflect.Type) (*binding, error) {
 	if err != nil || unversioned || len(gvks) == 0 {
 		return nil, unsupported("not registered in client-go's scheme (for a custom resource use customresource.NewClient)")
 	}
-	g, ok := getters()[t]
+	g, ok := builtin.Getters()[t]
 	if !ok {
 		return nil, unsupported(fmt.Sprintf("kubernetes.Interface has no typed client for %v", gvks))
 	}
@@ -150,13 +113,13 @@ func resolve(t reflect.Type) (*binding, error) {
 	b := &binding{
 		t:              t,
 		gvk:            gvk,
-		gvr:            gvk.GroupVersion().WithResource(strings.ToLower(g.resourceMethod)),
-		groupMethod:    g.groupMethod,
-		resourceMethod: g.resourceMethod,
-		namespaced:     g.namespaced,
+		gvr:            gvk.GroupVersion().WithResource(g.Resource()),
+		groupMethod:    g.GroupMethod,
+		resourceMethod: g.ResourceMethod,
+		namespaced:     g.Namespaced,
 	}
-	_, b.hasStatus = g.iface.MethodByName("UpdateStatus")
-	list, ok := g.iface.MethodByName("List")
+	_, b.hasStatus = g.Iface.MethodByName("UpdateStatus")
+	list, ok := g.Iface.MethodByName("List")
 	if !ok || list.Type.NumOut() != 2 || list.Type.Out(0).Kind() != reflect.Pointer || list.Type.Out(0).Elem().Kind() != reflect.Struct {
 		return nil, unsupported("its typed client has no List returning a list struct")
 	}

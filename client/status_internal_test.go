@@ -7,12 +7,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctrlkit/ctrlkit/internal/builtin"
 )
 
 // Every built-in type whose typed client has UpdateStatus has a status PatchStatus can write.
 func TestEveryStatusSubresourceHasALayout(t *testing.T) {
 	n := 0
-	for typ := range getters() {
+	for typ := range builtin.Getters() {
 		b, err := bindingFor(typ)
 		if err != nil || !b.hasStatus {
 			continue

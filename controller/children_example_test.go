@@ -17,15 +17,16 @@ import (
 // kube-controller-manager's ReplicaSet controller does. In a controller it is an option of the
 // Pods' Watch:
 //
-//	controller.Watch(c, pods, podOwners,
+//	controller.Watch(c, pods, controller.EnqueueControllerOf[*corev1.Pod](replicaSets),
 //		controller.WithPredicates(predicate.ResourceVersionChanged[*corev1.Pod]()),
 //		controller.WithObserver(controller.ObserveChildren(exp, ownerKey)))
 func ExampleObserveChildren() {
 	rsKind := appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
-	owners := controller.EnqueueControllerOf[*corev1.Pod](rsKind)
+	// In a controller, the Pods' Watch maps with EnqueueControllerOf and
+	// ownerKey resolves the same reference for the expectations.
 	ownerKey := func(pod *corev1.Pod) (controller.Key, bool) {
-		if keys := owners(pod); len(keys) == 1 {
-			return keys[0], true
+		if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == rsKind.Kind {
+			return controller.Key{Namespace: pod.Namespace, Name: ref.Name}, true
 		}
 		return controller.Key{}, false
 	}

@@ -45,11 +45,11 @@ func (e *expRecorder) take() []string {
 }
 
 func ownerKeyOf(pod *corev1.Pod) (Key, bool) {
-	keys := EnqueueControllerOf[*corev1.Pod](rsKind)(pod)
-	if len(keys) == 0 {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != rsKind.Kind {
 		return Key{}, false
 	}
-	return keys[0], true
+	return Key{Namespace: pod.Namespace, Name: ref.Name}, true
 }
 
 // ObserveChildren counts kube-controller-manager's expectations: an add is a creation of its
@@ -112,7 +112,12 @@ func TestWithObserverRunsBeforeTheMappingBehindThePredicates(t *testing.T) {
 	c := newTestController(t)
 	inf := &capturingInformer[*corev1.Pod]{gvk: corev1.SchemeGroupVersion.WithKind("Pod")}
 	exp := &expRecorder{}
-	require.NoError(t, Watch(c, anInformer[*corev1.Pod](inf), EnqueueControllerOf[*corev1.Pod](rsKind),
+	require.NoError(t, Watch(c, anInformer[*corev1.Pod](inf), func(p *corev1.Pod) []Key {
+		if k, ok := ownerKeyOf(p); ok {
+			return []Key{k}
+		}
+		return nil
+	},
 		WithPredicates(predicate.ResourceVersionChanged[*corev1.Pod]()),
 		WithObserver(ObserveChildren[*corev1.Pod, Key](exp, ownerKeyOf))))
 	spy := &queueSpy{TypedRateLimitingInterface: kworkqueue.NewTypedRateLimitingQueue(kworkqueue.DefaultTypedControllerRateLimiter[Key]()), exp: exp}

@@ -32,7 +32,7 @@
 //	})
 //	c, _ := controller.New("replicaset", r, controller.Options[controller.Key]{Workers: 5})
 //	controller.Watch(c, rsInformer, controller.EnqueueObject)
-//	controller.Watch(c, podInformer, controller.EnqueueControllerOf[*corev1.Pod](appsv1.SchemeGroupVersion.WithKind("ReplicaSet")))
+//	controller.Watch(c, podInformer, controller.EnqueueControllerOf[*corev1.Pod](rsInformer))
 //
 //	mgr, _ := manager.New(manager.Options{
 //		Client:          client,

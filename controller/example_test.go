@@ -112,7 +112,7 @@ func ExampleWatch() {
 	})
 	c, _ := controller.New("replicaset", r, controller.Options[controller.Key]{Workers: 5})
 	_ = controller.Watch(c, rsInformer, controller.EnqueueObject)
-	_ = controller.Watch(c, podInformer, controller.EnqueueControllerOf[*corev1.Pod](appsv1.SchemeGroupVersion.WithKind("ReplicaSet")))
+	_ = controller.Watch(c, podInformer, controller.EnqueueControllerOf[*corev1.Pod](rsInformer))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	f.Start(ctx)
@@ -191,7 +191,7 @@ func ExampleOwns() {
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "rs-uid"}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-x7k2p",
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}}}
-	f := informer.NewFactory(fake.NewClientset(pod))
+	f := informer.NewFactory(fake.NewClientset(rs, pod))
 	pods, _ := informer.For[*corev1.Pod](f)
 	replicaSets, _ := informer.For[*appsv1.ReplicaSet](f)
 

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/predicate"
 )
@@ -98,40 +96,21 @@ func EnqueueObject[T informer.Object](obj T) []Key {
 	return []Key{KeyFromObject(obj)}
 }
 
-// EnqueueControllerOf returns a mapping of an object to the Key of its
-// controlling owner when that owner is of owner's group and kind (any
-// version: owner references name whatever version the owner was created
-// with), and to nothing otherwise: the usual mapping for the children a
-// controller creates (Pods of a ReplicaSet). An update whose controller
-// reference changed reaches both the old and the new owner. The owner is
-// looked up in the child's namespace, as owner references require; for
-// cluster-scoped owners of namespaced children write the mapping yourself.
-//
-//	controller.Watch(c, pods, controller.EnqueueControllerOf[*corev1.Pod](appsv1.SchemeGroupVersion.WithKind("ReplicaSet")))
-func EnqueueControllerOf[T informer.Object](owner schema.GroupVersionKind) func(T) []Key {
-	return func(obj T) []Key {
-		name, ok := informer.ControllerOf(obj, owner)
-		if !ok {
-			return nil
-		}
-		return []Key{{Namespace: name.Namespace, Name: name.Name}}
-	}
-}
-
 // Owns watches the objects a controller creates and owns: events of inf's
-// objects enqueue the Key of their controlling owner when it is of the kind
-// owners serves (the controller's primary informer, whose GVK says the group
-// and kind), and resync updates are dropped (the owner's own watch resyncs the
-// owner; kube-controller-manager's controllers likewise ignore
-// same-resourceVersion updates of their Pods). It is Watch with the mapping
-// EnqueueControllerOf[T](owners.GVK()) and the option
+// objects enqueue the Key of their controlling owner when it is one of
+// owners' objects (the controller's primary informer), and resync updates are
+// dropped (the owner's own watch resyncs the owner; kube-controller-manager's
+// controllers likewise ignore same-resourceVersion updates of their Pods). It
+// is Watch with the mapping EnqueueControllerOf[T](owners) and the option
 // WithPredicates(predicate.ResourceVersionChanged[T]()) ahead of opts, which
 // add predicates of their own. The name is controller-runtime's builder.Owns.
-// Custom-resource owners work as built-in ones: informer.ForResource knows the
-// kind from the Go type's name (PodSet for podsets) or the factory's scheme.
-// An owners informer of no known kind (an irregular plural, an unstructured or
-// metadata informer of a kind in no scheme) is an error matching
-// ErrInvalidOptions that says how to name it.
+//
+// Every scope and kind of owner works: a namespaced owner enqueues
+// "namespace/name", a cluster-scoped one (a Tenant owning Namespaces and the
+// RoleBindings in them) its name alone; owners may be typed, unstructured or
+// metadata-only, built-in or custom (see EnqueueControllerOf). A wiring that
+// cannot work, cluster-scoped children of a namespaced owner, is an error
+// matching ErrInvalidOptions.
 // Objects whose resourceVersion never changes (client-go's plain fake
 // clientset keeps the one a test gave) have every update dropped; ctrlkit's
 // fake cluster stamps a new one on each write.
@@ -142,17 +121,15 @@ func Owns[T, O informer.Object](c *Controller[Key], inf informer.Informer[T], ow
 	if c != nil {
 		name = c.name
 	}
-	if owners == nil {
-		return &OptionsError{Controller: name, Field: "Owns", Reason: "nil owners informer"}
+	if owners == nil || inf == nil {
+		return &OptionsError{Controller: name, Field: "Owns", Reason: "nil informer"}
 	}
-	ownerGVK := owners.GVK()
-	if ownerGVK.Kind == "" {
-		return &OptionsError{Controller: name, Field: "Owns", Reason: fmt.Sprintf("owners informer %s has no kind: "+
-			"name its Go type after the kind, or register the type in the factory's scheme (informer.WithScheme, manager.Options.Scheme)", owners.Name())}
+	if err := checkOwnerScopes(inf.GVR(), owners.GVR()); err != nil {
+		return &OptionsError{Controller: name, Field: "Owns", Reason: err.Error()}
 	}
 	all := make([]WatchOption[T], 0, len(opts)+1)
 	all = append(all, WithPredicates(predicate.ResourceVersionChanged[T]()))
-	return Watch(c, inf, EnqueueControllerOf[T](ownerGVK), append(all, opts...)...)
+	return Watch(c, inf, EnqueueControllerOf[T](owners), append(all, opts...)...)
 }
 
 // WatchOption configures one Watch or Owns call. It is typed on the watched

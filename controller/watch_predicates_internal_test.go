@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
@@ -29,6 +30,7 @@ type capturingInformer[T informer.Object] struct {
 	anInformer[T]
 	h    informer.Handler[T]
 	gvk  schema.GroupVersionKind
+	gvr  schema.GroupVersionResource
 	adds int // AddHandler calls
 }
 
@@ -39,10 +41,21 @@ type anInformer[T informer.Object] = informer.Informer[T]
 func (c *capturingInformer[T]) Name() string                        { return "capturing" }
 func (c *capturingInformer[T]) Informer() cache.SharedIndexInformer { return nil }
 func (c *capturingInformer[T]) GVK() schema.GroupVersionKind        { return c.gvk }
+func (c *capturingInformer[T]) GVR() schema.GroupVersionResource    { return c.gvr }
+func (c *capturingInformer[T]) HasSynced() bool                     { return false }
+func (c *capturingInformer[T]) Lister() informer.Lister[T]          { return emptyLister[T]{} }
 func (c *capturingInformer[T]) AddHandler(h informer.Handler[T]) (cache.ResourceEventHandlerRegistration, error) {
 	c.h = h
 	c.adds++
 	return nil, nil
+}
+
+// emptyLister finds nothing.
+type emptyLister[T informer.Object] struct{ informer.Lister[T] }
+
+func (emptyLister[T]) Get(namespace, name string) (T, error) {
+	var zero T
+	return zero, apierrors.NewNotFound(schema.GroupResource{}, name)
 }
 
 // registered runs the registration Run would run for c's only watch and
@@ -138,7 +151,7 @@ func TestWatchRefusesInvalidPredicates(t *testing.T) {
 func TestOwns(t *testing.T) {
 	c := newTestController(t)
 	inf := &capturingInformer[*corev1.Pod]{}
-	replicaSets := &capturingInformer[*appsv1.ReplicaSet]{gvk: rsKind}
+	replicaSets := &capturingInformer[*appsv1.ReplicaSet]{gvk: rsKind, gvr: appsv1.SchemeGroupVersion.WithResource("replicasets")}
 	require.NoError(t, Owns(c, inf, replicaSets))
 	h, keys := registered(t, c, inf)
 	web, api := replicaSet("ns", "web"), replicaSet("ns", "api")
@@ -170,13 +183,16 @@ func TestOwns(t *testing.T) {
 	assert.Equal(t, []Key{webKey}, keys2())
 }
 
-func TestOwnsRefusesAnOwnerWithoutKind(t *testing.T) {
+// Owns refuses what no owner reference can serve, and nil arguments.
+func TestOwnsRefusesAWiringThatCannotWork(t *testing.T) {
 	c := newTestController(t)
-	kindless := &capturingInformer[*appsv1.ReplicaSet]{gvk: schema.GroupVersionKind{Group: "apps", Version: "v1"}}
-	err := Owns(c, &capturingInformer[*corev1.Pod]{}, kindless)
+	owners := &capturingInformer[*appsv1.ReplicaSet]{gvk: rsKind, gvr: appsv1.SchemeGroupVersion.WithResource("replicasets")}
+	namespaces := &capturingInformer[*corev1.Namespace]{gvr: corev1.SchemeGroupVersion.WithResource("namespaces")}
+	err := Owns(c, namespaces, owners)
 	assert.ErrorIs(t, err, ErrInvalidOptions)
-	assert.ErrorContains(t, err, `invalid Owns: owners informer capturing has no kind`)
-	owners := &capturingInformer[*appsv1.ReplicaSet]{gvk: rsKind}
+	assert.ErrorContains(t, err, `invalid Owns: namespaces are cluster-scoped and replicasets.apps namespaced`)
+	assert.Empty(t, c.watches, "nothing registered")
+
 	assert.ErrorIs(t, Owns(nil, &capturingInformer[*corev1.Pod]{}, owners), ErrInvalidOptions)
 	assert.ErrorIs(t, Owns[*corev1.Pod](c, nil, owners), ErrInvalidOptions)
 	assert.ErrorIs(t, Owns[*corev1.Pod, *appsv1.ReplicaSet](c, &capturingInformer[*corev1.Pod]{}, nil), ErrInvalidOptions)

@@ -68,12 +68,30 @@ func (r *keyRecorder) keys() map[Key]int {
 
 func TestEnqueueMappings(t *testing.T) {
 	rs := replicaSet("ns", "web")
+	rs.UID = "rs-uid"
 	assert.Equal(t, []Key{{Namespace: "ns", Name: "web"}}, EnqueueObject(rs))
-	assert.Equal(t, []Key{{Namespace: "ns", Name: "web"}}, EnqueueControllerOf[*corev1.Pod](rsKind)(podOf("ns", "web-1", rs)))
-	assert.Empty(t, EnqueueControllerOf[*corev1.Pod](rsKind)(podOf("ns", "orphan", nil)))
+
+	f := informer.NewFactory(fake.NewClientset(rs))
+	rsInf, err := informer.For[*appsv1.ReplicaSet](f)
+	require.NoError(t, err)
+	toOwner := EnqueueControllerOf[*corev1.Pod](rsInf)
+	assert.Equal(t, []Key{{Namespace: "ns", Name: "web"}}, toOwner(podOf("ns", "web-1", rs)),
+		"before the owners' cache synced, the key the scope allows")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f.Start(ctx)
+	defer f.Shutdown()
+	require.NoError(t, f.WaitForCacheSync(ctx))
+
+	assert.Equal(t, []Key{{Namespace: "ns", Name: "web"}}, toOwner(podOf("ns", "web-1", rs)))
+	assert.Empty(t, toOwner(podOf("ns", "orphan", nil)))
 	other := podOf("ns", "job-pod", nil)
-	other.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", Controller: new(true)}}
-	assert.Empty(t, EnqueueControllerOf[*corev1.Pod](rsKind)(other), "an owner of another kind is not ours")
+	other.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "web", UID: "rs-uid", Controller: new(true)}}
+	assert.Empty(t, toOwner(other), "an owner of another kind is not ours")
+	recreated := replicaSet("ns", "web")
+	recreated.UID = "old-uid"
+	assert.Empty(t, toOwner(podOf("ns", "web-0", recreated)), "a reference to another object of the owner's name is not ours")
+	assert.Empty(t, toOwner(podOf("ns", "web-9", replicaSet("ns", "gone"))), "an owner not in the synced cache enqueues nothing")
 }
 
 // The snippet, end to end on a fake clientset: ReplicaSets map to
@@ -107,7 +125,7 @@ func TestWatchConnectsInformerEventsToTheQueue(t *testing.T) {
 	c, err := New("replicaset", Reconciler[Key](r), Options[Key]{Workers: 2})
 	require.NoError(t, err)
 	require.NoError(t, Watch(c, rsInf, EnqueueObject))
-	require.NoError(t, Watch(c, podInf, EnqueueControllerOf[*corev1.Pod](rsKind)))
+	require.NoError(t, Watch(c, podInf, EnqueueControllerOf[*corev1.Pod](rsInf)))
 
 	ctx, _ := testLogger(t)
 	ctx, cancel := context.WithCancel(ctx)

@@ -32,7 +32,8 @@ const (
 	// only their objects' metadata, until the process restarts: objects
 	// entering the cache from then on (events, relists) keep their
 	// apiVersion, kind and metadata, the rest is dropped. Objects cached
-	// before shrink as they are updated.
+	// before shrink as they are updated. With no degradable informer it only
+	// warns, and says so.
 	BudgetDegrade
 )
 
@@ -88,8 +89,10 @@ type budget struct {
 // caches together, in bytes as CacheMemory estimates them, and what to do
 // beyond it. The caches are compared with it every
 // DefaultBudgetCheckInterval once the factory started, and by
-// CheckMemoryBudget. A budget that is not positive, or an unknown policy, is
-// reported to the error handler and ignored.
+// CheckMemoryBudget. The sharing table's fixed admission filter, which
+// CacheMemory reports in TableBytes, is not charged: the budget bounds what
+// grows with the caches. A budget that is not positive, or an unknown
+// policy, is reported to the error handler and ignored.
 func WithMemoryBudget(bytes int64, policy BudgetPolicy) FactoryOption {
 	return func(c *factoryConfig) { c.budgets = append(c.budgets, &budget{bytes: bytes, policy: policy}) }
 }
@@ -155,6 +158,11 @@ func (f *Factory) newBudgets() *budgets {
 			f.report(fmt.Errorf("informer factory: %s: unknown policy %v; ignored", what, bu.policy))
 		default:
 			b.list = append(b.list, bu)
+			if bu.policy == BudgetDegrade && bu.typ == nil && len(b.degradable) == 0 {
+				// Said once here, where the budget is set, and again when it is crossed.
+				f.logger.Info("Warning: memory budget policy degrade has no degradable informer: over the budget it only warns; "+
+					"mark the informers whose readers need only metadata with informer.WithDegradable", "budgetBytes", bu.bytes)
+			}
 		}
 	}
 	if len(b.list) == 0 {
@@ -163,12 +171,19 @@ func (f *Factory) newBudgets() *budgets {
 	return b
 }
 
-// used returns what bu's caches hold (mem.Bytes for the factory's budget),
-// and the informer's name for an informer's budget ("" while that informer
-// does not exist).
+// used returns what bu's caches hold, and the informer's name for an
+// informer's budget ("" while that informer does not exist). The factory's
+// budget is charged mem.Bytes but the sharing table's fixed part (its
+// admission filter, allocated with the factory): a budget bounds what grows
+// with the caches, and a small one would otherwise be spent before any
+// object is cached.
 func (f *Factory) used(bu *budget, mem CacheMemory) (int64, string) {
 	if bu.typ == nil {
-		return mem.Bytes, ""
+		used := mem.Bytes
+		if mem.TableBytes > 0 {
+			used -= f.table.FixedBytes()
+		}
+		return used, ""
 	}
 	var found *meter
 	f.meters.Range(func(_, v any) bool {
@@ -263,13 +278,19 @@ func (f *Factory) degrade(bu *budget) {
 			next[t] = true
 		}
 	}
+	covered := 0
 	for t := range b.degradable {
 		if bu.typ == nil || bu.typ == t {
 			if !next[t] {
 				f.logger.Info("Warning: informer degraded to metadata only by its memory budget", "type", object.TypeName(t))
 			}
 			next[t] = true
+			covered++
 		}
+	}
+	if covered == 0 {
+		f.logger.Info("Warning: memory budget policy degrade found no degradable informer, so nothing was degraded: "+
+			"mark the informers whose readers need only metadata with informer.WithDegradable", "policy", bu.policy.String())
 	}
 	b.degraded.Store(&next)
 }

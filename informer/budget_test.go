@@ -124,6 +124,44 @@ func TestMemoryBudgetDegradesToMetadataOnly(t *testing.T) {
 	require.Empty(t, cached.Spec.Containers, "the spec is dropped")
 }
 
+// The sharing table's admission filter is allocated with the factory, whatever it caches: a
+// small budget is not spent by it (a 100Ki budget failed readiness with two Pods cached).
+func TestMemoryBudgetDoesNotChargeTheTablesFixedBytes(t *testing.T) {
+	client := newClient(uidPod("a", "web-1"), uidPod("a", "web-2"))
+	f := NewFactory(client, WithMemoryBudget(100<<10, BudgetFailReadiness))
+	_, err := For[*corev1.Pod](f)
+	require.NoError(t, err)
+	startFactory(t, f)
+	waitMemory(t, f, func(m CacheMemory) bool { return m.Informers[0].Objects == 2 })
+	mem := f.CacheMemory()
+	require.Greater(t, mem.Bytes, int64(100<<10), "CacheMemory reports the filter")
+	require.NoError(t, f.CheckMemoryBudget(), "the budget does not charge it")
+
+	f = NewFactory(client, WithMemoryBudget(mem.Bytes-f.table.FixedBytes()-1, BudgetFailReadiness))
+	_, err = For[*corev1.Pod](f)
+	require.NoError(t, err)
+	startFactory(t, f)
+	waitMemory(t, f, func(m CacheMemory) bool { return len(m.Informers) == 1 && m.Informers[0].Objects == 2 })
+	require.ErrorIs(t, f.CheckMemoryBudget(), ErrOverBudget, "the caches themselves are charged")
+}
+
+// The degrade policy with no informer marked degradable says so, where the budget is set and
+// when it is crossed, instead of doing nothing in silence.
+func TestMemoryBudgetDegradeWithoutDegradableInformerSaysSo(t *testing.T) {
+	var logs logLines
+	f := NewFactory(newClient(uidPod("a", "web-1")), WithLogger(funcr.New(logs.add, funcr.Options{})),
+		WithMemoryBudget(100, BudgetDegrade), WithBudgetCheckInterval(5*time.Millisecond))
+	require.Len(t, logs.matching("has no degradable informer"), 1)
+	_, err := For[*corev1.Pod](f)
+	require.NoError(t, err)
+	startFactory(t, f)
+	require.NoError(t, wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) {
+			return len(logs.matching("found no degradable informer")) > 0, nil
+		}))
+	require.False(t, f.CacheMemory().Informers[0].Degraded)
+}
+
 func TestMemoryBudgetConfigErrorsAreReported(t *testing.T) {
 	var sink errorSink
 	f := NewFactory(newClient(), WithErrorHandler(sink.handle),

@@ -32,6 +32,16 @@ func (b *BudgetFlags) AddFlags(fs *pflag.FlagSet) {
 // Options returns the factory options the flags ask for, or an error naming
 // the flag whose value is wrong.
 func (b *BudgetFlags) Options() ([]FactoryOption, error) {
+	// The policy is checked even without a budget: a typo is an error, not
+	// a value that waits to bite until a budget is set.
+	name := b.Policy
+	if name == "" { // not bound with AddFlags
+		name = BudgetWarn.String()
+	}
+	policy, err := ParseBudgetPolicy(name)
+	if err != nil {
+		return nil, fmt.Errorf("--cache-memory-budget-policy: %w", err)
+	}
 	if b.Budget == "" {
 		return nil, nil
 	}
@@ -42,10 +52,6 @@ func (b *BudgetFlags) Options() ([]FactoryOption, error) {
 	n, ok := q.AsInt64()
 	if !ok || n <= 0 {
 		return nil, fmt.Errorf("--cache-memory-budget %q: want a positive number of bytes", b.Budget)
-	}
-	policy, err := ParseBudgetPolicy(b.Policy)
-	if err != nil {
-		return nil, fmt.Errorf("--cache-memory-budget-policy: %w", err)
 	}
 	return []FactoryOption{WithMemoryBudget(n, policy)}, nil
 }

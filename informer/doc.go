@@ -38,7 +38,7 @@
 //     one client-go informer per shard (package sharding's server-side
 //     ring);
 //   - EnqueueMapped, which connects events to a work queue of your own
-//     (controllers use controller.Watch, built on it), and ControllerOf;
+//     (controllers use controller.Watch, built on it);
 //   - WaitForCacheSync whose error names each informer that did not sync.
 //
 // # Use

@@ -3,10 +3,6 @@ package informer
 import (
 	"errors"
 	"slices"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/cache"
 )
 
 // Adder is the part of a work queue EnqueueMapped uses. ctrlkit's
@@ -25,23 +21,6 @@ type Adder[K comparable] interface {
 // deleted.
 func EnqueueMapped[T Object, K comparable](q Adder[K], fn func(T) []K) Handler[T] {
 	return &mapped[T, K]{q: q, fn: fn}
-}
-
-// ControllerOf returns the namespace and name of obj's controlling owner when
-// that owner is of ownerGVK's group and kind (any version: owner references
-// name whatever version the owner was created with). The owner takes the
-// child's namespace, as owner references name owners in the child's
-// namespace. controller.EnqueueControllerOf maps events with it.
-func ControllerOf(obj metav1.Object, ownerGVK schema.GroupVersionKind) (cache.ObjectName, bool) {
-	ref := metav1.GetControllerOfNoCopy(obj)
-	if ref == nil || ref.Kind != ownerGVK.Kind {
-		return cache.ObjectName{}, false
-	}
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil || gv.Group != ownerGVK.Group {
-		return cache.ObjectName{}, false
-	}
-	return cache.ObjectName{Namespace: obj.GetNamespace(), Name: ref.Name}, true
 }
 
 // WithoutResync wraps h so that resync updates (IsResync) do not reach it.

@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,8 +22,8 @@ func ownKey[T Object](obj T) []string { return []string{objectKey(obj)} }
 
 // controllerKey maps a Pod to its controlling ReplicaSet's key.
 func controllerKey(p *corev1.Pod) []string {
-	if name, ok := ControllerOf(p, rsGVK); ok {
-		return []string{name.String()}
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == rsGVK.Kind && strings.HasPrefix(ref.APIVersion, rsGVK.Group+"/") {
+		return []string{p.Namespace + "/" + ref.Name}
 	}
 	return nil
 }
@@ -186,14 +187,4 @@ func TestEnqueueMapped(t *testing.T) {
 	assert.Empty(t, q.got())
 	h.HandleDelete(db, DeleteInfo{Key: "a/p"})
 	assert.Equal(t, []string{"a/db", "a/all"}, q.got())
-}
-
-func TestControllerOf(t *testing.T) {
-	p := pod("ns", "p", nil, controllerRef("apps/v1", "ReplicaSet", "rs", "u"))
-	name, ok := ControllerOf(p, rsGVK)
-	assert.True(t, ok)
-	assert.Equal(t, cache.ObjectName{Namespace: "ns", Name: "rs"}, name)
-	bad := pod("ns", "p", nil, controllerRef("not/a/group/version", "ReplicaSet", "rs", "u"))
-	_, ok = ControllerOf(bad, rsGVK)
-	assert.False(t, ok)
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,10 +108,11 @@ func sortedNames[T metav1.Object](objs []T) []string {
 	return out
 }
 
-// EnqueueMapped with ControllerOf maps a Pod event to the key of the
-// ReplicaSet that controls it, for a queue of your own (controllers use
-// controller.Watch with controller.EnqueueControllerOf).
-func ExampleControllerOf() {
+// EnqueueMapped maps a Pod event to the key of the ReplicaSet that controls
+// it, for a queue of your own (controllers use controller.Watch with
+// controller.EnqueueControllerOf, which also checks the owner's UID and scope
+// in its cache).
+func ExampleEnqueueMapped_owner() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	yes := true
@@ -127,10 +127,9 @@ func ExampleControllerOf() {
 	pods, _ := informer.For[*corev1.Pod](f)
 	queue := kworkqueue.NewTyped[string]()
 	defer queue.ShutDown()
-	rs := appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 	_, _ = pods.AddHandler(informer.EnqueueMapped(queue, func(p *corev1.Pod) []string {
-		if owner, ok := informer.ControllerOf(p, rs); ok {
-			return []string{owner.String()}
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "ReplicaSet" {
+			return []string{p.Namespace + "/" + ref.Name}
 		}
 		return nil
 	}))

@@ -113,7 +113,8 @@ type Config struct {
 	// Namespace of the Lease. Default DefaultLeaseNamespace(): the namespace of the Pod the
 	// process runs in, else DefaultNamespace ("ctrlkit-system"). kube-controller-manager's
 	// "kube-system" is not the default: a controller's Role for its Lease lives in its own
-	// namespace, as in every manifest ctrlkit ships.
+	// namespace, as in every manifest ctrlkit ships. Outside a Pod, a manager.Manager checks
+	// at Start that the defaulted namespace exists and names --leader-elect-resource-namespace if not.
 	Namespace string
 	// Name of the Lease; required: it names the thing being led, e.g. "my-controller".
 	Name string

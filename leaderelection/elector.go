@@ -220,7 +220,8 @@ func (e *Elector) Run(ctx context.Context) error {
 		close(notesDone)
 	}
 
-	le.Run(context.WithValue(ctx, engineRunKey{}, true))
+	s.logger = logger
+	le.Run(klog.NewContext(context.WithValue(ctx, engineRunKey{}, true), shutdownQuiet(logger)))
 	// client-go's engine returns without waiting for OnStartedLeading; do it here.
 	led, done := s.stopLeading()
 	if led {
@@ -260,6 +261,8 @@ type session struct {
 	wake chan struct{} // capacity 1: a note is waiting
 
 	access *leaseAccess // the Elector's, for ReadyCheck
+
+	logger klog.Logger // Run's, for OnStartedLeading: the engine's demotes cancelled requests
 }
 
 // newSession is the state of a new Run of e.
@@ -275,7 +278,7 @@ func (s *session) started(engineCtx context.Context) {
 		return
 	}
 	// A ctx of our own, so leadership can end before the engine's: see guardedLock.Update.
-	s.lead, s.cancel = context.WithCancel(engineCtx)
+	s.lead, s.cancel = context.WithCancel(klog.NewContext(engineCtx, s.logger))
 	s.entered = true
 	ctx := s.lead
 	s.mu.Unlock()

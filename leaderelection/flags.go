@@ -1,6 +1,7 @@
 package leaderelection
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -49,12 +50,36 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 // ValidateFlags checks a Config that AddFlags bound and fs.Parse filled: the durations
 // exactly as given (AddFlags put the defaults in before parsing, so a zero here was typed and
 // is an error, where WithDefaults would quietly restore the default), everything else with
-// WithDefaults applied (the identity, for one, has no flag). Call it after Parse when
-// c.Enabled is set.
+// WithDefaults applied (the identity, for one, has no flag). Each broken rule is an error
+// that starts with the flag's name ("--leader-elect-retry-period: invalid leader election
+// config: ...") and wraps the *ConfigError (matching ErrInvalidConfig); several are joined.
+// Call it after Parse when c.Enabled is set.
 func (c Config) ValidateFlags() error {
 	d := c.WithDefaults()
 	d.LeaseDuration, d.RenewDeadline, d.RetryPeriod = c.LeaseDuration, c.RenewDeadline, c.RetryPeriod
-	return d.Validate()
+	err := d.Validate()
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return err
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		var ce *ConfigError
+		if errors.As(e, &ce) && flagNames[ce.Field] != "" {
+			e = fmt.Errorf("%s: %w", flagNames[ce.Field], e)
+		}
+		out = append(out, e)
+	}
+	return errors.Join(out...)
+}
+
+// flagNames maps a ConfigError's Field to the flag AddFlags binds it to.
+var flagNames = map[string]string{
+	"leaseDuration": "--leader-elect-lease-duration",
+	"renewDeadline": "--leader-elect-renew-deadline",
+	"retryPeriod":   "--leader-elect-retry-period",
+	"namespace":     "--leader-elect-resource-namespace",
+	"name":          "--leader-elect-resource-name",
 }
 
 // resourceLockFlag accepts only resourceLock: every other lock kind was removed from client-go.

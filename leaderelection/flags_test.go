@@ -152,10 +152,12 @@ func TestValidateFlags(t *testing.T) {
 	}{
 		{[]string{"--leader-elect", "--leader-elect-resource-name=ctl"}, ""},
 		{[]string{"--leader-elect", "--leader-elect-resource-name=ctl", "--leader-elect-retry-period=0s"},
-			"invalid leader election config: retryPeriod 0s must be greater than zero"},
+			"--leader-elect-retry-period: invalid leader election config: retryPeriod 0s must be greater than zero"},
 		{[]string{"--leader-elect", "--leader-elect-resource-name=ctl", "--leader-elect-renew-deadline=20s"},
-			"invalid leader election config: leaseDuration 15s must be greater than renewDeadline 20s"},
-		{[]string{"--leader-elect"}, `invalid leader election config: name "" must be a DNS-1123 subdomain`},
+			"--leader-elect-lease-duration: invalid leader election config: leaseDuration 15s must be greater than renewDeadline 20s"},
+		{[]string{"--leader-elect"}, `--leader-elect-resource-name: invalid leader election config: name "" must be a DNS-1123 subdomain`},
+		{[]string{"--leader-elect", "--leader-elect-resource-name=ctl", "--leader-elect-resource-namespace=Bad_NS"},
+			`--leader-elect-resource-namespace: invalid leader election config: namespace "Bad_NS" must be a DNS-1123 label`},
 	} {
 		var cfg Config
 		require.NoError(t, newFlagSet(&cfg).Parse(tc.args))
@@ -165,9 +167,10 @@ func TestValidateFlags(t *testing.T) {
 			continue
 		}
 		assert.ErrorIs(t, err, ErrInvalidConfig, "%v", tc.args)
-		if assert.Len(t, configErrors(t, err), 1, "%v", tc.args) {
-			assert.True(t, strings.HasPrefix(err.Error(), tc.want), "%v: %v", tc.args, err)
-		}
+		var ce *ConfigError
+		assert.ErrorAs(t, err, &ce, "%v", tc.args)
+		assert.Len(t, err.(interface{ Unwrap() []error }).Unwrap(), 1, "%v", tc.args)
+		assert.True(t, strings.HasPrefix(err.Error(), tc.want), "%v: %v", tc.args, err)
 	}
 	// What WithDefaults would hide: Validate after defaulting accepts the typed zero.
 	var cfg Config

@@ -13,16 +13,34 @@ import (
 
 // GetConfig loads the API server configuration as kubectl does: the files
 // $KUBECONFIG names, else ~/.kube/config, else the in-cluster configuration of
-// a Pod's ServiceAccount. The name is controller-runtime's config.GetConfig;
-// unlike it, GetConfig reads no command-line flag (register your own
-// --kubeconfig and use clientcmd for that) and never exits the process.
+// a Pod's ServiceAccount. The name is controller-runtime's config.GetConfig,
+// and so is the pace: the config has no client-side rate limit (QPS -1,
+// where client-go would apply 5 QPS with a burst of 10), so API Priority and
+// Fairness on the server decides; set QPS and Burst (or Flags'
+// --kube-api-qps) to have one. Unlike controller-runtime's, GetConfig reads
+// no command-line flag (Flags registers --kubeconfig) and never exits the
+// process.
 func GetConfig() (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig (KUBECONFIG, ~/.kube/config or in-cluster): %w", err)
 	}
-	return cfg, nil
+	return unlimited(cfg), nil
+}
+
+// unlimited returns cfg, or a copy of it without a client-side rate limit
+// when it asks for client-go's default one (QPS 0 and no RateLimiter):
+// client-go's 5 QPS make 60 GETs take 10 s, which a controller's start-up
+// (one GET per adopted child, say) hits at once. controller-runtime does the
+// same; API Priority and Fairness protects the server.
+func unlimited(cfg *rest.Config) *rest.Config {
+	if cfg.QPS != 0 || cfg.RateLimiter != nil {
+		return cfg
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS = -1 // client-go: negative means no limiter
+	return cfg
 }
 
 // SetupSignalHandler returns a context cancelled on SIGTERM (what the kubelet

@@ -21,6 +21,32 @@
 //		os.Exit(1) // the binary decides; this package never exits the process
 //	}
 //
+// # Flags
+//
+// Flags are the flags a controller binary's main registers for its Manager, in one value:
+// --kubeconfig, --kube-api-qps and --kube-api-burst, --metrics-addr, --metrics-secure,
+// --metrics-cert-dir, --profiling, --health-addr, kube-controller-manager's --leader-elect
+// flags (leaderelection.Config.AddFlags), --cache-memory-budget and its policy
+// (informer.BudgetFlags) and -v:
+//
+//	var flags manager.Flags
+//	flags.LeaderElection.Name = "my-controller"
+//	flags.AddFlags(pflag.CommandLine)
+//	pflag.Parse()
+//	opts, err := flags.Options() // a malformed value names its flag: exit 2
+//	opts.FeatureGate = gate
+//	mgr, err := manager.New(opts)
+//
+// Validate checks every value without reaching the cluster; Options validates, then loads the
+// config. The example binaries (examples/internal/demo) register exactly these.
+//
+// # Client pace
+//
+// The clients a Manager builds from a Config (or GetConfig's) have no client-side rate limit
+// unless the Config sets QPS or a RateLimiter, as with controller-runtime: API Priority and
+// Fairness on the server decides. client-go's default, 5 QPS with a burst of 10, makes a
+// controller's start-up crawl (60 GETs take 10 s). --kube-api-qps sets a limit.
+//
 // # What a Manager runs
 //
 // Anything with Name and Run is a Runnable; every *controller.Controller is

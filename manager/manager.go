@@ -65,8 +65,11 @@ type Manager struct {
 	// shutdownTimeout is Options.GracefulShutdownTimeout, defaulted; < 0
 	// means none.
 	shutdownTimeout time.Duration
-	exitOnLoss      bool          // Options.ExitOnLeaseLoss
-	probeEvery      time.Duration // Options.APIServerProbeInterval, defaulted; < 0: none
+	exitOnLoss      bool // Options.ExitOnLeaseLoss
+	// leaseNamespaceDefaulted: the election's Lease namespace was not set and the process
+	// runs outside a Pod, so Start checks that it exists (preflight).
+	leaseNamespaceDefaulted bool
+	probeEvery              time.Duration // Options.APIServerProbeInterval, defaulted; < 0: none
 	// conns dials the clients the Manager built from a Config, nil otherwise; probeHTTP and
 	// probeConns are the probe's own (connections.go).
 	conns      *connrotation.Dialer
@@ -235,6 +238,7 @@ func New(opts Options) (_ *Manager, err error) {
 			return nil, fmt.Errorf("manager leader election: %w", err)
 		}
 		m.elector = e
+		m.leaseNamespaceDefaulted = le.Namespace == "" && outsidePod()
 		if err := m.addElectionReadyzCheck(); err != nil {
 			return nil, err
 		}
@@ -265,6 +269,7 @@ func clientFor(opts *Options) (*rest.Config, *connrotation.Dialer, error) {
 			return nil, nil, fmt.Errorf("manager: no Client or Config: %w", err)
 		}
 	}
+	cfg = withWarningHandler(unlimited(cfg))
 	tracked, conns := trackConnections(cfg)
 	// One HTTP client: the clientset and the dynamic client share connections.
 	hc, err := rest.HTTPClientFor(tracked)

@@ -23,10 +23,16 @@ type Options struct {
 	// Config is the API server to talk to when Client is nil. nil means
 	// GetConfig's: $KUBECONFIG, ~/.kube/config, then in-cluster, as kubectl
 	// finds it. Tests pass Client (testkit's), so they never reach a
-	// cluster by accident. Clients built from it are the Manager's own:
-	// unless Config has a Dial of its own, it closes their connections when
-	// the API server answers again after an outage, dead ones included
-	// (connections.go), and when Start returns.
+	// cluster by accident. A Config with QPS 0 and no RateLimiter (client-go's
+	// 5 QPS, burst 10, by default) gets no client-side rate limit, as with
+	// controller-runtime: API Priority and Fairness on the server decides. Set
+	// QPS and Burst for a limit of your own; they are kept. The API server's
+	// warnings (deprecated APIs, ignored fields) are logged at klog's warning
+	// level, once per message, unless Config has a WarningHandler of its own.
+	// Clients built from it are the Manager's own: unless Config has a Dial
+	// of its own, it closes their connections when the API server answers
+	// again after an outage, dead ones included (connections.go), and when
+	// Start returns.
 	Config *rest.Config
 	// Dynamic is the dynamic client for custom resources: the Manager's
 	// factory serves informer.ForResource with it (informer.WithDynamicClient)
@@ -64,7 +70,13 @@ type Options struct {
 	// stopped. /readyz gets a check "leaderelection" that fails while this
 	// replica cannot read or write the Lease (leaderelection's
 	// Elector.ReadyCheck: a standby that reads it is ready). nil or Enabled
-	// false means no election: everything runs.
+	// false means no election: everything runs. Outside a Pod, a Namespace
+	// left empty defaults to "ctrlkit-system" (leaderelection.DefaultLeaseNamespace),
+	// and Start checks once that it exists: if the API server says it does
+	// not, Start returns an *OptionsError (ErrInvalidOptions) naming the
+	// option, --leader-elect-resource-namespace and the namespace, where
+	// controller-runtime refuses to start without LeaderElectionNamespace;
+	// Forbidden means it cannot tell and goes on.
 	LeaderElection *leaderelection.Config
 
 	// ExitOnLeaseLoss makes a lost Lease fatal, as in kube-controller-manager
@@ -87,7 +99,8 @@ type Options struct {
 	// identity and durations) and builds the member, the sharder and
 	// ShardFactory; Start first asks the API server whether the ring has
 	// every permission it needs (sharding.CheckAccess) and refuses to start
-	// without, naming the missing one. The ring runs as one Runnable named
+	// without, naming the missing one (while the API server does not answer,
+	// it waits and asks again, as the informers would). The ring runs as one Runnable named
 	// "shard-<ring>" on every replica, with a /readyz check of the same name
 	// and the ctrlkit_shard_* series on Registerer. With LeaderElection
 	// enabled too, sharded controllers still run on every member (the ring,

@@ -109,15 +109,18 @@ type shardState struct {
 	// mode). mode is the mode the ring runs in, set at Start: ModeLabels
 	// when the API server does not serve shard selectors; labelled makes
 	// the factory's lists select the member's label then.
-	shards       *informer.ShardSet
-	mode         atomic.Value // sharding.Mode
-	labelled     atomic.Bool
-	keeper       *sharding.SlotKeeper // server-side mode, built at Start
-	metrics      *sharding.Metrics
-	name         string // the Group's runnable name and the /readyz check's
-	runnables    []preparer
-	synced       []syncedController // for the readyz check
-	selectChecks []sharding.Runnable
+	shards   *informer.ShardSet
+	mode     atomic.Value // sharding.Mode
+	labelled atomic.Bool
+	keeper   *sharding.SlotKeeper // server-side mode, built at Start
+	metrics  *sharding.Metrics
+	name     string // the Group's runnable name and the /readyz check's
+	// namespaceDefaulted: the ring's Lease namespace was not set and the process runs
+	// outside a Pod, so Start checks that it exists (preflight).
+	namespaceDefaulted bool
+	runnables          []preparer
+	synced             []syncedController // for the readyz check
+	selectChecks       []sharding.Runnable
 }
 
 // syncedController is a sharded controller with a HasSynced method.
@@ -190,7 +193,7 @@ func (m *Manager) newShardState(opts ShardingOptions, restCfg *rest.Config) (*sh
 	}
 	s := &shardState{
 		cfg: cfg, opts: opts, meta: meta, leases: leases, member: member, sharder: sharder, assigner: assigner, metrics: metrics,
-		name: shardGroupPrefix + cfg.Ring,
+		name: shardGroupPrefix + cfg.Ring, namespaceDefaulted: opts.Config.Namespace == "" && outsidePod(),
 	}
 	s.mode.Store(cfg.Mode)
 	selector := member.Selector()

@@ -11,14 +11,16 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/controller"
-	"github.com/ctrlkit/ctrlkit/sharding"
 )
 
 // Start runs everything until ctx ends or something fatal happens, then shuts
 // down in order and returns:
 //
-//  1. serve the probes and metrics, start recording events, start the
-//     informers;
+//  1. serve the probes and metrics; ask the API server what must hold
+//     before anything else starts (a Lease namespace defaulted outside a
+//     Pod exists, the ring's permissions and mode), waiting while it does
+//     not answer, as the informers and the election would; start recording
+//     events, start the informers;
 //  2. start the controllers that do not need leader election (all of them
 //     without an election), and contend for the Lease; on winning, start the
 //     others;
@@ -60,12 +62,17 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 	m.logger.Store(&logger)
 	ctx = controller.WithMetrics(klog.NewContext(ctx, logger), m.metrics)
-	if s := m.shard; s != nil && !s.opts.SkipAccessCheck {
-		// Before anything starts: a missing permission would otherwise show
-		// only as writes failing one by one and keys that never move.
-		if err := sharding.CheckAccess(ctx, m.client, s.cfg, s.opts.Sharder); err != nil {
-			return fmt.Errorf("manager: %w", err)
+	// The probes answer while preflight waits for the API server: /healthz ok, /readyz not.
+	servers, err := m.listen(logger)
+	if err != nil {
+		return err
+	}
+	if err := m.preflight(ctx, logger); err != nil {
+		servers.Shutdown(logger)
+		if ctx.Err() != nil {
+			return nil // stopped before it started
 		}
+		return err
 	}
 	// Each stage below is stopped explicitly, in order, so none of them
 	// inherits ctx's cancellation.
@@ -79,21 +86,15 @@ func (m *Manager) Start(ctx context.Context) error {
 		return true
 	}
 	if m.shard != nil {
-		if err := m.shard.chooseMode(ctx, m.client); err != nil {
-			return fmt.Errorf("manager: %w", err)
-		}
 		group, err := m.shardGroup(enabled)
 		if err != nil {
+			servers.Shutdown(logger)
 			return fmt.Errorf("manager: %w", err)
 		}
 		rs = append(rs, group)
 		if m.shard.assigner != nil {
 			rs = append(rs, m.shard.assigner)
 		}
-	}
-	servers, err := m.listen(logger)
-	if err != nil {
-		return err
 	}
 	m.events.Start(logger, m.identity())
 	m.factory.Start(base)

@@ -20,9 +20,10 @@ import (
 // Update, CreateOrUpdate's mutate).
 //
 // The owner's kind is, in this order: WithKind's; the owner's own apiVersion and kind (custom
-// resources decoded by ctrlkit keep them); the kind client-go's scheme (or WithScheme's)
-// registers for the owner's Go type (built-in objects read from a clientset or a lister carry
-// no TypeMeta).
+// resources decoded by ctrlkit keep them; a *metav1.PartialObjectMetadata's count only when
+// they were set to its resource's, since the metadata client leaves them empty); the kind
+// client-go's scheme (or WithScheme's) registers for the owner's Go type (built-in objects read
+// from a clientset or a lister carry no TypeMeta).
 // An owner of none of these is an error matching ErrUnknownKind that names its Go type.
 //
 // It refuses, leaving obj unchanged:
@@ -38,23 +39,39 @@ import (
 // Calling it again with the same owner changes nothing. The name and rules are
 // controller-runtime's controllerutil.SetControllerReference.
 func SetControllerReference(owner, obj metav1.Object, opts ...Option) error {
-	cfg := newOptions(opts)
-	child, gvk, err := checkOwner("set controller reference", owner, obj, cfg)
+	ref, err := controllerRef("set controller reference", owner, obj, newOptions(opts))
 	if err != nil {
 		return err
+	}
+	obj.SetOwnerReferences(replaceOwner(obj.GetOwnerReferences(), ref, func(r metav1.OwnerReference) bool { return sameOwner(r, ref) }))
+	return nil
+}
+
+// controllerRef checks owner and obj as SetControllerReference documents and returns the
+// controller reference it gives obj; op starts the errors.
+func controllerRef(op string, owner, obj metav1.Object, cfg options) (metav1.OwnerReference, error) {
+	child, gvk, err := checkOwner(op, owner, obj, cfg)
+	if err != nil {
+		return metav1.OwnerReference{}, err
 	}
 	ref := *NewControllerRef(owner, gvk)
 	if cfg.block != nil {
 		ref.BlockOwnerDeletion = new(*cfg.block)
 	}
-	refs := obj.GetOwnerReferences()
 	if cur := controllerOfNoCopy(obj); cur != nil && !sameOwner(*cur, ref) {
-		return &AlreadyOwnedError{Object: child, Controller: *cur, Owner: ref}
+		return metav1.OwnerReference{}, &AlreadyOwnedError{Object: child, Controller: *cur, Owner: ref}
 	}
-	out := make([]metav1.OwnerReference, 0, len(refs)+1)
+	return ref, nil
+}
+
+// replaceOwner returns refs with ref in place of the first reference same matches and without
+// the other ones it matches (a list the API server keys by UID must not hold an owner twice),
+// or with ref appended when none matches. refs itself is not changed.
+func replaceOwner[R any](refs []R, ref R, same func(R) bool) []R {
+	out := make([]R, 0, len(refs)+1)
 	replaced := false
 	for _, r := range refs {
-		if sameOwner(r, ref) {
+		if same(r) {
 			if !replaced {
 				out = append(out, ref)
 				replaced = true
@@ -66,8 +83,7 @@ func SetControllerReference(owner, obj metav1.Object, opts ...Option) error {
 	if !replaced {
 		out = append(out, ref)
 	}
-	obj.SetOwnerReferences(out)
-	return nil
+	return out
 }
 
 // sameOwner reports whether two references point at the same owner: by UID when both have
@@ -178,9 +194,13 @@ func ownerKind(owner metav1.Object, cfg options) (schema.GroupVersionKind, error
 	if !ok {
 		return schema.GroupVersionKind{}, fmt.Errorf("owner %T is not a runtime.Object, pass ownerref.WithKind: %w", owner, ErrUnknownKind)
 	}
-	if _, ok := owner.(*metav1.PartialObjectMetadata); ok {
-		// A metadata informer's object says PartialObjectMetadata, or nothing, not
-		// the kind of the resource it came from.
+	if p, ok := owner.(*metav1.PartialObjectMetadata); ok {
+		// A metadata informer's object says nothing (client-go's metadata client clears it) and
+		// the API server's says PartialObjectMetadata; only a kind someone set to the
+		// resource's, as controller-runtime's users do, names the owner.
+		if gvk := p.GroupVersionKind(); gvk.Kind != "" && gvk.Version != "" && gvk.Group != metav1.GroupName {
+			return gvk, nil
+		}
 		return schema.GroupVersionKind{}, fmt.Errorf("owner is a PartialObjectMetadata, whose kind is not the resource's, pass ownerref.WithKind: %w", ErrUnknownKind)
 	}
 	if gvk := ro.GetObjectKind().GroupVersionKind(); gvk.Kind != "" && gvk.Version != "" {

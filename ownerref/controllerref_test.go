@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -134,4 +135,20 @@ func (u *unknownOwner) DeepCopyObject() runtime.Object {
 	c := *u
 	u.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
 	return &c
+}
+
+// A metadata-only owner names its kind only when its apiVersion and kind were set to its
+// resource's (controller-runtime's convention); as the metadata client (nothing) or the API
+// server (PartialObjectMetadata) leaves them, WithKind must.
+func TestSetControllerReferenceMetadataOnlyOwner(t *testing.T) {
+	owner := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "rs-1"}}
+	require.ErrorIs(t, ownerref.SetControllerReference(owner, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default"}}), ownerref.ErrUnknownKind)
+	owner.SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind("PartialObjectMetadata"))
+	require.ErrorIs(t, ownerref.SetControllerReference(owner, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default"}}), ownerref.ErrUnknownKind)
+
+	owner.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-0"}}
+	require.NoError(t, ownerref.SetControllerReference(owner, pod))
+	assert.Equal(t, "apps/v1", pod.OwnerReferences[0].APIVersion)
+	assert.Equal(t, "ReplicaSet", pod.OwnerReferences[0].Kind)
 }

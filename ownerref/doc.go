@@ -44,6 +44,9 @@
 // SetControllerReference (controller-runtime's name and rules) adds it, and refuses an object
 // that another owner already controls (ErrAlreadyOwned), an owner without UID, and an owner
 // in another namespace or a namespaced owner of a cluster-scoped object (ErrInvalidOwner).
+// A controller that writes its children by server-side apply gives the apply configuration
+// (client-go's corev1ac.ConfigMap(name, namespace), say) the same reference under the same
+// rules with SetControllerReferenceApplyConfig, then sends it with client.ApplyConfig.
 //
 // # Porting from controller-runtime
 //
@@ -60,6 +63,7 @@
 //	  scheme)
 //	HasControllerReference(c)                      HasControllerReference(c)
 //	WithBlockOwnerDeletion(b)                      WithBlockOwnerDeletion(b)
+//	(by hand: metav1ac.OwnerReference()...)        SetControllerReferenceApplyConfig(o, ac, opts...)
 //	the scheme argument                            WithScheme(scheme), or WithKind(gvk)
 //	metav1.IsControlledBy(c, o)                    IsControlledBy(c, o) (empty UIDs match nothing)
 //

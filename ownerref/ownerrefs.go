@@ -50,23 +50,7 @@ func SetOwnerReference(owner, obj metav1.Object, opts ...Option) error {
 	if cfg.block != nil {
 		ref.BlockOwnerDeletion = new(*cfg.block)
 	}
-	refs := obj.GetOwnerReferences()
-	out := make([]metav1.OwnerReference, 0, len(refs)+1)
-	replaced := false
-	for _, r := range refs {
-		if refersTo(r, gvk, owner.GetName()) {
-			if !replaced {
-				out = append(out, ref)
-				replaced = true
-			}
-			continue
-		}
-		out = append(out, r)
-	}
-	if !replaced {
-		out = append(out, ref)
-	}
-	obj.SetOwnerReferences(out)
+	obj.SetOwnerReferences(replaceOwner(obj.GetOwnerReferences(), ref, func(r metav1.OwnerReference) bool { return refersTo(r, gvk, owner.GetName()) }))
 	return nil
 }
 

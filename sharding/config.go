@@ -3,6 +3,7 @@ package sharding
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -89,7 +90,8 @@ type Config struct {
 	// MaxRingLength characters. Required.
 	Ring string
 	// Namespace holds the Leases. Default leaderelection.DefaultLeaseNamespace(), as for
-	// leader election: the namespace of the Pod the process runs in, else "ctrlkit-system".
+	// leader election: the namespace of the Pod the process runs in, else "ctrlkit-system"
+	// (a Manager then checks at Start that it exists, naming --shard-namespace if not).
 	Namespace string
 	// Identity names this member: the value of the assignment label on the
 	// objects it owns. It must be a valid label value that can also end a
@@ -206,8 +208,10 @@ func (c Config) Validate() error {
 	}
 	// Zero is the default (WithDefaults); a negative budget would turn the
 	// limiter off, which a typo must not do.
-	if c.WriteQPS < 0 {
+	if q := float64(c.WriteQPS); q < 0 {
 		add("writeQPS", "write QPS %v must not be negative", c.WriteQPS)
+	} else if math.IsNaN(q) || math.IsInf(q, 0) {
+		add("writeQPS", "write QPS %v must be a finite number", c.WriteQPS)
 	}
 	if c.WriteBurst < 0 {
 		add("writeBurst", "write burst %d must not be negative", c.WriteBurst)

@@ -1,7 +1,23 @@
 // Package sharding splits the keys of a controller, and its caches, across
 // the replicas of one binary: active-active replicas over Leases, labels
 // and optimistic concurrency, with nothing else to deploy. The protocol and
-// why it is safe are in docs/design/sharding.md; in brief:
+// why it is safe are in docs/design/sharding.md.
+//
+// # Modes
+//
+// Every mode has the same ring of members (Member, member.go) and one elected
+// sharder; they differ in how an object's member is recorded:
+//
+//   - label mode (the default; sharder.go, sharder_term.go, sharder_sync.go,
+//     barrier.go, children.go, dispatcher*.go): the sharder labels each
+//     object for its member, and members' informers select their label;
+//   - admission-time assignment (admission.go, an option of label mode): a
+//     mutating webhook labels new objects as they are created;
+//   - server-side mode (Config.Mode ModeServer; slots.go, slot_*.go): the
+//     sharder records hash slots in the members' Leases and the API server
+//     filters each member's lists and watches; no object is written.
+//
+// # Label mode
 //
 //   - A ring of members: each replica joins by holding its own Lease,
 //     <ring>.<identity> in the ring's namespace, labelled
@@ -34,18 +50,26 @@
 //     controllers' client), the sharder with DefaultSharderWorkers patches in
 //     flight and the keys without a live member first, so assigning or
 //     moving N objects takes about N / WriteQPS, not N / 20.
+//
+// # Admission-time assignment
+//
 //   - Optionally, new objects are assigned as they are created: an Assigner,
 //     served by a mutating webhook (webhook.NewShardAssigning;
 //     manager.ShardingOptions.AssignAtAdmission), labels each for its member
 //     under its own view of the live members, and the sharder then writes only
 //     when the membership changes; to the sharder, such an object is one it
 //     assigned itself.
+//
+// # The sharder's caches
+//
 //   - The sharder caches the metadata of the sharded resource, not of its
 //     children (only those without the ring's label, normally none): it
 //     reads an owner's children from the API server when the owner changes
 //     hands, one paged LIST per child resource and namespace shared by the
 //     handovers of one burst. So the sharder's member, too, caches about
 //     1/N of the children.
+//
+// # Server-side mode
 //
 // A ring in ModeServer (Config.Mode; alpha, it needs the API server's
 // ShardedListAndWatch gate) writes no object at all. The hash space of
@@ -63,6 +87,8 @@
 // ServesShardSelector tells whether the API server filters; a
 // manager.Manager falls back to labels, saying so, when it does not.
 //
+// # With a Manager
+//
 // A controller opts in on a manager.Manager with a few lines:
 // manager.Options.Sharding names the ring (a Config, from the flags of
 // Config.AddFlags: --shard-ring, --shard-identity, --shard-namespace and the
@@ -73,6 +99,8 @@
 // Inherit. The Manager then checks the ring's access, runs the ring on
 // every replica, and reports membership on /readyz and the
 // ctrlkit_shard_* series on /metrics.
+//
+// # Without a Manager
 //
 // Without a Manager, the same parts are wired by hand (see ExampleNewGroup,
 // and ExampleNewSlotKeeper for a server-side ring):

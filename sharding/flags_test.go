@@ -108,6 +108,9 @@ func TestValidateFlagsNamesTheFlag(t *testing.T) {
 		{[]string{"--shard-ring=web", "--shard-retry-period=9s"}, "--shard-renew-deadline", "JitterFactor"},
 		{[]string{"--shard-ring=web", "--shard-write-qps=0"}, "--shard-write-qps", "must be positive"},
 		{[]string{"--shard-ring=web", "--shard-write-qps=-1"}, "--shard-write-qps", "must not be negative"},
+		{[]string{"--shard-ring=web", "--shard-write-qps=NaN"}, "--shard-write-qps", "must be a finite number"},
+		{[]string{"--shard-ring=web", "--shard-write-qps=+Inf"}, "--shard-write-qps", "must be a finite number"},
+		{[]string{"--shard-ring=web", "--shard-write-burst=-1"}, "--shard-write-burst", "must not be negative"},
 		{[]string{"--shard-ring=web", "--shard-write-burst=0"}, "--shard-write-burst", "must be positive"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -148,7 +148,7 @@ func TestNewMemberAndSharderRejectBadInput(t *testing.T) {
 	assert.ErrorIs(t, err, sharding.ErrInvalidConfig)
 	_, err = sharding.NewMember(nil, memberConfig("a"), sharding.MemberOptions{})
 	assert.ErrorIs(t, err, sharding.ErrInvalidConfig)
-	meta := &dynamicMetadata{d: env.Dynamic()}
+	meta := env.Metadata()
 	_, err = sharding.NewSharder(env.Client(), meta, memberConfig("a"), sharding.SharderOptions{})
 	assert.ErrorIs(t, err, sharding.ErrInvalidConfig, "no resource")
 	_, err = sharding.NewSharder(env.Client(), meta, memberConfig("a"), sharding.SharderOptions{Resource: configMaps, Children: []schema.GroupVersionResource{configMaps}})
@@ -167,7 +167,7 @@ func TestGroupEndsWithAFailingRunnable(t *testing.T) {
 	cfg := memberConfig("a")
 	m, err := sharding.NewMember(env.Client(), cfg, sharding.MemberOptions{})
 	require.NoError(t, err)
-	sh, err := sharding.NewSharder(env.Client(), &dynamicMetadata{d: env.Dynamic()}, cfg, sharding.SharderOptions{Resource: configMaps})
+	sh, err := sharding.NewSharder(env.Client(), env.Metadata(), cfg, sharding.SharderOptions{Resource: configMaps})
 	require.NoError(t, err)
 	boom := errors.New("boom")
 	g, err := sharding.NewGroup("g", m, sh, nil, runnableFunc(func(ctx context.Context) error { return boom }))

@@ -13,7 +13,7 @@ import (
 func TestRingOnFakeClusterWithLostReplies(t *testing.T) {
 	env := testkit.NewFake(t)
 	n := 0
-	meta := &dynamicMetadata{d: env.Dynamic(), lostReplies: func(schema.GroupVersionResource, string) bool {
+	meta := &lossyMetadata{Interface: env.Metadata(), lostReplies: func(schema.GroupVersionResource, string) bool {
 		n++
 		return n%4 == 0
 	}}

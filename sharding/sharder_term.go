@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/owner"
 )
 
 // term is one leadership term of a sharder: its caches, queue and state.
@@ -231,8 +232,15 @@ func (t *term) run(ctx context.Context) {
 // childHandler queues the owner of a child without the ring's label, to
 // label it.
 func (t *term) childHandler() informer.Handler[*metav1.PartialObjectMetadata] {
+	owners := owner.NewResolver(t.opts.Resource, t.opts.Kind.Kind, func(namespace, name string) (types.UID, bool) {
+		o, err := t.owners.Lister().Get(namespace, name)
+		if err != nil {
+			return "", false
+		}
+		return o.UID, true
+	}, t.owners.HasSynced)
 	enqueueOwner := func(m *metav1.PartialObjectMetadata) {
-		if nn, ok := informer.ControllerOf(m, t.opts.Kind); ok {
+		for _, nn := range owners.Keys(m) {
 			t.queue.Add(nn.String())
 		}
 	}

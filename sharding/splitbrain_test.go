@@ -466,7 +466,7 @@ func runChaos(t *testing.T, seed uint64, phase time.Duration) {
 	rnd := rand.New(rand.NewPCG(seed, 0x5eed))
 	t.Logf("seed %d: rerun this schedule with %s=%d", seed, envSeed, seed)
 	env := testkit.NewFake(t)
-	base := &dynamicMetadata{d: env.Dynamic()}
+	base := env.Metadata()
 	n := 3 + rnd.IntN(3)
 	r := newRing(t, env.Env, base, 20+rnd.IntN(21), true)
 	r.leaseDuration, r.renewDeadline, r.retryPeriod = chaosLeaseDuration, chaosRenewDeadline, chaosRetryPeriod

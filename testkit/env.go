@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
@@ -36,6 +37,7 @@ type Env struct {
 
 	client    kubernetes.Interface
 	dynamic   dynamic.Interface
+	metadata  metadata.Interface
 	config    *rest.Config // nil for a fake
 	namespace string
 	factory   *informer.Factory
@@ -48,7 +50,7 @@ type Env struct {
 
 // newEnv fills the parts every Env shares: the test context (carrying a ktesting logger, so
 // contextual log output lands in the test's log) and the informer factory on client.
-func newEnv(t testing.TB, client kubernetes.Interface, dyn dynamic.Interface) *Env {
+func newEnv(t testing.TB, client kubernetes.Interface, dyn dynamic.Interface, meta metadata.Interface) *Env {
 	// A Manager's first New installs client-go's metric hooks, which client-go reads without a
 	// lock: a test running a binary in a goroutine next to requests of its own would race with
 	// it. Installed here first, before any of the Env's requests, as a main builds its Manager
@@ -56,11 +58,11 @@ func newEnv(t testing.TB, client kubernetes.Interface, dyn dynamic.Interface) *E
 	clientgometrics.Install()
 	logger := ktesting.NewLogger(t, ktesting.DefaultConfig)
 	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), logger))
-	e := &Env{t: t, ctx: ctx, cancel: cancel, client: client, dynamic: dyn}
+	e := &Env{t: t, ctx: ctx, cancel: cancel, client: client, dynamic: dyn, metadata: meta}
 	// Cached objects are read-only, and sharing makes a write to one a write to others: the
 	// mutation detector fails the test, naming the object and field, every second and in a last
 	// check (registered first, so it runs once everything has stopped).
-	e.factory = informer.NewFactory(client, informer.WithDynamicClient(dyn), informer.WithLogger(logger),
+	e.factory = informer.NewFactory(client, informer.WithDynamicClient(dyn), informer.WithMetadataClient(meta), informer.WithLogger(logger),
 		informer.WithMutationDetector(func(err error) { t.Errorf("testkit: %v", err) }))
 	t.Cleanup(func() {
 		if err := e.factory.CheckMutations(); err != nil {
@@ -89,6 +91,10 @@ func (e *Env) Client() kubernetes.Interface { return e.client }
 // Dynamic.
 func (e *Env) Dynamic() dynamic.Interface { return e.dynamic }
 
+// Metadata is the metadata client (what informer.ForMetadata and metadata-only controllers use)
+// on the same cluster: objects read back as metav1.PartialObjectMetadata.
+func (e *Env) Metadata() metadata.Interface { return e.metadata }
+
 // Config is the rest.Config that reaches the API server (a copy; change it freely), or nil for
 // NewFake, which has no server.
 func (e *Env) Config() *rest.Config {
@@ -98,7 +104,8 @@ func (e *Env) Config() *rest.Config {
 	return rest.CopyConfig(e.config)
 }
 
-// Factory is the ctrlkit informer factory on Client (and Dynamic, for informer.ForResource).
+// Factory is the ctrlkit informer factory on Client (and Dynamic, for informer.ForResource, and
+// Metadata, for informer.ForMetadata).
 // It is already started: informers requested with informer.For after the Env was built start
 // at once. Call Sync to wait for their caches.
 func (e *Env) Factory() *informer.Factory { return e.factory }

@@ -85,7 +85,7 @@ func NewFakeWithOptions(t testing.TB, opts FakeOptions) *FakeEnv {
 		return nil
 	}
 	cs := cluster.Clientset()
-	e := &FakeEnv{Env: newEnv(t, cs, cluster.Dynamic()), cluster: cluster}
+	e := &FakeEnv{Env: newEnv(t, cs, cluster.Dynamic(), cluster.Metadata()), cluster: cluster}
 	e.namespace = metav1.NamespaceDefault
 
 	seed := opts.Seed

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/testkit/internal/kubeserver"
@@ -128,7 +129,11 @@ func newServerEnv(t testing.TB, s *kubeserver.Server) *Env {
 	if err != nil {
 		t.Fatalf("testkit: dynamic client: %v", err)
 	}
-	e := newEnv(t, client, dyn)
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		t.Fatalf("testkit: metadata client: %v", err)
+	}
+	e := newEnv(t, client, dyn, meta)
 	e.config, e.server = cfg, s
 
 	ns, err := client.CoreV1().Namespaces().Create(e.ctx, &corev1.Namespace{

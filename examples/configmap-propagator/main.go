@@ -37,6 +37,9 @@ func program(o *options) demo.Program {
 			case o.opts.RetryTakenAfter <= 0:
 				return fmt.Errorf("--retry-taken-after must be positive, got %v", o.opts.RetryTakenAfter)
 			}
+			if err := demo.CheckNamespace("--source-namespace", o.opts.SourceNamespace); err != nil {
+				return err
+			}
 			if inMemory && !fs.Changed("retry-taken-after") {
 				o.opts.RetryTakenAfter = time.Second
 			}

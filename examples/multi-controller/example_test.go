@@ -14,7 +14,7 @@ func Example_program() {
 	s, _ := demo.Parse(program(&options{}), []string{"--feature-gates=PodCounter=true", "--workers=4"}, io.Discard)
 	fmt.Println(s.Gate.Enabled(PodCounter), s.Workers)
 	s, _ = demo.Parse(program(&options{}), nil, io.Discard)
-	fmt.Println(s.Gate.Enabled(PodCounter), s.Election.Enabled)
+	fmt.Println(s.Gate.Enabled(PodCounter), s.LeaderElection.Enabled)
 	// Output:
 	// true
 	// true 4

@@ -34,7 +34,7 @@ func program(o *options) demo.Program {
 			if o.sourceNamespace == "" {
 				return errors.New("--source-namespace must not be empty")
 			}
-			return nil
+			return demo.CheckNamespace("--source-namespace", o.sourceNamespace)
 		},
 		Cluster: func() (fakecluster.Options, error) {
 			return fakecluster.Options{Objects: seed(o.sourceNamespace)}, nil

@@ -16,8 +16,8 @@ func Example_help() {
 	//       --cache-memory-budget-policy string        what happens over --cache-memory-budget: warn (log), fail-readiness (also fail /readyz) or degrade (also cache the degradable informers' metadata only) (default "warn")
 	//       --health-addr string                       address of /healthz and /readyz, host:port ("" disables); the demo picks a free loopback port unless set (default ":8081")
 	//       --install-crd                              install the PodSet CRD at start when it is missing; with false, wait for it (/readyz names it meanwhile), and stop and wait again whenever it is deleted (default true)
-	//       --kube-api-burst int                       burst to use while talking with the API server (kube-controller-manager's flag and default) (default 30)
-	//       --kube-api-qps float32                     QPS to use while talking with the API server (kube-controller-manager's flag and default) (default 20)
+	//       --kube-api-burst int                       burst to use while talking with the API server, with a positive --kube-api-qps (default 30)
+	//       --kube-api-qps float32                     QPS to use while talking with the API server (kube-controller-manager's flag); 0: no client-side limit, API Priority and Fairness on the server decides (default 20)
 	//       --kubeconfig string                        path to a kubeconfig; default $KUBECONFIG; neither: run the demo on an in-memory cluster
 	//       --leader-elect                             Start a leader election client and gain leadership before executing the main loop. Enable this when running replicated components for high availability. (default true)
 	//       --leader-elect-lease-duration duration     The duration that non-leader candidates will wait after observing a leadership renewal until attempting to acquire leadership of a led but unrenewed leader slot. This is effectively the maximum duration that a leader can be stopped before it is replaced by another candidate. This is only applicable if leader election is enabled. (default 15s)

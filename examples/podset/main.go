@@ -63,6 +63,9 @@ func program(o *options) demo.Program {
 			o.webhooks.addFlags(fs)
 		},
 		Complete: func(_ *pflag.FlagSet, inMemory bool) error {
+			if err := demo.CheckNamespace("--namespace", o.namespace); err != nil {
+				return err
+			}
 			if inMemory && o.namespace != "" && o.namespace != demoNamespace {
 				return fmt.Errorf("--namespace %q: the in-memory demo runs in %q", o.namespace, demoNamespace)
 			}
@@ -102,7 +105,9 @@ func program(o *options) demo.Program {
 				if o.webhooks.url == "" && o.installCRD {
 					// Installs, never upgrades: a CRD already there is used as it is. With
 					// --webhook-url, setup applied the two-version CRD instead.
-					if err := customresource.EnsureCRDFromYAML(ctx, env.Dynamic, v1alpha1.CRDManifest); err != nil {
+					if err := demo.UntilAnswered(ctx, "installing the PodSet CRD", func(ctx context.Context) error {
+						return customresource.EnsureCRDFromYAML(ctx, env.Dynamic, v1alpha1.CRDManifest)
+					}); err != nil {
 						return err
 					}
 					logger.Info("PodSet CRD is served", "crd", v1alpha1.CRDName)

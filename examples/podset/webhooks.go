@@ -37,6 +37,13 @@ func (w *webhookOptions) complete(inMemory bool) error {
 	case w.addr != "" && inMemory:
 		return errors.New("--webhook-addr needs a cluster (--kubeconfig): the in-memory cluster calls no webhook")
 	}
+	if err := demo.CheckAddr("--webhook-addr", w.addr); err != nil {
+		return err
+	}
+	// With --webhook-url the webhook configurations carry ca.crt as their caBundle.
+	if err := demo.CheckCertDir("--webhook-cert-dir", w.certDir, w.url != ""); err != nil {
+		return err
+	}
 	if w.url != "" {
 		u, err := url.Parse(w.url)
 		if err != nil || u.Scheme != "https" || u.Host == "" || (u.Path != "" && u.Path != "/") {
@@ -90,7 +97,9 @@ func (w *webhookOptions) setup(ctx context.Context, env *demo.Env, namespace str
 	if w.url == "" {
 		return nil
 	}
-	return podsetwebhook.Install(ctx, env.Client, env.Dynamic, podsetwebhook.InstallOptions{
-		URL: w.url, CABundle: caBundle, Namespace: namespace,
+	return demo.UntilAnswered(ctx, "installing the PodSet webhooks", func(ctx context.Context) error {
+		return podsetwebhook.Install(ctx, env.Client, env.Dynamic, podsetwebhook.InstallOptions{
+			URL: w.url, CABundle: caBundle, Namespace: namespace,
+		})
 	})
 }

@@ -117,9 +117,9 @@ func TestAPIServerCacheMemoryMetricsAndPage(t *testing.T) {
 func TestAPIServerCacheMemoryBudgetFailsReadiness(t *testing.T) {
 	env := testkit.SharedAPIServer(t)
 	ns := env.Namespace()
-	// About 130 KiB go to the sharing table's filter and the first ReplicaSet; 40 Pods add
-	// about 1.5 KiB each.
-	out := runBinary(t, env, "rs-budget-"+ns, "--cache-memory-budget=160Ki", "--cache-memory-budget-policy=fail-readiness")
+	// The budget charges the caches, not the sharing table's fixed 128 KiB filter: the first
+	// ReplicaSet takes a few KiB; 40 Pods add about 1.5 KiB each.
+	out := runBinary(t, env, "rs-budget-"+ns, "--cache-memory-budget=32Ki", "--cache-memory-budget-policy=fail-readiness")
 
 	readyz := func() (int, string, error) {
 		m := servingHealth.FindStringSubmatch(out.String())
@@ -168,7 +168,7 @@ func TestAPIServerCacheMemoryBudgetFailsReadiness(t *testing.T) {
 	scale(40)
 	await("not ready over the budget", func(code int, body string) bool {
 		return code == http.StatusServiceUnavailable && strings.Contains(body, "informer-memory") &&
-			strings.Contains(body, "over their memory budget of 160.0 KiB")
+			strings.Contains(body, "over their memory budget of 32.0 KiB")
 	})
 	// The periodic check (every 10 s) logs the crossing, naming the largest informers.
 	require.NoError(t, wait.PollUntilContextTimeout(env.Context(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {

@@ -11,7 +11,7 @@
 // controller-gen then builds from this module's versions and reads the package it generates
 // for with the main module's, because it loads packages from the directory it runs in.
 //
-// crdmanifest is the step after controller-gen: it renames controller-gen's CRD file to the
-// package's crd.yaml and can add a conversion webhook, which controller-gen has no marker for.
-// See docs/custom-resources.md.
+// The step after controller-gen, crdmanifest, is a command of the main module
+// (github.com/ctrlkit/ctrlkit/cmd/crdmanifest) so that users' modules can run it too; it
+// imports nothing the library does not. See docs/custom-resources.md.
 package tools

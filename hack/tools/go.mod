@@ -2,10 +2,7 @@ module github.com/ctrlkit/ctrlkit/hack/tools
 
 go 1.26.0
 
-require (
-	sigs.k8s.io/controller-tools v0.23.0
-	sigs.k8s.io/yaml v1.6.0
-)
+require sigs.k8s.io/controller-tools v0.23.0
 
 require (
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
@@ -58,4 +55,5 @@ require (
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
+	sigs.k8s.io/yaml v1.6.0 // indirect
 )

@@ -54,8 +54,12 @@ func Size(obj any) int64 {
 // accounts are charged).
 func (t *Table) TableBytes() int64 {
 	const perEntry = 64 + 26 // the entry (size class 64) and its slot in entries
-	return int64(len(t.filter))*8 + int64(t.len())*perEntry
+	return t.FixedBytes() + int64(t.len())*perEntry
 }
+
+// FixedBytes is the part of TableBytes a table spends from its creation,
+// whatever it holds: the admission filter.
+func (t *Table) FixedBytes() int64 { return int64(len(t.filter)) * 8 }
 
 // sizeOf returns the bytes reachable from the value at p, of plan pl, outside
 // the value itself.

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -117,4 +120,37 @@ func Await(ctx context.Context, timeout time.Duration, what string, cond func(co
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
+}
+
+// UntilAnswered calls fn until it returns nil, an error that is the API server's answer, or ctx
+// ends: while the API server does not answer (a refused connection, a timeout, 429 or 5xx) it
+// logs that it waits for it and calls fn again, 1 s then up to 30 s later. A binary's Setup
+// wraps what it asks the API server before the Manager starts (installing a CRD) in it, so
+// that it waits for an unreachable server as the Manager does, rather than exiting.
+func UntilAnswered(ctx context.Context, what string, fn func(context.Context) error) error {
+	delay := time.Second
+	for {
+		err := fn(ctx)
+		if err == nil || !unanswered(err) || ctx.Err() != nil {
+			return err
+		}
+		klog.FromContext(ctx).Info("Waiting for the API server: "+what, "err", err, "retryIn", delay)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 30*time.Second)
+	}
+}
+
+// unanswered reports whether err says the API server did not answer (or cannot now).
+func unanswered(err error) bool {
+	var ue *url.Error
+	var ne net.Error
+	if errors.As(err, &ue) || errors.As(err, &ne) {
+		return true
+	}
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) || apierrors.IsUnexpectedServerError(err)
 }

@@ -3,10 +3,13 @@
 // flags, its in-memory cluster's content, how to build its controllers, its scripted demo) and
 // calls Main; Run does the rest the same way for every example:
 //
-//   - the shared flags (--kubeconfig, --workers, --kube-api-qps/--kube-api-burst,
-//     --metrics-addr, --metrics-secure, --metrics-cert-dir, --profiling, --health-addr, the
-//     --leader-elect* flags, --feature-gates, --watch, --timeout, -v), every value checked
-//     before anything starts (exit 2 naming the flag);
+//   - the shared flags: manager.Flags, as a user's main registers them (--kubeconfig,
+//     --kube-api-qps/--kube-api-burst at kube-controller-manager's 20/30, --metrics-addr,
+//     --metrics-secure, --metrics-cert-dir, --profiling, --health-addr, the --leader-elect*
+//     flags, --cache-memory-budget*, -v), and the demo's (--workers, --feature-gates, --watch,
+//     --timeout), every value checked before anything starts (exit 2 naming the flag;
+//     CheckAddr, CheckCertDir and CheckNamespace check the binaries' own); a Lease namespace
+//     that does not exist outside a Pod exits 2 too, naming its flag;
 //
 //   - against a cluster, /metrics over HTTPS (self-signed unless --metrics-cert-dir) to bearer
 //     tokens the API server authenticates and authorizes for get on /metrics

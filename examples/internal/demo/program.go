@@ -1,30 +1,27 @@
 package demo
 
 import (
+	"cmp"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strconv"
-	"strings"
+	"slices"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
-	"github.com/ctrlkit/ctrlkit/certwatcher"
 	"github.com/ctrlkit/ctrlkit/examples/internal/kubelet"
 	"github.com/ctrlkit/ctrlkit/featuregate"
 	"github.com/ctrlkit/ctrlkit/informer"
@@ -122,21 +119,14 @@ func (e *Env) Step(ctx context.Context, what string, cond func(context.Context) 
 	return nil
 }
 
-// Settings are the values of the flags every example shares, as Parse checked them.
+// Settings are the values of the flags every example shares, as Parse checked them: the
+// Manager's (manager.Flags, what a user's main registers too) and the demo's own.
 type Settings struct {
-	Kubeconfig  string // "" means the in-memory cluster
-	Workers     int
-	QPS         float32
-	Burst       int
-	MetricsAddr string
-	// MetricsSecure serves /metrics over HTTPS to bearer tokens the API server authenticates
-	// and authorizes (manager.MetricsServingOptions.SecureServing); false on the in-memory
-	// cluster, which cannot review tokens.
-	MetricsSecure  bool
-	MetricsCertDir string // "" means a self-signed certificate
-	Profiling      bool   // /debug/pprof/ on the metrics server
-	HealthAddr     string
-	Election       leaderelection.Config
+	// Flags are the Manager's flags. Kubeconfig "" means the in-memory cluster: Parse resolves
+	// it with $KUBECONFIG and never reads ~/.kube/config. MetricsSecure is false on the
+	// in-memory cluster, which cannot review tokens.
+	manager.Flags
+	Workers int
 	// Shard is the ring this replica joins; Shard.Ring is "" when it runs unsharded.
 	Shard sharding.Config
 	// ShardWebhookAddr and ShardWebhookCertDir serve the ring's admission-time assignment
@@ -144,21 +134,16 @@ type Settings struct {
 	// (--shard-webhook-addr, --shard-webhook-cert-dir); "" serves none.
 	ShardWebhookAddr    string
 	ShardWebhookCertDir string
-	// CacheBudget is the informer caches' memory budget (--cache-memory-budget*);
-	// cacheBudget the factory options it asks for.
-	CacheBudget informer.BudgetFlags
-	cacheBudget []informer.FactoryOption
-	Gate        *featuregate.Gate
-	Watch       bool
-	Timeout     time.Duration
-	Verbosity   int
+	Gate                *featuregate.Gate
+	Watch               bool
+	Timeout             time.Duration
 }
 
 // Exit codes of Run.
 const (
 	ExitOK      = 0
 	ExitFailed  = 1 // the controllers failed, or the demo did not converge
-	ExitBadArgs = 2 // a flag was wrong; nothing was started
+	ExitBadArgs = 2 // a flag was wrong, or does not fit the cluster (a Lease namespace that does not exist); nothing was started
 )
 
 // Main is func main of an example: Run on os.Args until SIGINT or SIGTERM, then exit with its
@@ -188,6 +173,11 @@ func Run(ctx context.Context, p Program, args []string, out io.Writer) int {
 	ctx = klog.NewContext(ctx, logger)
 	if err := start(ctx, p, s); err != nil {
 		logger.Error(err, "Exiting")
+		if errors.Is(err, manager.ErrInvalidOptions) {
+			// An option a flag sets is wrong in this cluster, such as a Lease namespace
+			// that does not exist (the Manager names the flag): nothing was started.
+			return ExitBadArgs
+		}
 		return ExitFailed
 	}
 	return ExitOK
@@ -209,12 +199,13 @@ func Parse(p Program, args []string, out io.Writer) (*Settings, error) {
 	if lease == "" {
 		lease = "ctrlkit-" + p.Name
 	}
-	s := &Settings{
-		Gate: featuregate.New(),
-		// kube-controller-manager's defaults: elect (standbys stay warm), and hand the Lease
-		// over at once on a clean shutdown instead of after a lease duration.
-		Election: leaderelection.Config{Enabled: true, Name: lease, ReleaseOnCancel: true},
-	}
+	s := &Settings{Gate: featuregate.New()}
+	// kube-controller-manager's defaults: elect (standbys stay warm), and hand the Lease over
+	// at once on a clean shutdown instead of after a lease duration; 20 QPS, burst 30.
+	s.LeaderElection = leaderelection.Config{Enabled: true, Name: lease, ReleaseOnCancel: true}
+	s.QPS, s.Burst = 20, 30
+	s.MetricsSecure = true
+	s.Verbosity = p.Verbosity
 	if len(p.Features) > 0 {
 		if err := s.Gate.Add(p.Features); err != nil {
 			return nil, err
@@ -233,20 +224,14 @@ func Parse(p Program, args []string, out io.Writer) (*Settings, error) {
 	}
 	fs := pflag.NewFlagSet(p.Name, pflag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&s.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; default $KUBECONFIG; neither: run the demo on an in-memory cluster")
+	s.Flags.AddFlags(fs)
+	fs.Lookup("kubeconfig").Usage = "path to a kubeconfig; default $KUBECONFIG; neither: run the demo on an in-memory cluster"
+	fs.Lookup("metrics-addr").Usage += "; the demo picks a free loopback port unless set"
+	fs.Lookup("health-addr").Usage += "; the demo picks a free loopback port unless set"
+	fs.Lookup("metrics-secure").Usage += "; the in-memory demo serves plain HTTP, as it cannot review tokens"
 	fs.IntVar(&s.Workers, "workers", workers, "objects reconciled in parallel, per controller")
-	fs.Float32Var(&s.QPS, "kube-api-qps", 20, "QPS to use while talking with the API server (kube-controller-manager's flag and default)")
-	fs.IntVar(&s.Burst, "kube-api-burst", 30, "burst to use while talking with the API server (kube-controller-manager's flag and default)")
-	fs.StringVar(&s.MetricsAddr, "metrics-addr", ":8080", `address of /metrics, host:port ("" disables); the demo picks a free loopback port unless set`)
-	fs.BoolVar(&s.MetricsSecure, "metrics-secure", true, "serve /metrics over HTTPS, only to bearer tokens the API server authenticates and authorizes for get on /metrics (TokenReview, SubjectAccessReview; the binary's identity needs system:auth-delegator); the in-memory demo serves plain HTTP, as it cannot review tokens")
-	fs.StringVar(&s.MetricsCertDir, "metrics-cert-dir", "", "directory holding "+certwatcher.CertFileName+" and "+certwatcher.KeyFileName+" for --metrics-secure, reloaded when they change; empty: a self-signed certificate")
-	fs.BoolVar(&s.Profiling, "profiling", false, "serve /debug/pprof/ on the metrics server (with --metrics-secure, to tokens allowed to get those paths)")
-	fs.StringVar(&s.HealthAddr, "health-addr", ":8081", `address of /healthz and /readyz, host:port ("" disables); the demo picks a free loopback port unless set`)
 	fs.BoolVar(&s.Watch, "watch", false, "in-memory cluster: keep running after the demo until interrupted")
 	fs.DurationVar(&s.Timeout, "timeout", 30*time.Second, "in-memory cluster: how long each demo step may take to converge")
-	fs.IntVarP(&s.Verbosity, "v", "v", p.Verbosity, "log verbosity")
-	s.Election.AddFlags(fs)
-	s.CacheBudget.AddFlags(fs)
 	var sharded bool
 	if p.Sharding != nil {
 		fs.BoolVar(&sharded, "sharded", false, fmt.Sprintf("run as one of several replicas that split the %s between them: "+
@@ -276,21 +261,6 @@ func Parse(p Program, args []string, out io.Writer) (*Settings, error) {
 		return nil, fmt.Errorf("--workers must be at least 1, got %d", s.Workers)
 	case s.Timeout <= 0:
 		return nil, fmt.Errorf("--timeout must be positive, got %v", s.Timeout)
-	case s.QPS <= 0:
-		return nil, fmt.Errorf("--kube-api-qps must be positive, got %v", s.QPS)
-	case s.Burst < 1:
-		return nil, fmt.Errorf("--kube-api-burst must be at least 1, got %d", s.Burst)
-	}
-	for flag, addr := range map[string]string{"--metrics-addr": s.MetricsAddr, "--health-addr": s.HealthAddr} {
-		if err := checkAddr(addr); err != nil {
-			return nil, fmt.Errorf("%s %q: %w", flag, addr, err)
-		}
-	}
-	if s.Election.Enabled {
-		// A typed zero duration is an error here, not a silent default.
-		if err := s.Election.ValidateFlags(); err != nil {
-			return nil, fmt.Errorf("leader election flags: %w", err)
-		}
 	}
 	s.Kubeconfig = Kubeconfig(s.Kubeconfig)
 	inMemory := s.Kubeconfig == ""
@@ -300,18 +270,17 @@ func Parse(p Program, args []string, out io.Writer) (*Settings, error) {
 			s.MetricsAddr = "127.0.0.1:0"
 		}
 		if !fs.Changed("health-addr") {
-			s.HealthAddr = "127.0.0.1:0"
+			s.HealthProbeAddr = "127.0.0.1:0"
 		}
 		if !fs.Changed("metrics-secure") {
 			s.MetricsSecure = false
 		}
 	}
-	if err := checkMetricsServing(s, inMemory); err != nil {
+	if err := s.Flags.Validate(); err != nil {
 		return nil, err
 	}
-	var err error
-	if s.cacheBudget, err = s.CacheBudget.Options(); err != nil {
-		return nil, err
+	if s.MetricsSecure && inMemory {
+		return nil, errors.New("--metrics-secure needs a cluster (--kubeconfig): the in-memory one cannot review tokens (TokenReview, SubjectAccessReview)")
 	}
 	if p.Sharding != nil {
 		if err := completeSharding(p, s, fs, sharded, inMemory); err != nil {
@@ -348,6 +317,12 @@ func completeSharding(p Program, s *Settings, fs *pflag.FlagSet, sharded, inMemo
 	case s.ShardWebhookAddr == "" && s.ShardWebhookCertDir != "":
 		return errors.New("--shard-webhook-cert-dir needs --shard-webhook-addr")
 	}
+	if err := CheckAddr("--shard-webhook-addr", s.ShardWebhookAddr); err != nil {
+		return err
+	}
+	if err := CheckCertDir("--shard-webhook-cert-dir", s.ShardWebhookCertDir, false); err != nil {
+		return err
+	}
 	if !s.Shard.Sharded() {
 		return nil
 	}
@@ -356,43 +331,7 @@ func completeSharding(p Program, s *Settings, fs *pflag.FlagSet, sharded, inMemo
 	}
 	if !fs.Changed("leader-elect") {
 		// Every member reconciles its share: an election would only add a Lease.
-		s.Election.Enabled = false
-	}
-	return nil
-}
-
-// checkMetricsServing checks the --metrics-secure flags together: an asked-for secure server
-// the cluster cannot back, or a certificate that does not load, is a flag error now rather
-// than a failure once the controllers run.
-func checkMetricsServing(s *Settings, inMemory bool) error {
-	switch {
-	case s.MetricsSecure && inMemory:
-		return errors.New("--metrics-secure needs a cluster (--kubeconfig): the in-memory one cannot review tokens (TokenReview, SubjectAccessReview)")
-	case s.MetricsCertDir != "" && !s.MetricsSecure:
-		return fmt.Errorf("--metrics-cert-dir %q needs --metrics-secure", s.MetricsCertDir)
-	case s.MetricsCertDir != "":
-		if _, err := tls.LoadX509KeyPair(filepath.Join(s.MetricsCertDir, certwatcher.CertFileName),
-			filepath.Join(s.MetricsCertDir, certwatcher.KeyFileName)); err != nil {
-			return fmt.Errorf("--metrics-cert-dir %q: %w", s.MetricsCertDir, err)
-		}
-	case s.MetricsSecure && s.MetricsAddr != "" && s.MetricsAddr == s.HealthAddr && !strings.HasSuffix(s.MetricsAddr, ":0"):
-		return fmt.Errorf("--metrics-secure: --metrics-addr and --health-addr are both %q; probes carry no token, give /metrics an address of its own", s.MetricsAddr)
-	}
-	return nil
-}
-
-// checkAddr accepts "" (not served) and host:port with a numeric port, so a typo is a flag
-// error before anything starts rather than a failure to listen after the controllers did.
-func checkAddr(addr string) error {
-	if addr == "" {
-		return nil
-	}
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return err
-	}
-	if n, err := strconv.ParseUint(port, 10, 16); err != nil || (n == 0 && port != "0") {
-		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+		s.LeaderElection.Enabled = false
 	}
 	return nil
 }
@@ -403,13 +342,15 @@ func start(ctx context.Context, p Program, s *Settings) error {
 	env := &Env{Gate: s.Gate, Workers: s.Workers, Timeout: s.Timeout, InMemory: s.Kubeconfig == "", Sharded: s.Shard.Sharded()}
 	var meta metadata.Interface     // the sharder's and the dispatchers' client, when sharded
 	var leases kubernetes.Interface // the ring's Lease client, when sharded
-	var cfg *rest.Config            // the cluster's; the Manager builds env.Client and env.Dynamic from it
+	var mopts manager.Options
 	if !env.InMemory {
 		var err error
-		if cfg, err = RESTConfig(s.Kubeconfig); err != nil {
+		if mopts, err = s.Flags.Options(); err != nil {
 			return err
 		}
-		cfg.QPS, cfg.Burst = s.QPS, s.Burst
+		// The Manager builds env.Client and env.Dynamic from cfg, so they are its own: after an
+		// outage it closes their connections, dead ones included (manager/connections.go).
+		cfg := mopts.Config
 		if s.Shard.Sharded() {
 			if meta, err = sharding.NewRingClient(cfg, s.Shard); err != nil {
 				return err
@@ -427,14 +368,34 @@ func start(ctx context.Context, p Program, s *Settings) error {
 				return err
 			}
 		}
+		// The Lease's namespace, as the deploy manifests create it: outside a Pod the
+		// Manager checks that it exists.
+		leaseNS := cmp.Or(s.LeaderElection.Namespace, leaderelection.DefaultLeaseNamespace())
+		if !slices.ContainsFunc(opts.Objects, func(o runtime.Object) bool {
+			ns, ok := o.(*corev1.Namespace)
+			return ok && ns.Name == leaseNS
+		}) {
+			opts.Objects = append(opts.Objects, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNS}})
+		}
 		cluster, err := fakecluster.NewWithOptions(opts)
 		if err != nil {
 			return err
 		}
 		env.Client, env.Dynamic = cluster.Clientset(), cluster.Dynamic()
 		logger.Info("Running the demo on an in-memory cluster")
+		// What Flags.Options says but the cluster, which is in memory.
+		budget, _ := s.CacheMemoryBudget.Options() // checked by Parse
+		mopts = manager.Options{
+			FactoryOptions:  budget,
+			LeaderElection:  &s.LeaderElection,
+			MetricsAddr:     s.MetricsAddr,
+			HealthProbeAddr: s.HealthProbeAddr,
+			MetricsServing:  manager.MetricsServingOptions{EnableProfiling: s.Profiling},
+		}
 	}
-
+	mopts.Client, mopts.Dynamic = env.Client, env.Dynamic // nil against a cluster: built from mopts.Config
+	mopts.Logger = klog.Logger{}                          // Start's context's: the demo's, writing to out
+	mopts.Scheme = p.Scheme
 	// The Manager's factory gets the Manager's dynamic client; the ring's factory gets it too.
 	fopts := []informer.FactoryOption{informer.WithLogger(logger)}
 	if env.Dynamic != nil {
@@ -443,24 +404,8 @@ func start(ctx context.Context, p Program, s *Settings) error {
 	if p.FactoryOptions != nil {
 		fopts = append(fopts, p.FactoryOptions()...)
 	}
-	fopts = append(fopts, s.cacheBudget...)
-	mopts := manager.Options{
-		// Against a cluster the Manager builds the clients from cfg, so they are its own: after an
-		// outage it closes their connections, dead ones included (manager/connections.go).
-		Config:         cfg,
-		Client:         env.Client,
-		Dynamic:        env.Dynamic,
-		FactoryOptions: fopts,
-		Scheme:         p.Scheme,
-		LeaderElection: &s.Election,
-		MetricsAddr:    s.MetricsAddr,
-		MetricsServing: manager.MetricsServingOptions{
-			SecureServing:   s.MetricsSecure,
-			CertDir:         s.MetricsCertDir,
-			EnableProfiling: s.Profiling,
-		},
-		HealthProbeAddr: s.HealthAddr,
-	}
+	fopts = append(fopts, mopts.FactoryOptions...)
+	mopts.FactoryOptions = fopts
 	if env.InMemory && s.MetricsAddr != "" {
 		logger.Info("Serving /metrics over plain HTTP to anyone: the in-memory cluster cannot review tokens (--metrics-secure needs --kubeconfig)")
 	}
@@ -497,6 +442,9 @@ func start(ctx context.Context, p Program, s *Settings) error {
 		}
 	}
 	if err := p.Setup(ctx, env); err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil // interrupted while Setup waited for the API server
+		}
 		return err
 	}
 	if !env.InMemory {

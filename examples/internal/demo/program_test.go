@@ -58,12 +58,13 @@ func TestRunRejectsBadFlagsBeforeStarting(t *testing.T) {
 		{[]string{"--metrics-addr=notanaddr"}, `tiny: --metrics-addr "notanaddr": address notanaddr: missing port in address`},
 		{[]string{"--health-addr=127.0.0.1:http"}, `tiny: --health-addr "127.0.0.1:http": port "http" is not a number`},
 		{[]string{"--health-addr=127.0.0.1:70000"}, `port "70000" is not a number from 0 to 65535`},
-		{[]string{"--kube-api-qps=0"}, "--kube-api-qps must be positive"},
-		{[]string{"--kube-api-burst=0"}, "--kube-api-burst must be at least 1"},
+		{[]string{"--kube-api-qps=NaN"}, "--kube-api-qps NaN: want a finite number"},
+		{[]string{"--kube-api-qps=-1"}, "--kube-api-qps -1: want a finite number"},
+		{[]string{"--kube-api-burst=0"}, "--kube-api-burst 0: want at least 1 with --kube-api-qps 20"},
 		{[]string{"--workers=0"}, "--workers must be at least 1"},
 		{[]string{"--timeout=0s"}, "--timeout must be positive"},
 		{[]string{"extra"}, `unexpected arguments ["extra"]`},
-		{[]string{"--leader-elect-lease-duration=0s"}, "leader election flags"},
+		{[]string{"--leader-elect-lease-duration=0s"}, "--leader-elect-lease-duration: invalid leader election config"},
 	} {
 		var out bytes.Buffer
 		var ran bool
@@ -148,19 +149,19 @@ func TestParseShardingFlags(t *testing.T) {
 	s, err := parse("--kubeconfig=/k")
 	require.NoError(t, err)
 	assert.False(t, s.Shard.Sharded())
-	assert.True(t, s.Election.Enabled)
+	assert.True(t, s.LeaderElection.Enabled)
 
 	s, err = parse("--kubeconfig=/k", "--sharded", "--shard-identity=replica-1")
 	require.NoError(t, err)
 	assert.Equal(t, "things", s.Shard.Ring)
 	assert.Equal(t, "replica-1", s.Shard.Identity)
 	assert.Empty(t, s.Shard.Namespace, "the Pod's namespace, else ctrlkit-system, as the Lease's: WithDefaults decides")
-	assert.False(t, s.Election.Enabled, "members share the work: no election")
+	assert.False(t, s.LeaderElection.Enabled, "members share the work: no election")
 
 	s, err = parse("--kubeconfig=/k", "--sharded", "--shard-ring=other", "--shard-identity=replica-1", "--leader-elect")
 	require.NoError(t, err)
 	assert.Equal(t, "other", s.Shard.Ring, "an explicit --shard-ring wins")
-	assert.True(t, s.Election.Enabled, "an explicit --leader-elect is kept")
+	assert.True(t, s.LeaderElection.Enabled, "an explicit --leader-elect is kept")
 
 	for want, args := range map[string][]string{
 		"--sharded (--shard-ring) needs a cluster (--kubeconfig)": {"--sharded"},

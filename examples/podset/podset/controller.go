@@ -93,9 +93,11 @@ type Options struct {
 type Controller struct {
 	*controller.Controller[controller.Key]
 
-	client   kubernetes.Interface
-	podsets  informer.Informer[*v1alpha1.PodSet]
-	pods     informer.Informer[*corev1.Pod]
+	client  kubernetes.Interface
+	podsets informer.Informer[*v1alpha1.PodSet]
+	pods    informer.Informer[*corev1.Pod]
+	// toOwner maps a Pod to its controlling PodSet in the cache (controller.EnqueueControllerOf).
+	toOwner  func(*corev1.Pod) []controller.Key
 	crs      *customresource.Client[*v1alpha1.PodSet]
 	recorder record.EventRecorder
 	logger   klog.Logger
@@ -144,7 +146,7 @@ func New(f *informer.Factory, client kubernetes.Interface, dyn dynamic.Interface
 		return nil, fmt.Errorf("podset: %w", err)
 	}
 	c := &Controller{
-		client: client, podsets: podsets, pods: pods, crs: crs,
+		client: client, podsets: podsets, pods: pods, crs: crs, toOwner: controller.EnqueueControllerOf[*corev1.Pod](podsets),
 		recorder: opts.Recorder, logger: opts.Logger, clock: opts.Clock, burst: opts.BurstReplicas,
 		exp: expectations.NewUIDTracking[types.UID](),
 		uid: map[controller.Key]types.UID{},

@@ -15,16 +15,12 @@ import (
 // How Pod events reach PodSets (see New): kube-controller-manager's addPod, updatePod and
 // deletePod for a custom-resource owner, as a mapping and an expectations observer.
 
-// toOwner maps a Pod to its controlling PodSet, as controller.EnqueueControllerOf does for any
-// owner kind.
-var toOwner = controller.EnqueueControllerOf[*corev1.Pod](v1alpha1.GVK)
-
 // podOwners maps a Pod to the PodSets to sync: its controller, or, for an orphan, every PodSet
 // that selects it (those that may adopt it). An update reaches the owners of both the old and
 // the new Pod, so a PodSet that lost a Pod hears of it.
 func (c *Controller) podOwners(pod *corev1.Pod) []controller.Key {
 	if metav1.GetControllerOfNoCopy(pod) != nil {
-		return toOwner(pod)
+		return c.toOwner(pod)
 	}
 	return c.podSetsSelecting(pod)
 }

@@ -27,4 +27,4 @@
 package v1alpha1
 
 //go:generate go run -modfile=../../../../hack/tools/go.mod sigs.k8s.io/controller-tools/cmd/controller-gen object crd paths=. output:crd:dir=.
-//go:generate go -C ../../../../hack/tools run ./crdmanifest -in $PWD/examples.ctrlkit.dev_podsets.yaml -out $PWD/crd.yaml
+//go:generate go run github.com/ctrlkit/ctrlkit/cmd/crdmanifest -in examples.ctrlkit.dev_podsets.yaml -out crd.yaml

@@ -17,7 +17,7 @@
 // types and their markers (make generate). The CRD is generated from both packages (v1alpha1
 // is the storage version, +kubebuilder:storageversion), so its v1alpha1 entry is the one
 // v1alpha1's own crd.yaml has. controller-gen has no marker for a conversion webhook; the
-// step after it, hack/tools/crdmanifest, writes spec.conversion (see the go:generate lines
+// step after it, crdmanifest (cmd/crdmanifest), writes spec.conversion (see the go:generate lines
 // below). The webhook's caBundle is left out: whoever installs the webhook knows the
 // certificate (podsetwebhook.Install sets url and caBundle itself).
 //
@@ -27,4 +27,4 @@ package v1beta1
 
 //go:generate go run -modfile=../../../../hack/tools/go.mod sigs.k8s.io/controller-tools/cmd/controller-gen object paths=.
 //go:generate go run -modfile=../../../../hack/tools/go.mod sigs.k8s.io/controller-tools/cmd/controller-gen crd paths=.;../v1alpha1 output:crd:dir=.
-//go:generate go -C ../../../../hack/tools run ./crdmanifest -in $PWD/examples.ctrlkit.dev_podsets.yaml -out $PWD/crd.yaml -conversion-service podset-system/podset-webhook -conversion-path /convert
+//go:generate go run github.com/ctrlkit/ctrlkit/cmd/crdmanifest -in examples.ctrlkit.dev_podsets.yaml -out crd.yaml -conversion-service podset-system/podset-webhook -conversion-path /convert

@@ -28,9 +28,9 @@ func TestConvertKeepsControllerGensBytes(t *testing.T) {
 		file string
 		opts options
 	}{
-		{"../../../examples/webapp/api/v1/crd.yaml", options{}},
-		{"../../../examples/podset/api/v1alpha1/crd.yaml", options{}},
-		{"../../../examples/podset/api/v1beta1/crd.yaml", options{conversionService: "podset-system/podset-webhook", conversionPath: "/convert"}},
+		{"../../examples/webapp/api/v1/crd.yaml", options{}},
+		{"../../examples/podset/api/v1alpha1/crd.yaml", options{}},
+		{"../../examples/podset/api/v1beta1/crd.yaml", options{conversionService: "podset-system/podset-webhook", conversionPath: "/convert"}},
 	} {
 		committed, err := os.ReadFile(tc.file)
 		if err != nil {

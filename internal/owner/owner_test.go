@@ -1,0 +1,92 @@
+package owner
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+)
+
+func child(namespace, apiVersion, kind, name string, uid types.UID) *metav1.ObjectMeta {
+	return &metav1.ObjectMeta{Namespace: namespace, Name: "child", OwnerReferences: []metav1.OwnerReference{{
+		APIVersion: apiVersion, Kind: kind, Name: name, UID: uid, Controller: new(true)}}}
+}
+
+func TestKeys(t *testing.T) {
+	cached := map[cache.ObjectName]types.UID{
+		{Namespace: "ns", Name: "web"}: "rs-uid",
+		{Name: "acme"}:                 "tenant-uid",
+	}
+	synced := false
+	uidOf := func(ns, name string) (types.UID, bool) {
+		uid, ok := cached[cache.ObjectName{Namespace: ns, Name: name}]
+		return uid, ok
+	}
+	rs := NewResolver(appsv1.SchemeGroupVersion.WithResource("replicasets"), "ReplicaSet", uidOf, func() bool { return synced })
+	tenants := NewResolver(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "tenants"}, "", uidOf, func() bool { return synced })
+	roles := NewResolver(rbacv1.SchemeGroupVersion.WithResource("clusterroles"), "ClusterRole", uidOf, func() bool { return synced })
+
+	for _, tc := range []struct {
+		name string
+		r    *Resolver
+		obj  metav1.Object
+		want []cache.ObjectName // after the owners synced
+		pre  []cache.ObjectName // before
+	}{
+		{"namespaced owner", rs, child("ns", "apps/v1", "ReplicaSet", "web", "rs-uid"),
+			[]cache.ObjectName{{Namespace: "ns", Name: "web"}}, []cache.ObjectName{{Namespace: "ns", Name: "web"}}},
+		{"another UID", rs, child("ns", "apps/v1", "ReplicaSet", "web", "old"), nil, []cache.ObjectName{{Namespace: "ns", Name: "web"}}},
+		{"another kind", rs, child("ns", "apps/v1", "Deployment", "web", "rs-uid"), nil, nil},
+		{"another group", rs, child("ns", "extensions/v1beta1", "ReplicaSet", "web", "rs-uid"), nil, nil},
+		{"no owner", rs, &metav1.ObjectMeta{Namespace: "ns", Name: "orphan"}, nil, nil},
+		{"cluster-scoped child of a namespaced owner", rs, child("", "apps/v1", "ReplicaSet", "web", "rs-uid"), nil, nil},
+		{"cluster-scoped custom owner of a namespaced child", tenants, child("team-a", "example.com/v1", "Tenant", "acme", "tenant-uid"),
+			[]cache.ObjectName{{Name: "acme"}}, []cache.ObjectName{{Name: "acme"}}},
+		{"custom owner not cached", tenants, child("team-a", "example.com/v1", "Tenant", "gone", "x"),
+			nil, []cache.ObjectName{{Namespace: "team-a", Name: "gone"}, {Name: "gone"}}},
+		{"cluster-scoped built-in owner", roles, child("ns", "rbac.authorization.k8s.io/v1", "ClusterRole", "acme", "tenant-uid"),
+			[]cache.ObjectName{{Name: "acme"}}, []cache.ObjectName{{Name: "acme"}}},
+	} {
+		synced = false
+		if got := tc.r.Keys(tc.obj); !equal(got, tc.pre) {
+			t.Errorf("%s, before sync: %v, want %v", tc.name, got, tc.pre)
+		}
+		synced = true
+		if got := tc.r.Keys(tc.obj); !equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func equal(a, b []cache.ObjectName) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestCheckScopes(t *testing.T) {
+	pods, sas := corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithResource("serviceaccounts")
+	nss, roles := corev1.SchemeGroupVersion.WithResource("namespaces"), rbacv1.SchemeGroupVersion.WithResource("clusterroles")
+	custom := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "tenants"}
+	for _, tc := range []struct {
+		children, owners schema.GroupVersionResource
+		ok               bool
+	}{
+		{pods, sas, true}, {pods, roles, true}, {nss, roles, true}, {nss, sas, false}, {nss, custom, true}, {custom, sas, true},
+	} {
+		if got := CheckScopes(tc.children, tc.owners); got != tc.ok {
+			t.Errorf("CheckScopes(%v, %v) = %v, want %v", tc.children.Resource, tc.owners.Resource, got, tc.ok)
+		}
+	}
+}
