@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/object"
 	"github.com/ctrlkit/ctrlkit/internal/owner"
 )
 
@@ -32,10 +33,14 @@ import (
 // (any version: owner references name whatever version the owner was created
 // with). owners may be typed, unstructured or metadata-only, built-in or
 // custom. The name is controller-runtime's handler.EnqueueRequestForOwner
-// with OnlyControllerOwner.
+// with OnlyControllerOwner. A nil owners maps every object to nothing (Owns
+// refuses it with an error).
 //
 //	controller.Watch(c, pods, controller.EnqueueControllerOf[*corev1.Pod](replicaSets))
 func EnqueueControllerOf[T, O informer.Object](owners informer.Informer[O]) func(T) []Key {
+	if object.IsNil(owners) {
+		return func(T) []Key { return nil }
+	}
 	r := owner.NewResolver(owners.GVR(), owners.GVK().Kind, func(namespace, name string) (types.UID, bool) {
 		o, err := owners.Lister().Get(namespace, name)
 		if err != nil {

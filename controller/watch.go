@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/object"
 	"github.com/ctrlkit/ctrlkit/predicate"
 )
 
@@ -121,7 +122,7 @@ func Owns[T, O informer.Object](c *Controller[Key], inf informer.Informer[T], ow
 	if c != nil {
 		name = c.name
 	}
-	if owners == nil || inf == nil {
+	if object.IsNil(owners) || object.IsNil(inf) {
 		return &OptionsError{Controller: name, Field: "Owns", Reason: "nil informer"}
 	}
 	if err := checkOwnerScopes(inf.GVR(), owners.GVR()); err != nil {

@@ -92,6 +92,8 @@ func TestEnqueueMappings(t *testing.T) {
 	recreated.UID = "old-uid"
 	assert.Empty(t, toOwner(podOf("ns", "web-0", recreated)), "a reference to another object of the owner's name is not ours")
 	assert.Empty(t, toOwner(podOf("ns", "web-9", replicaSet("ns", "gone"))), "an owner not in the synced cache enqueues nothing")
+	var none informer.Informer[*appsv1.ReplicaSet]
+	assert.Empty(t, EnqueueControllerOf[*corev1.Pod](none)(podOf("ns", "web-1", rs)), "nil owners: nothing, no panic")
 }
 
 // The snippet, end to end on a fake clientset: ReplicaSets map to
