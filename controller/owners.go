@@ -49,15 +49,14 @@ func EnqueueControllerOf[T, O informer.Object](owners informer.Informer[O]) func
 		return o.GetUID(), true
 	}, owners.HasSynced)
 	return func(obj T) []Key {
-		names := r.Keys(obj)
-		if len(names) == 0 {
+		names, n := r.Keys(obj)
+		switch n {
+		case 0:
 			return nil
+		case 1:
+			return []Key{Key(names[0])}
 		}
-		keys := make([]Key, len(names))
-		for i, n := range names {
-			keys[i] = Key(n)
-		}
-		return keys
+		return []Key{Key(names[0]), Key(names[1])}
 	}
 }
 

@@ -240,7 +240,8 @@ func (t *term) childHandler() informer.Handler[*metav1.PartialObjectMetadata] {
 		return o.UID, true
 	}, t.owners.HasSynced)
 	enqueueOwner := func(m *metav1.PartialObjectMetadata) {
-		for _, nn := range owners.Keys(m) {
+		keys, n := owners.Keys(m)
+		for _, nn := range keys[:n] {
 			t.queue.Add(nn.String())
 		}
 	}

@@ -19,6 +19,7 @@ func ExampleResolver_Keys() {
 		func() bool { return true })
 	binding := &metav1.ObjectMeta{Namespace: "team-a", Name: "acme-admins", OwnerReferences: []metav1.OwnerReference{{
 		APIVersion: "example.com/v1", Kind: "Tenant", Name: "acme", UID: "uid-1", Controller: new(true)}}}
-	fmt.Println(r.Keys(binding))
+	keys, n := r.Keys(binding)
+	fmt.Println(keys[:n])
 	// Output: [acme]
 }

@@ -33,17 +33,17 @@ func NewResolver(gvr schema.GroupVersionResource, kind string, uidOf func(namesp
 // Keys returns the key of child's controlling owner when it is cached with the reference's UID
 // (a recreated owner of the same name is another object). Once the owners' cache synced, an
 // owner not in it has no key: it is gone, or its own add is still to come. Before, Keys returns
-// every key the owners' scope allows, so nothing is lost at start-up.
-func (r *Resolver) Keys(child metav1.Object) []cache.ObjectName {
+// every key the owners' scope allows, so nothing is lost at start-up. The keys are the first n
+// of the array: an event's mapping allocates nothing here.
+func (r *Resolver) Keys(child metav1.Object) (keys [2]cache.ObjectName, n int) {
 	ref := metav1.GetControllerOfNoCopy(child)
 	if ref == nil || (r.kind != "" && ref.Kind != r.kind) {
-		return nil
+		return keys, 0
 	}
 	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != r.group {
-		return nil
+		return keys, 0
 	}
 	var candidates [2]cache.ObjectName
-	n := 0
 	if ns := child.GetNamespace(); ns != "" && (!r.known || r.namespaced) {
 		candidates[n], n = cache.ObjectName{Namespace: ns, Name: ref.Name}, n+1
 	}
@@ -53,13 +53,14 @@ func (r *Resolver) Keys(child metav1.Object) []cache.ObjectName {
 	}
 	for _, k := range candidates[:n] {
 		if uid, ok := r.uidOf(k.Namespace, k.Name); ok && uid == ref.UID {
-			return []cache.ObjectName{k}
+			keys[0] = k
+			return keys, 1
 		}
 	}
 	if n == 0 || r.synced() {
-		return nil
+		return keys, 0
 	}
-	return append([]cache.ObjectName(nil), candidates[:n]...)
+	return candidates, n
 }
 
 // CheckScopes refuses children of a cluster-scoped resource owned by a namespaced one (the
