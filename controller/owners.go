@@ -64,14 +64,7 @@ func EnqueueControllerOf[T, O informer.Object](owners informer.Informer[O]) func
 // of a cluster-scoped resource owned by a namespaced one.
 func checkOwnerScopes(children, owners schema.GroupVersionResource) error {
 	if !owner.CheckScopes(children, owners) {
-		return fmt.Errorf("%s are cluster-scoped and %s namespaced: a cluster-scoped object cannot be owned by a namespaced one", resourceName(children), resourceName(owners))
+		return fmt.Errorf("%s are cluster-scoped and %s namespaced: a cluster-scoped object cannot be owned by a namespaced one", children.GroupResource(), owners.GroupResource())
 	}
 	return nil
-}
-
-func resourceName(gvr schema.GroupVersionResource) string {
-	if gvr.Group == "" {
-		return gvr.Resource
-	}
-	return gvr.Resource + "." + gvr.Group
 }
