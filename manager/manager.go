@@ -82,11 +82,11 @@ type Manager struct {
 	started   bool
 	stopping  bool // shutdown began: a late OnStartedLeading starts nothing
 	ctrlCtx   context.Context
-	leaders   []Runnable             // those that need leader election, started in each term
-	late      []Runnable             // added after Start took its list, before it ran it
-	term      *leaderTerm            // the current leadership term; nil while not leading
-	runs      map[string]*running    // the Run in progress of each Runnable, by name (Remove)
-	live      map[*Runnable]struct{} // Run called and not returned: the /readyz set
+	leaders   []Runnable                    // those that need leader election, started in each term
+	late      []Runnable                    // added after Start took its list, before it ran it
+	term      *leaderTerm                   // the current leadership term; nil while not leading
+	runs      map[string]*running           // the Run in progress of each Runnable, by name (Remove)
+	live      map[*Runnable]context.Context // Run called and not returned, with its ctx: the /readyz set
 	fatal     chan error
 	runWG     sync.WaitGroup   // every Runnable.Run
 	servers   *serving.Servers // set by Start once listening
@@ -148,7 +148,7 @@ func New(opts Options) (_ *Manager, err error) {
 		metricsAddr: opts.MetricsAddr,
 		syncTimeout: opts.CacheSyncTimeout,
 		names:       map[string]struct{}{},
-		live:        map[*Runnable]struct{}{},
+		live:        map[*Runnable]context.Context{},
 		runs:        map[string]*running{},
 
 		shutdownTimeout: gracefulShutdownTimeout(opts.GracefulShutdownTimeout),

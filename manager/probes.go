@@ -125,8 +125,12 @@ func (m *Manager) ready() error {
 	}
 	m.mu.Lock()
 	live := make([]Runnable, 0, len(m.live))
-	for r := range m.live {
-		live = append(live, *r)
+	for r, ctx := range m.live {
+		// One being stopped (shutdown, a lost Lease, Remove) is not one readiness waits for:
+		// its sync state is leaving with it.
+		if ctx.Err() == nil {
+			live = append(live, *r)
+		}
 	}
 	m.mu.Unlock()
 	var unsynced []string

@@ -182,8 +182,8 @@ func (m *Manager) goRunLocked(ctx context.Context, r Runnable, onReturn func()) 
 	// Keyed by a fresh pointer: a Runnable's dynamic type need not be
 	// comparable.
 	key := &r
-	m.live[key] = struct{}{}
 	ctx, cancel := context.WithCancel(ctx)
+	m.live[key] = ctx
 	run := &running{cancel: cancel, done: make(chan struct{})}
 	m.runs[r.Name()] = run
 	go func() {
