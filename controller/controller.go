@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,7 @@ type Controller[K comparable] struct {
 	limiters    []*Limiter     // Options.Limiters
 	random      func() float64 // [0, 1): rand.Float64, a fixed one in tests
 	timeout     time.Duration
+	drain       time.Duration // Options.DrainTimeout, defaulted
 	syncWait    time.Duration
 	needLeader  bool
 	feature     featuregate.Feature
@@ -285,18 +287,41 @@ func (c *Controller[K]) Run(ctx context.Context) error {
 	}
 	logger.V(2).Info("Starting workers", "workers", c.workers)
 	steps := c.pipeline(ft, deb)
+	// The Reconciles' context is Run's, except that a graceful shutdown
+	// leaves it alive for the drain (Options.DrainTimeout).
+	rctx, stopReconciles := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer stopReconciles(nil)
 	var wg sync.WaitGroup
 	for range c.workers {
-		wg.Go(func() { c.worker(ctx, q, steps, logger) })
+		wg.Go(func() { c.worker(ctx, rctx, q, steps, logger) })
 	}
 	<-ctx.Done()
-	logger.V(2).Info("Shutting down: draining in-flight reconciles")
+	drained := make(chan struct{})
+	var drain sync.WaitGroup // the drain's timer
+	if cause := context.Cause(ctx); errors.Is(cause, ErrShutdown) && c.drain > 0 {
+		logger.V(2).Info("Shutting down: letting the reconciles in flight finish", "inFlight", c.inFlight.Load(), "timeout", c.drain)
+		drain.Go(func() {
+			t := c.clock.NewTimer(c.drain)
+			defer t.Stop()
+			select {
+			case <-t.C():
+				logger.Info("Cancelling the reconciles still in flight: the drain timeout expired", "inFlight", c.inFlight.Load(), "timeout", c.drain)
+				stopReconciles(fmt.Errorf("%w: the drain timeout (%v) expired", ErrShutdown, c.drain))
+			case <-drained:
+			}
+		})
+	} else {
+		logger.V(2).Info("Shutting down: cancelling the reconciles in flight", "inFlight", c.inFlight.Load(), "cause", cause)
+		stopReconciles(cause)
+	}
 	q.shutDownWithDrain()
 	// A client-go queue given as Options.Queue stops its delay goroutine only
 	// on ShutDown, not on ShutDownWithDrain; nothing is in flight any more,
 	// so this is only that cleanup.
 	q.shutDown()
 	wg.Wait()
+	close(drained)
+	drain.Wait()
 	logger.V(2).Info("Stopped")
 	return nil
 }

@@ -18,6 +18,13 @@ var (
 	// prebuilt Options.Queue), by a second manager Start, and by Watch after
 	// the first Run started.
 	ErrAlreadyStarted = errors.New("already started")
+	// ErrShutdown is the cause (context.CancelCauseFunc, context.Cause) of
+	// a graceful shutdown: Run's context cancelled with it lets the
+	// Reconciles in flight finish, for up to Options.DrainTimeout, and a
+	// Reconcile cut short when that expires sees it as its context's
+	// cause. A manager.Manager cancels its controllers with it when its
+	// own context ends while the API server answers.
+	ErrShutdown = errors.New("shutting down")
 	// ErrPanic is matched by every *PanicError.
 	ErrPanic = errors.New("reconcile panicked")
 )

@@ -33,6 +33,11 @@ const DefaultMaxRetries = 15
 // keep failing (Stats.SlowRetrying, ctrlkit_controller_slow_retry_keys).
 const RetryForever = -1
 
+// DefaultDrainTimeout is Options.DrainTimeout's default: long enough for a
+// Reconcile's last few requests to a healthy API server, short enough that
+// a shutdown stays well inside a Pod's 30 s grace period.
+const DefaultDrainTimeout = 3 * time.Second
+
 // Options configure a Controller. The zero value is valid: one worker, 15
 // retries with backoff and then one every 5 minutes until the key succeeds,
 // client-go's default controller rate limiter, a ctrlkit queue,
@@ -166,6 +171,18 @@ type Options[K comparable] struct {
 	// not Clock) on each Reconcile's context.
 	ReconcileTimeout time.Duration
 
+	// DrainTimeout is how long the Reconciles in flight when a graceful
+	// shutdown begins (Run's context cancelled with cause ErrShutdown, as a
+	// manager.Manager does when its own context ends) keep their context,
+	// so that the writes they are making land instead of failing with
+	// "context canceled" and leaving, say, a status half written. No key
+	// starts once the shutdown began, and Run returns as soon as the last
+	// one in flight did. 0 means DefaultDrainTimeout; a negative value
+	// cancels them at once, as controller-runtime does. Any other end of
+	// Run's context (a lost Lease, Manager.Remove) cancels them at once:
+	// another replica may be acting on the same keys.
+	DrainTimeout time.Duration
+
 	// CacheSyncTimeout bounds how long Run waits for the watched informers
 	// to sync before it fails with a *CacheSyncError. 0 means wait until the
 	// context ends.
@@ -286,6 +303,7 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		limiters:    slices.Clone(opts.Limiters),
 		random:      rand.Float64,
 		timeout:     opts.ReconcileTimeout,
+		drain:       opts.DrainTimeout,
 		syncWait:    opts.CacheSyncTimeout,
 		needLeader:  opts.NeedLeaderElection == nil || *opts.NeedLeaderElection,
 		feature:     opts.Feature,
@@ -316,6 +334,9 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 	}
 	if c.debounce > 0 && c.debounceMax == 0 {
 		c.debounceMax = 10 * c.debounce
+	}
+	if c.drain == 0 {
+		c.drain = DefaultDrainTimeout
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}

@@ -20,8 +20,8 @@ type work[K comparable] struct {
 	q      queue[K]
 	key    K
 	why    Reasons         // why the key was queued (with provenance)
-	run    context.Context // Run's
-	ctx    context.Context // the Reconcile's, decorated by the steps
+	run    context.Context // Run's: once it ends, no key starts
+	ctx    context.Context // the Reconcile's (Run's until a drain ends), decorated by the steps
 	logger klog.Logger     // the worker's
 	rlog   klog.Logger     // the Reconcile's: with key and reconcileID (contextStep)
 	id     types.UID
@@ -49,7 +49,8 @@ type step[K comparable] interface {
 // pipeline and, while keys are ready, hands each back and takes the next in
 // one step of the queue (one lock hand-off instead of two). It returns once
 // the queue is shut down and empty.
-func (c *Controller[K]) worker(ctx context.Context, q queue[K], steps []step[K], logger klog.Logger) {
+// Keys start while ctx lives and reconcile with rctx.
+func (c *Controller[K]) worker(ctx, rctx context.Context, q queue[K], steps []step[K], logger klog.Logger) {
 	w := &work[K]{q: q, logger: logger}
 	for {
 		key, why, shutdown := q.get()
@@ -58,7 +59,7 @@ func (c *Controller[K]) worker(ctx context.Context, q queue[K], steps []step[K],
 		}
 		c.inFlight.Add(1)
 		w.key, w.why = key, why
-		for c.processChained(ctx, w, steps) {
+		for c.processChained(ctx, rctx, w, steps) {
 		}
 	}
 }
@@ -67,7 +68,7 @@ func (c *Controller[K]) worker(ctx context.Context, q queue[K], steps []step[K],
 // pipeline and hands it back. When another key is ready it takes it in the
 // same step, still counted in flight, and returns true with w holding it;
 // otherwise it leaves the in-flight count and returns false.
-func (c *Controller[K]) processChained(ctx context.Context, w *work[K], steps []step[K]) bool {
+func (c *Controller[K]) processChained(ctx, rctx context.Context, w *work[K], steps []step[K]) bool {
 	handedBack := false
 	defer func() {
 		if !handedBack { // a panic passing through (RePanic)
@@ -75,7 +76,7 @@ func (c *Controller[K]) processChained(ctx context.Context, w *work[K], steps []
 			c.inFlight.Add(-1)
 		}
 	}()
-	c.process(ctx, w, steps)
+	c.process(ctx, rctx, w, steps)
 	handedBack = true
 	// Done before leaving the in-flight count, so Idle never sees a key that
 	// Done is about to put back as "nothing to do".
@@ -90,13 +91,13 @@ func (c *Controller[K]) processChained(ctx context.Context, w *work[K], steps []
 // process is the pipeline for one key: admit, hold, decorate the context,
 // reconcile, handle the result, release. The steps are the optional parts;
 // the caller hands the key back (Done) afterwards, also when it panics.
-func (c *Controller[K]) process(ctx context.Context, w *work[K], steps []step[K]) {
+func (c *Controller[K]) process(ctx, rctx context.Context, w *work[K], steps []step[K]) {
 	if ctx.Err() != nil {
 		// Shutting down: keys not yet started are not started now; the next
 		// run relists and enqueues them again.
 		return
 	}
-	w.run, w.ctx, w.id, w.handled, w.requeued = ctx, ctx, "", false, false
+	w.run, w.ctx, w.id, w.handled, w.requeued = ctx, rctx, "", false, false
 	entered := 0
 	defer func() {
 		for i := entered - 1; i >= 0; i-- {
@@ -160,8 +161,9 @@ func (c *Controller[K]) handle(w *work[K]) (requeued bool) {
 		default:
 			c.cm.result(ResultSuccess)
 		}
-	case errors.Is(err, context.Canceled) && errors.Is(w.ctx.Err(), context.Canceled):
-		// The controller is stopping and the Reconcile's context ended under it: not a
+	case errors.Is(w.ctx.Err(), context.Canceled) && (errors.Is(err, context.Canceled) || errors.Is(err, context.Cause(w.ctx))):
+		// The controller is stopping and the Reconcile's context ended under it (net/http
+		// reports the context's cause, ErrShutdown for one, rather than context.Canceled): not a
 		// failure of the key. It goes back to the queue untouched by the error policy (no
 		// backoff, no failure counted) and is logged quietly, so a clean shutdown logs no error.
 		logger.V(2).Info("Reconcile interrupted by shutdown; the key stays queued", "err", err)

@@ -87,12 +87,14 @@ func (m *Manager) onStartedLeading(leading context.Context) {
 		return
 	}
 	m.beenReady.Store(true) // a Lease refused from now on no longer fails /readyz
-	ctx, cancel := context.WithCancel(leading)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(leading)
+	defer cancel(nil)
 	// The elector's ctx carries a logger with the lease and identity; the
 	// controllers log with the Manager's, as the ones that need no election do.
 	ctx = controller.WithMetrics(klog.NewContext(ctx, m.log()), m.metrics)
-	stop := context.AfterFunc(m.ctrlCtx, cancel)
+	// The Manager's stop passes its cause on (a graceful shutdown drains the
+	// reconciles in flight); a lost Lease cancels them plainly, at once.
+	stop := context.AfterFunc(m.ctrlCtx, func() { cancel(context.Cause(m.ctrlCtx)) })
 	defer stop()
 	t := &leaderTerm{ctx: ctx, stopped: make(chan struct{})}
 	m.term = t

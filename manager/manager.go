@@ -99,6 +99,9 @@ type Manager struct {
 	// Lease was seen, or the first term this process leads: from then on a
 	// Lease error no longer fails /readyz (leaseCheck).
 	beenReady atomic.Bool
+	// apiDown is set while the API server probe sees an outage: a shutdown
+	// then cancels the reconciles in flight at once (shutdownCause).
+	apiDown atomic.Bool
 }
 
 // informerEventSource is the event source of what the Manager's own factory

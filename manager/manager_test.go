@@ -445,10 +445,13 @@ func TestLostLeaseIsFatalWithExitOnLeaseLoss(t *testing.T) {
 	m, err := New(Options{Client: client, LeaderElection: le, ExitOnLeaseLoss: true})
 	require.NoError(t, err)
 	var ctxEnded atomic.Bool
+	var cause atomic.Pointer[error]
 	started := make(chan struct{})
 	r := controller.ReconcilerFunc[controller.Key](func(ctx context.Context, _ controller.Key) (controller.Result, error) {
 		close(started)
 		<-ctx.Done()
+		c := context.Cause(ctx)
+		cause.Store(&c)
 		ctxEnded.Store(true)
 		return controller.Result{}, nil
 	})
@@ -465,6 +468,7 @@ func TestLostLeaseIsFatalWithExitOnLeaseLoss(t *testing.T) {
 	}
 	assert.ErrorIs(t, err, leaderelection.ErrLeaseLost)
 	assert.True(t, ctxEnded.Load(), "the guarded Reconcile saw its context end")
+	assert.NotErrorIs(t, *cause.Load(), controller.ErrShutdown, "a lost Lease cancels at once, with no drain: another replica may lead")
 
 	// The Lease still names this replica but is no longer renewed: once it
 	// is older than LeaseDuration plus the tolerance, /healthz fails so a

@@ -12,6 +12,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
+
+	"github.com/ctrlkit/ctrlkit/controller"
 )
 
 // outageLogInterval is how often an outage that lasts is logged again.
@@ -49,6 +51,7 @@ func (m *Manager) probeAPIServer(ctx context.Context, interval time.Duration) {
 		switch {
 		case err != nil && down.IsZero():
 			down, failed, logged = start, 1, now
+			m.apiDown.Store(true)
 			logger.Error(err, "The API server does not answer: informers and controllers wait for it; leader election ends after its renew deadline",
 				"probeInterval", interval)
 		case err != nil:
@@ -65,6 +68,7 @@ func (m *Manager) probeAPIServer(ctx context.Context, interval time.Duration) {
 				logger.Info("Closed the clients' connections to the API server: requests and watches resume on new ones")
 			}
 			down, unanswered = time.Time{}, false
+			m.apiDown.Store(false)
 		}
 		t := m.clock.NewTimer(max(interval-now.Sub(start), 0))
 		select {
@@ -74,6 +78,22 @@ func (m *Manager) probeAPIServer(ctx context.Context, interval time.Duration) {
 		case <-t.C():
 		}
 	}
+}
+
+// errStopDuringOutage cancels the controllers when the Manager stops during
+// an outage; it does not match controller.ErrShutdown.
+var errStopDuringOutage = errors.New("manager stopping while the API server does not answer: reconciles in flight are cancelled")
+
+// shutdownCause is what the controllers' context is cancelled with when the
+// Manager stops: controller.ErrShutdown, so the reconciles in flight finish
+// their writes (controller.Options.DrainTimeout), unless the probe sees the
+// API server down: no write would land, and waiting would only delay the
+// exit.
+func (m *Manager) shutdownCause() error {
+	if m.apiDown.Load() {
+		return errStopDuringOutage
+	}
+	return controller.ErrShutdown
 }
 
 // probe returns the one ask of the probe, nil for a clientset without a REST

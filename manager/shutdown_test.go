@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -289,4 +290,84 @@ func TestLostLeaseWithStuckLeaderWorkIsFatal(t *testing.T) {
 	}
 	require.ErrorIs(t, got, ErrShutdownTimeout)
 	assert.Contains(t, got.Error(), `lease kube-system/ctrlkit-test lost, and controllers "stuck" that need leader election did not stop within 1s`)
+}
+
+// causeRecorder blocks in Reconcile until release is closed or its context
+// ends, and records the context's cause then (nil: still alive).
+type causeRecorder struct {
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+	mu      sync.Mutex
+	cause   []error
+}
+
+func newCauseRecorder(release chan struct{}) *causeRecorder {
+	return &causeRecorder{entered: make(chan struct{}), release: release}
+}
+
+func (r *causeRecorder) Reconcile(ctx context.Context, _ controller.Key) (controller.Result, error) {
+	r.once.Do(func() { close(r.entered) })
+	select {
+	case <-r.release:
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
+	r.cause = append(r.cause, context.Cause(ctx))
+	r.mu.Unlock()
+	return controller.Result{}, nil
+}
+
+func (r *causeRecorder) causes() []error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.cause)
+}
+
+// SIGTERM under load: the Reconciles in flight when the Manager's context ends, the
+// leader's and every replica's, keep their context and finish their writes (a status
+// half written otherwise stays stale until the next leader gets to it). During an outage
+// no write would land: they are cancelled at once, so the exit is not delayed.
+func TestShutdownLetsTheReconcilesInFlightFinish(t *testing.T) {
+	for name, outage := range map[string]bool{"API server answers": false, "during an outage": true} {
+		t.Run(name, func(t *testing.T) {
+			m, err := New(Options{Client: fake.NewClientset(configMap("ns", "a")), LeaderElection: fastElection("one")})
+			require.NoError(t, err)
+			release := make(chan struct{})
+			leader, everywhere := newCauseRecorder(release), newCauseRecorder(release)
+			require.NoError(t, m.Add(
+				configMapController(t, m.Factory(), "leader", leader, controller.Options[controller.Key]{}),
+				configMapController(t, m.Factory(), "everywhere", everywhere, controller.Options[controller.Key]{NeedLeaderElection: new(false)}),
+			))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- m.Start(ctx) }()
+			waitFor(t, leader.entered, "the leader's Reconcile")
+			waitFor(t, everywhere.entered, "every replica's Reconcile")
+			m.apiDown.Store(outage) // as the probe sets it
+			cancel()
+			if outage {
+				require.NoError(t, <-done)
+				for _, r := range []*causeRecorder{leader, everywhere} {
+					require.Len(t, r.causes(), 1)
+					assert.ErrorIs(t, r.causes()[0], errStopDuringOutage)
+					assert.NotErrorIs(t, r.causes()[0], controller.ErrShutdown)
+				}
+				return
+			}
+			// Start waits for them; their contexts stay alive until they finish.
+			select {
+			case err := <-done:
+				t.Fatalf("Start returned (%v) under the Reconciles in flight", err)
+			case <-time.After(100 * time.Millisecond): // a sample of "not yet", not a wait for a state
+			}
+			assert.Empty(t, leader.causes())
+			assert.Empty(t, everywhere.causes())
+			close(release)
+			require.NoError(t, <-done)
+			assert.Equal(t, []error{nil}, leader.causes(), "the leader's write landed")
+			assert.Equal(t, []error{nil}, everywhere.causes(), "every replica's write landed")
+		})
+	}
 }

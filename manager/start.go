@@ -25,11 +25,13 @@ import (
 //     without an election), and contend for the Lease; on winning, start the
 //     others;
 //  3. on ctx's end or the first fatal error: stop the controllers (each
-//     stops taking keys and waits for its in-flight Reconciles) and wait
-//     for them up to Options.GracefulShutdownTimeout, stop the informers,
-//     end the election (releasing the Lease with ReleaseOnCancel, unless
-//     a controller that needs leader election is still running), stop
-//     events and the HTTP servers.
+//     stops taking keys and lets its in-flight Reconciles finish their
+//     writes, up to controller.Options.DrainTimeout, their context alive
+//     unless the API server is in an outage; see controller.ErrShutdown),
+//     wait for them up to Options.GracefulShutdownTimeout, stop the
+//     informers, end the election (releasing the Lease with
+//     ReleaseOnCancel, unless a controller that needs leader election is
+//     still running), stop events and the HTTP servers.
 //
 // A lost Lease stops the Runnables that need leader election and starts
 // the campaign again; everything else keeps running (see
@@ -118,8 +120,8 @@ func (m *Manager) Start(ctx context.Context) error {
 			always = append(always, r)
 		}
 	}
-	ctrlCtx, stopControllers := context.WithCancel(base)
-	defer stopControllers()
+	ctrlCtx, stopControllers := context.WithCancelCause(base)
+	defer stopControllers(nil)
 	// One error per Runnable and one more; Runnables added later report
 	// through reportFatal, which logs what does not fit.
 	fatal := make(chan error, len(rs)+1)
@@ -176,7 +178,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.mu.Lock()
 	m.stopping = true
 	m.mu.Unlock()
-	stopControllers()
+	stopControllers(m.shutdownCause())
 	stopProbe()
 	logger.Info("Waiting for the controllers to finish their in-flight reconciles", "timeout", m.shutdownTimeout)
 	stuck := m.waitForRunnables(logger)
