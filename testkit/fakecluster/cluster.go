@@ -3,6 +3,7 @@ package fakecluster
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,6 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -65,6 +69,10 @@ type Options struct {
 
 	// Clock stamps creationTimestamp and PodScheduled conditions. Default: the real clock.
 	Clock clock.PassiveClock
+
+	// Rand, when set, draws the UIDs and generated names the cluster assigns, so that a seeded
+	// simulation names its objects alike in every run. Default: random ones.
+	Rand *rand.Rand
 
 	// EventHistory is how many past writes a watch can be resumed from (a List's
 	// resourceVersion, or the last event an informer saw). A watch from a resourceVersion older
@@ -151,6 +159,37 @@ type Cluster struct {
 	custom map[schema.GroupVersionResource]kindInfo // declared or seeded custom resources
 
 	builtins sync.Map // schema.GroupVersionResource → kindInfo, the mapper's answers so far
+
+	randMu sync.Mutex
+	rand   *rand.Rand // Options.Rand; nil: random
+
+	serveMu sync.Mutex // a Connection's request and its observers, one at a time (Connection.Observe)
+}
+
+// newUID returns a UID for a new object.
+func (c *Cluster) newUID() types.UID {
+	if c.rand == nil {
+		return uuid.NewUUID()
+	}
+	c.randMu.Lock()
+	defer c.randMu.Unlock()
+	hi, lo := c.rand.Uint64(), c.rand.Uint64()
+	return types.UID(fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", hi>>32, (hi>>16)&0xffff, hi&0xffff, lo>>48, lo&0xffffffffffff))
+}
+
+// nameSuffix returns the five characters generateName gets.
+func (c *Cluster) nameSuffix() string {
+	if c.rand == nil {
+		return utilrand.String(5)
+	}
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789" // the API server's: no vowels, no look-alikes
+	c.randMu.Lock()
+	defer c.randMu.Unlock()
+	b := make([]byte, 5)
+	for i := range b {
+		b[i] = alphabet[c.rand.IntN(len(alphabet))]
+	}
+	return string(b)
 }
 
 // New returns a cluster seeded with objs; see NewWithOptions.
@@ -179,6 +218,7 @@ func NewWithOptions(opts Options) (*Cluster, error) {
 		clock:   clk,
 		mapper:  builtinMapper(),
 		custom:  map[schema.GroupVersionResource]kindInfo{},
+		rand:    opts.Rand,
 	}
 	c.store = newStore(c, history)
 	c.custom[CRDResource] = crdInfo
@@ -207,7 +247,7 @@ func NewWithOptions(opts Options) (*Cluster, error) {
 	cs.WatchReactionChain = []clienttesting.WatchReactor{&clienttesting.SimpleWatchReactor{Resource: "*", Reaction: c.reactWatch}}
 	cs.Unlock()
 	c.clientset = cs
-	c.dynamic = &dynamicClient{c: c}
+	c.dynamic = &dynamicClient{c: c, cs: cs}
 
 	for i, obj := range opts.Objects {
 		if obj == nil {

@@ -14,13 +14,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 )
 
 // dynamicClient is the dynamic front end. Every request becomes a client-go testing action
 // invoked on the typed clientset, so it is recorded with the typed requests and passes through
 // the same reactors (fault injection, delays, a test's own) before the cluster serves it.
-type dynamicClient struct{ c *Cluster }
+type dynamicClient struct {
+	c  *Cluster
+	cs *fake.Clientset // whose reaction chain serves the requests: the cluster's or a Connection's
+}
 
 var _ dynamic.Interface = (*dynamicClient)(nil)
 
@@ -29,11 +33,12 @@ var _ dynamic.Interface = (*dynamicClient)(nil)
 func (d *dynamicClient) IsWatchListSemanticsUnSupported() bool { return true }
 
 func (d *dynamicClient) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
-	return &dynamicResource{c: d.c, gvr: gvr}
+	return &dynamicResource{c: d.c, cs: d.cs, gvr: gvr}
 }
 
 type dynamicResource struct {
 	c   *Cluster
+	cs  *fake.Clientset
 	gvr schema.GroupVersionResource
 	ns  string
 }
@@ -41,13 +46,13 @@ type dynamicResource struct {
 var _ dynamic.NamespaceableResourceInterface = (*dynamicResource)(nil)
 
 func (r *dynamicResource) Namespace(ns string) dynamic.ResourceInterface {
-	return &dynamicResource{c: r.c, gvr: r.gvr, ns: ns}
+	return &dynamicResource{c: r.c, cs: r.cs, gvr: r.gvr, ns: ns}
 }
 
 // invoke runs action through the reaction chain and returns its answer as an unstructured
 // object (a reactor may answer with a typed one).
 func (r *dynamicResource) invoke(action clienttesting.Action) (*unstructured.Unstructured, error) {
-	obj, err := r.c.clientset.Invokes(action, nil)
+	obj, err := r.cs.Invokes(action, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -107,12 +112,12 @@ func (r *dynamicResource) UpdateStatus(ctx context.Context, obj *unstructured.Un
 func (r *dynamicResource) Delete(_ context.Context, name string, opts metav1.DeleteOptions, subresources ...string) error {
 	action := clienttesting.NewDeleteActionWithOptions(r.gvr, r.ns, name, opts)
 	action.Subresource = subresource(subresources)
-	_, err := r.c.clientset.Invokes(action, nil)
+	_, err := r.cs.Invokes(action, nil)
 	return err
 }
 
 func (r *dynamicResource) DeleteCollection(_ context.Context, opts metav1.DeleteOptions, listOpts metav1.ListOptions) error {
-	_, err := r.c.clientset.Invokes(clienttesting.NewDeleteCollectionActionWithOptions(r.gvr, r.ns, opts, listOpts), nil)
+	_, err := r.cs.Invokes(clienttesting.NewDeleteCollectionActionWithOptions(r.gvr, r.ns, opts, listOpts), nil)
 	return err
 }
 
@@ -129,7 +134,7 @@ func (r *dynamicResource) List(_ context.Context, opts metav1.ListOptions) (*uns
 	if ki, err := r.c.info(r.gvr); err == nil {
 		kind = ki.gvk
 	}
-	obj, err := r.c.clientset.Invokes(clienttesting.NewListActionWithOptions(r.gvr, kind, r.ns, opts), nil)
+	obj, err := r.cs.Invokes(clienttesting.NewListActionWithOptions(r.gvr, kind, r.ns, opts), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +175,7 @@ func toUnstructuredList(obj runtime.Object, gvr schema.GroupVersionResource) (*u
 
 func (r *dynamicResource) Watch(_ context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
-	w, err := r.c.clientset.InvokesWatch(clienttesting.NewWatchActionWithOptions(r.gvr, r.ns, opts))
+	w, err := r.cs.InvokesWatch(clienttesting.NewWatchActionWithOptions(r.gvr, r.ns, opts))
 	if err != nil {
 		return nil, err
 	}

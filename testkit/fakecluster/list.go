@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/sharding"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -34,6 +35,11 @@ func (s *store) List(gvr schema.GroupVersionResource, _ schema.GroupVersionKind,
 }
 
 func (s *store) list(gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions) (runtime.Object, error) {
+	return s.listAt(gvr, ns, opts, nil)
+}
+
+// listAt is list over snap instead of the current state when snap is not nil.
+func (s *store) listAt(gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions, snap *Snapshot) (runtime.Object, error) {
 	ki, err := s.c.info(gvr)
 	if err != nil {
 		return nil, err
@@ -42,10 +48,15 @@ func (s *store) list(gvr schema.GroupVersionResource, ns string, opts metav1.Lis
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	rv := s.rv
-	items := s.matchingLocked(gvr, ns, sel)
-	s.mu.Unlock()
+	var rv int64
+	var items []runtime.Object
+	if snap != nil {
+		rv, items = snap.rv, matching(snap.objects[gvr], ns, sel)
+	} else {
+		s.mu.Lock()
+		rv, items = s.rv, s.matchingLocked(gvr, ns, sel)
+		s.mu.Unlock()
+	}
 	items, page, err := paginate(items, rv, opts, sel)
 	if err != nil {
 		return nil, err
@@ -108,8 +119,13 @@ func setShardInfo(list runtime.Object, sel string) {
 // matchingLocked returns the stored objects of gvr in ns that sel matches, sorted by namespace
 // and name, as a List and the start of a watch show them.
 func (s *store) matchingLocked(gvr schema.GroupVersionResource, ns string, sel selector) []runtime.Object {
+	return matching(s.objects[gvr], ns, sel)
+}
+
+// matching returns the objects of objs in ns that sel matches, sorted by namespace and name.
+func matching(objs map[types.NamespacedName]runtime.Object, ns string, sel selector) []runtime.Object {
 	var items []runtime.Object
-	for _, obj := range s.objects[gvr] {
+	for _, obj := range objs {
 		if sel.matches(obj, ns) {
 			items = append(items, obj)
 		}

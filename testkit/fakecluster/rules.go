@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/watch"
 	clienttesting "k8s.io/client-go/testing"
 )
@@ -155,7 +154,7 @@ func (c *Cluster) createLocked(gvr schema.GroupVersionResource, ki kindInfo, ns 
 		// The API server adds five random characters and, on a clash, answers AlreadyExists;
 		// here a clash is retried instead, since nothing can be done about it in a test.
 		for {
-			name := m.GetGenerateName() + utilrand.String(5)
+			name := m.GetGenerateName() + c.nameSuffix()
 			if _, taken := c.store.getLocked(gvr, ns, name); !taken {
 				m.SetName(name)
 				break

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	clienttesting "k8s.io/client-go/testing"
@@ -152,7 +151,7 @@ func (s *store) nextRVLocked() int64 {
 // for a kind that tracks it, generation.
 func (s *store) stampNew(m metav1.Object, ki kindInfo) {
 	if m.GetUID() == "" {
-		m.SetUID(uuid.NewUUID())
+		m.SetUID(s.c.newUID())
 	}
 	if ts := m.GetCreationTimestamp(); ts.IsZero() {
 		// Stored in whole seconds, as the API server's serialization does.

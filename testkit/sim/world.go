@@ -1,0 +1,525 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
+)
+
+const (
+	// quietPeriod is how long, in virtual time, every controller must stay idle for the world
+	// to count as quiet.
+	quietPeriod = time.Second
+	// poll is the virtual time between two looks at the controllers.
+	poll = 100 * time.Millisecond
+	// latency is how long every request takes, in virtual time: everything a write sets off
+	// (watch events, handlers, queued keys) happens before its writer goes on, so that a run
+	// does not depend on how the Go scheduler interleaves goroutines.
+	latency = time.Millisecond
+	// offGrid shifts the faults' timers off the millisecond grid (see world.after).
+	offGrid = 500 * time.Microsecond
+	// runawayWrites is the least number of writes after which a run is stopped as a runaway
+	// (20 times the reference's when that is more).
+	runawayWrites = 500
+)
+
+// errCrashed is what a crashed process's requests get.
+var errCrashed = errors.New("sim: the process crashed: connection refused")
+
+// world is one simulated run: the cluster, the process of the moment, the faults' plans and
+// what the oracles read. The driver (the bubble's root goroutine) owns it; observers, run on
+// the processes' request paths, record into it under mu.
+type world struct {
+	s     Scenario
+	ctx   context.Context
+	start time.Time
+	rng   *rand.Rand // the faults' draws, from the seed
+
+	cluster *fakecluster.Cluster
+	user    *User
+	plans   []plan
+	ref     *Result
+	res     *Result
+
+	restarts chan restart // crashes the observers ask for; the driver restarts
+
+	mu          sync.Mutex
+	proc        *proc
+	incarnation int
+	keepSnaps   bool                    // a fault reads past states (StaleRestart)
+	snapshots   []*fakecluster.Snapshot // after each write of the world, oldest first, when kept
+	maxWrites   int                     // the processes' writes past which the run is stopped
+	runaway     atomic.Bool
+	created     map[string]createdObject
+	timers      []*time.Timer
+}
+
+// createdObject is an object a process created, for Drift.
+type createdObject struct {
+	gvr       schema.GroupVersionResource
+	namespace string
+	name      string
+	key       string
+}
+
+// proc is one process: its connection and what stops it.
+type proc struct {
+	p      *Process
+	conn   *fakecluster.Connection
+	dead   atomic.Bool
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	lag    atomic.Bool // its cache still lags (StaleRestart)
+}
+
+// restart is a crash an observer saw: the process restarts onto a cache lagging at snapshot
+// (nil: current) for hold.
+type restart struct {
+	why       string
+	snapshot  *fakecluster.Snapshot
+	hold      time.Duration
+	resources []schema.GroupVersionResource // those that lag; none: all
+}
+
+// run is one run of s in the caller's bubble.
+func run(t *testing.T, s Scenario, seed uint64, faults []Fault, ref *Result) (*Result, error) {
+	if s.Start == nil {
+		return nil, fmt.Errorf("%w: no Start", ErrScenario)
+	}
+	deadline := s.Deadline
+	if deadline <= 0 {
+		deadline = DefaultDeadline
+	}
+	cluster, err := fakecluster.NewWithOptions(fakecluster.Options{Objects: s.Objects, Resources: s.Resources, CRDs: s.CRDs,
+		Rand: rand.New(rand.NewPCG(seed, 0x5eed))})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrScenario, err)
+	}
+	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), logr.Discard()))
+	defer cancel()
+	w := &world{
+		s: s, ctx: ctx, start: time.Now(), rng: rand.New(rand.NewPCG(seed, 0xfa17)),
+		cluster: cluster, ref: ref, restarts: make(chan restart, 1), created: map[string]createdObject{},
+		res: &Result{Seed: seed, changes: map[string]counts{}, touched: map[string]bool{}},
+	}
+	for _, f := range faults {
+		w.res.Faults = append(w.res.Faults, f.String())
+		p := f.plan(w.rng, ref)
+		if _, ok := p.(*stalePlan); ok {
+			w.keepSnaps = true
+		}
+		w.plans = append(w.plans, p)
+	}
+	// A controller that writes in a loop (a create whose record keeps failing) would fill the
+	// world: it is stopped, and that is a finding.
+	w.maxWrites = runawayWrites
+	if ref != nil {
+		w.maxWrites = max(runawayWrites, 20*ref.writes)
+	}
+	uc := cluster.Connect()
+	uc.SetLatency(latency)
+	uc.Observe(func(a clienttesting.Action, obj runtime.Object, err error) { w.observe(nil, a, obj, err) })
+	w.user = &User{Client: uc.Clientset(), Dynamic: uc.Dynamic(), Metadata: uc.Metadata()}
+	if w.keepSnaps {
+		w.snapshots = append(w.snapshots, cluster.Snapshot())
+	}
+
+	defer w.stopTimers()
+	if err := w.startProcess(nil, 0); err != nil {
+		return nil, err
+	}
+	defer func() { w.stopProcess() }()
+	if err := w.settle(deadline, "start", false); err != nil {
+		w.problem("%v", err)
+	}
+	for _, step := range s.Workload {
+		if w.runaway.Load() {
+			break
+		}
+		w.record("user: %s", step.Name)
+		if err := step.Do(ctx, w.user); err != nil {
+			w.problem("step %q failed: %v", step.Name, err)
+		}
+		if err := w.settle(deadline, step.Name, false); err != nil {
+			w.problem("%v", err)
+		}
+	}
+	for _, p := range w.plans {
+		if p.end(w) {
+			if err := w.settle(deadline, "the fault's last act", true); err != nil {
+				w.problem("%v", err)
+			}
+		}
+	}
+	// Work due later (a RequeueAfter, an expiry) is not work settle waits for: the world runs
+	// on for another deadline before the end state is read.
+	time.Sleep(deadline)
+	if err := w.settle(deadline, "the end", true); err != nil {
+		w.problem("%v", err)
+	}
+	for _, inv := range s.Invariants {
+		if err := inv.Check(ctx, w.user); err != nil {
+			w.problem("invariant %q: %v", inv.Name, err)
+		}
+	}
+	w.stopProcess()
+	w.res.end = normaliseEnd(cluster.Snapshot())
+	for _, p := range w.plans {
+		if !p.struck() {
+			w.record("fault %s did not strike", p)
+		}
+	}
+	return w.res, nil
+}
+
+// startProcess starts a new process; with a snapshot, its reads lag at it for hold.
+func (w *world) startProcess(snapshot *fakecluster.Snapshot, hold time.Duration, resources ...schema.GroupVersionResource) error {
+	w.mu.Lock()
+	w.incarnation++
+	n := w.incarnation
+	w.mu.Unlock()
+	conn := w.cluster.Connect()
+	conn.SetLatency(latency)
+	pr := &proc{conn: conn}
+	cs := conn.Clientset()
+	for _, p := range w.plans {
+		p.install(w, pr)
+	}
+	// Prepended last, so it runs first: nothing reaches the cluster from a crashed process.
+	cs.PrependReactor("*", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if pr.dead.Load() {
+			return true, nil, errCrashed
+		}
+		return false, nil, nil
+	})
+	cs.PrependWatchReactor("*", func(clienttesting.Action) (bool, watch.Interface, error) {
+		if pr.dead.Load() {
+			return true, nil, errCrashed
+		}
+		return false, nil, nil
+	})
+	conn.Observe(func(a clienttesting.Action, obj runtime.Object, err error) { w.observe(pr, a, obj, err) })
+	conn.InterceptWatches(func(gvr schema.GroupVersionResource, inner watch.Interface) watch.Interface {
+		for _, p := range w.plans {
+			inner = p.watch(gvr, inner)
+		}
+		return newPacedWatch(inner)
+	})
+	if snapshot != nil {
+		catchUp := conn.Lag(snapshot, resources...)
+		pr.lag.Store(true)
+		w.after(hold, func() {
+			w.record("process %d: its cache catches up", n) // first: what it sets off comes after
+			// One resource at a time, in order, a moment apart: the informers then replay what
+			// they missed in the same order in every run.
+			for _, gvr := range w.resources() {
+				catchUp(gvr)
+				time.Sleep(10*latency + offGrid)
+			}
+			catchUp()
+			pr.lag.Store(false)
+		})
+	}
+	factory := informer.NewFactory(cs, informer.WithDynamicClient(conn.Dynamic()), informer.WithMetadataClient(conn.Metadata()),
+		informer.WithLogger(logr.Discard()))
+	pr.p = &Process{Client: cs, Dynamic: conn.Dynamic(), Metadata: conn.Metadata(), Factory: factory, Incarnation: n}
+	if err := w.s.Start(pr.p); err != nil {
+		return fmt.Errorf("%w: Start: %w", ErrScenario, err)
+	}
+	ctx, cancel := context.WithCancel(w.ctx)
+	pr.cancel = cancel
+	factory.Start(ctx)
+	for _, c := range pr.p.controllers {
+		pr.wg.Go(func() {
+			if err := c.Run(ctx); err != nil && ctx.Err() == nil {
+				w.problem("process %d: controller %s stopped: %v", n, c.Name(), err)
+			}
+		})
+	}
+	w.mu.Lock()
+	w.proc = pr
+	w.mu.Unlock()
+	return nil
+}
+
+// stopProcess stops the current process, as a crash does: its requests fail from now on, its
+// controllers' contexts end (no drain), and it is waited for.
+func (w *world) stopProcess() {
+	w.mu.Lock()
+	pr := w.proc
+	w.proc = nil
+	w.mu.Unlock()
+	if pr == nil {
+		return
+	}
+	pr.dead.Store(true)
+	pr.cancel()
+	pr.wg.Wait()
+	pr.p.Factory.Shutdown()
+}
+
+// settle waits, in virtual time, until the world is quiet: every controller of the process
+// idle for quietPeriod and, when final, no fault pending (held events, a lagging cache): users
+// do not wait for a slow controller, the end state does. It restarts crashed processes on the
+// way. An error says what was still busy at the deadline.
+func (w *world) settle(deadline time.Duration, after string, final bool) error {
+	start := time.Now()
+	var idleSince time.Time
+	for {
+		synctest.Wait()
+		if w.runaway.Load() {
+			return nil // a problem already
+		}
+		select {
+		case rs := <-w.restarts:
+			w.stopProcess()
+			w.record("%s", rs.why)
+			if err := w.startProcess(rs.snapshot, rs.hold, rs.resources...); err != nil {
+				return err
+			}
+			idleSince = time.Time{}
+			continue
+		default:
+		}
+		busy := w.busy(final)
+		now := time.Now()
+		switch {
+		case busy != "":
+			idleSince = time.Time{}
+		case idleSince.IsZero():
+			idleSince = now
+		case now.Sub(idleSince) >= quietPeriod:
+			return nil
+		}
+		if now.Sub(start) > deadline {
+			return fmt.Errorf("not converged within %v after %q: %s", deadline, after, busy)
+		}
+		time.Sleep(poll)
+	}
+}
+
+// busy says what keeps the world from being quiet, "" when nothing does; the faults pending
+// count when final.
+func (w *world) busy(final bool) string {
+	w.mu.Lock()
+	pr := w.proc
+	w.mu.Unlock()
+	if pr == nil {
+		return "no process"
+	}
+	if final && pr.lag.Load() {
+		return "the process's cache lags"
+	}
+	for _, p := range w.plans {
+		if b := p.busy(); final && b != "" {
+			return b
+		}
+	}
+	var parts []string
+	for _, c := range pr.p.controllers {
+		st := c.Stats()
+		synced := true
+		if s, ok := c.(interface{ HasSynced() bool }); ok {
+			synced = s.HasSynced()
+		}
+		if !st.Idle() || st.Retrying > 0 || st.Settling > 0 || !synced {
+			parts = append(parts, fmt.Sprintf("controller %s: %d queued, %d in flight, %d retrying, %d held, synced %v",
+				c.Name(), st.Queued, st.InFlight, st.Retrying, st.Fenced, synced))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// observe records a request a connection served: pr is the process's, nil the users'. It runs
+// on the request's path, under the connection's lock: it must not block.
+func (w *world) observe(pr *proc, a clienttesting.Action, obj runtime.Object, err error) {
+	verb := a.GetVerb()
+	if err != nil || (verb != "create" && verb != "update" && verb != "patch" && verb != "delete" && verb != "delete-collection") {
+		return
+	}
+	gvr, ns := a.GetResource(), a.GetNamespace()
+	name, generateName := "", ""
+	if n, ok := a.(interface{ GetName() string }); ok {
+		name = n.GetName()
+	}
+	if obj != nil {
+		if m, merr := meta.Accessor(obj); merr == nil {
+			name, generateName = m.GetName(), m.GetGenerateName()
+		}
+	}
+	what := resourceString(gvr)
+	if sub := a.GetSubresource(); sub != "" {
+		what += "/" + sub
+	}
+	var snap *fakecluster.Snapshot
+	if w.keepSnaps {
+		snap = w.cluster.Snapshot()
+	}
+	w.mu.Lock()
+	key := objectKey(gvr, ns, name, generateName)
+	if verb == "create" {
+		if pr != nil {
+			w.created[key+" "+name] = createdObject{gvr: gvr, namespace: ns, name: name, key: key}
+		}
+	} else if c, ok := w.created[key+" "+name]; ok || verb == "delete" {
+		if ok {
+			key = c.key
+		} else {
+			for _, c := range w.created {
+				if c.gvr == gvr && c.namespace == ns && c.name == name {
+					key = c.key
+				}
+			}
+		}
+	}
+	who := "user"
+	if pr != nil {
+		who = fmt.Sprintf("process %d", pr.p.Incarnation)
+		w.res.writes++
+		ch := w.res.changes[key]
+		switch verb {
+		case "create":
+			ch.creates++
+		case "delete":
+			ch.deletes++
+		}
+		w.res.changes[key] = ch
+	}
+	w.res.world++
+	if snap != nil {
+		w.snapshots = append(w.snapshots, snap)
+	}
+	w.res.Trace = append(w.res.Trace, fmt.Sprintf("%9s %s: %s %s %s", w.since(), who, verb, what, nsName(ns, name)))
+	procWrites, worldWrites := w.res.writes, w.res.world
+	w.mu.Unlock()
+	if pr != nil && procWrites > w.maxWrites && w.runaway.CompareAndSwap(false, true) {
+		pr.dead.Store(true)
+		w.problem("runaway: the processes made more than %d writes; the run was stopped", w.maxWrites)
+	}
+	for _, p := range w.plans {
+		p.afterWrite(w, pr, procWrites, worldWrites)
+	}
+}
+
+// crash asks the driver to restart the process pr (which gets no further request through);
+// it runs on pr's request path.
+func (w *world) crash(pr *proc, rs restart) {
+	if pr == nil || !pr.dead.CompareAndSwap(false, true) {
+		return
+	}
+	select {
+	case w.restarts <- rs:
+	default: // a restart is pending already
+	}
+}
+
+// snapshotAt returns the world as it was after its i-th write (0: at the start).
+func (w *world) snapshotAt(i int) *fakecluster.Snapshot {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i = min(max(i, 0), len(w.snapshots)-1)
+	return w.snapshots[i]
+}
+
+// after runs f after d of virtual time, unless the run ended first. It fires between two
+// milliseconds: the controllers' timers (backoffs, requeues, request latency) fall on whole
+// ones, and two timers at one instant would run in an order the scheduler picks.
+func (w *world) after(d time.Duration, f func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.timers = append(w.timers, time.AfterFunc(d+offGrid, f))
+}
+
+func (w *world) stopTimers() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, t := range w.timers {
+		t.Stop()
+	}
+}
+
+// record adds a line to the trace.
+func (w *world) record(format string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.res.Trace = append(w.res.Trace, fmt.Sprintf("%9s ", w.since())+fmt.Sprintf(format, args...))
+}
+
+// problem adds a problem (and a line to the trace).
+func (w *world) problem(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.res.Problems = append(w.res.Problems, msg)
+	w.res.Trace = append(w.res.Trace, fmt.Sprintf("%9s PROBLEM: %s", w.since(), msg))
+}
+
+// since is the virtual time since the run started, for the trace.
+func (w *world) since() string {
+	return "+" + time.Since(w.start).Round(time.Millisecond).String()
+}
+
+// resources returns the resources the world holds objects of, sorted.
+func (w *world) resources() []schema.GroupVersionResource {
+	var out []schema.GroupVersionResource
+	for gvr := range w.cluster.Snapshot().Objects() {
+		out = append(out, gvr)
+	}
+	slices.SortFunc(out, func(a, b schema.GroupVersionResource) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
+
+// processCreated returns the objects the processes created that still exist, sorted.
+func (w *world) processCreated() []createdObject {
+	snap := w.cluster.Snapshot().Objects()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []createdObject
+	for _, c := range w.created {
+		for _, o := range snap[c.gvr] {
+			if m, err := meta.Accessor(o); err == nil && m.GetNamespace() == c.namespace && m.GetName() == c.name {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b createdObject) int { return strings.Compare(a.key+a.name, b.key+b.name) })
+	return out
+}
+
+func resourceString(gvr schema.GroupVersionResource) string {
+	if gvr.Group == "" {
+		return gvr.Resource
+	}
+	return gvr.Resource + "." + gvr.Group
+}
+
+func nsName(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
+}
+
+// isNotFound reports an API NotFound, for faults acting on objects that may be gone.
+func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
