@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(testkit.WithSharedAPIServer(
 // run is main without os.Exit (see demo.Runner).
 var run = demo.Runner(func() demo.Program { return program(&options{}) })
 
-// The command the README shows: the demo on the in-memory cluster converges and exits 0.
+// The command docs/examples.md shows: the demo on the in-memory cluster converges and exits 0.
 func TestRunConvergesOnTheInMemoryCluster(t *testing.T) {
 	t.Setenv(demo.EnvKubeconfig, "")
 	var out bytes.Buffer
@@ -33,7 +33,7 @@ func TestRunConvergesOnTheInMemoryCluster(t *testing.T) {
 	} {
 		assert.Contains(t, out.String(), want)
 	}
-	// The README promises the bad selector is logged once: namespace events do not bring it back.
+	// docs/examples.md promises the bad selector is logged once: namespace events do not bring it back.
 	assert.Equal(t, 1, strings.Count(out.String(), `key="ctrlkit-system/broken"`), out.String())
 }
 

@@ -158,7 +158,7 @@ func TestRunAgainstARealAPIServer(t *testing.T) {
 	assert.NotContains(t, out.String(), "Reconcile failed", "no retries were needed")
 }
 
-// loadSample decodes podset.yaml, the manifest the README tells users to apply.
+// loadSample decodes podset.yaml, the manifest docs/examples.md tells users to apply.
 func loadSample(t *testing.T) *v1alpha1.PodSet {
 	t.Helper()
 	data, err := os.ReadFile("podset.yaml")

@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 // run is main without os.Exit (see demo.Runner).
 var run = demo.Runner(func() demo.Program { return program(&options{}) })
 
-// The README's command: the demo on the in-memory cluster converges and exits 0, and its log
+// The command docs/examples.md shows: the demo on the in-memory cluster converges and exits 0, and its log
 // shows each thing the controller does.
 func TestRunConvergesOnTheInMemoryCluster(t *testing.T) {
 	t.Setenv(demo.EnvKubeconfig, "")

@@ -10,7 +10,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
-// selectorLabel is the label the README suggests for --namespace-selector.
+// selectorLabel is the label docs/examples.md suggests for --namespace-selector.
 const selectorLabel = "podset.ctrlkit.dev/watch"
 
 func addNamespaceSelectorFlag(fs *pflag.FlagSet, v *string) {

@@ -105,7 +105,7 @@ func TestRunServesAndInstallsItsWebhooks(t *testing.T) {
 	})
 	assert.Contains(t, out.String(), `"PodSet webhooks installed"`)
 
-	// The README's patch names the version: the same merge patch through v1beta1 (what a bare
+	// docs/examples.md's patch names the version: the same merge patch through v1beta1 (what a bare
 	// "kubectl patch podset" uses once this CRD is installed) is pruned as unknown and changes
 	// nothing, through v1alpha1 it scales.
 	patch := []byte(`{"spec":{"replicas":5}}`)
