@@ -91,6 +91,10 @@
 //	1 held by write fences: key demo/site waits for demo/site at resourceVersion 12 or newer in
 //	configmaps (fenced since 15:04:05.000), key demo/blog retrying (8 retries)
 //
+// Package testkit/sim runs a controller on the fake cluster under seeded faults (crashes,
+// stale caches, merged events, API errors, drift), deterministically, and compares each run with
+// the run without faults.
+//
 // Methods that fail the test (Sync, WaitForQuiet, FailWrites, ...) do so through the
 // testing.TB the Env was built with; from a subtest use the error-returning forms (SyncContext,
 // QuietContext, RestartAPIServer).
