@@ -17,7 +17,8 @@
 //   - MergeEvents and Relist: its watch events are held, then merged, or its watches end with
 //     410 Gone and its informers list again (unobserved states, tombstones);
 //   - APIErrors: its writes fail with Conflict, 429, 500 and 504;
-//   - Drift: another actor deletes one of the objects it created.
+//   - Drift and Edit: another actor deletes one of the objects it created, or sets a field it
+//     wrote to another value.
 //
 // The oracles: the world becomes quiet within the scenario's Deadline after every step (it
 // converges); the invariants hold; the end state equals the reference's once normalised (UIDs,

@@ -3,7 +3,7 @@ package sim_test
 import (
 	"context"
 	"fmt"
-	"strings"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,14 +17,14 @@ import (
 
 // A scenario: a controller that keeps a "<name>-copy" of every ConfigMap, and what its users
 // do. In a test, sim.Check(t, mirror, sim.Crash(), sim.StaleRestart(30*time.Second),
-// sim.MergeEvents(30*time.Second), sim.Relist(30*time.Second), sim.APIErrors(20), sim.Drift())
+// sim.MergeEvents(30*time.Second), sim.Relist(30*time.Second), sim.APIErrors(20), sim.Drift(), sim.Edit())
 // runs it under each fault for sim.Seeds() seeds and fails any run whose end state or writes
 // differ from the run without faults.
 func Example() {
 	mirror := mirrorScenario()
 	_ = mirror // sim.Check(t, mirror, ...) in a test function
 	for _, f := range []sim.Fault{sim.Crash(), sim.StaleRestart(30 * time.Second), sim.MergeEvents(30 * time.Second),
-		sim.Relist(30 * time.Second), sim.APIErrors(20), sim.Drift()} {
+		sim.Relist(30 * time.Second), sim.APIErrors(20), sim.Drift(), sim.Edit()} {
 		fmt.Println(f)
 	}
 	// Output:
@@ -34,9 +34,11 @@ func Example() {
 	// relist-30s
 	// api-errors-20%
 	// drift
+	// edit
 }
 
-// mirrorScenario is the example's scenario.
+// mirrorScenario is the example's scenario: a controller that keeps "<name>-copy", owned by
+// its source, equal to every ConfigMap.
 func mirrorScenario() sim.Scenario {
 	return sim.Scenario{
 		Start: func(p *sim.Process) error {
@@ -45,30 +47,41 @@ func mirrorScenario() sim.Scenario {
 				return err
 			}
 			c, err := controller.New("mirror", controller.ReconcilerFunc[controller.Key](func(ctx context.Context, key controller.Key) (controller.Result, error) {
-				cm, err := cms.Lister().Get(key.Namespace, key.Name)
-				if apierrors.IsNotFound(err) || (err == nil && cm.Labels["copy"] == "true") {
-					return controller.Result{}, nil
+				src, err := cms.Lister().Get(key.Namespace, key.Name)
+				if apierrors.IsNotFound(err) || (err == nil && metav1.GetControllerOf(src) != nil) {
+					return controller.Result{}, nil // gone, or a copy itself
 				}
 				if err != nil {
 					return controller.Result{}, err
 				}
-				_, err = p.Client.CoreV1().ConfigMaps(key.Namespace).Create(ctx, &corev1.ConfigMap{
-					ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name + "-copy", Labels: map[string]string{"copy": "true"}},
-					Data:       cm.Data,
-				}, metav1.CreateOptions{})
-				if apierrors.IsAlreadyExists(err) {
-					err = nil
+				want := &corev1.ConfigMap{
+					ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name + "-copy", Labels: map[string]string{"copy": "true"},
+						OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(src, corev1.SchemeGroupVersion.WithKind("ConfigMap"))}},
+					Data: src.Data,
+				}
+				have, err := cms.Lister().Get(key.Namespace, want.Name)
+				switch {
+				case apierrors.IsNotFound(err):
+					_, err = p.Client.CoreV1().ConfigMaps(key.Namespace).Create(ctx, want, metav1.CreateOptions{})
+					if apierrors.IsAlreadyExists(err) {
+						err = nil // the cache has not shown it yet; its event brings the key back
+					}
+				case err == nil && (!maps.Equal(have.Data, want.Data) || !maps.Equal(have.Labels, want.Labels)):
+					fix := have.DeepCopy()
+					fix.Data, fix.Labels = want.Data, want.Labels
+					_, err = p.Client.CoreV1().ConfigMaps(key.Namespace).Update(ctx, fix, metav1.UpdateOptions{})
 				}
 				return controller.Result{}, err
 			}), controller.Options[controller.Key]{Workers: 1}) // one worker: a reproducible trace
 			if err != nil {
 				return err
 			}
-			// A copy's events reconcile its original: without this, a copy another actor deletes
-			// is never put back, which sim.Drift found in the first version of this example.
+			// A copy's events reconcile its source: without this, a copy another actor deletes or
+			// edits is never put back, which sim.Drift found in the first version of this example
+			// (as it found that telling copies by a label let an edited label make a copy of a copy).
 			source := func(cm *corev1.ConfigMap) []controller.Key {
-				if cm.Labels["copy"] == "true" {
-					return []controller.Key{{Namespace: cm.Namespace, Name: strings.TrimSuffix(cm.Name, "-copy")}}
+				if ref := metav1.GetControllerOf(cm); ref != nil && ref.Kind == "ConfigMap" {
+					return []controller.Key{{Namespace: cm.Namespace, Name: ref.Name}}
 				}
 				return []controller.Key{{Namespace: cm.Namespace, Name: cm.Name}}
 			}

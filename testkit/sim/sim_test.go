@@ -30,7 +30,7 @@ func untimed(trace []string) []string {
 func TestReplayIsExact(t *testing.T) {
 	bugs := corpus.All()
 	for _, f := range []sim.Fault{sim.Crash(), sim.StaleRestart(30 * time.Second), sim.MergeEvents(30 * time.Second),
-		sim.Relist(30 * time.Second), sim.APIErrors(30), sim.Drift()} {
+		sim.Relist(30 * time.Second), sim.APIErrors(30), sim.Drift(), sim.Edit()} {
 		t.Run(f.String(), func(t *testing.T) {
 			for seed := uint64(1); seed <= 10; seed++ {
 				s := bugs[int(seed)%len(bugs)].Scenario(false)
@@ -72,5 +72,15 @@ func TestEveryFaultStrikes(t *testing.T) {
 // The example's scenario holds under every fault (a level-based controller with fixed names).
 func TestExampleScenarioUnderEveryFault(t *testing.T) {
 	sim.Check(t, mirrorScenario(), sim.Crash(), sim.StaleRestart(30*time.Second), sim.MergeEvents(30*time.Second),
-		sim.Relist(30*time.Second), sim.APIErrors(20), sim.Drift())
+		sim.Relist(30*time.Second), sim.APIErrors(20), sim.Drift(), sim.Edit())
+}
+
+// Edit changes a field the controller wrote, and the example's controller puts it back.
+func TestEditStrikes(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		r := sim.Run(t, mirrorScenario(), seed, sim.Edit())
+		assert.Empty(t, r.Problems, "seed %d:\n%s", seed, strings.Join(r.Trace, "\n"))
+		assert.True(t, slices.ContainsFunc(r.Trace, func(l string) bool { return strings.Contains(l, "another actor sets") }),
+			"seed %d: the trace says what was edited:\n%s", seed, strings.Join(r.Trace, "\n"))
+	}
 }

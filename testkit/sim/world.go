@@ -274,8 +274,8 @@ func (w *world) stopProcess() {
 	}
 	pr.dead.Store(true)
 	pr.cancel()
+	pr.p.Factory.Shutdown() // its informers stop before they retry lists on the dead connection
 	pr.wg.Wait()
-	pr.p.Factory.Shutdown()
 }
 
 // settle waits, in virtual time, until the world is quiet: every controller of the process
