@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/customresource"
+	"github.com/ctrlkit/ctrlkit/examples/internal/simtest"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/examples/podset/podset"
 	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
@@ -26,6 +27,7 @@ import (
 // PodSet must have spec.replicas Pods it controls, and the records must be those of the
 // PodSets that exist.
 func TestSimPodSet(t *testing.T) {
+	simtest.WithoutErrorBackoff(t)
 	// sim.StaleRestart finds Pods created and then deleted by a process restarted onto a
 	// lagging Pod cache (the informers' first list may be served stale, and a new process has
 	// no expectations yet): see the closing note of issue 47. What it found besides, scaling to
