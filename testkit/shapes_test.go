@@ -407,28 +407,42 @@ func (s *shapeController[O, C]) patchOwnerFinalizers(ctx context.Context, owner 
 	return err
 }
 
-// shapeScenario wires the controller as the cell says and walks the owner through its life.
-func shapeScenario[O, C informer.Object](t *testing.T, env *testkit.Env, cell shapeCell, timeout time.Duration, owners informer.Informer[O], children informer.Informer[C]) {
-	ctx, ns := env.Context(), env.Namespace()
-	s := &shapeController[O, C]{cell: cell, dyn: env.Dynamic(), owners: owners, children: children,
+// newShapeController builds the matrix's controller (one worker, the default) on owners and
+// children, wired as the cell says.
+func newShapeController[O, C informer.Object](cell shapeCell, dyn dynamic.Interface, owners informer.Informer[O], children informer.Informer[C]) (*controller.Controller[controller.Key], *shapeController[O, C], error) {
+	s := &shapeController[O, C]{cell: cell, dyn: dyn, owners: owners, children: children,
 		ownerKind: cell.ownerKind(), childKind: cell.childKind(), keys: map[controller.Key]int{}}
 	c, err := controller.New("shapes", controller.Reconciler[controller.Key](s), controller.Options[controller.Key]{})
-	require.NoError(t, err)
-	require.NoError(t, controller.Watch(c, owners, controller.EnqueueObject))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := controller.Watch(c, owners, controller.EnqueueObject); err != nil {
+		return nil, nil, err
+	}
 	switch cell.wiring {
 	case "Owns":
-		require.NoError(t, controller.Owns(c, children, owners))
+		err = controller.Owns(c, children, owners)
 	case "EnqueueControllerOf":
-		require.NoError(t, controller.Watch(c, children, controller.EnqueueControllerOf[C](owners)))
+		err = controller.Watch(c, children, controller.EnqueueControllerOf[C](owners))
 	case "mapping":
-		require.NoError(t, controller.Watch(c, children, func(child C) []controller.Key {
+		err = controller.Watch(c, children, func(child C) []controller.Key {
 			l := child.GetLabels()
 			if l[shapeOwnerName] == "" {
 				return nil
 			}
 			return []controller.Key{{Namespace: l[shapeOwnerNS], Name: l[shapeOwnerName]}}
-		}))
+		})
+	default:
+		err = fmt.Errorf("unknown wiring %q", cell.wiring)
 	}
+	return c, s, err
+}
+
+// shapeScenario wires the controller as the cell says and walks the owner through its life.
+func shapeScenario[O, C informer.Object](t *testing.T, env *testkit.Env, cell shapeCell, timeout time.Duration, owners informer.Informer[O], children informer.Informer[C]) {
+	ctx, ns := env.Context(), env.Namespace()
+	c, s, err := newShapeController(cell, env.Dynamic(), owners, children)
+	require.NoError(t, err)
 	env.Sync()
 	env.RunController(ctx, c)
 

@@ -22,6 +22,7 @@ import (
 type InfoController struct {
 	*controller.Controller[controller.Key]
 	deployments informer.Lister[*appsv1.Deployment]
+	live        client.Client[*appsv1.Deployment] // the API server's word, before a delete
 	configMaps  client.Client[*corev1.ConfigMap]
 }
 
@@ -31,11 +32,12 @@ func NewInfoController(mgr *manager.Manager) (*InfoController, error) {
 	deps, err1 := informer.For[*appsv1.Deployment](mgr.Factory())
 	cms, err2 := informer.For[*corev1.ConfigMap](mgr.Factory())
 	cmClient, err3 := client.For[*corev1.ConfigMap](mgr.Client())
-	ctrl, err4 := controller.New("deployment-info", c, controller.Options[controller.Key]{})
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	depClient, err4 := client.For[*appsv1.Deployment](mgr.Client())
+	ctrl, err5 := controller.New("deployment-info", c, controller.Options[controller.Key]{})
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return nil, err
 	}
-	*c = InfoController{Controller: ctrl, deployments: deps.Lister(), configMaps: cmClient}
+	*c = InfoController{Controller: ctrl, deployments: deps.Lister(), live: depClient, configMaps: cmClient}
 	changed := predicate.Or(predicate.GenerationChanged[*appsv1.Deployment](), predicate.LabelsChanged[*appsv1.Deployment]())
 	return c, errors.Join(controller.Watch(ctrl, deps, controller.EnqueueObject, controller.WithPredicates(changed)),
 		controller.Owns(ctrl, cms, deps), mgr.Add(c))
@@ -44,6 +46,15 @@ func NewInfoController(mgr *manager.Manager) (*InfoController, error) {
 func (c *InfoController) Reconcile(ctx context.Context, key controller.Key) (controller.Result, error) {
 	d, err := c.deployments.Get(key.Namespace, key.Name)
 	if err != nil || d.Labels["team"] == "" { // gone (a lister only answers NotFound) or not labelled
+		// A cache can lag (a restart onto a lagging API server): delete only if the API server
+		// agrees. Otherwise the cache's own update brings the key back.
+		live, err := c.live.Get(ctx, key.Namespace, key.Name, metav1.GetOptions{})
+		if err == nil && live.Labels["team"] != "" {
+			return controller.Result{}, nil
+		}
+		if client.IgnoreNotFound(err) != nil {
+			return controller.Result{}, err
+		}
 		return controller.Result{}, client.IgnoreNotFound(c.configMaps.Delete(ctx, key.Namespace, key.Name+"-info", metav1.DeleteOptions{}))
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name + "-info"}}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -40,11 +41,12 @@ func NewWebAppController(mgr *manager.Manager) (*controller.Controller[controlle
 	apps, err1 := informer.ForResource[*webappv1.WebApp](mgr.Factory(), webappv1.GVR)
 	deps, err2 := informer.For[*appsv1.Deployment](mgr.Factory())
 	svcs, err3 := informer.For[*corev1.Service](mgr.Factory())
-	webApps, err4 := customresource.NewClient[*webappv1.WebApp](mgr.Dynamic(), webappv1.GVR)
-	depClient, err5 := client.For[*appsv1.Deployment](mgr.Client())
-	svcClient, err6 := client.For[*corev1.Service](mgr.Client())
-	cmClient, err7 := client.For[*corev1.ConfigMap](mgr.Client())
-	if err := errors.Join(err1, err2, err3, err4, err5, err6, err7); err != nil {
+	entries, err4 := informer.For(mgr.Factory(), informer.InNamespaces[*corev1.ConfigMap](RegistryNamespace))
+	webApps, err5 := customresource.NewClient[*webappv1.WebApp](mgr.Dynamic(), webappv1.GVR)
+	depClient, err6 := client.For[*appsv1.Deployment](mgr.Client())
+	svcClient, err7 := client.For[*corev1.Service](mgr.Client())
+	cmClient, err8 := client.For[*corev1.ConfigMap](mgr.Client())
+	if err := errors.Join(err1, err2, err3, err4, err5, err6, err7, err8); err != nil {
 		return nil, err
 	}
 	r := &WebAppReconciler{webApps: webApps, deployments: depClient, services: svcClient, configMaps: cmClient}
@@ -62,7 +64,17 @@ func NewWebAppController(mgr *manager.Manager) (*controller.Controller[controlle
 	}
 	return ctrl, errors.Join(controller.Watch(ctrl, apps, controller.EnqueueObject,
 		controller.WithPredicates(predicate.GenerationChanged[*webappv1.WebApp]())),
-		controller.Owns(ctrl, deps, apps), controller.Owns(ctrl, svcs, apps), mgr.Add(ctrl))
+		controller.Owns(ctrl, deps, apps), controller.Owns(ctrl, svcs, apps),
+		controller.Watch(ctrl, entries, registryEntryOf), mgr.Add(ctrl))
+}
+
+// registryEntryOf maps a registry entry, "<namespace>.<name>", to its WebApp: an entry deleted
+// or edited by someone else is put back (no owner reference can reach it).
+func registryEntryOf(cm *corev1.ConfigMap) []controller.Key {
+	if ns, name, ok := strings.Cut(cm.Name, "."); ok {
+		return []controller.Key{{Namespace: ns, Name: name}}
+	}
+	return nil
 }
 
 // Reconcile makes the Deployment, the Service and the registry entry match app, and reports

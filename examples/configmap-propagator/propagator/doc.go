@@ -19,7 +19,7 @@
 //
 // Copies are found by annotation rather than owner references because owner references cannot
 // cross namespaces. Deletes carry a UID precondition so they never remove a newcomer of the same
-// name. A copy is deleted when its source is deleted or unlabelled, or when its namespace stops
+// name, and are made only when the API server, not the cache alone, says the copy is unwanted. A copy is deleted when its source is deleted or unlabelled, or when its namespace stops
 // matching.
 //
 // # Use

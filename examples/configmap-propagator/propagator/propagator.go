@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/ctrlkit/ctrlkit/client"
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/informer"
 )
@@ -173,6 +174,13 @@ func (p *Propagator) Reconcile(ctx context.Context, key controller.Key) (control
 	}
 	for _, cp := range copies {
 		if !want[cp.Namespace] {
+			// The cache can lag (a restart onto a lagging API server): deleting on its word
+			// alone once took copies away from namespaces still selected. The API server must
+			// agree; if not, the cache's catching up brings the key back.
+			if keep, err := p.wantedLive(ctx, key, cp.Namespace); err != nil || keep {
+				errs = append(errs, err) // nil when kept: errors.Join drops it
+				continue
+			}
 			logger.Info("Deleting copy", "copy", klog.KObj(cp))
 			err := p.client.CoreV1().ConfigMaps(cp.Namespace).Delete(ctx, cp.Name, metav1.DeleteOptions{
 				Preconditions: &metav1.Preconditions{UID: &cp.UID}}) // never a same-named newcomer
@@ -206,6 +214,24 @@ func (p *Propagator) Reconcile(ctx context.Context, key controller.Key) (control
 		}
 	}
 	return result, errors.Join(errs...)
+}
+
+// wantedLive reports whether, as the API server (not the cache) has it, the source key still
+// wants a copy in namespace ns, or has a selector that does not parse (copies then stay).
+func (p *Propagator) wantedLive(ctx context.Context, key controller.Key, ns string) (bool, error) {
+	src, err := p.client.CoreV1().ConfigMaps(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+	if err != nil || src.Labels[LabelPropagate] != "true" || ns == key.Namespace {
+		return false, client.IgnoreNotFound(err)
+	}
+	sel, err := targetSelector(src)
+	if err != nil {
+		return true, nil
+	}
+	target, err := p.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return target.Status.Phase != corev1.NamespaceTerminating && sel.Matches(labels.Set(target.Labels)), nil
 }
 
 // copyOf is the copy of src that belongs in namespace ns.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/ctrlkit/ctrlkit/client"
 	"github.com/ctrlkit/ctrlkit/examples/podset/api/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/ownerref"
 	"github.com/ctrlkit/ctrlkit/replicas"
@@ -35,6 +36,19 @@ func (c *Controller) manageReplicas(ctx context.Context, ps *v1alpha1.PodSet, po
 	logger := klog.FromContext(ctx)
 	desired := int(ps.Spec.DesiredReplicas())
 	diff := len(pods) - desired
+	if diff != 0 {
+		// A cache can lag (a restart onto a lagging API server) and then replay the versions
+		// it missed: scaling to each of them created and deleted Pods for nothing. Only the
+		// API server's current PodSet is acted on; a newer one's event brings the key back.
+		live, err := c.crs.Get(ctx, ps.Namespace, ps.Name, metav1.GetOptions{})
+		if err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if live.ResourceVersion != ps.ResourceVersion {
+			logger.V(2).Info("The cached PodSet is not the API server's; waiting for the cache", "cached", ps.ResourceVersion, "live", live.ResourceVersion)
+			return nil
+		}
+	}
 	switch {
 	case diff < 0:
 		n := min(-diff, c.burst)
