@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/ctrlkit/ctrlkit/examples/configmap-propagator/propagator"
-	"github.com/ctrlkit/ctrlkit/examples/internal/simtest"
 	"github.com/ctrlkit/ctrlkit/testkit/sim"
 )
 
@@ -25,7 +24,6 @@ const simSource = "ctrlkit-system"
 // ConfigMap that is not a copy): end state and writes must be those of the run without faults,
 // and every source's copies must be where its selector says.
 func TestSimPropagator(t *testing.T) {
-	simtest.WithoutErrorBackoff(t)
 	sim.Check(t, propagatorScenario(), sim.Crash(), sim.StaleRestart(30*time.Second), sim.MergeEvents(30*time.Second),
 		sim.Relist(30*time.Second), sim.APIErrors(20), sim.Drift())
 }

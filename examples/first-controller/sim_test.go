@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/ctrlkit/ctrlkit/examples/internal/simtest"
 	"github.com/ctrlkit/ctrlkit/manager"
 	"github.com/ctrlkit/ctrlkit/testkit/sim"
 )
@@ -22,7 +21,6 @@ import (
 // NewInfoController has no worker option; its controller runs the default, one worker, which is
 // what a reproducible trace needs.
 func TestSimInfoController(t *testing.T) {
-	simtest.WithoutErrorBackoff(t)
 	// sim.StaleRestart found the stale delete Reconcile now guards against (a restart onto a
 	// lagging cache deleted batch-info while batch was labelled). It still finds what a
 	// garbage collector would clean up and the fake cluster has none of: a web-info created

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/ctrlkit/ctrlkit/examples/configmap-propagator/propagator"
-	"github.com/ctrlkit/ctrlkit/examples/internal/simtest"
 	"github.com/ctrlkit/ctrlkit/testkit/sim"
 )
 
@@ -23,7 +22,6 @@ const simSource = "ctrlkit-system"
 // be those of the run without faults, every Namespace's count must be its active Pods, and the
 // shared ConfigMap must be copied into every target.
 func TestSimMultiController(t *testing.T) {
-	simtest.WithoutErrorBackoff(t)
 	sim.Check(t, multiScenario(), sim.Crash(), sim.StaleRestart(30*time.Second), sim.MergeEvents(30*time.Second),
 		sim.Relist(30*time.Second), sim.APIErrors(20), sim.Drift())
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/client"
 	"github.com/ctrlkit/ctrlkit/customresource"
-	"github.com/ctrlkit/ctrlkit/examples/internal/simtest"
 	webappv1 "github.com/ctrlkit/ctrlkit/examples/webapp/api/v1"
 	"github.com/ctrlkit/ctrlkit/manager"
 	"github.com/ctrlkit/ctrlkit/testkit/sim"
@@ -30,7 +29,6 @@ import (
 // NewWebAppController has no worker option; its controller runs the default, one worker, which
 // is what a reproducible trace needs.
 func TestSimWebApp(t *testing.T) {
-	simtest.WithoutErrorBackoff(t)
 	sim.Check(t, webAppScenario(), sim.Crash(), sim.StaleRestart(30*time.Second), sim.MergeEvents(30*time.Second),
 		sim.Relist(30*time.Second), sim.APIErrors(20), sim.Drift())
 }

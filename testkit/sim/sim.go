@@ -7,14 +7,17 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/testkit"
@@ -183,6 +186,18 @@ func reference(t *testing.T, s Scenario) *Result {
 // runAgainst runs s in a bubble of its own and, given a reference, compares with it.
 func runAgainst(t *testing.T, s Scenario, seed uint64, faults []Fault, ref *Result) *Result {
 	t.Helper()
+	bubbleSafeErrorHandlers.Do(func() {
+		// apimachinery's HandleError rate limit sleeps minPeriod minus the time since the last
+		// error it saw, first the process's start: read on the real clock, compared with a
+		// bubble's (which starts in 2000), that is decades, and the first error a reflector
+		// reports in a bubble (a crashed process's failed list) jumped the run's virtual time
+		// past every deadline. Errors are logged with the context's logger instead, as
+		// HandleError's first handler does, without the rate limit; once, for the whole test
+		// binary, before any bubble runs.
+		utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(ctx context.Context, err error, msg string, kv ...any) {
+			klog.FromContext(ctx).Error(err, msg, kv...)
+		}}
+	})
 	var r *Result
 	var err error
 	synctest.Test(t, func(t *testing.T) {
@@ -202,6 +217,9 @@ func runAgainst(t *testing.T, s Scenario, seed uint64, faults []Fault, ref *Resu
 func replayPattern(name string) string {
 	return strings.Join(strings.Split(name, "/"), "$/^")
 }
+
+// bubbleSafeErrorHandlers replaces apimachinery's error handlers once (see runAgainst).
+var bubbleSafeErrorHandlers sync.Once
 
 // ErrScenario is matched by the error Run fails the test with for a scenario it cannot run (no
 // Start, a step or Start that fails).
