@@ -395,6 +395,9 @@ func (w *world) observe(pr *proc, a clienttesting.Action, obj runtime.Object, er
 	who := "user"
 	if pr != nil {
 		who = fmt.Sprintf("process %d", pr.p.Incarnation)
+		if pr.lag.Load() {
+			who += " (its cache lags)" // a write made on the word of a stale cache, or checked live
+		}
 		w.res.writes++
 		ch := w.res.changes[key]
 		switch verb {
