@@ -39,13 +39,15 @@ func (c *Controller) manageReplicas(ctx context.Context, ps *v1alpha1.PodSet, po
 	if diff != 0 {
 		// A cache can lag (a restart onto a lagging API server) and then replay the versions
 		// it missed: scaling to each of them created and deleted Pods for nothing. Only the
-		// API server's current PodSet is acted on; a newer one's event brings the key back.
+		// API server's current spec is acted on (its generation: this controller's own status
+		// writes change the resourceVersion, not the spec); a newer one's event brings the key
+		// back.
 		live, err := c.crs.Get(ctx, ps.Namespace, ps.Name, metav1.GetOptions{})
 		if err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		if live.ResourceVersion != ps.ResourceVersion {
-			logger.V(2).Info("The cached PodSet is not the API server's; waiting for the cache", "cached", ps.ResourceVersion, "live", live.ResourceVersion)
+		if live.Generation != ps.Generation {
+			logger.V(2).Info("The cached PodSet's spec is not the API server's; waiting for the cache", "cached", ps.Generation, "live", live.Generation)
 			return nil
 		}
 	}
