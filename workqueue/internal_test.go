@@ -216,7 +216,9 @@ func TestOneGoroutineServesAllDelays(t *testing.T) {
 	clk.Step(100 * time.Millisecond)
 	assert.Len(t, drain(q), 10_001)
 	q.ShutDown()
-	assert.Zero(t, queueGoroutines())
+	// As in TestShutDownStopsEveryGoroutine: the runtime may list the goroutine for a moment
+	// after ShutDown returned (it failed so in one clean-clone CI run).
+	assert.Eventually(t, func() bool { return queueGoroutines() == 0 }, waitTimeout, time.Millisecond)
 }
 
 func TestShutDownStopsEveryGoroutine(t *testing.T) {
