@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/ctrlkit/ctrlkit/client"
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
@@ -159,7 +160,7 @@ func finalizerBeforeCleanup() Bug {
 									return controller.Result{}, err
 								}
 							}
-							if err := ignoreNotFound(backups.Delete(ctx, name, metav1.DeleteOptions{})); err != nil || !fixed {
+							if err := client.IgnoreNotFound(backups.Delete(ctx, name, metav1.DeleteOptions{})); err != nil || !fixed {
 								return controller.Result{}, err
 							}
 							return controller.Result{}, removeFinalizer(ctx, p, db)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/ctrlkit/ctrlkit/client"
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
@@ -99,13 +100,6 @@ func ignoreExists(err error) error {
 	return err
 }
 
-func ignoreNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
 // staleFinalizerCleanup: a Database's finalizer deletes its data PVC by name. Deleted and
 // created again under the same name, a controller restarted onto a lagging API server sees the
 // old Database still being deleted and deletes the new one's PVC (pravega/zookeeper-operator#314,
@@ -144,7 +138,7 @@ func staleFinalizerCleanup() Bug {
 									del = nil // not the PVC this Database owned: that one is gone
 								}
 							}
-							if err := ignoreNotFound(del); err != nil {
+							if err := client.IgnoreNotFound(del); err != nil {
 								return controller.Result{}, err
 							}
 							return controller.Result{}, removeFinalizer(ctx, p, db)
@@ -181,7 +175,7 @@ func ordinalPVCs(ctx context.Context, p *sim.Process, db *unstructured.Unstructu
 		if err != nil || i < n {
 			continue
 		}
-		if err := ignoreNotFound(p.Client.CoreV1().PersistentVolumeClaims(c.Namespace).Delete(ctx, c.Name, metav1.DeleteOptions{})); err != nil {
+		if err := client.IgnoreNotFound(p.Client.CoreV1().PersistentVolumeClaims(c.Namespace).Delete(ctx, c.Name, metav1.DeleteOptions{})); err != nil {
 			return controller.Result{}, err
 		}
 	}
@@ -292,7 +286,7 @@ func deleteSurplus(ctx context.Context, p *sim.Process, db *unstructured.Unstruc
 	live := slices.DeleteFunc(slices.Clone(have), func(p *corev1.Pod) bool { return p.DeletionTimestamp != nil })
 	slices.SortFunc(live, func(a, b *corev1.Pod) int { return cmpName(a.Name, b.Name) })
 	for i := int(replicas(db)); i < len(live); i++ {
-		if err := ignoreNotFound(p.Client.CoreV1().Pods(db.GetNamespace()).Delete(ctx, live[i].Name, metav1.DeleteOptions{})); err != nil {
+		if err := client.IgnoreNotFound(p.Client.CoreV1().Pods(db.GetNamespace()).Delete(ctx, live[i].Name, metav1.DeleteOptions{})); err != nil {
 			return controller.Result{}, err
 		}
 	}
@@ -307,7 +301,7 @@ func freshEnough(ctx context.Context, p *sim.Process, db *unstructured.Unstructu
 	}
 	live, err := p.Dynamic.Resource(dbGVR).Namespace(db.GetNamespace()).Get(ctx, db.GetName(), metav1.GetOptions{})
 	if err != nil {
-		return false, ignoreNotFound(err)
+		return false, client.IgnoreNotFound(err)
 	}
 	return live.GetResourceVersion() == db.GetResourceVersion(), nil
 }
@@ -344,7 +338,7 @@ func staleDestructiveResize() Bug {
 							return controller.Result{}, nil
 						default:
 							err := p.Client.CoreV1().ConfigMaps(cm.Namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(cm.UID))})
-							if err := ignoreNotFound(err); err != nil {
+							if err := client.IgnoreNotFound(err); err != nil {
 								return controller.Result{}, err
 							}
 						}

@@ -12,7 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/ctrlkit/ctrlkit/client"
 	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/expectations"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
 	"github.com/ctrlkit/ctrlkit/testkit/sim"
@@ -57,7 +59,7 @@ func deleteHandlerCleanup() Bug {
 								return controller.Result{}, err
 							case old.Annotations[ownerUID] != string(db.GetUID()):
 								err := backups.Delete(ctx, name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(old.UID))})
-								if err := ignoreNotFound(err); err != nil {
+								if err := client.IgnoreNotFound(err); err != nil {
 									return controller.Result{}, err
 								}
 							}
@@ -89,25 +91,28 @@ func deleteHandlerCleanup() Bug {
 	}
 }
 
-// expectations counts, per Database, the Pod creations its controller made and has not seen
-// in its cache yet, as kube-controller-manager's ReplicaSet controller does, so that it does
-// not create the same Pods again while its cache lags its own writes. Expectations set at
-// created expire after ttl (never when ttl is 0).
-type expectations struct {
-	mu      sync.Mutex
-	pending map[string]int
-	set     map[string]time.Time
-	ttl     time.Duration
+// podExpectations counts, per Database, the Pod creations its controller made and has not
+// seen in its cache yet, as kube-controller-manager's ReplicaSet controller does, so that it
+// does not create the same Pods again while its cache lags its own writes.
+type podExpectations interface {
+	expect(key string, n int)
+	observed(key string)
+	satisfied(key string) bool // may act: every creation seen (or, with an expiry, expired)
 }
 
-func (e *expectations) expect(key string, n int) {
+// handRolled is expectations written by hand, without an expiry: the bug.
+type handRolled struct {
+	mu      sync.Mutex
+	pending map[string]int
+}
+
+func (e *handRolled) expect(key string, n int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.pending[key] += n
-	e.set[key] = time.Now()
 }
 
-func (e *expectations) observed(key string) {
+func (e *handRolled) observed(key string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.pending[key] > 0 {
@@ -115,26 +120,29 @@ func (e *expectations) observed(key string) {
 	}
 }
 
-// satisfied reports whether key may act: every creation seen, or the expectations expired.
-func (e *expectations) satisfied(key string) bool {
+func (e *handRolled) satisfied(key string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.pending[key] == 0 {
-		return true
-	}
-	if e.ttl > 0 && time.Since(e.set[key]) > e.ttl {
-		e.pending[key] = 0
-		return true
-	}
-	return false
+	return e.pending[key] == 0
 }
+
+// expiring is ctrlkit's expectations package, kube-controller-manager's, whose records expire
+// after its TTL (five minutes): the fix.
+type expiring struct {
+	e *expectations.Expectations[string]
+}
+
+func (x expiring) expect(key string, n int)  { x.e.ExpectCreations(key, n) }
+func (x expiring) observed(key string)       { x.e.CreationObserved(key) }
+func (x expiring) satisfied(key string) bool { return x.e.Satisfied(key) }
 
 // expectationsWithoutExpiry: a ReplicaSet-like controller waits, after creating Pods, until
 // its cache shows each one (expectations). A Pod created and deleted again (an eviction) while
 // the controller's events were held never shows: without an expiry the expectation is never
 // met and the Database stays a replica short for ever (yugabyte/yugabyte-operator#39,
 // pravega/zookeeper-operator#453: a state the controller waited for and never saw).
-// kube-controller-manager's expectations expire after five minutes, which is the fix.
+// kube-controller-manager's expectations expire after five minutes: the fix uses ctrlkit's
+// expectations package, which does the same.
 func expectationsWithoutExpiry() Bug {
 	return Bug{
 		Name: "expectations-without-expiry", Origin: "yugabyte/yugabyte-operator#39, pravega/zookeeper-operator#453", Pattern: "unobserved state",
@@ -143,9 +151,10 @@ func expectationsWithoutExpiry() Bug {
 			return sim.Scenario{
 				Resources: []fakecluster.Resource{dbResource},
 				Start: func(p *sim.Process) error {
-					exp := &expectations{pending: map[string]int{}, set: map[string]time.Time{}}
+					var exp podExpectations = &handRolled{pending: map[string]int{}}
+					lib := expectations.New[string]()
 					if fixed {
-						exp.ttl = 5 * time.Minute
+						exp = expiring{lib}
 					}
 					dbs, err := informer.ForResource[*unstructured.Unstructured](p.Factory, dbGVR)
 					if err != nil {
@@ -182,8 +191,11 @@ func expectationsWithoutExpiry() Bug {
 								return controller.Result{}, err
 							}
 						}
-						// The fix comes back when the expectations expire, in case no event does.
-						return controller.Result{RequeueAfter: exp.ttl}, nil
+						if fixed {
+							// The fix comes back when the expectations expire, in case no event does.
+							return controller.Result{RequeueAfter: lib.TTL()}, nil
+						}
+						return controller.Result{}, nil
 					}), oneWorker())
 					if err != nil {
 						return err
