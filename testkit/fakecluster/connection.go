@@ -89,10 +89,12 @@ func (cn *Connection) Observe(f func(action clienttesting.Action, obj runtime.Ob
 
 // SetLatency makes every request the connection's cluster serves take d more before its
 // answer reaches the client, with the Clientset's lock released meanwhile (client-go's fake
-// holds it for the whole request), so that other requests proceed. In a testing/synctest
-// bubble d is virtual and the bubble runs everything it can before the answer comes: what a
-// write sets off (watch events, informer handlers) is done before the writer goes on, so a
-// simulation's runs do not depend on how the Go scheduler interleaves them.
+// holds it for the whole request), so that other requests proceed; and spaces the events of
+// its watches (after InterceptWatches) at least d apart, as writes are. In a testing/synctest
+// bubble d is virtual and the bubble runs everything it can before the answer comes (or the
+// next event): what a write sets off (watch events, informer handlers) is done before the
+// writer goes on, so a simulation's runs do not depend on how the Go scheduler interleaves
+// them.
 func (cn *Connection) SetLatency(d time.Duration) {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
@@ -261,10 +263,13 @@ func (cn *Connection) serve(action clienttesting.Action) (bool, runtime.Object, 
 func (cn *Connection) reactWatch(action clienttesting.Action) (bool, watch.Interface, error) {
 	handled, w, err := cn.watch(action)
 	cn.mu.Lock()
-	f := cn.intercept
+	f, latency := cn.intercept, cn.latency
 	cn.mu.Unlock()
 	if f != nil && w != nil {
 		w = f(action.GetResource(), w)
+	}
+	if latency > 0 && w != nil {
+		w = newPacedWatch(w, latency)
 	}
 	return handled, w, err
 }
@@ -287,63 +292,92 @@ func (cn *Connection) watch(action clienttesting.Action) (bool, watch.Interface,
 	return true, newLaggingWatch(cn.c.store, action.GetResource(), action.GetNamespace(), opts, caught), nil
 }
 
-// laggingWatch is a watch through a lagging cache: nothing until caught is closed, then the
-// cluster's watch from the resourceVersion asked for.
-type laggingWatch struct {
+// relayWatch is a watch of the connection's own: a goroutine that feeds out (see newLaggingWatch
+// and newPacedWatch), stopped and waited for by Stop.
+type relayWatch struct {
 	out  chan watch.Event
 	stop chan struct{}
 	once sync.Once
 	done chan struct{}
 }
 
-func newLaggingWatch(s *store, gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions, caught <-chan struct{}) *laggingWatch {
-	w := &laggingWatch{out: make(chan watch.Event), stop: make(chan struct{}), done: make(chan struct{})}
-	go w.run(s, gvr, ns, opts, caught)
-	return w
+// newRelayWatch starts run, which feeds the relay until it returns.
+func newRelayWatch(run func(r *relayWatch)) *relayWatch {
+	r := &relayWatch{out: make(chan watch.Event), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		defer close(r.out)
+		run(r)
+	}()
+	return r
 }
 
-// run waits for the lag to end, then forwards the cluster's watch until Stop or its end.
-func (w *laggingWatch) run(s *store, gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions, caught <-chan struct{}) {
-	defer close(w.done)
-	defer close(w.out)
+// send delivers ev; false once the relay is stopped.
+func (r *relayWatch) send(ev watch.Event) bool {
 	select {
-	case <-caught:
-	case <-w.stop:
-		return
+	case r.out <- ev:
+		return true
+	case <-r.stop:
+		return false
 	}
-	inner, err := s.watch(gvr, ns, opts)
-	if err != nil {
-		// The history no longer reaches back that far: a 410, after which a reflector relists.
-		select {
-		case w.out <- watch.Event{Type: watch.Error, Object: statusOf(err)}:
-		case <-w.stop:
-		}
-		return
-	}
+}
+
+// forward relays inner's events until it ends or the relay stops, each at least pace after the
+// one before (none when pace is 0), and stops inner.
+func (r *relayWatch) forward(inner watch.Interface, pace time.Duration) {
 	defer inner.Stop()
 	for {
 		select {
 		case ev, ok := <-inner.ResultChan():
-			if !ok {
+			if !ok || !r.send(ev) {
 				return
 			}
-			select {
-			case w.out <- ev:
-			case <-w.stop:
-				return
+			if pace > 0 {
+				t := time.NewTimer(pace)
+				select {
+				case <-t.C:
+				case <-r.stop:
+					t.Stop()
+					return
+				}
 			}
-		case <-w.stop:
+		case <-r.stop:
 			return
 		}
 	}
 }
 
-func (w *laggingWatch) ResultChan() <-chan watch.Event { return w.out }
+func (r *relayWatch) ResultChan() <-chan watch.Event { return r.out }
 
 // Stop ends the watch and waits for its goroutine.
-func (w *laggingWatch) Stop() {
-	w.once.Do(func() { close(w.stop) })
-	<-w.done
+func (r *relayWatch) Stop() {
+	r.once.Do(func() { close(r.stop) })
+	<-r.done
+}
+
+// newLaggingWatch is a watch through a lagging cache: nothing until caught is closed, then the
+// cluster's watch from the resourceVersion asked for.
+func newLaggingWatch(s *store, gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions, caught <-chan struct{}) *relayWatch {
+	return newRelayWatch(func(r *relayWatch) {
+		select {
+		case <-caught:
+		case <-r.stop:
+			return
+		}
+		inner, err := s.watch(gvr, ns, opts)
+		if err != nil {
+			// The history no longer reaches back that far: a 410, after which a reflector relists.
+			r.send(watch.Event{Type: watch.Error, Object: statusOf(err)})
+			return
+		}
+		r.forward(inner, 0)
+	})
+}
+
+// newPacedWatch relays inner's events at least pace apart: a burst (a replay after a lag,
+// events held and released) reaches the client as writes do, one request's latency apart.
+func newPacedWatch(inner watch.Interface, pace time.Duration) *relayWatch {
+	return newRelayWatch(func(r *relayWatch) { r.forward(inner, pace) })
 }
 
 // statusOf is err as the Status object of a watch's Error event.

@@ -67,7 +67,7 @@ func (w *world) startProcess(snapshot *fakecluster.Snapshot, hold time.Duration,
 		for _, p := range w.plans {
 			inner = p.watch(gvr, inner)
 		}
-		return newPacedWatch(inner)
+		return inner // paced by the connection's latency
 	})
 	if snapshot != nil {
 		catchUp := conn.Lag(snapshot, resources...)
