@@ -63,6 +63,7 @@ type Controller[K comparable] struct {
 	mu      sync.Mutex
 	watches []watched[K] // one per informer (sources.go)
 	waits   []source
+	checks  []func() error  // wirings judged once the caches synced (owners.go)
 	sources []source        // registered watches and waits, set by Run
 	pending []pendingKey[K] // enqueued before Run
 	ran     bool            // Run has begun: Watch is too late
@@ -275,6 +276,10 @@ func (c *Controller[K]) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		return err
+	}
+	if err := c.checkWirings(); err != nil {
+		q.shutDown()
 		return err
 	}
 

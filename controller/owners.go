@@ -1,10 +1,15 @@
 package controller
 
 import (
+	"errors"
 	"fmt"
+	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/internal/object"
@@ -41,30 +46,74 @@ func EnqueueControllerOf[T, O informer.Object](owners informer.Informer[O]) func
 	if object.IsNil(owners) {
 		return func(T) []Key { return nil }
 	}
+	fn, _ := controllerOf[T](owners, func(err error) { klog.Background().Error(err, "Cannot map an object to its owner") })
+	return fn
+}
+
+// controllerOf is EnqueueControllerOf, reporting once (to report) the first
+// object whose controller reference names one of owners where none can be
+// (Resolver.Unresolvable), and returning its resolver for Owns's check.
+func controllerOf[T, O informer.Object](owners informer.Informer[O], report func(error)) (func(T) []Key, *owner.Resolver) {
 	r := owner.NewResolver(owners.GVR(), owners.GVK().Kind, func(namespace, name string) (types.UID, bool) {
 		o, err := owners.Lister().Get(namespace, name)
 		if err != nil {
 			return "", false
 		}
 		return o.GetUID(), true
-	}, owners.HasSynced)
+	}, owners.HasSynced, func() (metav1.Object, bool) {
+		objs, err := owners.Lister().List(labels.Everything())
+		if err != nil || len(objs) == 0 {
+			return nil, false
+		}
+		return objs[0], true
+	})
+	var once sync.Once
 	return func(obj T) []Key {
 		names, n := r.Keys(obj)
 		switch n {
 		case 0:
+			if r.Unresolvable(obj) {
+				once.Do(func() { report(unresolvableError(obj, owners)) })
+			}
 			return nil
 		case 1:
 			return []Key{Key(names[0])}
 		}
 		return []Key{Key(names[0]), Key(names[1])}
-	}
+	}, r
+}
+
+// unresolvableError says why child cannot be mapped to its owner, naming both.
+func unresolvableError[T, O informer.Object](child T, owners informer.Informer[O]) error {
+	ref := metav1.GetControllerOfNoCopy(child)
+	return fmt.Errorf("cluster-scoped %q names %s %q as its controller, and %s are namespaced: a cluster-scoped object cannot be owned by a namespaced one; the garbage collector ignores the reference and no event of the object reaches its owner",
+		child.GetName(), ref.Kind, ref.Name, owners.GVR().GroupResource())
 }
 
 // checkOwnerScopes refuses a wiring no owner reference can serve: children
 // of a cluster-scoped resource owned by a namespaced one.
 func checkOwnerScopes(children, owners schema.GroupVersionResource) error {
-	if !owner.CheckScopes(children, owners) {
-		return fmt.Errorf("%s are cluster-scoped and %s namespaced: a cluster-scoped object cannot be owned by a namespaced one", children.GroupResource(), owners.GroupResource())
+	if ok, _ := owner.CheckScopes(children, owners); !ok {
+		return errors.New(scopesReason(children, owners))
+	}
+	return nil
+}
+
+func scopesReason(children, owners schema.GroupVersionResource) string {
+	return fmt.Sprintf("%s are cluster-scoped and %s namespaced: a cluster-scoped object cannot be owned by a namespaced one", children.GroupResource(), owners.GroupResource())
+}
+
+// checkWirings runs the checks Owns left for when the caches synced: the
+// wirings whose scopes only the API server knows (custom resources), judged
+// from the objects cached. The first wrong one fails Run.
+func (c *Controller[K]) checkWirings() error {
+	c.mu.Lock()
+	checks := c.checks
+	c.mu.Unlock()
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

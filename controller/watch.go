@@ -5,8 +5,12 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/internal/object"
+	"github.com/ctrlkit/ctrlkit/internal/owner"
 	"github.com/ctrlkit/ctrlkit/predicate"
 )
 
@@ -111,7 +115,11 @@ func EnqueueObject[T informer.Object](obj T) []Key {
 // RoleBindings in them) its name alone; owners may be typed, unstructured or
 // metadata-only, built-in or custom (see EnqueueControllerOf). A wiring that
 // cannot work, cluster-scoped children of a namespaced owner, is an error
-// matching ErrInvalidOptions.
+// matching ErrInvalidOptions: from Owns when client-go serves both
+// resources, else from Run once the caches synced and a cached child shows
+// it (Watch does not call the API server, which alone knows a custom
+// resource's scope), and logged as an error for the first such child seen
+// later.
 // Objects whose resourceVersion never changes (client-go's plain fake
 // clientset keeps the one a test gave) have every update dropped; ctrlkit's
 // fake cluster stamps a new one on each write.
@@ -128,9 +136,38 @@ func Owns[T, O informer.Object](c *Controller[Key], inf informer.Informer[T], ow
 	if err := checkOwnerScopes(inf.GVR(), owners.GVR()); err != nil {
 		return &OptionsError{Controller: name, Field: "Owns", Reason: err.Error()}
 	}
+	report := func(err error) {
+		logger := klog.Background()
+		if c != nil && c.logger.GetSink() != nil {
+			logger = c.logger
+		}
+		logger.Error(err, "Cannot map an object to its owner", "controller", name, "informer", inf.Name())
+	}
+	mapping, r := controllerOf[T](owners, report)
 	all := make([]WatchOption[T], 0, len(opts)+1)
 	all = append(all, WithPredicates(predicate.ResourceVersionChanged[T]()))
-	return Watch(c, inf, EnqueueControllerOf[T](owners), append(all, opts...)...)
+	if err := Watch(c, inf, mapping, append(all, opts...)...); err != nil {
+		return err
+	}
+	if _, known := owner.CheckScopes(inf.GVR(), owners.GVR()); !known {
+		// A custom resource's scope is the API server's to tell, and Watch
+		// does not call it: the objects cached when Run starts tell instead.
+		c.mu.Lock()
+		c.checks = append(c.checks, func() error {
+			children, err := inf.Lister().List(labels.Everything())
+			if err != nil {
+				return nil // the informer reports its own errors; this is only a check
+			}
+			for _, child := range children {
+				if r.Unresolvable(child) {
+					return &OptionsError{Controller: name, Field: "Owns", Reason: fmt.Sprintf("%s: %v", inf.GVR().GroupResource(), unresolvableError(child, owners))}
+				}
+			}
+			return nil
+		})
+		c.mu.Unlock()
+	}
+	return nil
 }
 
 // WatchOption configures one Watch or Owns call. It is typed on the watched

@@ -238,7 +238,7 @@ func (t *term) childHandler() informer.Handler[*metav1.PartialObjectMetadata] {
 			return "", false
 		}
 		return o.UID, true
-	}, t.owners.HasSynced)
+	}, t.owners.HasSynced, nil)
 	enqueueOwner := func(m *metav1.PartialObjectMetadata) {
 		keys, n := owners.Keys(m)
 		for _, nn := range keys[:n] {

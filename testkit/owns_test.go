@@ -2,10 +2,12 @@ package testkit_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/controller"
@@ -114,4 +117,94 @@ func TestOwnsWithACustomResourceOwner(t *testing.T) {
 			assert.Equal(t, map[controller.Key]int{key: 1}, reconciled, "the Gizmo-owned ConfigMap enqueues nothing")
 		})
 	}
+}
+
+// A namespaced custom owner of cluster-scoped children cannot work (an owner reference carries no
+// namespace; the garbage collector ignores it), and only the API server knows a custom resource's
+// scope, which Owns does not ask. Run judges the wiring from the caches once they synced and fails
+// naming it; a child that shows it later is logged as an error, once. Before, both were silent: no
+// event of such a child reached its owner.
+func TestOwnsRefusesClusterScopedChildrenOfANamespacedCustomOwner(t *testing.T) {
+	for name, newEnv := range map[string]func(t *testing.T) *testkit.Env{
+		"fake": func(t *testing.T) *testkit.Env {
+			return testkit.NewFakeWithOptions(t, testkit.FakeOptions{Resources: []fakecluster.Resource{
+				{GVR: gadgetsGVR, Kind: "Gadget", Namespaced: true}}}).Env
+		},
+		"apiserver": func(t *testing.T) *testkit.Env {
+			env := testkit.SharedAPIServer(t)
+			require.NoError(t, customresource.EnsureCRDFromYAML(env.Context(), env.Dynamic(), []byte(gadgetCRD)))
+			return env
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			env := newEnv(t)
+			ctx, ns := env.Context(), env.Namespace()
+			g, err := env.Dynamic().Resource(gadgetsGVR).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "owns.ctrlkit.dev/v1", "kind": "Gadget", "metadata": map[string]any{"name": "g1"},
+			}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			child := func(name string) *corev1.Namespace {
+				return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: "owns.ctrlkit.dev/v1", Kind: "Gadget", Name: "g1", UID: g.GetUID(), Controller: ptr.To(true),
+				}}}}
+			}
+			newController := func(logger klog.Logger) *controller.Controller[controller.Key] {
+				gadgets, err := informer.ForResource[*Gadget](env.Factory(), gadgetsGVR)
+				require.NoError(t, err)
+				nss, err := informer.For[*corev1.Namespace](env.Factory())
+				require.NoError(t, err)
+				ctrl, err := controller.New("gadgets", controller.ReconcilerFunc[controller.Key](func(context.Context, controller.Key) (controller.Result, error) {
+					return controller.Result{}, nil
+				}), controller.Options[controller.Key]{Logger: logger})
+				require.NoError(t, err)
+				require.NoError(t, controller.Owns(ctrl, nss, gadgets), "the scopes of a custom resource are not known at Owns")
+				return ctrl
+			}
+
+			// Later: the first such child is logged, once.
+			var logs logSink
+			late := newController(logr.New(&logs))
+			env.Sync()
+			env.RunController(ctx, late)
+			require.Eventually(t, late.HasSynced, 30*time.Second, 10*time.Millisecond)
+			first := ns + "-late-1"
+			for _, n := range []string{first, ns + "-late-2"} {
+				_, err = env.Client().CoreV1().Namespaces().Create(ctx, child(n), metav1.CreateOptions{})
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = env.Client().CoreV1().Namespaces().Delete(context.Background(), n, metav1.DeleteOptions{}) })
+			}
+			require.Eventually(t, func() bool { return len(logs.errors()) > 0 }, 30*time.Second, 10*time.Millisecond,
+				"a cluster-scoped child of a namespaced custom owner is logged")
+			env.WaitForQuiet(30 * time.Second)
+			errs := logs.errors()
+			require.Len(t, errs, 1, "logged once")
+			assert.Contains(t, errs[0], `names Gadget "g1" as its controller, and gadgets.owns.ctrlkit.dev are namespaced: a cluster-scoped object cannot be owned by a namespaced one`)
+
+			// At start: Run fails, naming the wiring and a child that shows it.
+			runCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			err = newController(klog.Background()).Run(runCtx)
+			require.ErrorIs(t, err, controller.ErrInvalidOptions)
+			assert.ErrorContains(t, err, `invalid Owns: namespaces: cluster-scoped "`+ns+`-late-`)
+		})
+	}
+}
+
+// logSink keeps the messages and errors of Error calls.
+type logSink struct {
+	mu   sync.Mutex
+	errs []string
+}
+
+func (s *logSink) Init(logr.RuntimeInfo)                  {}
+func (s *logSink) Enabled(int) bool                       { return false }
+func (s *logSink) Info(int, string, ...any)               {}
+func (s *logSink) WithValues(...any) logr.LogSink         { return s }
+func (s *logSink) WithName(string) logr.LogSink           { return s }
+func (s *logSink) Error(err error, msg string, kv ...any) { s.mu.Lock(); s.errs = append(s.errs, msg+": "+err.Error()); s.mu.Unlock() }
+
+func (s *logSink) errors() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.errs)
 }

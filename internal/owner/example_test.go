@@ -16,7 +16,7 @@ func ExampleResolver_Keys() {
 	cached := map[string]types.UID{"acme": "uid-1"} // the Tenants' cache, by key
 	r := owner.NewResolver(tenants, "Tenant",
 		func(ns, name string) (types.UID, bool) { uid, ok := cached[name]; return uid, ok && ns == "" },
-		func() bool { return true })
+		func() bool { return true }, nil)
 	binding := &metav1.ObjectMeta{Namespace: "team-a", Name: "acme-admins", OwnerReferences: []metav1.OwnerReference{{
 		APIVersion: "example.com/v1", Kind: "Tenant", Name: "acme", UID: "uid-1", Controller: new(true)}}}
 	keys, n := r.Keys(binding)

@@ -1,6 +1,8 @@
 package owner
 
 import (
+	"sync/atomic"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,12 +22,19 @@ type Resolver struct {
 	uidOf func(namespace, name string) (types.UID, bool)
 	// synced reports whether the owners' cache holds a full list.
 	synced func() bool
+	// anyCached returns one cached owner, false when the cache is empty: a custom resource's
+	// scope is read off it (Unresolvable). learned caches the answer: 0 not yet known, 1
+	// cluster-scoped, 2 namespaced (a resource's scope does not change while it is served).
+	anyCached func() (metav1.Object, bool)
+	learned   atomic.Int32
 }
 
 // NewResolver returns a Resolver for owners of resource gvr and kind (empty when unknown), whose
 // cache uidOf reads and synced says is filled.
-func NewResolver(gvr schema.GroupVersionResource, kind string, uidOf func(namespace, name string) (types.UID, bool), synced func() bool) *Resolver {
-	r := &Resolver{group: gvr.Group, kind: kind, uidOf: uidOf, synced: synced}
+// anyCached returns one cached owner (false when none is): it tells the owners' scope when
+// client-go does not (Unresolvable).
+func NewResolver(gvr schema.GroupVersionResource, kind string, uidOf func(namespace, name string) (types.UID, bool), synced func() bool, anyCached func() (metav1.Object, bool)) *Resolver {
+	r := &Resolver{group: gvr.Group, kind: kind, uidOf: uidOf, synced: synced, anyCached: anyCached}
 	r.namespaced, r.known = builtin.Namespaced(gvr)
 	return r
 }
@@ -36,11 +45,8 @@ func NewResolver(gvr schema.GroupVersionResource, kind string, uidOf func(namesp
 // every key the owners' scope allows, so nothing is lost at start-up. The keys are the first n
 // of the array: an event's mapping allocates nothing here.
 func (r *Resolver) Keys(child metav1.Object) (keys [2]cache.ObjectName, n int) {
-	ref := metav1.GetControllerOfNoCopy(child)
-	if ref == nil || (r.kind != "" && ref.Kind != r.kind) {
-		return keys, 0
-	}
-	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != r.group {
+	ref := r.controllerRef(child)
+	if ref == nil {
 		return keys, 0
 	}
 	var candidates [2]cache.ObjectName
@@ -63,11 +69,65 @@ func (r *Resolver) Keys(child metav1.Object) (keys [2]cache.ObjectName, n int) {
 	return candidates, n
 }
 
+// controllerRef returns child's controller reference when it names one of the owners' kind.
+func (r *Resolver) controllerRef(child metav1.Object) *metav1.OwnerReference {
+	ref := metav1.GetControllerOfNoCopy(child)
+	if ref == nil || (r.kind != "" && ref.Kind != r.kind) {
+		return nil
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != r.group {
+		return nil
+	}
+	return ref
+}
+
+// Unresolvable reports whether child names one of the owners as its controller where none of
+// them can be: child is cluster-scoped and the owners are namespaced (the garbage collector
+// too treats such a reference as unresolvable). It is how a wiring CheckScopes could not judge
+// (a custom resource's scope is the API server's to tell) is caught: the owners' scope is read
+// off their cache, and while it is empty Unresolvable is false.
+func (r *Resolver) Unresolvable(child metav1.Object) bool {
+	if child.GetNamespace() != "" || r.controllerRef(child) == nil {
+		return false
+	}
+	namespaced, known := r.ownersScope()
+	return known && namespaced
+}
+
+func (r *Resolver) ownersScope() (namespaced, known bool) {
+	if r.known {
+		return r.namespaced, true
+	}
+	switch r.learned.Load() {
+	case 1:
+		return false, true
+	case 2:
+		return true, true
+	}
+	if r.anyCached == nil {
+		return false, false
+	}
+	o, ok := r.anyCached()
+	if !ok {
+		return false, false
+	}
+	namespaced = o.GetNamespace() != ""
+	if namespaced {
+		r.learned.Store(2)
+	} else {
+		r.learned.Store(1)
+	}
+	return namespaced, true
+}
+
 // CheckScopes refuses children of a cluster-scoped resource owned by a namespaced one (the
 // garbage collector treats such a reference as unresolvable). It can tell only for resources
-// client-go serves; ok is true otherwise.
-func CheckScopes(children, owners schema.GroupVersionResource) (ok bool) {
+// client-go serves; ok is true otherwise, and known false (see Resolver.Unresolvable).
+func CheckScopes(children, owners schema.GroupVersionResource) (ok, known bool) {
 	childNamespaced, childKnown := builtin.Namespaced(children)
 	ownerNamespaced, ownerKnown := builtin.Namespaced(owners)
-	return !childKnown || !ownerKnown || childNamespaced || !ownerNamespaced
+	if !childKnown || !ownerKnown {
+		return true, false
+	}
+	return childNamespaced || !ownerNamespaced, true
 }

@@ -27,9 +27,9 @@ func TestKeys(t *testing.T) {
 		uid, ok := cached[cache.ObjectName{Namespace: ns, Name: name}]
 		return uid, ok
 	}
-	rs := NewResolver(appsv1.SchemeGroupVersion.WithResource("replicasets"), "ReplicaSet", uidOf, func() bool { return synced })
-	tenants := NewResolver(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "tenants"}, "", uidOf, func() bool { return synced })
-	roles := NewResolver(rbacv1.SchemeGroupVersion.WithResource("clusterroles"), "ClusterRole", uidOf, func() bool { return synced })
+	rs := NewResolver(appsv1.SchemeGroupVersion.WithResource("replicasets"), "ReplicaSet", uidOf, func() bool { return synced }, nil)
+	tenants := NewResolver(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "tenants"}, "", uidOf, func() bool { return synced }, nil)
+	roles := NewResolver(rbacv1.SchemeGroupVersion.WithResource("clusterroles"), "ClusterRole", uidOf, func() bool { return synced }, nil)
 
 	for _, tc := range []struct {
 		name string
@@ -85,8 +85,59 @@ func TestCheckScopes(t *testing.T) {
 	}{
 		{pods, sas, true}, {pods, roles, true}, {nss, roles, true}, {nss, sas, false}, {nss, custom, true}, {custom, sas, true},
 	} {
-		if got := CheckScopes(tc.children, tc.owners); got != tc.ok {
+		if got, _ := CheckScopes(tc.children, tc.owners); got != tc.ok {
 			t.Errorf("CheckScopes(%v, %v) = %v, want %v", tc.children.Resource, tc.owners.Resource, got, tc.ok)
 		}
+	}
+}
+
+func TestUnresolvable(t *testing.T) {
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	var cached []metav1.Object
+	lookups := 0
+	anyCached := func() (metav1.Object, bool) {
+		lookups++
+		if len(cached) == 0 {
+			return nil, false
+		}
+		return cached[0], true
+	}
+	none := func(string, string) (types.UID, bool) { return "", false }
+	synced := func() bool { return true }
+	custom := NewResolver(widgets, "Widget", none, synced, anyCached)
+	rs := NewResolver(appsv1.SchemeGroupVersion.WithResource("replicasets"), "ReplicaSet", none, synced, nil)
+
+	clusterChild := child("", "example.com/v1", "Widget", "w", "uid")
+	if custom.Unresolvable(clusterChild) {
+		t.Error("owners' scope unknown (empty cache): Unresolvable = true, want false")
+	}
+	cached = []metav1.Object{&metav1.ObjectMeta{Namespace: "ns", Name: "w"}}
+	if !custom.Unresolvable(clusterChild) {
+		t.Error("cluster-scoped child of namespaced custom owners: Unresolvable = false, want true")
+	}
+	before := lookups
+	cached = nil // the scope is learned once
+	if !custom.Unresolvable(clusterChild) || lookups != before {
+		t.Errorf("second call: want true without reading the cache again (lookups %d → %d)", before, lookups)
+	}
+	for _, tc := range []struct {
+		name string
+		r    *Resolver
+		obj  metav1.Object
+		want bool
+	}{
+		{"namespaced child", custom, child("ns", "example.com/v1", "Widget", "w", "uid"), false},
+		{"another kind", custom, child("", "example.com/v1", "Gadget", "w", "uid"), false},
+		{"no controller", custom, &metav1.ObjectMeta{Name: "orphan"}, false},
+		{"built-in namespaced owners", rs, child("", "apps/v1", "ReplicaSet", "web", "uid"), true},
+	} {
+		if got := tc.r.Unresolvable(tc.obj); got != tc.want {
+			t.Errorf("%s: Unresolvable = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+
+	clusterOwners := NewResolver(widgets, "Widget", none, synced, func() (metav1.Object, bool) { return &metav1.ObjectMeta{Name: "w"}, true })
+	if clusterOwners.Unresolvable(clusterChild) {
+		t.Error("cluster-scoped custom owners: Unresolvable = true, want false")
 	}
 }
