@@ -27,6 +27,7 @@ type Controller[K comparable] struct {
 	maxRetries  int
 	exhausted   ExhaustedPolicy
 	slowRetry   time.Duration  // Options.SlowRetryInterval, defaulted
+	bypass      bool           // Options.EventsBypassBackoff
 	jitter      float64        // Options.RequeueJitter
 	minInterval time.Duration  // Options.MinInterval
 	debounce    time.Duration  // Options.Debounce

@@ -65,6 +65,22 @@ type Options[K comparable] struct {
 	// SlowRetryInterval; it counts as a retry like any other.
 	MaxRetries int
 
+	// EventsBypassBackoff restores client-go's rule for events on a key that
+	// is backing off after a failure: the key is reconciled at once, and if it
+	// fails again its retry count grows, so a stream of events during a fault
+	// drives the backoff to the limiter's cap in seconds (kubernetes#132805:
+	// ReplicaSets stalled 16 minutes after the fault cleared). By default
+	// (false) a backing-off key waits for its retry: events for it, Enqueue
+	// and a Reconcile's own re-add join that retry (provenance lists them),
+	// so the count and the delay grow only when a retry runs at its due time
+	// and fails, and a fault costs the backoff its own length, whatever the
+	// events. An event's fix then waits for the retry too: at most the delay
+	// the key reached, which is about the fault's length so far. Keys past
+	// their retries (slow retries) are reconciled at once on an event either
+	// way: their interval never grows. A Queue not built by this package
+	// (client-go's) always bypasses.
+	EventsBypassBackoff bool
+
 	// Exhausted is what happens to a key that failed after its MaxRetries
 	// retries. The zero value, SlowRetry, tries it again every
 	// SlowRetryInterval until a Reconcile succeeds (which forgets its
@@ -293,6 +309,7 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		maxRetries:  opts.MaxRetries,
 		exhausted:   opts.Exhausted,
 		slowRetry:   opts.SlowRetryInterval,
+		bypass:      opts.EventsBypassBackoff,
 		jitter:      opts.RequeueJitter,
 		minInterval: opts.MinInterval,
 		debounce:    opts.Debounce,

@@ -35,6 +35,9 @@ type addSpec struct {
 	trigger     Trigger // recorded with provenance; trigger.After delays the add
 	priority    *int    // Result.Priority; nil keeps the default
 	rateLimited bool    // delay through the rate limiter (a retry)
+	// hold keeps the key out until the delay ends: adds meanwhile join it
+	// (workqueue.AddOpts.Hold). Only ctrlkit's queue can.
+	hold bool
 }
 
 // adaptQueue returns the queue view of q: ctrlkit's queue is used through its
@@ -83,11 +86,11 @@ func (c ckQueue[K]) doneAndNext(key K) (K, Reasons, bool) {
 func (c ckQueue[K]) done(key K) { c.q.Done(key) }
 
 func (c ckQueue[K]) add(key K, a addSpec) {
-	if !c.provenance && a.priority == nil {
+	if !c.provenance && a.priority == nil && !a.hold {
 		addPlain(c.q, key, a)
 		return
 	}
-	o := workqueue.AddOpts{After: a.trigger.After, RateLimited: a.rateLimited, Cause: a.trigger.cause()}
+	o := workqueue.AddOpts{After: a.trigger.After, RateLimited: a.rateLimited, Hold: a.hold, Cause: a.trigger.cause()}
 	if a.priority != nil {
 		o.Priority = *a.priority
 	}

@@ -50,7 +50,9 @@ func (p ExhaustedPolicy) String() string {
 // retry is the error policy for a failed, non-terminal Reconcile of key: back
 // off through the rate limiter while retries are left, then (by default)
 // come back every slowRetry, or forget the key with GiveUp. It reports
-// whether it put the key back.
+// whether it put the key back. A backing-off key is held (unless
+// Options.EventsBypassBackoff): events cannot run it before its retry, so
+// only retries run at their due time count.
 func (c *Controller[K]) retry(logger klog.Logger, q queue[K], key K, priority *int, err error) bool {
 	n := q.numRequeues(key)
 	if c.maxRetries == RetryForever || n < c.maxRetries {
@@ -61,12 +63,12 @@ func (c *Controller[K]) retry(logger klog.Logger, q queue[K], key K, priority *i
 			delay := max(c.limiter.When(key), floor)
 			logger.Error(err, "Reconcile failed; retrying when the API server asked", "retries", n, "maxRetries", c.maxRetries, "retryAfter", delay)
 			c.retries.backoff(key)
-			q.add(key, addSpec{trigger: Trigger{Kind: TriggerRetry, Retry: n + 1, After: delay}, priority: priority})
+			q.add(key, addSpec{trigger: Trigger{Kind: TriggerRetry, Retry: n + 1, After: delay}, priority: priority, hold: !c.bypass})
 			return true
 		}
 		logger.Error(err, "Reconcile failed; retrying with backoff", "retries", n, "maxRetries", c.maxRetries)
 		c.retries.backoff(key)
-		q.add(key, addSpec{trigger: retryTrigger(n + 1), priority: priority, rateLimited: true})
+		q.add(key, addSpec{trigger: retryTrigger(n + 1), priority: priority, rateLimited: true, hold: !c.bypass})
 		return true
 	}
 	if c.exhausted == GiveUp {

@@ -127,8 +127,9 @@ func (q *Queue[T]) deadline(d time.Duration) time.Duration {
 }
 
 // delayLocked makes item (whose hash is h) wait until at (then it is added with priority prio). An item already
-// waiting keeps the earlier ready time and the higher priority.
-func (q *Queue[T]) delayLocked(item T, h uint64, at time.Duration, prio int, c *Cause) {
+// waiting keeps the earlier ready time and the higher priority, unless it is held (AddOpts.Hold):
+// then it keeps its held time. With hold, the wait holds the item, unless it is ready already.
+func (q *Queue[T]) delayLocked(item T, h uint64, at time.Duration, prio int, c *Cause, hold bool) {
 	e := q.items.get(h, item)
 	if e == nil {
 		if e = q.newEntryLocked(item, h); e == nil {
@@ -137,6 +138,14 @@ func (q *Queue[T]) delayLocked(item T, h uint64, at time.Duration, prio int, c *
 	}
 	if q.provenance {
 		q.recordLocked(e, c, true)
+	}
+	if hold && e.state&stQueued == 0 {
+		e.held = true
+	} else if e.held && at < e.readyAt {
+		if prio > e.waitPrio {
+			e.waitPrio = prio
+		}
+		return
 	}
 	if e.waiting {
 		if prio > e.waitPrio {
@@ -181,7 +190,7 @@ func (q *Queue[T]) promoteLocked(now time.Duration) {
 			q.delayed.stale--
 			continue
 		}
-		s.e.waiting = false
+		s.e.waiting, s.e.held = false, false
 		if s.e.rec != nil {
 			s.e.rec.ready.Merge(s.e.rec.waiting)
 			s.e.rec.waiting = Record{}
@@ -197,7 +206,7 @@ func (q *Queue[T]) promoteLocked(now time.Duration) {
 func (q *Queue[T]) dropDelayedLocked() {
 	for _, s := range q.delayed.slots {
 		if s.live() {
-			s.e.waiting = false
+			s.e.waiting, s.e.held = false, false
 			if s.e.rec != nil {
 				s.e.rec.waiting = Record{}
 			}

@@ -26,6 +26,10 @@
 //     client-go's controller default: per-item exponential backoff from 5 ms to 1000 s, and an
 //     overall 10 qps bucket with burst 100); Forget resets an item's backoff, NumRequeues reports
 //     it.
+//   - Holds: a delayed add with AddOpts.Hold keeps the item out until the delay ends; adds
+//     meanwhile, and an add while it is being processed, join it instead of handing it out
+//     early. A retry added so is a backoff that events can neither cut short nor inflate
+//     (kubernetes#132805); client-go has no such add.
 //   - Priorities: AddWithOpts(AddOpts{Priority: p}, items...) hands out higher priorities
 //     first, FIFO within a priority. An item added again keeps the higher of its priorities.
 //     Delayed and rate-limited adds keep their priority through the delay.

@@ -269,3 +269,25 @@ func ExampleWithAging() {
 	// resync/a
 	// event/2
 }
+
+// A retry added with Hold keeps its key out until its delay ends: an event for the key
+// meanwhile joins the retry instead of running it early (and failing again during the fault).
+func ExampleAddOpts_hold() {
+	clk := testingclock.NewFakeClock(time.Unix(0, 0))
+	q := workqueue.New(workqueue.WithClock[string](clk))
+	defer q.ShutDown()
+
+	q.Add("ns/web")
+	key, _ := q.Get()
+	// The Reconcile of key failed: retry in 10 s, held.
+	q.AddWithOpts(workqueue.AddOpts{After: 10 * time.Second, Hold: true}, key)
+	q.Done(key)
+
+	q.Add("ns/web") // an event for the key
+	fmt.Println("ready after the event:", q.Len())
+	clk.Step(10 * time.Second)
+	fmt.Println("ready after 10s:", q.Len())
+	// Output:
+	// ready after the event: 0
+	// ready after 10s: 1
+}

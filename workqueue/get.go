@@ -97,7 +97,15 @@ func (q *Queue[T]) doneLocked(item T, h uint64) {
 	if q.metrics != nil {
 		q.metrics.finished(e)
 	}
-	if e.state&stDirty != 0 {
+	if e.state&stDirty != 0 && e.held {
+		// Added again while being processed, and held since: the re-add waits with the hold.
+		e.state = 0
+		e.waitPrio = max(e.waitPrio, e.prio)
+		if e.rec != nil {
+			e.rec.waiting.Merge(e.rec.ready)
+			e.rec.ready = Record{}
+		}
+	} else if e.state&stDirty != 0 {
 		e.state = 0
 		q.enqueueLocked(e, e.prio)
 		if q.waiters.head != nil {

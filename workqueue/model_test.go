@@ -72,6 +72,7 @@ type refEntry struct {
 	pushTick   int64  // the aging tick counted when the ready slot was taken
 
 	waiting  bool
+	held     bool // an AddOpts.Hold wait: adds join it
 	readyAt  time.Duration
 	waitPrio int
 	waitSeq  uint64
@@ -139,6 +140,10 @@ func (m *refModel) add(k string, prio int) {
 		return
 	}
 	e := m.entry(k)
+	if e.held && !e.processing {
+		e.waitPrio = max(e.waitPrio, prio)
+		return
+	}
 	switch {
 	case e.processing:
 		if !e.dirty {
@@ -158,7 +163,7 @@ func (m *refModel) add(k string, prio int) {
 	}
 }
 
-func (m *refModel) delay(k string, d time.Duration, prio int) {
+func (m *refModel) delay(k string, d time.Duration, prio int, hold bool) {
 	if m.shutdown {
 		return
 	}
@@ -168,6 +173,12 @@ func (m *refModel) delay(k string, d time.Duration, prio int) {
 	}
 	e := m.entry(k)
 	at := m.now + d
+	if hold && !e.queued {
+		e.held = true
+	} else if e.held && at < e.readyAt {
+		e.waitPrio = max(e.waitPrio, prio)
+		return
+	}
 	if e.waiting {
 		e.waitPrio = max(e.waitPrio, prio)
 		if at < e.readyAt {
@@ -206,7 +217,7 @@ func (m *refModel) promote() {
 	})
 	for _, k := range due {
 		e := m.entries[k]
-		e.waiting = false
+		e.waiting, e.held = false, false
 		m.add(k, e.waitPrio)
 	}
 }
@@ -319,7 +330,10 @@ func (m *refModel) done(k string) {
 		return
 	}
 	e.processing = false
-	if e.dirty {
+	if e.dirty && e.held {
+		e.dirty = false
+		e.waitPrio = max(e.waitPrio, e.prio)
+	} else if e.dirty {
 		e.dirty = false
 		m.enqueue(k, e, e.prio)
 	}
@@ -329,7 +343,7 @@ func (m *refModel) done(k string) {
 func (m *refModel) shutDown() {
 	m.shutdown = true
 	for k, e := range m.entries {
-		e.waiting = false
+		e.waiting, e.held = false, false
 		m.cleanup(k)
 	}
 }
@@ -409,32 +423,32 @@ func runModel(t testing.TB, next func() (byte, bool), maxOps int, cfg modelConfi
 				m.add(k, p)
 			}
 		case 4:
-			p, d, k := prio(), delay(), key()
-			trace = append(trace, fmt.Sprintf("AddWithOpts(p=%d,after=%v,%s)", p, d, k))
-			q.AddWithOpts(workqueue.AddOpts{Priority: p, After: d}, k)
-			m.delay(k, d, p)
+			p, d, k, hold := prio(), delay(), key(), (op/20)%2 == 1
+			trace = append(trace, fmt.Sprintf("AddWithOpts(p=%d,after=%v,hold=%v,%s)", p, d, hold, k))
+			q.AddWithOpts(workqueue.AddOpts{Priority: p, After: d, Hold: hold}, k)
+			m.delay(k, d, p, hold)
 		case 5:
-			p, d, k := prio(), delay(), key()
-			trace = append(trace, fmt.Sprintf("AddWithOpts(p=%d,after=%v,ratelimited,%s)", p, d, k))
-			q.AddWithOpts(workqueue.AddOpts{Priority: p, After: d, RateLimited: true}, k)
+			p, d, k, hold := prio(), delay(), key(), (op/20)%2 == 1
+			trace = append(trace, fmt.Sprintf("AddWithOpts(p=%d,after=%v,ratelimited,hold=%v,%s)", p, d, hold, k))
+			q.AddWithOpts(workqueue.AddOpts{Priority: p, After: d, RateLimited: true, Hold: hold}, k)
 			if !m.shutdown {
 				rl := m.when(k)
 				if d > 0 && d < rl {
 					rl = d
 				}
-				m.delay(k, rl, p)
+				m.delay(k, rl, p, hold)
 			}
 		case 6, 7:
 			d, k := delay(), key()
 			trace = append(trace, fmt.Sprintf("AddAfter(%s,%v)", k, d))
 			q.AddAfter(k, d)
-			m.delay(k, d, 0)
+			m.delay(k, d, 0, false)
 		case 8:
 			k := key()
 			trace = append(trace, "AddRateLimited("+k+")")
 			q.AddRateLimited(k)
 			if !m.shutdown {
-				m.delay(k, m.when(k), 0)
+				m.delay(k, m.when(k), 0, false)
 			}
 		case 9, 10, 11:
 			want, wantShutdown, blocks := m.get()

@@ -76,6 +76,14 @@ type AddOpts struct {
 	// With After also positive, the shorter of the two delays is used (controller-runtime's rule);
 	// the limiter counts the requeue either way.
 	RateLimited bool
+	// Hold keeps a delayed item out until its delay ends, whatever else is added meanwhile: an
+	// add at once, an earlier delayed add, or an add while the item is being processed (which
+	// would hand it out again right after Done) joins the held add instead, its cause recorded
+	// and its priority kept. It makes a retry's backoff one that events cannot cut short, nor
+	// inflate by failing early (kubernetes#132805); without it, as in client-go, an event
+	// hands a backing-off item out at once. Hold needs a delay (After or RateLimited); an item
+	// already ready stays ready. The hold ends with the delay.
+	Hold bool
 	// Cause is why the items are added, merged into each item's record on a queue with
 	// provenance (WithProvenance) and ignored otherwise. A delayed add's cause joins the
 	// record when the delay ends.
@@ -111,6 +119,7 @@ type entry[T comparable] struct {
 
 	state   uint8
 	waiting bool // in delayed
+	held    bool // waiting for an AddOpts.Hold add: other adds wait with it
 	retired bool // in Queue.retired: done, its item let go, its slot to leave with the batch
 }
 
@@ -207,7 +216,7 @@ func (q *Queue[T]) AddWithOpts(o AddOpts, items ...T) {
 			if o.After > 0 && o.After < d {
 				d = o.After
 			}
-			q.addAfter(item, d, o.Priority, &o.Cause)
+			q.addAfter(item, d, o.Priority, &o.Cause, o.Hold)
 		}
 	case o.After > 0:
 		at := q.deadline(o.After)
@@ -217,7 +226,7 @@ func (q *Queue[T]) AddWithOpts(o AddOpts, items ...T) {
 				if q.metrics != nil {
 					q.metrics.retry()
 				}
-				q.delayLocked(item, q.items.hash(item), at, o.Priority, &o.Cause)
+				q.delayLocked(item, q.items.hash(item), at, o.Priority, &o.Cause, o.Hold)
 			}
 		}
 		q.unlock()
@@ -238,10 +247,10 @@ func (q *Queue[T]) AddWithOpts(o AddOpts, items ...T) {
 // AddAfter adds item once d has passed; d <= 0 adds at once. An item already waiting keeps the
 // earlier of its ready times. Items still waiting at ShutDown are dropped, as in client-go.
 func (q *Queue[T]) AddAfter(item T, d time.Duration) {
-	q.addAfter(item, d, 0, nil)
+	q.addAfter(item, d, 0, nil, false)
 }
 
-func (q *Queue[T]) addAfter(item T, d time.Duration, prio int, c *Cause) {
+func (q *Queue[T]) addAfter(item T, d time.Duration, prio int, c *Cause, hold bool) {
 	var at time.Duration
 	if d > 0 {
 		at = q.deadline(d) // read the clock outside the lock
@@ -262,7 +271,7 @@ func (q *Queue[T]) addAfter(item T, d time.Duration, prio int, c *Cause) {
 		}
 		return
 	}
-	q.delayLocked(item, h, at, prio, c)
+	q.delayLocked(item, h, at, prio, c, hold)
 }
 
 // Len returns the number of items ready to be handed out, counting the delayed items that are
@@ -280,6 +289,10 @@ func (q *Queue[T]) Len() int {
 // cause c (nil: the zero Cause) when the queue keeps provenance.
 func (q *Queue[T]) addLocked(item T, h uint64, prio int, c *Cause) {
 	e := q.items.get(h, item)
+	if e != nil && e.held && e.state&stProcessing == 0 {
+		q.joinHoldLocked(e, prio, c)
+		return
+	}
 	if e == nil {
 		if e = q.newEntryLocked(item, h); e == nil {
 			return
@@ -293,6 +306,16 @@ func (q *Queue[T]) addLocked(item T, h uint64, prio int, c *Cause) {
 	}
 	if q.provenance {
 		q.recordLocked(e, c, false)
+	}
+}
+
+// joinHoldLocked folds an add of priority prio, for the cause c, into e's held delay.
+func (q *Queue[T]) joinHoldLocked(e *entry[T], prio int, c *Cause) {
+	if prio > e.waitPrio {
+		e.waitPrio = prio
+	}
+	if q.provenance {
+		q.recordLocked(e, c, true)
 	}
 }
 
