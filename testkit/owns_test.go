@@ -196,12 +196,16 @@ type logSink struct {
 	errs []string
 }
 
-func (s *logSink) Init(logr.RuntimeInfo)                  {}
-func (s *logSink) Enabled(int) bool                       { return false }
-func (s *logSink) Info(int, string, ...any)               {}
-func (s *logSink) WithValues(...any) logr.LogSink         { return s }
-func (s *logSink) WithName(string) logr.LogSink           { return s }
-func (s *logSink) Error(err error, msg string, kv ...any) { s.mu.Lock(); s.errs = append(s.errs, msg+": "+err.Error()); s.mu.Unlock() }
+func (s *logSink) Init(logr.RuntimeInfo)          {}
+func (s *logSink) Enabled(int) bool               { return false }
+func (s *logSink) Info(int, string, ...any)       {}
+func (s *logSink) WithValues(...any) logr.LogSink { return s }
+func (s *logSink) WithName(string) logr.LogSink   { return s }
+func (s *logSink) Error(err error, msg string, kv ...any) {
+	s.mu.Lock()
+	s.errs = append(s.errs, msg+": "+err.Error())
+	s.mu.Unlock()
+}
 
 func (s *logSink) errors() []string {
 	s.mu.Lock()

@@ -24,6 +24,15 @@ func TestSimReplicaSet(t *testing.T) {
 		sim.APIErrors(20), sim.Drift())
 }
 
+// Two replicas, the leader crashed, its Lease renewals failing, or cut off the API server: the
+// other process takes over on its own cache and the ReplicaSet ends as without faults, with no
+// Pod created or deleted more often.
+func TestSimReplicaSetFailover(t *testing.T) {
+	s := replicaSetScenario()
+	s.Replicas = 2
+	sim.Check(t, s, sim.Crash(), sim.LeaseStall(30*time.Second), sim.Partition(30*time.Second))
+}
+
 // Restarted onto a cache that lags (an API server whose watch cache serves the informers' first
 // list from the past), the controller acts on the ReplicaSet's old replica count: it creates
 // Pods the ReplicaSet no longer wants, and deletes them again, with an established Pod among

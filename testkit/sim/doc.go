@@ -18,7 +18,10 @@
 //     410 Gone and its informers list again (unobserved states, tombstones);
 //   - APIErrors: its writes fail with Conflict, 429, 500 and 504;
 //   - Drift and Edit: another actor deletes one of the objects it created, or sets a field it
-//     wrote to another value.
+//     wrote to another value;
+//   - LeaseStall and Partition, with Scenario.Replicas of 2 or more (the replicas elect a leader
+//     with a Lease): the leader's Lease requests fail, or it is cut off the API server, and
+//     another process takes over on its own cache (failovers).
 //
 // The oracles: the world becomes quiet within the scenario's Deadline after every step (it
 // converges); the invariants hold; the end state equals the reference's once normalised (UIDs,
@@ -29,5 +32,6 @@
 //
 // The trace of a run is reproducible when every controller runs one worker
 // (controller.Options.Workers: 1): with more, the order of concurrent reconciles is the Go
-// scheduler's.
+// scheduler's. With several replicas, which candidate wins an open election (after a Crash
+// of the leader) is client-go's election jitter's pick, which the simulation does not seed.
 package sim

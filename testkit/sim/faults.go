@@ -24,9 +24,9 @@ type plan interface {
 	fmt.Stringer
 	// install prepares a new process before it starts (reactors).
 	install(w *world, pr *proc)
-	// watch returns the watch of gvr the process gets in place of inner (inner itself when the
-	// fault leaves its watches alone).
-	watch(gvr schema.GroupVersionResource, inner watch.Interface) watch.Interface
+	// watch returns the watch of gvr the process pr gets in place of inner (inner itself when
+	// the fault leaves its watches alone).
+	watch(pr *proc, gvr schema.GroupVersionResource, inner watch.Interface) watch.Interface
 	// afterWrite is called after each successful write of the world, by pr (nil: a user), with
 	// the processes' and the world's write counts so far. It runs on the request's path: it
 	// must not block.
@@ -43,7 +43,7 @@ type plan interface {
 type base struct{ hit atomic.Bool }
 
 func (*base) install(*world, *proc) {}
-func (*base) watch(_ schema.GroupVersionResource, inner watch.Interface) watch.Interface {
+func (*base) watch(_ *proc, _ schema.GroupVersionResource, inner watch.Interface) watch.Interface {
 	return inner
 }
 func (*base) afterWrite(*world, *proc, int, int)     {}

@@ -51,7 +51,7 @@ func normaliseEnd(snap *fakecluster.Snapshot) map[string]string {
 	for gvr, list := range objs {
 		for _, o := range list {
 			m, err := meta.Accessor(o)
-			if err != nil {
+			if err != nil || isElectionLease(gvr, m.GetNamespace(), m.GetName()) {
 				continue
 			}
 			key := objectKey(gvr, m.GetNamespace(), m.GetName(), m.GetGenerateName())
@@ -178,4 +178,10 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// isElectionLease reports whether the object is the Lease the replicas elect their leader with:
+// who holds it is the faults' doing, not the controller's, and the trace says who leads.
+func isElectionLease(gvr schema.GroupVersionResource, namespace, name string) bool {
+	return gvr.Group == "coordination.k8s.io" && gvr.Resource == "leases" && namespace == leaseNamespace && name == leaseName
 }

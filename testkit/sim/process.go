@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -14,30 +15,34 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/leaderelection"
 	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
 )
 
 // proc is one process: its connection and what stops it.
 type proc struct {
-	p      *Process
-	conn   *fakecluster.Connection
-	dead   atomic.Bool
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	lag    atomic.Bool // its cache still lags (StaleRestart)
+	p       *Process
+	conn    *fakecluster.Connection
+	dead    atomic.Bool
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	lag     atomic.Bool // its cache still lags (StaleRestart)
+	leading atomic.Bool // its controllers run (always, without an election)
 }
 
-// restart is a crash an observer saw: the process restarts onto a cache lagging at snapshot
-// (nil: current) for hold.
+// restart is a crash an observer saw: the process of replica slot restarts onto a cache
+// lagging at snapshot (nil: current) for hold.
 type restart struct {
+	slot      int
 	why       string
 	snapshot  *fakecluster.Snapshot
 	hold      time.Duration
 	resources []schema.GroupVersionResource // those that lag; none: all
 }
 
-// startProcess starts a new process; with a snapshot, its reads lag at it for hold.
-func (w *world) startProcess(snapshot *fakecluster.Snapshot, hold time.Duration, resources ...schema.GroupVersionResource) error {
+// startProcess starts a new process for replica slot; with a snapshot, its reads lag at it for
+// hold.
+func (w *world) startProcess(slot int, snapshot *fakecluster.Snapshot, hold time.Duration, resources ...schema.GroupVersionResource) error {
 	w.mu.Lock()
 	w.incarnation++
 	n := w.incarnation
@@ -65,7 +70,7 @@ func (w *world) startProcess(snapshot *fakecluster.Snapshot, hold time.Duration,
 	conn.Observe(func(a clienttesting.Action, obj runtime.Object, err error) { w.observe(pr, a, obj, err) })
 	conn.InterceptWatches(func(gvr schema.GroupVersionResource, inner watch.Interface) watch.Interface {
 		for _, p := range w.plans {
-			inner = p.watch(gvr, inner)
+			inner = p.watch(pr, gvr, inner)
 		}
 		return inner // paced by the connection's latency
 	})
@@ -86,32 +91,75 @@ func (w *world) startProcess(snapshot *fakecluster.Snapshot, hold time.Duration,
 	}
 	factory := informer.NewFactory(cs, informer.WithDynamicClient(conn.Dynamic()), informer.WithMetadataClient(conn.Metadata()),
 		informer.WithLogger(logr.Discard()))
-	pr.p = &Process{Client: cs, Dynamic: conn.Dynamic(), Metadata: conn.Metadata(), Factory: factory, Incarnation: n}
+	pr.p = &Process{Client: cs, Dynamic: conn.Dynamic(), Metadata: conn.Metadata(), Factory: factory, Incarnation: n, Replica: slot}
 	if err := w.s.Start(pr.p); err != nil {
 		return fmt.Errorf("%w: Start: %w", ErrScenario, err)
 	}
 	ctx, cancel := context.WithCancel(w.ctx)
 	pr.cancel = cancel
 	factory.Start(ctx)
-	for _, c := range pr.p.controllers {
-		pr.wg.Go(func() {
-			if err := c.Run(ctx); err != nil && ctx.Err() == nil {
-				w.problem("process %d: controller %s stopped: %v", n, c.Name(), err)
-			}
-		})
+	if w.s.Replicas > 1 {
+		pr.wg.Go(func() { w.campaign(ctx, pr) })
+	} else {
+		pr.leading.Store(true)
+		w.runControllers(ctx, pr)
 	}
 	w.mu.Lock()
-	w.proc = pr
+	w.procs[slot] = pr
 	w.mu.Unlock()
 	return nil
 }
 
-// stopProcess stops the current process, as a crash does: its requests fail from now on, its
-// controllers' contexts end (no drain), and it is waited for.
-func (w *world) stopProcess() {
+// runControllers runs pr's controllers until ctx ends, in goroutines pr.wg waits for.
+func (w *world) runControllers(ctx context.Context, pr *proc) {
+	for _, c := range pr.p.controllers {
+		pr.wg.Go(func() {
+			if err := c.Run(ctx); err != nil && ctx.Err() == nil {
+				w.problem("process %d: controller %s stopped: %v", pr.p.Incarnation, c.Name(), err)
+			}
+		})
+	}
+}
+
+// campaign runs pr's leader election until ctx ends: its controllers run while it leads, and
+// it campaigns again after it lost the Lease, as a manager.Manager does.
+func (w *world) campaign(ctx context.Context, pr *proc) {
+	cfg := leaderelection.Config{Namespace: leaseNamespace, Name: leaseName, Identity: fmt.Sprintf("process-%d", pr.p.Incarnation)}
+	for ctx.Err() == nil {
+		err := leaderelection.Run(ctx, pr.p.Client, cfg, leaderelection.Callbacks{
+			OnStartedLeading: func(lctx context.Context) {
+				w.record("process %d: leads", pr.p.Incarnation)
+				pr.leading.Store(true)
+				var run sync.WaitGroup
+				for _, c := range pr.p.controllers {
+					run.Go(func() {
+						if err := c.Run(lctx); err != nil && lctx.Err() == nil {
+							w.problem("process %d: controller %s stopped: %v", pr.p.Incarnation, c.Name(), err)
+						}
+					})
+				}
+				run.Wait()
+				pr.leading.Store(false)
+			},
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil && !pr.dead.Load() {
+					w.record("process %d: lost the Lease", pr.p.Incarnation)
+				}
+			},
+		})
+		if err != nil && ctx.Err() == nil && !errors.Is(err, leaderelection.ErrLeaseLost) {
+			w.problem("process %d: leader election: %v", pr.p.Incarnation, err)
+			return
+		}
+	}
+}
+
+// stopProcess stops the process of replica slot, as a crash does: its requests fail from now
+// on, its controllers' contexts end (no drain), and it is waited for.
+func (w *world) stopProcess(slot int) {
 	w.mu.Lock()
-	pr := w.proc
-	w.proc = nil
+	pr := w.procs[slot]
+	w.procs[slot] = nil
 	w.mu.Unlock()
 	if pr == nil {
 		return
@@ -122,12 +170,20 @@ func (w *world) stopProcess() {
 	pr.wg.Wait()
 }
 
+// stopAll stops every process.
+func (w *world) stopAll() {
+	for slot := range w.procs {
+		w.stopProcess(slot)
+	}
+}
+
 // crash asks the driver to restart the process pr (which gets no further request through);
 // it runs on pr's request path.
 func (w *world) crash(pr *proc, rs restart) {
 	if pr == nil || !pr.dead.CompareAndSwap(false, true) {
 		return
 	}
+	rs.slot = pr.p.Replica
 	select {
 	case w.restarts <- rs:
 	default: // a restart is pending already

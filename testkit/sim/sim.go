@@ -42,6 +42,13 @@ type Scenario struct {
 	// previous one, through a connection of its own that faults never touch.
 	Workload []Step
 
+	// Replicas is how many processes run at once, each its own Start, as a Deployment's
+	// replicas do. With more than one they elect a leader with a Lease (ctrlkit's
+	// leaderelection, its default timings) and only the leader's controllers run; a standby's
+	// informers still fill, and it takes over when the leader crashes or loses the Lease (see
+	// LeaseStall and Partition). 0 or 1: one process, no election.
+	Replicas int
+
 	// Invariants must hold once the world is quiet after the workload.
 	Invariants []Invariant
 
@@ -87,8 +94,11 @@ type Process struct {
 	// Factory is the process's informer factory over Client, Dynamic and Metadata, started once
 	// Start returned.
 	Factory *informer.Factory
-	// Incarnation counts the process's restarts: 1 for the first.
+	// Incarnation counts the processes started in the run: 1 for the first.
 	Incarnation int
+	// Replica is the process's replica slot, from 0 (see Scenario.Replicas); a restarted
+	// process keeps its slot.
+	Replica int
 
 	controllers []testkit.Controller
 }

@@ -132,7 +132,7 @@ func (p *windowPlan) afterWrite(w *world, _ *proc, _, worldWrites int) {
 	})
 }
 
-func (p *windowPlan) watch(gvr schema.GroupVersionResource, inner watch.Interface) watch.Interface {
+func (p *windowPlan) watch(_ *proc, gvr schema.GroupVersionResource, inner watch.Interface) watch.Interface {
 	p.mu.Lock()
 	if p.ended > 0 {
 		p.ended-- // an informer watches again: its list is done

@@ -36,6 +36,9 @@ const (
 	latency = time.Millisecond
 	// offGrid shifts the faults' timers off the millisecond grid (see world.after).
 	offGrid = 500 * time.Microsecond
+	// leaseNamespace and leaseName name the Lease the replicas of a scenario with Replicas > 1
+	// elect their leader with.
+	leaseNamespace, leaseName = "kube-system", "sim"
 	// runawayWrites is the least number of writes after which a run is stopped as a runaway
 	// (20 times the reference's when that is more).
 	runawayWrites = 500
@@ -62,7 +65,7 @@ type world struct {
 	restarts chan restart // crashes the observers ask for; the driver restarts
 
 	mu          sync.Mutex
-	proc        *proc
+	procs       []*proc // by replica slot; nil while a slot's process restarts
 	incarnation int
 	keepSnaps   bool                    // a fault reads past states (StaleRestart)
 	snapshots   []*fakecluster.Snapshot // after each write of the world, oldest first, when kept
@@ -107,6 +110,9 @@ func run(t *testing.T, s Scenario, seed uint64, faults []Fault, ref *Result) (*R
 		if _, ok := p.(*stalePlan); ok {
 			w.keepSnaps = true
 		}
+		if _, ok := p.(*cutPlan); ok && s.Replicas < 2 {
+			return nil, fmt.Errorf("%w: %s needs Scenario.Replicas of 2 or more (a standby to take over)", ErrScenario, f)
+		}
 		w.plans = append(w.plans, p)
 	}
 	// A controller that writes in a loop (a create whose record keeps failing) would fill the
@@ -124,10 +130,17 @@ func run(t *testing.T, s Scenario, seed uint64, faults []Fault, ref *Result) (*R
 	}
 
 	defer w.stopTimers()
-	if err := w.startProcess(nil, 0); err != nil {
-		return nil, err
+	w.procs = make([]*proc, max(s.Replicas, 1))
+	defer w.stopAll()
+	for slot := range w.procs {
+		if slot > 0 {
+			// The first replica leads: it took the Lease before the others start.
+			time.Sleep(time.Second)
+		}
+		if err := w.startProcess(slot, nil, 0); err != nil {
+			return nil, err
+		}
 	}
-	defer func() { w.stopProcess() }()
 	if err := w.settle(deadline, "start", false); err != nil {
 		w.problem("%v", err)
 	}
@@ -161,7 +174,7 @@ func run(t *testing.T, s Scenario, seed uint64, faults []Fault, ref *Result) (*R
 			w.problem("invariant %q: %v", inv.Name, err)
 		}
 	}
-	w.stopProcess()
+	w.stopAll()
 	w.res.end = normaliseEnd(cluster.Snapshot())
 	for _, p := range w.plans {
 		if !p.struck() {
@@ -185,9 +198,9 @@ func (w *world) settle(deadline time.Duration, after string, final bool) error {
 		}
 		select {
 		case rs := <-w.restarts:
-			w.stopProcess()
+			w.stopProcess(rs.slot)
 			w.record("%s", rs.why)
-			if err := w.startProcess(rs.snapshot, rs.hold, rs.resources...); err != nil {
+			if err := w.startProcess(rs.slot, rs.snapshot, rs.hold, rs.resources...); err != nil {
 				return err
 			}
 			idleSince = time.Time{}
@@ -215,30 +228,40 @@ func (w *world) settle(deadline time.Duration, after string, final bool) error {
 // count when final.
 func (w *world) busy(final bool) string {
 	w.mu.Lock()
-	pr := w.proc
+	procs := slices.Clone(w.procs)
 	w.mu.Unlock()
-	if pr == nil {
-		return "no process"
-	}
-	if final && pr.lag.Load() {
-		return "the process's cache lags"
+	var parts []string
+	leaders := 0
+	for _, pr := range procs {
+		if pr == nil {
+			return "a process restarts"
+		}
+		if final && pr.lag.Load() {
+			return "the process's cache lags"
+		}
+		if !pr.leading.Load() {
+			continue // a standby: its controllers do not run
+		}
+		leaders++
+		for _, c := range pr.p.controllers {
+			st := c.Stats()
+			synced := true
+			if s, ok := c.(interface{ HasSynced() bool }); ok {
+				synced = s.HasSynced()
+			}
+			if !st.Idle() || st.Retrying > 0 || st.Settling > 0 || !synced {
+				parts = append(parts, fmt.Sprintf("controller %s: %d queued, %d in flight, %d retrying, %d held, synced %v",
+					c.Name(), st.Queued, st.InFlight, st.Retrying, st.Fenced, synced))
+			}
+		}
 	}
 	for _, p := range w.plans {
 		if b := p.busy(); final && b != "" {
 			return b
 		}
 	}
-	var parts []string
-	for _, c := range pr.p.controllers {
-		st := c.Stats()
-		synced := true
-		if s, ok := c.(interface{ HasSynced() bool }); ok {
-			synced = s.HasSynced()
-		}
-		if !st.Idle() || st.Retrying > 0 || st.Settling > 0 || !synced {
-			parts = append(parts, fmt.Sprintf("controller %s: %d queued, %d in flight, %d retrying, %d held, synced %v",
-				c.Name(), st.Queued, st.InFlight, st.Retrying, st.Fenced, synced))
-		}
+	if leaders == 0 {
+		return "no process leads"
 	}
 	return strings.Join(parts, "; ")
 }
@@ -251,6 +274,9 @@ func (w *world) observe(pr *proc, a clienttesting.Action, obj runtime.Object, er
 		return
 	}
 	gvr, ns := a.GetResource(), a.GetNamespace()
+	if isElectionLease(gvr, ns, leaseName) {
+		return // the replicas' election: the trace says who leads instead
+	}
 	name, generateName := "", ""
 	if n, ok := a.(interface{ GetName() string }); ok {
 		name = n.GetName()
