@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"github.com/ctrlkit/ctrlkit/leaderelection"
 	"github.com/ctrlkit/ctrlkit/manager"
 	"github.com/ctrlkit/ctrlkit/testkit/sim"
 )
@@ -28,6 +29,32 @@ func TestSimInfoController(t *testing.T) {
 	// note of issue 47.
 	sim.Check(t, infoScenario(), sim.Crash(), sim.MergeEvents(30*time.Second),
 		sim.Relist(30*time.Second), sim.APIErrors(20), sim.Drift())
+}
+
+// Two replicas of the binary's Manager, electing a leader with its Lease: the leader crashed,
+// its Lease renewals failing, or cut off the API server. The other takes over and the
+// ConfigMaps end as without faults. The world has a garbage collector: a standby that takes
+// over after a Deployment was deleted never sees the deletion, and leaves its ConfigMap to the
+// collector, as in a real cluster.
+func TestSimInfoControllerFailover(t *testing.T) {
+	s := infoScenario()
+	s.Replicas = 2
+	s.GarbageCollector = true
+	s.Start = func(p *sim.Process) error {
+		mgr, err := manager.New(manager.Options{Client: p.Client, Factory: p.Factory,
+			LeaderElection: &leaderelection.Config{Enabled: true, Namespace: "kube-system", Name: "info-controller"}})
+		if err != nil {
+			return err
+		}
+		c, err := NewInfoController(mgr)
+		if err != nil {
+			return err
+		}
+		p.Run(c)
+		p.RunManager(mgr)
+		return nil
+	}
+	sim.Check(t, s, sim.Crash(), sim.LeaseStall(30*time.Second), sim.Partition(30*time.Second))
 }
 
 func infoScenario() sim.Scenario {

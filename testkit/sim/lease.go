@@ -115,16 +115,20 @@ func (p *cutPlan) afterWrite(w *world, pr *proc, procWrites, _ int) {
 	if pr == nil || procWrites != p.k || !p.hit.CompareAndSwap(false, true) {
 		return
 	}
-	p.mu.Lock()
-	p.target, p.until = pr, time.Now().Add(p.hold+offGrid)
-	p.mu.Unlock()
-	if p.leases {
-		w.record("fault: process %d's Lease requests fail for %v", pr.p.Incarnation, p.hold)
-	} else {
-		w.record("fault: process %d is partitioned for %v", pr.p.Incarnation, p.hold)
-	}
-	close(p.cut)
-	w.after(p.hold, func() { w.record("process %d: the cut heals", pr.p.Incarnation) })
+	// Off the millisecond grid, as every timer of the faults: a cut at the write's own instant
+	// would race the requests and renewals due then, and runs would not replay.
+	w.after(0, func() {
+		p.mu.Lock()
+		p.target, p.until = pr, time.Now().Add(p.hold)
+		p.mu.Unlock()
+		if p.leases {
+			w.record("fault: process %d's Lease requests fail for %v", pr.p.Incarnation, p.hold)
+		} else {
+			w.record("fault: process %d is partitioned for %v", pr.p.Incarnation, p.hold)
+		}
+		close(p.cut)
+		w.after(p.hold, func() { w.record("process %d: the cut heals", pr.p.Incarnation) })
+	})
 }
 
 func (p *cutPlan) busy() string {
@@ -169,6 +173,11 @@ func (c *cutWatch) run(inner watch.Interface, cutOff func() bool, cut <-chan str
 			if !ok {
 				return
 			}
+			if cut != nil && isClosed(cut) && cutOff() {
+				// The cut and the event came at the same instant, and select picked the event:
+				// the cut wins, as it would have a moment later, so that runs replay.
+				return
+			}
 			select {
 			case c.out <- ev:
 			case <-c.stop:
@@ -183,4 +192,13 @@ func (c *cutWatch) ResultChan() <-chan watch.Event { return c.out }
 func (c *cutWatch) Stop() {
 	c.once.Do(func() { close(c.stop) })
 	<-c.done
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }

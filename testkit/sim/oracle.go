@@ -51,7 +51,7 @@ func normaliseEnd(snap *fakecluster.Snapshot) map[string]string {
 	for gvr, list := range objs {
 		for _, o := range list {
 			m, err := meta.Accessor(o)
-			if err != nil || isElectionLease(gvr, m.GetNamespace(), m.GetName()) {
+			if err != nil || bookkeeping(gvr) {
 				continue
 			}
 			key := objectKey(gvr, m.GetNamespace(), m.GetName(), m.GetGenerateName())
@@ -180,8 +180,16 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// isElectionLease reports whether the object is the Lease the replicas elect their leader with:
-// who holds it is the faults' doing, not the controller's, and the trace says who leads.
-func isElectionLease(gvr schema.GroupVersionResource, namespace, name string) bool {
-	return gvr.Group == "coordination.k8s.io" && gvr.Resource == "leases" && namespace == leaseNamespace && name == leaseName
+// bookkeeping reports whether objects of gvr are the processes' bookkeeping rather than what
+// their controllers make: Leases (leader election, shard membership: who holds them is the
+// faults' doing, and the trace says who leads) and Events (named after the time). They stay
+// out of the trace and the oracles.
+func bookkeeping(gvr schema.GroupVersionResource) bool {
+	switch {
+	case gvr.Group == "coordination.k8s.io" && gvr.Resource == "leases":
+		return true
+	case gvr.Resource == "events" && (gvr.Group == "" || gvr.Group == "events.k8s.io"):
+		return true
+	}
+	return false
 }

@@ -27,7 +27,19 @@ type proc struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	lag     atomic.Bool // its cache still lags (StaleRestart)
-	leading atomic.Bool // its controllers run (always, without an election)
+	leading atomic.Bool // its controllers run (always, without an election); see leads
+}
+
+// leads reports whether pr's controllers run now: its Manager's election says, else the
+// simulation's.
+func (pr *proc) leads() bool {
+	if m := pr.p.mgr; m != nil {
+		if e := m.Elector(); e != nil {
+			return e.IsLeader()
+		}
+		return true
+	}
+	return pr.leading.Load()
 }
 
 // restart is a crash an observer saw: the process of replica slot restarts onto a cache
@@ -67,7 +79,7 @@ func (w *world) startProcess(slot int, snapshot *fakecluster.Snapshot, hold time
 		}
 		return false, nil, nil
 	})
-	conn.Observe(func(a clienttesting.Action, obj runtime.Object, err error) { w.observe(pr, a, obj, err) })
+	conn.Observe(func(a clienttesting.Action, obj runtime.Object, err error) { w.observe(pr, "", a, obj, err) })
 	conn.InterceptWatches(func(gvr schema.GroupVersionResource, inner watch.Interface) watch.Interface {
 		for _, p := range w.plans {
 			inner = p.watch(pr, gvr, inner)
@@ -98,9 +110,19 @@ func (w *world) startProcess(slot int, snapshot *fakecluster.Snapshot, hold time
 	ctx, cancel := context.WithCancel(w.ctx)
 	pr.cancel = cancel
 	factory.Start(ctx)
-	if w.s.Replicas > 1 {
+	switch {
+	case pr.p.mgr != nil:
+		pr.wg.Go(func() {
+			if err := pr.p.mgr.Start(ctx); err != nil && ctx.Err() == nil {
+				w.problem("process %d: the Manager stopped: %v", pr.p.Incarnation, err)
+			}
+		})
+		if e := pr.p.mgr.Elector(); e != nil {
+			pr.wg.Go(func() { w.traceLeadership(ctx, pr, e) })
+		}
+	case w.s.Replicas > 1:
 		pr.wg.Go(func() { w.campaign(ctx, pr) })
-	} else {
+	default:
 		pr.leading.Store(true)
 		w.runControllers(ctx, pr)
 	}
@@ -150,6 +172,23 @@ func (w *world) campaign(ctx context.Context, pr *proc) {
 		if err != nil && ctx.Err() == nil && !errors.Is(err, leaderelection.ErrLeaseLost) {
 			w.problem("process %d: leader election: %v", pr.p.Incarnation, err)
 			return
+		}
+	}
+}
+
+// traceLeadership records when the elector of pr's Manager starts and stops leading, a poll
+// after it does (the simulation's own election records it as it happens).
+func (w *world) traceLeadership(ctx context.Context, pr *proc, e *leaderelection.Elector) {
+	led := false
+	for ctx.Err() == nil {
+		time.Sleep(poll)
+		if leads := e.IsLeader(); leads != led && ctx.Err() == nil && !pr.dead.Load() {
+			led = leads
+			if leads {
+				w.record("process %d: leads", pr.p.Incarnation)
+			} else {
+				w.record("process %d: stopped leading", pr.p.Incarnation)
+			}
 		}
 	}
 }

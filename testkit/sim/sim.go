@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/manager"
 	"github.com/ctrlkit/ctrlkit/testkit"
 	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
 )
@@ -46,8 +47,17 @@ type Scenario struct {
 	// replicas do. With more than one they elect a leader with a Lease (ctrlkit's
 	// leaderelection, its default timings) and only the leader's controllers run; a standby's
 	// informers still fill, and it takes over when the leader crashes or loses the Lease (see
-	// LeaseStall and Partition). 0 or 1: one process, no election.
+	// LeaseStall and Partition). A process that runs a Manager (Process.RunManager) elects,
+	// or shards, as the Manager's options say instead. 0 or 1: one process, no election.
 	Replicas int
+
+	// GarbageCollector runs kube-controller-manager's garbage collector in the world: objects
+	// whose owners are all gone are deleted, and deletions with the foregroundDeletion or
+	// orphan finalizer are finished. Off by default, as in the fake cluster and under
+	// testkit.NewAPIServer; turn it on for a controller that leaves owned objects to it (a
+	// ConfigMap owned by a deleted Deployment), or a run where the controller missed an owner's
+	// deletion ends unlike the reference. Its writes are the world's, named in the trace.
+	GarbageCollector bool
 
 	// Invariants must hold once the world is quiet after the workload.
 	Invariants []Invariant
@@ -101,11 +111,19 @@ type Process struct {
 	Replica int
 
 	controllers []testkit.Controller
+	mgr         *manager.Manager
 }
 
 // Run hands the controllers the process runs; the simulation starts them once Start returned,
 // and watches them for quiet.
 func (p *Process) Run(cs ...testkit.Controller) { p.controllers = append(p.controllers, cs...) }
+
+// RunManager has the simulation start m (its Start) instead of running the controllers
+// itself: m runs what was added to it, with its leader election (Options.LeaderElection) or
+// its sharding, as the process's main would. The controllers handed to Run are still the ones
+// watched for quiet, while m leads (or always, without an election). Build m on the process's
+// clients and Factory, with no HTTP address (the default): a bubble has no network.
+func (p *Process) RunManager(m *manager.Manager) { p.mgr = m }
 
 // Result is what one simulated run saw.
 type Result struct {

@@ -63,6 +63,7 @@ type world struct {
 	res     *Result
 
 	restarts chan restart // crashes the observers ask for; the driver restarts
+	gc       *collector   // the cluster's garbage collector
 
 	mu          sync.Mutex
 	procs       []*proc // by replica slot; nil while a slot's process restarts
@@ -123,7 +124,10 @@ func run(t *testing.T, s Scenario, seed uint64, faults []Fault, ref *Result) (*R
 	}
 	uc := cluster.Connect()
 	uc.SetLatency(latency)
-	uc.Observe(func(a clienttesting.Action, obj runtime.Object, err error) { w.observe(nil, a, obj, err) })
+	uc.Observe(func(a clienttesting.Action, obj runtime.Object, err error) { w.observe(nil, "user", a, obj, err) })
+	if s.GarbageCollector {
+		w.gc = newCollector(w, cluster)
+	}
 	w.user = &User{Client: uc.Clientset(), Dynamic: uc.Dynamic(), Metadata: uc.Metadata()}
 	if w.keepSnaps {
 		w.snapshots = append(w.snapshots, cluster.Snapshot())
@@ -239,7 +243,7 @@ func (w *world) busy(final bool) string {
 		if final && pr.lag.Load() {
 			return "the process's cache lags"
 		}
-		if !pr.leading.Load() {
+		if !pr.leads() {
 			continue // a standby: its controllers do not run
 		}
 		leaders++
@@ -268,14 +272,14 @@ func (w *world) busy(final bool) string {
 
 // observe records a request a connection served: pr is the process's, nil the users'. It runs
 // on the request's path, under the connection's lock: it must not block.
-func (w *world) observe(pr *proc, a clienttesting.Action, obj runtime.Object, err error) {
+func (w *world) observe(pr *proc, actor string, a clienttesting.Action, obj runtime.Object, err error) {
 	verb := a.GetVerb()
 	if err != nil || (verb != "create" && verb != "update" && verb != "patch" && verb != "delete" && verb != "delete-collection") {
 		return
 	}
 	gvr, ns := a.GetResource(), a.GetNamespace()
-	if isElectionLease(gvr, ns, leaseName) {
-		return // the replicas' election: the trace says who leads instead
+	if bookkeeping(gvr) {
+		return // Leases and Events: the trace says who leads instead
 	}
 	name, generateName := "", ""
 	if n, ok := a.(interface{ GetName() string }); ok {
@@ -311,7 +315,7 @@ func (w *world) observe(pr *proc, a clienttesting.Action, obj runtime.Object, er
 			}
 		}
 	}
-	who := "user"
+	who := actor
 	if pr != nil {
 		who = fmt.Sprintf("process %d", pr.p.Incarnation)
 		if pr.lag.Load() {
@@ -340,6 +344,9 @@ func (w *world) observe(pr *proc, a clienttesting.Action, obj runtime.Object, er
 	}
 	for _, p := range w.plans {
 		p.afterWrite(w, pr, procWrites, worldWrites)
+	}
+	if w.gc != nil {
+		w.gc.schedule() // an owner gone, a dependent created for a gone owner, finalizers to act on
 	}
 }
 
