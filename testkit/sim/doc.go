@@ -26,7 +26,8 @@
 // The oracles: the world becomes quiet within the scenario's Deadline after every step (it
 // converges); the invariants hold; the end state equals the reference's once normalised (UIDs,
 // resourceVersions, timestamps and generated name suffixes masked), and no object was created
-// or deleted more often than in the reference (Sieve's differential oracle). A failing run
+// or deleted more often than in the reference (Sieve's differential oracle); with
+// Scenario.NoActionOnStaleCache, no write while the process's cache lags. A failing run
 // prints its trace (every write and every fault, with its virtual time) and the go test
 // command that replays it; CTRLKIT_SIM_SEEDS sets how many seeds each fault tries.
 //

@@ -59,6 +59,12 @@ type Scenario struct {
 	// deletion ends unlike the reference. Its writes are the world's, named in the trace.
 	GarbageCollector bool
 
+	// NoActionOnStaleCache makes a write a process makes while its cache lags (after a
+	// StaleRestart, until it caught up) a problem, whatever its outcome: the oracle for a
+	// controller that gates its work on a fresh cache. Off by default: a controller that
+	// checks live before it acts (a quorum read, a conditional delete) rightly writes then.
+	NoActionOnStaleCache bool
+
 	// Invariants must hold once the world is quiet after the workload.
 	Invariants []Invariant
 

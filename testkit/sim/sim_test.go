@@ -126,3 +126,16 @@ func TestReplayOfAFailoverIsExact(t *testing.T) {
 		})
 	}
 }
+
+// NoActionOnStaleCache reports the first write a process makes while its cache lags; without
+// it the same run passes the other oracles.
+func TestNoActionOnStaleCache(t *testing.T) {
+	s := corpus.All()[2].Scenario(true)
+	s.NoActionOnStaleCache = true
+	r := sim.Explore(t, s, sim.StaleRestart(30*time.Second), 50)
+	require.NotNil(t, r, "a restart onto a lagging cache, then a write before it caught up, within 50 seeds")
+	assert.True(t, slices.ContainsFunc(r.Problems, func(p string) bool { return strings.Contains(p, "acted while its cache lags") }),
+		"%s", strings.Join(r.Problems, "\n"))
+	s.NoActionOnStaleCache = false
+	assert.Empty(t, sim.Run(t, s, r.Seed, sim.StaleRestart(30*time.Second)).Problems, "the fixed controller passes the other oracles")
+}

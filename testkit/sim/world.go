@@ -72,6 +72,7 @@ type world struct {
 	snapshots   []*fakecluster.Snapshot // after each write of the world, oldest first, when kept
 	maxWrites   int                     // the processes' writes past which the run is stopped
 	runaway     atomic.Bool
+	staleAction atomic.Bool // NoActionOnStaleCache found one: reported once
 	created     map[string]createdObject
 	timers      []*time.Timer
 }
@@ -316,9 +317,10 @@ func (w *world) observe(pr *proc, actor string, a clienttesting.Action, obj runt
 		}
 	}
 	who := actor
+	stale := false
 	if pr != nil {
 		who = fmt.Sprintf("process %d", pr.p.Incarnation)
-		if pr.lag.Load() {
+		if stale = pr.lag.Load(); stale {
 			who += " (its cache lags)" // a write made on the word of a stale cache, or checked live
 		}
 		w.res.writes++
@@ -338,6 +340,9 @@ func (w *world) observe(pr *proc, actor string, a clienttesting.Action, obj runt
 	w.res.Trace = append(w.res.Trace, fmt.Sprintf("%9s %s: %s %s %s", w.since(), who, verb, what, nsName(ns, name)))
 	procWrites, worldWrites := w.res.writes, w.res.world
 	w.mu.Unlock()
+	if stale && w.s.NoActionOnStaleCache && w.staleAction.CompareAndSwap(false, true) {
+		w.problem("process %d acted while its cache lags: %s %s %s", pr.p.Incarnation, verb, what, nsName(ns, name))
+	}
 	if pr != nil && procWrites > w.maxWrites && w.runaway.CompareAndSwap(false, true) {
 		pr.dead.Store(true)
 		w.problem("runaway: the processes made more than %d writes; the run was stopped", w.maxWrites)
