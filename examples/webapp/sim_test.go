@@ -17,6 +17,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/client"
 	"github.com/ctrlkit/ctrlkit/customresource"
 	webappv1 "github.com/ctrlkit/ctrlkit/examples/webapp/api/v1"
+	"github.com/ctrlkit/ctrlkit/leaderelection"
 	"github.com/ctrlkit/ctrlkit/manager"
 	"github.com/ctrlkit/ctrlkit/testkit/sim"
 )
@@ -31,6 +32,29 @@ import (
 func TestSimWebApp(t *testing.T) {
 	sim.Check(t, webAppScenario(), sim.Crash(), sim.StaleRestart(30*time.Second), sim.MergeEvents(30*time.Second),
 		sim.Relist(30*time.Second), sim.APIErrors(20), sim.Drift())
+}
+
+// Two replicas of the operator's Manager, electing a leader: the leader crashed, its Lease
+// renewals failing, or cut off the API server, in the middle of its work. The other takes over
+// and the WebApps, their Deployments and the registry end as without faults.
+func TestSimWebAppFailover(t *testing.T) {
+	s := webAppScenario()
+	s.Replicas = 2
+	s.Start = func(p *sim.Process) error {
+		mgr, err := manager.New(manager.Options{Client: p.Client, Dynamic: p.Dynamic, Factory: p.Factory,
+			LeaderElection: &leaderelection.Config{Enabled: true, Namespace: "kube-system", Name: "webapp-operator"}})
+		if err != nil {
+			return err
+		}
+		c, err := NewWebAppController(mgr)
+		if err != nil {
+			return err
+		}
+		p.Run(c)
+		p.RunManager(mgr)
+		return nil
+	}
+	sim.Check(t, s, sim.Crash(), sim.LeaseStall(30*time.Second), sim.Partition(30*time.Second))
 }
 
 func webAppScenario() sim.Scenario {
