@@ -124,7 +124,7 @@ func (w *world) startProcess(slot int, snapshot *fakecluster.Snapshot, hold time
 		pr.wg.Go(func() { w.campaign(ctx, pr) })
 	default:
 		pr.leading.Store(true)
-		w.runControllers(ctx, pr)
+		w.runControllers(ctx, pr, &pr.wg)
 	}
 	w.mu.Lock()
 	w.procs[slot] = pr
@@ -132,10 +132,10 @@ func (w *world) startProcess(slot int, snapshot *fakecluster.Snapshot, hold time
 	return nil
 }
 
-// runControllers runs pr's controllers until ctx ends, in goroutines pr.wg waits for.
-func (w *world) runControllers(ctx context.Context, pr *proc) {
+// runControllers runs pr's controllers until ctx ends, in goroutines wg waits for.
+func (w *world) runControllers(ctx context.Context, pr *proc, wg *sync.WaitGroup) {
 	for _, c := range pr.p.controllers {
-		pr.wg.Go(func() {
+		wg.Go(func() {
 			if err := c.Run(ctx); err != nil && ctx.Err() == nil {
 				w.problem("process %d: controller %s stopped: %v", pr.p.Incarnation, c.Name(), err)
 			}
@@ -153,13 +153,7 @@ func (w *world) campaign(ctx context.Context, pr *proc) {
 				w.record("process %d: leads", pr.p.Incarnation)
 				pr.leading.Store(true)
 				var run sync.WaitGroup
-				for _, c := range pr.p.controllers {
-					run.Go(func() {
-						if err := c.Run(lctx); err != nil && lctx.Err() == nil {
-							w.problem("process %d: controller %s stopped: %v", pr.p.Incarnation, c.Name(), err)
-						}
-					})
-				}
+				w.runControllers(lctx, pr, &run)
 				run.Wait()
 				pr.leading.Store(false)
 			},
