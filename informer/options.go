@@ -80,9 +80,9 @@ type Options struct {
 	// manager.Manager gives the factory it builds its own recorder.
 	EventRecorder record.EventRecorder
 
-	// Clock drives the factory's own timers: the mutation detector's
-	// periodic check, the staleness check and the release grace. nil
-	// means clock.RealClock{}. client-go's informers keep their own clocks.
+	// Clock drives the factory's own timers: the mutation detector's and
+	// the memory budgets' periodic checks, the staleness check and the
+	// release grace. nil means clock.RealClock{}. client-go's informers keep their own clocks.
 	Clock clock.WithTicker
 
 	// InformerName makes the factory's informers report client-go's
