@@ -151,6 +151,8 @@ type Options struct {
 	// with DisableAccounting is reported to the error handler and ignored.
 	// Budgets of one informer are set with ByObject.
 	MemoryBudget int64
+	// BudgetPolicy is what the factory does over MemoryBudget (BudgetWarn,
+	// BudgetFailReadiness or BudgetDegrade); there is no default.
 	BudgetPolicy BudgetPolicy
 	// BudgetCheckInterval is how often the caches are compared with the
 	// memory budgets; 0 means DefaultBudgetCheckInterval.
@@ -240,6 +242,8 @@ type ObjectOptions[T Object] struct {
 	// alone, with its BudgetPolicy; with BudgetDegrade the informer is
 	// degradable.
 	MemoryBudget int64
+	// BudgetPolicy is what the factory does over this informer's
+	// MemoryBudget; there is no default.
 	BudgetPolicy BudgetPolicy
 
 	// Degradable marks the informer degradable: a budget with policy
