@@ -209,7 +209,7 @@ func ExampleNewCached() {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "settings"},
 		Data:       map[string]string{"color": "blue"},
 	})
-	factory := informer.NewFactory(cs)
+	factory := informer.NewFactory(cs, informer.Options{})
 	defer factory.Shutdown()
 	inf, _ := informer.For[*corev1.ConfigMap](factory)
 	factory.Start(ctx)

@@ -107,7 +107,7 @@ func TestChaosConvergesWithFailingWrites(t *testing.T) {
 		return false, nil, nil
 	})
 
-	factory := informer.NewFactory(client, informer.WithNamespace("src"))
+	factory := informer.NewFactory(client, informer.Options{Namespace: "src"})
 	srcInf, err := informer.For[*corev1.ConfigMap](factory)
 	require.NoError(t, err)
 	c, err := New("mirror", Reconciler[Key](&mirror{client: client, src: srcInf.Lister()}), Options[Key]{

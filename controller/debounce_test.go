@@ -24,7 +24,7 @@ func debounced(t *testing.T, quiet, maxWait time.Duration) (ctx context.Context,
 	t.Helper()
 	clk = testingclock.NewFakeClock(t0)
 	client := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}})
-	f := informer.NewFactory(client)
+	f := informer.NewFactory(client, informer.Options{})
 	cms, err := informer.For[*corev1.ConfigMap](f)
 	require.NoError(t, err)
 	s = newScript(clk, func(int, Key) (Result, error) { return Result{}, nil })

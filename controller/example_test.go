@@ -99,7 +99,7 @@ func ExampleWatch() {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-x7k2p",
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}}}
 	client := fake.NewClientset(rs, pod)
-	f := informer.NewFactory(client)
+	f := informer.NewFactory(client, informer.Options{})
 	rsInformer, _ := informer.For[*appsv1.ReplicaSet](f)
 	podInformer, _ := informer.For[*corev1.Pod](f)
 
@@ -139,7 +139,7 @@ func ExampleWithPredicates() {
 	cluster, _ := fakecluster.New(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
 		Spec: appsv1.DeploymentSpec{Replicas: new(int32(1))}})
 	client := cluster.Clientset()
-	f := informer.NewFactory(client)
+	f := informer.NewFactory(client, informer.Options{})
 	defer f.Shutdown()
 	deployments, _ := informer.For[*appsv1.Deployment](f)
 
@@ -191,7 +191,7 @@ func ExampleOwns() {
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "rs-uid"}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-x7k2p",
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}}}
-	f := informer.NewFactory(fake.NewClientset(rs, pod))
+	f := informer.NewFactory(fake.NewClientset(rs, pod), informer.Options{})
 	pods, _ := informer.For[*corev1.Pod](f)
 	replicaSets, _ := informer.For[*appsv1.ReplicaSet](f)
 
@@ -304,7 +304,7 @@ func ExampleReasonsFrom() {
 func ExampleFence() {
 	cluster, _ := fakecluster.New(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "counter"},
 		Data: map[string]string{"count": "0"}})
-	f := informer.NewFactory(cluster.Clientset())
+	f := informer.NewFactory(cluster.Clientset(), informer.Options{})
 	cms, _ := informer.For[*corev1.ConfigMap](f)
 
 	done := make(chan struct{})
@@ -355,7 +355,7 @@ func ExampleFence() {
 func ExampleFences() {
 	cluster, _ := fakecluster.New(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "counter"},
 		Data: map[string]string{"count": "0"}})
-	f := informer.NewFactory(cluster.Clientset())
+	f := informer.NewFactory(cluster.Clientset(), informer.Options{})
 	cms, _ := informer.For[*corev1.ConfigMap](f)
 	cmClient, _ := client.For[*corev1.ConfigMap](cluster.Clientset())
 

@@ -82,7 +82,7 @@ func TestAutoFenceMakesOwnWritesVisible(t *testing.T) {
 				}
 				return true, newGatedWatch(inner, open), nil
 			})
-			f := informer.NewFactory(cluster.Clientset())
+			f := informer.NewFactory(cluster.Clientset(), informer.Options{})
 			cms, err := informer.For[*corev1.ConfigMap](f)
 			require.NoError(t, err)
 			cmClient, err := client.For[*corev1.ConfigMap](cluster.Clientset())

@@ -47,7 +47,7 @@ func newHeldCluster(t *testing.T, objs ...runtime.Object) *heldCluster {
 		h.mu.Unlock()
 		return true, w, nil
 	})
-	h.f = informer.NewFactory(h.client)
+	h.f = informer.NewFactory(h.client, informer.Options{})
 	var err error
 	h.cms, err = informer.For[*corev1.ConfigMap](h.f)
 	require.NoError(t, err)
@@ -269,7 +269,7 @@ func TestFenceOnAMetadataInformer(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", ResourceVersion: rv}}
 	}
 	meta := metadatafake.NewSimpleMetadataClient(scheme, partial("1"))
-	f := informer.NewFactory(fake.NewClientset(), informer.WithMetadataClient(meta))
+	f := informer.NewFactory(fake.NewClientset(), informer.Options{MetadataClient: meta})
 	secrets, err := informer.ForMetadata(f, gvr)
 	require.NoError(t, err)
 

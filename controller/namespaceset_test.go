@@ -110,7 +110,7 @@ func TestControllerFollowsNamespaceSet(t *testing.T) {
 	}
 	cluster, err := fakecluster.New(cm("a", "x"), cm("b", "y"))
 	require.NoError(t, err)
-	f := informer.NewFactory(cluster.Clientset())
+	f := informer.NewFactory(cluster.Clientset(), informer.Options{})
 	t.Cleanup(f.Shutdown)
 	set, err := informer.NewNamespaceSet("a")
 	require.NoError(t, err)

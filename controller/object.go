@@ -100,7 +100,7 @@ func (o finalizersOption[T]) applyToObject(r *objectReconciler[T]) error {
 // resyncs included, while most passes only read it; the passes that write change a copy of
 // what they write (client.PatchStatus, client.CreateOrPatch, DeepCopy), as with a lister. The
 // price is the lister's contract: r must not modify obj. With the factory's structural
-// sharing (on unless informer.WithoutSharing) a modification can show in other cached objects
+// sharing (on unless informer.Options.DisableSharing) a modification can show in other cached objects
 // too; testkit's mutation detector, on by default, fails a test whose Reconcile modifies it.
 //
 // A nil lister or r, or an invalid option, is an error matching ErrInvalidOptions.

@@ -26,7 +26,7 @@ func ExampleAsReconciler() {
 	defer cancel()
 	cluster, _ := fakecluster.New(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
 		Spec: appsv1.DeploymentSpec{Replicas: new(int32(2))}})
-	f := informer.NewFactory(cluster.Clientset())
+	f := informer.NewFactory(cluster.Clientset(), informer.Options{})
 	defer f.Shutdown()
 	deployments, _ := informer.For[*appsv1.Deployment](f)
 	deps, _ := client.For[*appsv1.Deployment](cluster.Clientset())

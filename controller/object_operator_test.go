@@ -196,7 +196,7 @@ func TestObjectReconcilerStatusWriteIsFenced(t *testing.T) {
 		}
 		return true, newGatedWatch(inner, open), nil
 	})
-	f := informer.NewFactory(cluster.Clientset())
+	f := informer.NewFactory(cluster.Clientset(), informer.Options{})
 	deployments, err := informer.For[*appsv1.Deployment](f)
 	require.NoError(t, err)
 	deps, err := client.For[*appsv1.Deployment](cluster.Clientset())

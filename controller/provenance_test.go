@@ -95,7 +95,7 @@ func TestProvenanceOfWatchEvents(t *testing.T) {
 	defer cancel()
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "1"}}
 	client := fake.NewClientset(rs)
-	f := informer.NewFactory(client)
+	f := informer.NewFactory(client, informer.Options{})
 	rss, err := informer.For[*appsv1.ReplicaSet](f)
 	require.NoError(t, err)
 	var rec reasonsLog

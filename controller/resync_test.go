@@ -20,7 +20,7 @@ import (
 func TestWithResyncPeriod(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	client := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: "1"}})
-	f := informer.NewFactory(client)
+	f := informer.NewFactory(client, informer.Options{})
 	cms, err := informer.For[*corev1.ConfigMap](f)
 	require.NoError(t, err)
 	reasons := make(chan Reasons, 10)

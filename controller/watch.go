@@ -78,7 +78,7 @@ func Watch[T informer.Object, K comparable](c *Controller[K], inf informer.Infor
 // WithResyncPeriod makes this Watch see every cached object again every d,
 // as a resync update (old and new the same object, informer.IsResync true;
 // TriggerResync in provenance; at WithResyncPriority's priority), whatever the
-// factory's resync period (informer.WithResync) and without touching the
+// factory's resync period (informer.Options.Resync) and without touching the
 // informer's other handlers: a periodic check of one controller's objects
 // (an external system that drifts) costs the others nothing. Predicates apply:
 // one that drops resyncs (predicate.ResourceVersionChanged, which Owns adds)
@@ -197,7 +197,7 @@ func WithInitialListPriority[T informer.Object](p int) WatchOption[T] {
 }
 
 // WithResyncPriority queues the keys of resync updates (informer.IsResync:
-// the periodic replay of every cached object, WithResync on the factory) at
+// the periodic replay of every cached object, Options.Resync of the factory) at
 // priority p instead of 0.
 func WithResyncPriority[T informer.Object](p int) WatchOption[T] {
 	return priorityOption[T]{p: p}

@@ -71,7 +71,7 @@ func TestEnqueueMappings(t *testing.T) {
 	rs.UID = "rs-uid"
 	assert.Equal(t, []Key{{Namespace: "ns", Name: "web"}}, EnqueueObject(rs))
 
-	f := informer.NewFactory(fake.NewClientset(rs))
+	f := informer.NewFactory(fake.NewClientset(rs), informer.Options{})
 	rsInf, err := informer.For[*appsv1.ReplicaSet](f)
 	require.NoError(t, err)
 	toOwner := EnqueueControllerOf[*corev1.Pod](rsInf)
@@ -102,7 +102,7 @@ func TestEnqueueMappings(t *testing.T) {
 func TestWatchConnectsInformerEventsToTheQueue(t *testing.T) {
 	rs := replicaSet("ns", "web")
 	client := fake.NewClientset(rs, podOf("ns", "web-1", rs), podOf("ns", "orphan", nil))
-	f := informer.NewFactory(client)
+	f := informer.NewFactory(client, informer.Options{})
 	rsInf, err := informer.For[*appsv1.ReplicaSet](f)
 	require.NoError(t, err)
 	podInf, err := informer.For[*corev1.Pod](f)
@@ -162,7 +162,7 @@ func TestWatchConnectsInformerEventsToTheQueue(t *testing.T) {
 
 func TestWatchTypedMappingAndLifecycle(t *testing.T) {
 	client := fake.NewClientset()
-	f := informer.NewFactory(client)
+	f := informer.NewFactory(client, informer.Options{})
 	cmInf, err := informer.For[*corev1.ConfigMap](f)
 	require.NoError(t, err)
 	var rec keyRecorder
@@ -199,7 +199,7 @@ func TestWatchTypedMappingAndLifecycle(t *testing.T) {
 // through its watches, sees events again, and a concurrent Run refuses.
 func TestRunAgainAfterRunReturned(t *testing.T) {
 	client := fake.NewClientset()
-	f := informer.NewFactory(client)
+	f := informer.NewFactory(client, informer.Options{})
 	cmInf, err := informer.For[*corev1.ConfigMap](f)
 	require.NoError(t, err)
 	var rec keyRecorder
@@ -279,7 +279,7 @@ func TestWatchRejectsNil(t *testing.T) {
 	c, err := New("nil", Reconciler[Key](&keyRecorder{}), Options[Key]{})
 	require.NoError(t, err)
 	assert.ErrorIs(t, Watch[*corev1.Pod](c, nil, EnqueueObject), ErrInvalidOptions)
-	pods, err := informer.For[*corev1.Pod](informer.NewFactory(fake.NewClientset()))
+	pods, err := informer.For[*corev1.Pod](informer.NewFactory(fake.NewClientset(), informer.Options{}))
 	require.NoError(t, err)
 	assert.ErrorIs(t, Watch[*corev1.Pod, Key](c, pods, nil), ErrInvalidOptions)
 	assert.ErrorIs(t, Watch[*corev1.Pod, Key](nil, pods, EnqueueObject), ErrInvalidOptions)

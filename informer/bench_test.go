@@ -421,29 +421,29 @@ func BenchmarkCacheHeapPerPod(b *testing.B) {
 	data := podListJSON(b, n)
 	for _, tc := range []struct {
 		name string
-		opts []FactoryOption
+		opts Options
 	}{
 		// No transform at all: the unstripped heap.
-		{"unstripped", []FactoryOption{WithoutManagedFieldsStripping(), WithoutSharing()}},
+		{"unstripped", Options{KeepManagedFields: true, DisableSharing: true}},
 		// managedFields stripped, nothing shared.
-		{"stripped-only", []FactoryOption{WithoutSharing()}},
+		{"stripped-only", Options{DisableSharing: true}},
 		// The default transform: managedFields stripped, then sharing.
-		{"default", nil},
+		{"default", Options{}},
 		// The same without the memory accounting's own entry per object.
-		{"default/no-accounting", []FactoryOption{WithoutAccounting()}},
+		{"default/no-accounting", Options{DisableAccounting: true}},
 		// Sharing alone.
-		{"keep-managed-fields", []FactoryOption{WithoutManagedFieldsStripping()}},
-		// What a user-side WithTransform could add to stripping without
+		{"keep-managed-fields", Options{KeepManagedFields: true}},
+		// What a user-side ObjectOptions.Transform could add to stripping without
 		// sharing: intern every string, give every slice its exact length.
-		{"stripped+compact", []FactoryOption{WithoutSharing(), WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
+		{"stripped+compact", Options{DisableSharing: true, ByObject: []ObjectOverride{ByObject(ObjectOptions[*corev1.Pod]{Transform: func(p *corev1.Pod) (*corev1.Pod, error) {
 			compact(reflect.ValueOf(p).Elem())
 			return p, nil
-		})}},
+		}})}}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			client := podListClient(data)
 			heap := syncedHeap(b, n, func() (*Factory, cache.Store, error) {
-				f := NewFactory(client, append(tc.opts, quiet)...)
+				f := NewFactory(client, quiet(tc.opts))
 				pods, err := For[*corev1.Pod](f)
 				if err != nil {
 					return nil, nil, err
@@ -477,7 +477,7 @@ func BenchmarkCacheHeapPerPod(b *testing.B) {
 			return true, list, nil
 		})
 		heap := syncedHeap(b, n, func() (*Factory, cache.Store, error) {
-			f := NewFactory(fake.NewClientset(), WithMetadataClient(meta))
+			f := NewFactory(fake.NewClientset(), Options{MetadataClient: meta})
 			pods, err := ForMetadata(f, corev1.SchemeGroupVersion.WithResource("pods"))
 			if err != nil {
 				return nil, nil, err
@@ -553,12 +553,12 @@ func BenchmarkDecodePod(b *testing.B) {
 func BenchmarkDefaultTransform(b *testing.B) {
 	for _, tc := range []struct {
 		name string
-		opts []FactoryOption
+		opts Options
 	}{
-		{"default", nil},
-		{"default/no-accounting", []FactoryOption{WithoutAccounting()}},
-		{"stripped-only", []FactoryOption{WithoutSharing()}},
-		{"stripped-only/no-accounting", []FactoryOption{WithoutSharing(), WithoutAccounting()}},
+		{"default", Options{}},
+		{"default/no-accounting", Options{DisableAccounting: true}},
+		{"stripped-only", Options{DisableSharing: true}},
+		{"stripped-only/no-accounting", Options{DisableSharing: true, DisableAccounting: true}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			data := fixturePodJSON(b)
@@ -566,7 +566,7 @@ func BenchmarkDefaultTransform(b *testing.B) {
 			var f *Factory
 			fresh := func() {
 				b.StopTimer()
-				f = NewFactory(fake.NewClientset(), append(tc.opts, quiet)...)
+				f = NewFactory(fake.NewClientset(), quiet(tc.opts))
 				// The Pod informer's meter is what accounting charges.
 				if _, err := For[*corev1.Pod](f); err != nil {
 					b.Fatal(err)
@@ -634,7 +634,7 @@ func BenchmarkScopedCacheHeap(b *testing.B) {
 				return true, list, json.Unmarshal(lists[action.GetNamespace()], list)
 			})
 			heap := syncedHeap(b, tc.want, func() (*Factory, cache.Store, error) {
-				f := NewFactory(client, quiet)
+				f := NewFactory(client, quiet(Options{}))
 				inf, err := For(f, tc.opts...)
 				if err != nil {
 					return nil, nil, err
@@ -660,7 +660,7 @@ func BenchmarkReleasedInformerHeap(b *testing.B) {
 	const n = 10_000
 	data := podListJSON(b, n)
 	client := podListClient(data)
-	f := NewFactory(client, WithReleaseGrace(0), quiet)
+	f := NewFactory(client, quiet(Options{ReleaseGrace: -1}))
 	defer f.Shutdown()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -743,7 +743,7 @@ func withRunningStatus(pods []corev1.Pod) []corev1.Pod {
 // BenchmarkCacheMemoryEstimate compares, for 10^4 fixture Pods with and
 // without a running status, the heap a synced informer holds (as
 // BenchmarkCacheHeapPerPod measures it) with the factory's estimate
-// (CacheMemory), default options and WithoutSharing: est/heap is the
+// (CacheMemory), default options and Options.DisableSharing: est/heap is the
 // estimate's ratio to the measured heap (issue 34's target: 0.75-1.25).
 func BenchmarkCacheMemoryEstimate(b *testing.B) {
 	const n = 10_000
@@ -762,10 +762,10 @@ func BenchmarkCacheMemoryEstimate(b *testing.B) {
 		}
 		for _, tc := range []struct {
 			name string
-			opts []FactoryOption
+			opts Options
 		}{
-			{"default", nil},
-			{"without-sharing", []FactoryOption{WithoutSharing()}},
+			{"default", Options{}},
+			{"without-sharing", Options{DisableSharing: true}},
 		} {
 			name := tc.name
 			if status {
@@ -775,7 +775,7 @@ func BenchmarkCacheMemoryEstimate(b *testing.B) {
 				client := podListClient(data)
 				var est int64
 				heap := syncedHeap(b, n, func() (*Factory, cache.Store, error) {
-					f := NewFactory(client, append(tc.opts, quiet)...)
+					f := NewFactory(client, quiet(tc.opts))
 					pods, err := For[*corev1.Pod](f)
 					if err != nil {
 						return nil, nil, err
@@ -792,9 +792,24 @@ func BenchmarkCacheMemoryEstimate(b *testing.B) {
 	}
 }
 
-// quiet keeps the benchmarks' factories from logging (the warning about a
-// cluster-wide Pod informer, once per factory).
-var quiet = WithLogger(logr.Discard())
+// quiet returns o with a Logger that keeps the benchmarks' factories from
+// logging (the warning about a cluster-wide Pod informer, once per
+// factory). logr.Discard() would not do: it is the zero Logger, which
+// Options read as klog.Background().
+func quiet(o Options) Options {
+	o.Logger = logr.New(discardSink{})
+	return o
+}
+
+// discardSink is a logr.LogSink that drops everything.
+type discardSink struct{}
+
+func (discardSink) Init(logr.RuntimeInfo)            {}
+func (discardSink) Enabled(int) bool                 { return false }
+func (discardSink) Info(int, string, ...any)         {}
+func (discardSink) Error(error, string, ...any)      {}
+func (s discardSink) WithValues(...any) logr.LogSink { return s }
+func (s discardSink) WithName(string) logr.LogSink   { return s }
 
 // estimatingStore reads the factory's estimate when syncedHeap lists the
 // store's keys, right after it measured the heap.
@@ -825,17 +840,17 @@ func BenchmarkInformerList(b *testing.B) {
 	}
 	for _, tc := range []struct {
 		name string
-		opts []FactoryOption
+		opts Options
 	}{
-		{"default", nil},
-		{"default/no-accounting", []FactoryOption{WithoutAccounting()}},
-		{"without-sharing", []FactoryOption{WithoutSharing()}},
-		{"without-sharing/no-accounting", []FactoryOption{WithoutSharing(), WithoutAccounting()}},
+		{"default", Options{}},
+		{"default/no-accounting", Options{DisableAccounting: true}},
+		{"without-sharing", Options{DisableSharing: true}},
+		{"without-sharing/no-accounting", Options{DisableSharing: true, DisableAccounting: true}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			client := podListClient(data)
 			for b.Loop() {
-				f := NewFactory(client, append(tc.opts, quiet)...)
+				f := NewFactory(client, quiet(tc.opts))
 				if _, err := For[*corev1.Pod](f); err != nil {
 					b.Fatal(err)
 				}

@@ -15,7 +15,7 @@ import (
 )
 
 // BudgetPolicy is what a factory does when its caches hold more than a
-// memory budget (WithMemoryBudget, WithInformerMemoryBudget). Every policy
+// memory budget (Options.MemoryBudget, or ByObject's). Every policy
 // logs a warning, naming the largest informers, each time the budget is
 // crossed.
 type BudgetPolicy int
@@ -28,7 +28,7 @@ const (
 	// "informer-memory"), so a rollout that outgrows its memory stops.
 	BudgetFailReadiness
 	// BudgetDegrade also makes the informers marked degradable
-	// (WithDegradable; the informer of WithInformerMemoryBudget is) cache
+	// (ObjectOptions.Degradable; the informer of a ByObject budget is) cache
 	// only their objects' metadata, until the process restarts: objects
 	// entering the cache from then on (events, relists) keep their
 	// apiVersion, kind and metadata, the rest is dropped. Objects cached
@@ -50,7 +50,7 @@ func (p BudgetPolicy) String() string {
 }
 
 // DefaultBudgetCheckInterval is how often a factory with a memory budget
-// compares its caches with it (WithBudgetCheckInterval).
+// compares its caches with it (Options.BudgetCheckInterval).
 const DefaultBudgetCheckInterval = 10 * time.Second
 
 // ErrOverBudget is matched (errors.Is) by every *BudgetError.
@@ -59,7 +59,7 @@ var ErrOverBudget = errors.New("informer caches over their memory budget")
 // BudgetError reports caches over a memory budget whose policy is
 // BudgetFailReadiness.
 type BudgetError struct {
-	// Informer names the informer of a WithInformerMemoryBudget; empty for
+	// Informer names the informer of a ByObject budget; empty for
 	// the factory's budget.
 	Informer string
 	// Budget and Used are in bytes (Used as CacheMemory estimates it).
@@ -85,44 +85,6 @@ type budget struct {
 	over   atomic.Bool // as of the last check
 }
 
-// WithMemoryBudget sets a memory budget for all the factory's informer
-// caches together, in bytes as CacheMemory estimates them, and what to do
-// beyond it. The caches are compared with it every
-// DefaultBudgetCheckInterval once the factory started, and by
-// CheckMemoryBudget. The sharing table's fixed admission filter, which
-// CacheMemory reports in TableBytes, is not charged: the budget bounds what
-// grows with the caches. A budget that is not positive, or an unknown
-// policy, is reported to the error handler and ignored.
-func WithMemoryBudget(bytes int64, policy BudgetPolicy) FactoryOption {
-	return func(c *factoryConfig) { c.budgets = append(c.budgets, &budget{bytes: bytes, policy: policy}) }
-}
-
-// WithInformerMemoryBudget is WithMemoryBudget for the cache of the typed
-// informer of T alone; with BudgetDegrade that informer is degradable.
-func WithInformerMemoryBudget[T Object](bytes int64, policy BudgetPolicy) FactoryOption {
-	return func(c *factoryConfig) {
-		t := reflect.TypeFor[T]()
-		c.budgets = append(c.budgets, &budget{bytes: bytes, policy: policy, typ: t})
-		if policy == BudgetDegrade {
-			c.degradable = append(c.degradable, t)
-		}
-	}
-}
-
-// WithDegradable marks the typed informer of T degradable: a budget with
-// policy BudgetDegrade that is exceeded makes it cache its objects'
-// metadata only. Mark only informers whose every reader needs no more than
-// metadata (owner references, labels, finalizers) when memory runs short.
-func WithDegradable[T Object]() FactoryOption {
-	return func(c *factoryConfig) { c.degradable = append(c.degradable, reflect.TypeFor[T]()) }
-}
-
-// WithBudgetCheckInterval sets how often the caches are compared with the
-// memory budgets (DefaultBudgetCheckInterval by default).
-func WithBudgetCheckInterval(d time.Duration) FactoryOption {
-	return func(c *factoryConfig) { c.budgetInterval = d }
-}
-
 // budgets is a factory's memory budgets and what they degraded.
 type budgets struct {
 	list       []*budget
@@ -145,15 +107,19 @@ func (f *Factory) newBudgets() *budgets {
 		b.degradable[t] = true
 	}
 	for _, bu := range f.cfg.budgets {
-		what := "WithMemoryBudget"
+		what := "Options.MemoryBudget"
 		if bu.typ != nil {
-			what = "WithInformerMemoryBudget[" + object.TypeName(bu.typ) + "]"
+			what = "ByObject[" + object.TypeName(bu.typ) + "] MemoryBudget"
 		}
 		switch {
 		case f.cfg.noAccounting:
-			f.report(fmt.Errorf("informer factory: %s ignored: the factory is WithoutAccounting", what))
-		case bu.bytes <= 0:
+			f.report(fmt.Errorf("informer factory: %s ignored: the factory has DisableAccounting", what))
+		case bu.bytes == 0:
+			f.report(fmt.Errorf("informer factory: %s: BudgetPolicy %v set without a budget; ignored", what, bu.policy))
+		case bu.bytes < 0:
 			f.report(fmt.Errorf("informer factory: %s: budget %d is not positive; ignored", what, bu.bytes))
+		case bu.policy == 0:
+			f.report(fmt.Errorf("informer factory: %s: budget %d set without a BudgetPolicy; ignored", what, bu.bytes))
 		case bu.policy < BudgetWarn || bu.policy > BudgetDegrade:
 			f.report(fmt.Errorf("informer factory: %s: unknown policy %v; ignored", what, bu.policy))
 		default:
@@ -161,7 +127,7 @@ func (f *Factory) newBudgets() *budgets {
 			if bu.policy == BudgetDegrade && bu.typ == nil && len(b.degradable) == 0 {
 				// Said once here, where the budget is set, and again when it is crossed.
 				f.logger.Info("Warning: memory budget policy degrade has no degradable informer: over the budget it only warns; "+
-					"mark the informers whose readers need only metadata with informer.WithDegradable", "budgetBytes", bu.bytes)
+					"mark the informers whose readers need only metadata with informer.ByObject and Degradable", "budgetBytes", bu.bytes)
 			}
 		}
 	}
@@ -290,7 +256,7 @@ func (f *Factory) degrade(bu *budget) {
 	}
 	if covered == 0 {
 		f.logger.Info("Warning: memory budget policy degrade found no degradable informer, so nothing was degraded: "+
-			"mark the informers whose readers need only metadata with informer.WithDegradable", "policy", bu.policy.String())
+			"mark the informers whose readers need only metadata with informer.ByObject and Degradable", "policy", bu.policy.String())
 	}
 	b.degraded.Store(&next)
 }
@@ -350,7 +316,7 @@ func metadataOnly(obj any) any {
 // MemoryBudget is one memory budget of a factory and how the caches stand
 // against it.
 type MemoryBudget struct {
-	// Informer names the informer of a WithInformerMemoryBudget (empty
+	// Informer names the informer of a ByObject budget (empty
 	// for the factory's budget, and until that informer exists).
 	Informer string
 	Bytes    int64

@@ -59,8 +59,11 @@ func watchSignal(client *fake.Clientset, resource string) <-chan struct{} {
 func TestMemoryBudgetFailsReadinessWhileOver(t *testing.T) {
 	client := newClient(uidPod("a", "web-1"), uidPod("a", "web-2"))
 	watching := watchSignal(client, "pods")
-	f := NewFactory(client, WithMemoryBudget(1<<30, BudgetFailReadiness),
-		WithInformerMemoryBudget[*corev1.Pod](1000, BudgetFailReadiness))
+	f := NewFactory(client, Options{
+		MemoryBudget: 1 << 30,
+		BudgetPolicy: BudgetFailReadiness,
+		ByObject:     []ObjectOverride{ByObject(ObjectOptions[*corev1.Pod]{MemoryBudget: 1000, BudgetPolicy: BudgetFailReadiness})},
+	})
 	_, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	require.True(t, f.HasReadinessBudget())
@@ -95,9 +98,13 @@ func TestMemoryBudgetDegradesToMetadataOnly(t *testing.T) {
 	var logs logLines
 	client := newClient(uidPod("a", "web-1"))
 	watching := watchSignal(client, "pods")
-	f := NewFactory(client, WithLogger(funcr.New(logs.add, funcr.Options{})),
-		WithMemoryBudget(100, BudgetDegrade), WithDegradable[*corev1.Pod](),
-		WithBudgetCheckInterval(5*time.Millisecond))
+	f := NewFactory(client, Options{
+		Logger:              funcr.New(logs.add, funcr.Options{}),
+		MemoryBudget:        100,
+		BudgetPolicy:        BudgetDegrade,
+		BudgetCheckInterval: 5 * time.Millisecond,
+		ByObject:            []ObjectOverride{ByObject(ObjectOptions[*corev1.Pod]{Degradable: true})},
+	})
 	pods, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	require.False(t, f.HasReadinessBudget(), "no budget fails readiness")
@@ -128,7 +135,7 @@ func TestMemoryBudgetDegradesToMetadataOnly(t *testing.T) {
 // small budget is not spent by it (a 100Ki budget failed readiness with two Pods cached).
 func TestMemoryBudgetDoesNotChargeTheTablesFixedBytes(t *testing.T) {
 	client := newClient(uidPod("a", "web-1"), uidPod("a", "web-2"))
-	f := NewFactory(client, WithMemoryBudget(100<<10, BudgetFailReadiness))
+	f := NewFactory(client, Options{MemoryBudget: 100 << 10, BudgetPolicy: BudgetFailReadiness})
 	_, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	startFactory(t, f)
@@ -137,7 +144,7 @@ func TestMemoryBudgetDoesNotChargeTheTablesFixedBytes(t *testing.T) {
 	require.Greater(t, mem.Bytes, int64(100<<10), "CacheMemory reports the filter")
 	require.NoError(t, f.CheckMemoryBudget(), "the budget does not charge it")
 
-	f = NewFactory(client, WithMemoryBudget(mem.Bytes-f.table.FixedBytes()-1, BudgetFailReadiness))
+	f = NewFactory(client, Options{MemoryBudget: mem.Bytes - f.table.FixedBytes() - 1, BudgetPolicy: BudgetFailReadiness})
 	_, err = For[*corev1.Pod](f)
 	require.NoError(t, err)
 	startFactory(t, f)
@@ -149,8 +156,12 @@ func TestMemoryBudgetDoesNotChargeTheTablesFixedBytes(t *testing.T) {
 // when it is crossed, instead of doing nothing in silence.
 func TestMemoryBudgetDegradeWithoutDegradableInformerSaysSo(t *testing.T) {
 	var logs logLines
-	f := NewFactory(newClient(uidPod("a", "web-1")), WithLogger(funcr.New(logs.add, funcr.Options{})),
-		WithMemoryBudget(100, BudgetDegrade), WithBudgetCheckInterval(5*time.Millisecond))
+	f := NewFactory(newClient(uidPod("a", "web-1")), Options{
+		Logger:              funcr.New(logs.add, funcr.Options{}),
+		MemoryBudget:        100,
+		BudgetPolicy:        BudgetDegrade,
+		BudgetCheckInterval: 5 * time.Millisecond,
+	})
 	require.Len(t, logs.matching("has no degradable informer"), 1)
 	_, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
@@ -163,24 +174,39 @@ func TestMemoryBudgetDegradeWithoutDegradableInformerSaysSo(t *testing.T) {
 }
 
 func TestMemoryBudgetConfigErrorsAreReported(t *testing.T) {
-	var sink errorSink
-	f := NewFactory(newClient(), WithErrorHandler(sink.handle),
-		WithMemoryBudget(0, BudgetWarn), WithMemoryBudget(10, BudgetPolicy(9)))
-	require.Len(t, sink.all(), 2)
-	require.Contains(t, sink.all()[0].Error(), "WithMemoryBudget: budget 0 is not positive")
-	require.Contains(t, sink.all()[1].Error(), "unknown policy BudgetPolicy(9)")
-	require.NoError(t, f.CheckMemoryBudget())
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{MemoryBudget: -1, BudgetPolicy: BudgetWarn}, "Options.MemoryBudget: budget -1 is not positive"},
+		{Options{MemoryBudget: 10, BudgetPolicy: BudgetPolicy(9)}, "Options.MemoryBudget: unknown policy BudgetPolicy(9)"},
+		{Options{MemoryBudget: 10}, "Options.MemoryBudget: budget 10 set without a BudgetPolicy"},
+		{Options{BudgetPolicy: BudgetWarn}, "Options.MemoryBudget: BudgetPolicy warn set without a budget"},
+		{Options{ByObject: []ObjectOverride{ByObject(ObjectOptions[*corev1.Pod]{BudgetPolicy: BudgetDegrade})}},
+			"ByObject[*k8s.io/api/core/v1.Pod] MemoryBudget: BudgetPolicy degrade set without a budget"},
+	} {
+		var sink errorSink
+		tc.opts.ErrorHandler = sink.handle
+		f := NewFactory(newClient(), tc.opts)
+		require.Len(t, sink.all(), 1, tc.want)
+		require.Contains(t, sink.all()[0].Error(), tc.want)
+		require.NoError(t, f.CheckMemoryBudget())
+		require.False(t, f.HasReadinessBudget())
+	}
 
 	var off errorSink
-	NewFactory(newClient(), WithErrorHandler(off.handle), WithoutAccounting(),
-		WithInformerMemoryBudget[*corev1.Pod](10, BudgetWarn))
+	NewFactory(newClient(), Options{
+		ErrorHandler:      off.handle,
+		DisableAccounting: true,
+		ByObject:          []ObjectOverride{ByObject(ObjectOptions[*corev1.Pod]{MemoryBudget: 10, BudgetPolicy: BudgetWarn})},
+	})
 	require.Len(t, off.all(), 1)
-	require.Contains(t, off.all()[0].Error(), "WithInformerMemoryBudget[*k8s.io/api/core/v1.Pod] ignored: the factory is WithoutAccounting")
+	require.Contains(t, off.all()[0].Error(), "ByObject[*k8s.io/api/core/v1.Pod] MemoryBudget ignored: the factory has DisableAccounting")
 }
 
 func TestUnscopedHighCardinalityInformerWarnsOnce(t *testing.T) {
 	var logs logLines
-	f := NewFactory(newClient(), WithLogger(funcr.New(logs.add, funcr.Options{})))
+	f := NewFactory(newClient(), Options{Logger: funcr.New(logs.add, funcr.Options{})})
 	_, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	_, err = For[*corev1.Pod](f)
@@ -193,7 +219,7 @@ func TestUnscopedHighCardinalityInformerWarnsOnce(t *testing.T) {
 	require.Len(t, warned, 1, "once, for the Pods: %v", logs.lines)
 	require.Contains(t, warned[0], `"informer"="pods"`)
 
-	scoped := NewFactory(newClient(), WithNamespace("a"), WithLogger(funcr.New(logs.add, funcr.Options{})))
+	scoped := NewFactory(newClient(), Options{Namespace: "a", Logger: funcr.New(logs.add, funcr.Options{})})
 	_, err = For[*corev1.ConfigMap](scoped)
 	require.NoError(t, err)
 	require.Len(t, logs.matching("high-cardinality"), 1, "a factory of one namespace is scoped")

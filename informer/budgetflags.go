@@ -9,10 +9,10 @@ import (
 )
 
 // BudgetFlags are the command-line flags of a factory's memory budget
-// (WithMemoryBudget): --cache-memory-budget (a quantity such as 512Mi; empty,
-// the default, sets none) and --cache-memory-budget-policy (warn,
-// fail-readiness or degrade; default warn). Bind them with AddFlags, then
-// pass Options to the factory.
+// (Options.MemoryBudget and BudgetPolicy): --cache-memory-budget (a quantity
+// such as 512Mi; empty, the default, sets none) and
+// --cache-memory-budget-policy (warn, fail-readiness or degrade; default
+// warn). Bind them with AddFlags, then Apply them to the factory's Options.
 type BudgetFlags struct {
 	Budget string
 	Policy string
@@ -29,9 +29,11 @@ func (b *BudgetFlags) AddFlags(fs *pflag.FlagSet) {
 		"warn (log), fail-readiness (also fail /readyz) or degrade (also cache the degradable informers' metadata only)")
 }
 
-// Options returns the factory options the flags ask for, or an error naming
-// the flag whose value is wrong.
-func (b *BudgetFlags) Options() ([]FactoryOption, error) {
+// Apply sets the budget the flags ask for in o (MemoryBudget and
+// BudgetPolicy; without --cache-memory-budget it changes nothing), or
+// returns an error naming the flag whose value is wrong, leaving o as it
+// was. A nil o only validates the flags.
+func (b *BudgetFlags) Apply(o *Options) error {
 	// The policy is checked even without a budget: a typo is an error, not
 	// a value that waits to bite until a budget is set.
 	name := b.Policy
@@ -40,20 +42,23 @@ func (b *BudgetFlags) Options() ([]FactoryOption, error) {
 	}
 	policy, err := ParseBudgetPolicy(name)
 	if err != nil {
-		return nil, fmt.Errorf("--cache-memory-budget-policy: %w", err)
+		return fmt.Errorf("--cache-memory-budget-policy: %w", err)
 	}
 	if b.Budget == "" {
-		return nil, nil
+		return nil
 	}
 	q, err := resource.ParseQuantity(b.Budget)
 	if err != nil {
-		return nil, fmt.Errorf("--cache-memory-budget %q: %w", b.Budget, err)
+		return fmt.Errorf("--cache-memory-budget %q: %w", b.Budget, err)
 	}
 	n, ok := q.AsInt64()
 	if !ok || n <= 0 {
-		return nil, fmt.Errorf("--cache-memory-budget %q: want a positive number of bytes", b.Budget)
+		return fmt.Errorf("--cache-memory-budget %q: want a positive number of bytes", b.Budget)
 	}
-	return []FactoryOption{WithMemoryBudget(n, policy)}, nil
+	if o != nil {
+		o.MemoryBudget, o.BudgetPolicy = n, policy
+	}
+	return nil
 }
 
 // ParseBudgetPolicy parses a BudgetPolicy's String form.

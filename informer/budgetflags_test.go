@@ -23,12 +23,13 @@ func ExampleBudgetFlags() {
 			fmt.Println(err)
 			continue
 		}
-		opts, err := budget.Options()
-		fmt.Println(len(opts), err)
+		var opts informer.Options
+		err := budget.Apply(&opts)
+		fmt.Println(opts.MemoryBudget, opts.BudgetPolicy, err)
 	}
 	// Output:
-	// 0 <nil>
-	// 1 <nil>
-	// 0 --cache-memory-budget "lots": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'
-	// 0 --cache-memory-budget-policy: unknown budget policy "panic" (want warn, fail-readiness, degrade)
+	// 0 BudgetPolicy(0) <nil>
+	// 536870912 fail-readiness <nil>
+	// 0 BudgetPolicy(0) --cache-memory-budget "lots": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'
+	// 0 BudgetPolicy(0) --cache-memory-budget-policy: unknown budget policy "panic" (want warn, fail-readiness, degrade)
 }

@@ -8,6 +8,9 @@
 // machinery (Reflector, DeltaFIFO, SharedIndexInformer: the code every
 // cluster runs) and adds:
 //
+//   - one configuration value, Options, for a factory (NewFactory), whose
+//     zero value is every default; per-type settings are Options.ByObject
+//     entries built by ByObject, as controller-runtime's cache.Options;
 //   - one entry point, For[T], for every built-in type the client-go factory
 //     serves, mapped through client-go's scheme so no per-type code exists;
 //     ForMetadata for metadata-only caches and ForResource for custom
@@ -20,7 +23,7 @@
 //     panicking;
 //   - lean caches: metadata.managedFields is stripped on entry and equal
 //     sub-objects of cached objects are shared by default, plus per-type
-//     transforms (WithTransform);
+//     transforms (ObjectOptions.Transform);
 //   - per-informer scoping: For[T](f, InNamespaces[T](...),
 //     WithLabelSelector[T](...), WithFieldSelector[T](...)) caches only the
 //     objects a controller reads (one client-go informer per namespace
@@ -32,7 +35,7 @@
 //     real deletes), and reads outside the set fail with
 //     ErrNamespaceNotWatched, never NotFound;
 //   - shards of the API server's sharded list and watch that change at run
-//     time: InShardSet[T](set), or WithShardSet for every informer of a
+//     time: InShardSet[T](set), or Options.ShardSet for every informer of a
 //     factory, follows a ShardSet of shard selectors
 //     (ListOptions.ShardSelector, alpha since Kubernetes 1.36) the same way,
 //     one client-go informer per shard (package sharding's server-side
@@ -43,7 +46,7 @@
 //
 // # Use
 //
-//	f := informer.NewFactory(clientset)
+//	f := informer.NewFactory(clientset, informer.Options{})
 //	pods, err := informer.For[*corev1.Pod](f)
 //	if err != nil { ... }
 //	_, err = pods.AddHandler(informer.HandlerFuncs[*corev1.Pod]{
@@ -63,7 +66,7 @@
 // another scope (or none) is an error matching ErrScopeConflict rather than
 // a second, different cache of T that two controllers would silently read
 // apart. Use one scope, or a second Factory for a deliberately separate
-// cache. Transforms stay factory options (WithTransform[T]): one cache per
+// cache. Transforms stay factory options (ObjectOptions[T].Transform): one cache per
 // type per factory makes them per informer already.
 //
 // Handler methods are HandleAdd, HandleUpdate and HandleDelete, so that
@@ -84,7 +87,7 @@
 // through views: f.HeldUntil(ctx) is a *Factory whose informers are held
 // until ctx ends. Once every view holding an informer ended, and the
 // factory itself never handed it out, it stops alone after a grace
-// (WithReleaseGrace) and its cache is freed. A controller started and
+// (Options.ReleaseGrace) and its cache is freed. A controller started and
 // stopped inside a running process (manager.AddWhenServed builds one per
 // term) thus releases what only it used. See docs/design/dynamic-watches.md.
 //
@@ -97,7 +100,7 @@
 // object that holds them (hash-consing): about a third of the heap of a
 // cache of Deployment-managed Pods (docs/performance.md). The rules:
 //
-//   - It runs last, after managedFields stripping and the WithTransform
+//   - It runs last, after managedFields stripping and the ObjectOptions.Transform
 //     functions, for typed, metadata-only and typed custom-resource
 //     informers alike; every API type works through one reflective plan per
 //     Go type.
@@ -118,12 +121,12 @@
 //
 // Sharing relies on the read-only contract above: a write to a cached
 // object can now change other cached objects too. DeepCopy copies the shared
-// parts, so a copy is the caller's own. WithoutSharing turns sharing off.
+// parts, so a copy is the caller's own. Options.DisableSharing turns sharing off.
 // The sharing itself lives in internal/hashcons.
 //
 // # Mutation detector
 //
-// WithMutationDetector fingerprints every object entering the cache and
+// Options.MutationDetector fingerprints every object entering the cache and
 // reports, every MutationCheckInterval and on Factory.CheckMutations, each
 // cached object changed in place since, as a *MutationError naming the
 // informer, the object and the first changed field
@@ -138,22 +141,22 @@
 // per informer, the objects, the estimated bytes (shared sub-objects
 // counted once), what nothing shared would take, and the largest
 // namespaces. A Manager exports it as ctrlkit_informer_* series and at
-// /debug/informers. WithoutAccounting turns it off.
+// /debug/informers. Options.DisableAccounting turns it off.
 //
-// Memory budgets (WithMemoryBudget for the factory, WithInformerMemoryBudget
-// for one informer) are checked every DefaultBudgetCheckInterval, with a
+// Memory budgets (Options.MemoryBudget for the factory,
+// ObjectOptions.MemoryBudget in Options.ByObject for one informer) are checked every DefaultBudgetCheckInterval, with a
 // policy: BudgetWarn logs, BudgetFailReadiness also fails CheckMemoryBudget
 // (a Manager's /readyz), BudgetDegrade also makes the informers marked
-// WithDegradable cache metadata only from then on. An informer that caches
+// ObjectOptions.Degradable cache metadata only from then on. An informer that caches
 // whole Pods, Secrets, ConfigMaps or Events of the whole cluster with no
 // selector is logged once, as the usual cause of memory growing with the
-// cluster. WithStalenessCheck compares each informer's last resourceVersion
+// cluster. Options.StalenessCheck compares each informer's last resourceVersion
 // with the API server's (Factory.Staleness). docs/sizing.md says what each
 // option saves.
 //
 // # Informer metrics
 //
-// WithInformerName gives the factory a process-unique name under which
+// Options.InformerName gives the factory a process-unique name under which
 // client-go reports its typed informers' queue length, handler latency and
 // store resourceVersion to the provider of cache.SetInformerMetricsProvider
 // (package manager registers one exporting kube's informer_* series). The

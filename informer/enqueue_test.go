@@ -34,7 +34,7 @@ var _ Adder[string] = kworkqueue.NewTyped[string]()
 func TestEnqueueMappedOwnKeyThroughAnInformer(t *testing.T) {
 	ctx := context.Background()
 	client := newClient(pod("a", "p1", nil), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
-	f := NewFactory(client)
+	f := NewFactory(client, Options{})
 	pods, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	nodes, err := For[*corev1.Node](f)
@@ -141,7 +141,7 @@ func TestEnqueueMappedControllerOf(t *testing.T) {
 func TestEnqueueMappedControllerOfThroughAnInformer(t *testing.T) {
 	ctx := context.Background()
 	client := newClient()
-	f := NewFactory(client)
+	f := NewFactory(client, Options{})
 	pods, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	q := &recorder[string]{}

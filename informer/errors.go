@@ -28,8 +28,8 @@ var (
 	ErrCacheSyncTimeout = errors.New("informer caches did not sync")
 
 	// ErrNoMetadataClient is returned by ForMetadata when the factory was built
-	// without WithMetadataClient.
-	ErrNoMetadataClient = errors.New("factory has no metadata client (use WithMetadataClient)")
+	// without Options.MetadataClient.
+	ErrNoMetadataClient = errors.New("factory has no metadata client (use Options.MetadataClient)")
 
 	// ErrNoClient is returned by For when the factory was built with a nil
 	// kubernetes.Interface (allowed for factories that serve only
@@ -41,11 +41,11 @@ var (
 	ErrNilFactory = errors.New("nil informer factory")
 
 	// ErrNoDynamicClient is returned by ForResource when the factory was built
-	// without WithDynamicClient.
-	ErrNoDynamicClient = errors.New("factory has no dynamic client (use WithDynamicClient)")
+	// without Options.DynamicClient.
+	ErrNoDynamicClient = errors.New("factory has no dynamic client (use Options.DynamicClient)")
 
 	// ErrInformerNameInUse is reported to the error handler by NewFactory
-	// when the name of WithInformerName is held by another factory of the
+	// when the name of Options.InformerName is held by another factory of the
 	// process (until that factory's Shutdown).
 	ErrInformerNameInUse = errors.New("informer name already in use")
 

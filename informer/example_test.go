@@ -41,7 +41,7 @@ func Example() {
 	}
 	client := cluster.Clientset()
 
-	f := informer.NewFactory(client)
+	f := informer.NewFactory(client, informer.Options{})
 	defer f.Shutdown()
 	pods, err := informer.For[*corev1.Pod](f)
 	if err != nil {
@@ -84,7 +84,7 @@ func ExampleLister() {
 		examplePod("a", "db-0", map[string]string{"app": "db"}),
 		examplePod("b", "web-1", map[string]string{"app": "web"}),
 	)
-	f := informer.NewFactory(client)
+	f := informer.NewFactory(client, informer.Options{})
 	defer f.Shutdown()
 	pods, _ := informer.For[*corev1.Pod](f)
 	f.Start(ctx)
@@ -122,7 +122,7 @@ func ExampleEnqueueMapped_owner() {
 	}}
 	client := fake.NewClientset(child, examplePod("default", "orphan", nil))
 
-	f := informer.NewFactory(client)
+	f := informer.NewFactory(client, informer.Options{})
 	defer f.Shutdown()
 	pods, _ := informer.For[*corev1.Pod](f)
 	queue := kworkqueue.NewTyped[string]()
@@ -151,7 +151,7 @@ func ExampleEnqueueMapped() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	client := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "settings"}})
-	f := informer.NewFactory(client)
+	f := informer.NewFactory(client, informer.Options{})
 	defer f.Shutdown()
 	cms, _ := informer.For[*corev1.ConfigMap](f)
 	queue := kworkqueue.NewTyped[string]()
@@ -175,7 +175,7 @@ func ExampleWaitForCacheSync() {
 	client.PrependReactor("list", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(corev1.Resource("configmaps"), "", errors.New("no RBAC"))
 	})
-	f := informer.NewFactory(client)
+	f := informer.NewFactory(client, informer.Options{})
 	defer f.Shutdown()
 	pods, _ := informer.For[*corev1.Pod](f)
 	cms, _ := informer.For[*corev1.ConfigMap](f)
@@ -193,15 +193,15 @@ func ExampleWaitForCacheSync() {
 
 // For answers with an error, not a panic, for a type it cannot serve.
 func ExampleFor_unsupported() {
-	f := informer.NewFactory(fake.NewClientset())
+	f := informer.NewFactory(fake.NewClientset(), informer.Options{})
 	_, err := informer.For[*corev1.Binding](f)
 	fmt.Println(errors.Is(err, informer.ErrUnsupportedType))
 	// Output: true
 }
 
-// Per-type transforms shrink the cache further than the default
+// Per-type transforms (ByObject) shrink the cache further than the default
 // managedFields stripping.
-func ExampleWithTransform() {
+func ExampleByObject() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p := examplePod("default", "web-0", nil)
@@ -209,10 +209,12 @@ func ExampleWithTransform() {
 	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
 	client := fake.NewClientset(p)
 
-	f := informer.NewFactory(client, informer.WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
-		delete(p.Annotations, "kubectl.kubernetes.io/last-applied-configuration")
-		return p, nil
-	}))
+	f := informer.NewFactory(client, informer.Options{
+		ByObject: []informer.ObjectOverride{informer.ByObject(informer.ObjectOptions[*corev1.Pod]{Transform: func(p *corev1.Pod) (*corev1.Pod, error) {
+			delete(p.Annotations, "kubectl.kubernetes.io/last-applied-configuration")
+			return p, nil
+		}})},
+	})
 	defer f.Shutdown()
 	pods, _ := informer.For[*corev1.Pod](f)
 	f.Start(ctx)
@@ -224,17 +226,17 @@ func ExampleWithTransform() {
 
 // By default equal sub-objects of cached objects are one instance: here the
 // labels of a ReplicaSet's Pods. Cached objects are read-only; DeepCopy before
-// changing one, which copies the shared parts too. WithoutSharing keeps every
-// object's own copy.
-func ExampleWithoutSharing() {
+// changing one, which copies the shared parts too. Options.DisableSharing
+// keeps every object's own copy.
+func ExampleOptions_disableSharing() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var objs []runtime.Object
 	for i := range 4 {
 		objs = append(objs, examplePod("default", fmt.Sprintf("web-%d", i), map[string]string{"app": "web", "pod-template-hash": "6d9f7c8b5"}))
 	}
-	distinctLabelMaps := func(opts ...informer.FactoryOption) int {
-		f := informer.NewFactory(fake.NewClientset(objs...), opts...)
+	distinctLabelMaps := func(opts informer.Options) int {
+		f := informer.NewFactory(fake.NewClientset(objs...), opts)
 		defer f.Shutdown()
 		pods, _ := informer.For[*corev1.Pod](f)
 		f.Start(ctx)
@@ -252,8 +254,8 @@ func ExampleWithoutSharing() {
 		fmt.Println(cached.Labels["app"])
 		return len(seen)
 	}
-	fmt.Println(distinctLabelMaps() < len(objs))
-	fmt.Println(distinctLabelMaps(informer.WithoutSharing()) == len(objs))
+	fmt.Println(distinctLabelMaps(informer.Options{}) < len(objs))
+	fmt.Println(distinctLabelMaps(informer.Options{DisableSharing: true}) == len(objs))
 	// Output:
 	// web
 	// true
@@ -272,7 +274,7 @@ func ExampleForMetadata() {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db-password", Labels: map[string]string{"app": "db"}},
 	})
-	f := informer.NewFactory(fake.NewClientset(), informer.WithMetadataClient(meta))
+	f := informer.NewFactory(fake.NewClientset(), informer.Options{MetadataClient: meta})
 	defer f.Shutdown()
 	secrets, err := informer.ForMetadata(f, corev1.SchemeGroupVersion.WithResource("secrets"))
 	if err != nil {
@@ -288,14 +290,15 @@ func ExampleForMetadata() {
 // The mutation detector reports a cached object changed in place, naming the
 // object and the field. Tests get it from testkit; here the check runs
 // on demand.
-func ExampleWithMutationDetector() {
+func ExampleOptions_mutationDetector() {
 	client := fake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Namespace: "default", Name: "web", ResourceVersion: "1", Labels: map[string]string{"app": "web"},
 	}})
-	factory := informer.NewFactory(client,
-		informer.WithMutationDetector(func(err error) { fmt.Println("periodic check:", err) }),
-		// A clock that never ticks, so that only the on-demand check runs here.
-		informer.WithClock(testingclock.NewFakeClock(time.Now())))
+	factory := informer.NewFactory(client, informer.Options{
+		MutationDetector: true,
+		MutationReport:   func(err error) { fmt.Println("periodic check:", err) },
+		Clock:            testingclock.NewFakeClock(time.Now()),
+	})
 	defer factory.Shutdown()
 	pods, err := informer.For[*corev1.Pod](factory)
 	if err != nil {
@@ -325,21 +328,65 @@ func ExampleWithMutationDetector() {
 // name, through the provider a manager.Manager registers. The name is the
 // factory's until Shutdown; a second factory asking for it meanwhile is told
 // through its error handler and runs without metrics.
-func ExampleWithInformerName() {
-	f := informer.NewFactory(fake.NewClientset(), informer.WithInformerName("example-controller"))
-	other := informer.NewFactory(fake.NewClientset(), informer.WithInformerName("example-controller"),
-		informer.WithErrorHandler(func(_ context.Context, err error) {
+func ExampleOptions_informerName() {
+	f := informer.NewFactory(fake.NewClientset(), informer.Options{InformerName: "example-controller"})
+	other := informer.NewFactory(fake.NewClientset(), informer.Options{
+		InformerName: "example-controller",
+		ErrorHandler: func(_ context.Context, err error) {
 			fmt.Println("second factory:", errors.Is(err, informer.ErrInformerNameInUse))
-		}))
+		},
+	})
 	defer other.Shutdown()
 	fmt.Printf("%q %q\n", f.InformerName(), other.InformerName())
 
 	f.Shutdown()
-	again := informer.NewFactory(fake.NewClientset(), informer.WithInformerName("example-controller"))
+	again := informer.NewFactory(fake.NewClientset(), informer.Options{InformerName: "example-controller"})
 	defer again.Shutdown()
 	fmt.Printf("%q %q\n", f.InformerName(), again.InformerName())
 	// Output:
 	// second factory: true
 	// "example-controller" ""
 	// "" "example-controller"
+}
+
+// One Options value configures a factory: here one namespace, a logger,
+// and, for Pods alone (ByObject), a transform that drops an annotation and
+// a memory budget. Fields left zero keep their defaults.
+func ExampleOptions() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	web := examplePod("default", "web-0", nil)
+	web.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...}"}
+	other := examplePod("other", "db-0", nil)
+
+	f := informer.NewFactory(fake.NewClientset(web, other), informer.Options{
+		Namespace: "default",
+		ByObject: []informer.ObjectOverride{
+			informer.ByObject(informer.ObjectOptions[*corev1.Pod]{
+				Transform: func(p *corev1.Pod) (*corev1.Pod, error) {
+					delete(p.Annotations, "kubectl.kubernetes.io/last-applied-configuration")
+					return p, nil
+				},
+				MemoryBudget: 64 << 20,
+				BudgetPolicy: informer.BudgetFailReadiness,
+			}),
+		},
+	})
+	defer f.Shutdown()
+	pods, err := informer.For[*corev1.Pod](f)
+	if err != nil {
+		panic(err)
+	}
+	f.Start(ctx)
+	if err := f.WaitForCacheSync(ctx); err != nil {
+		panic(err)
+	}
+	list, _ := pods.Lister().List(labels.Everything())
+	for _, p := range list {
+		fmt.Println(p.Namespace, p.Name, len(p.Annotations))
+	}
+	fmt.Println(f.HasReadinessBudget(), f.CheckMemoryBudget())
+	// Output:
+	// default web-0 0
+	// true <nil>
 }

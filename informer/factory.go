@@ -49,16 +49,16 @@ type factory struct {
 	logger    klog.Logger
 	client    kubernetes.Interface
 	hasClient bool
-	table     *hashcons.Table   // nil with WithoutSharing
-	detector  *mutationDetector // nil without WithMutationDetector
-	// name is the reserved name of WithInformerName; nil without one. Set
+	table     *hashcons.Table   // nil with Options.DisableSharing
+	detector  *mutationDetector // nil without Options.MutationDetector
+	// name is the reserved name of Options.InformerName; nil without one. Set
 	// by NewFactory; the Shutdown of the client-go factories given it
 	// releases it.
 	name *cache.InformerName
 
 	shared   informers.SharedInformerFactory
-	dynamic  dynamicinformer.DynamicSharedInformerFactory // nil without WithDynamicClient
-	metadata metadatainformer.SharedInformerFactory       // nil without WithMetadataClient
+	dynamic  dynamicinformer.DynamicSharedInformerFactory // nil without Options.DynamicClient
+	metadata metadatainformer.SharedInformerFactory       // nil without Options.MetadataClient
 
 	mu        sync.Mutex
 	informers map[registryKey]registered
@@ -82,7 +82,7 @@ type factory struct {
 	meters sync.Map
 	// budgets is nil without memory budgets (budget.go).
 	budgets *budgets
-	// staleness is nil without WithStalenessCheck (staleness.go).
+	// staleness is nil without Options.StalenessCheck (staleness.go).
 	staleness *staleness
 	// warned holds the resources warned about as unscoped (warnUnscoped).
 	warned map[string]bool
@@ -120,29 +120,19 @@ type registered interface {
 	servedScope() scope
 }
 
-// NewFactory returns a Factory over client. See the FactoryOption functions
-// for the knobs; with none, informers watch all namespaces, never resync,
+// NewFactory returns a Factory over client, configured by opts (the zero
+// Options for every default: informers watch all namespaces, never resync,
 // strip managedFields and report problems through
-// utilruntime.HandleErrorWithContext.
+// utilruntime.HandleErrorWithContext). Settings NewFactory cannot honour
+// (a memory budget without a policy, say) are reported to the error
+// handler and ignored: a factory is always returned.
 //
 // client may be nil for a factory that serves only ForMetadata and
 // ForResource; For then returns an error matching ErrNoClient.
-func NewFactory(client kubernetes.Interface, opts ...FactoryOption) *Factory {
+func NewFactory(client kubernetes.Interface, opts Options) *Factory {
 	f := &Factory{factory: &factory{informers: map[registryKey]registered{}, lives: map[registryKey]*life{},
-		client: client, hasClient: client != nil, stop: make(chan struct{})}}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&f.cfg)
-		}
-	}
-	if !f.cfg.releaseGraceSet {
-		f.cfg.releaseGrace = DefaultReleaseGrace
-	}
-	if f.cfg.logger != nil {
-		f.logger = *f.cfg.logger
-	} else {
-		f.logger = klog.Background()
-	}
+		client: client, hasClient: client != nil, stop: make(chan struct{}), cfg: opts.config()}}
+	f.logger = f.cfg.logger
 	f.ctx = klog.NewContext(context.Background(), f.logger)
 	if !f.cfg.noSharing {
 		f.table = hashcons.New()
@@ -191,7 +181,7 @@ func NewFactory(client kubernetes.Interface, opts ...FactoryOption) *Factory {
 }
 
 // InformerName returns the name the factory's informers report their
-// metrics under (WithInformerName), or "" when it has none: no name was
+// metrics under (Options.InformerName), or "" when it has none: no name was
 // given, the name was in use, or Shutdown released it.
 func (f *Factory) InformerName() string {
 	f.mu.Lock()
@@ -264,7 +254,7 @@ func (f *Factory) Shutdown() {
 	f.mu.Unlock()
 
 	// Once: each client-go factory's Shutdown releases the informer name
-	// (WithInformerName), and a Release after another factory has taken
+	// (Options.InformerName), and a Release after another factory has taken
 	// the name drops that factory's claim on it. Concurrent callers wait
 	// in Do until the first returns. Scoped factories may share the name:
 	// the first Shutdown below releases it, a scoped one releases it again
@@ -483,7 +473,7 @@ func (f *Factory) report(err error) {
 	utilruntime.HandleErrorWithContext(f.ctx, err, "informer problem")
 }
 
-// clock is the clock of the factory's own timers (WithClock).
+// clock is the clock of the factory's own timers (Options.Clock).
 func (f *factory) clock() clock.WithTicker {
 	if f.cfg.clock == nil {
 		return clock.RealClock{}

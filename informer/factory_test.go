@@ -45,7 +45,7 @@ func countActions(c *k8stesting.Fake, verb, resource string) int {
 // the API sees exactly one list and one watch.
 func TestForSharesOneInformerAndOneWatch(t *testing.T) {
 	client := newClient(pod("a", "p1", nil))
-	f := NewFactory(client)
+	f := NewFactory(client, Options{})
 
 	first, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
@@ -78,7 +78,7 @@ func TestForSharesOneInformerAndOneWatch(t *testing.T) {
 func TestTypedEvents(t *testing.T) {
 	ctx := context.Background()
 	client := newClient(pod("a", "existing", nil))
-	f := NewFactory(client)
+	f := NewFactory(client, Options{})
 	pods, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	log := newEventLog[*corev1.Pod]()
@@ -105,7 +105,7 @@ func TestTypedEvents(t *testing.T) {
 // An informer requested after Start is started at once.
 func TestForAfterStart(t *testing.T) {
 	client := newClient(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "cm"}})
-	f := NewFactory(client)
+	f := NewFactory(client, Options{})
 	_, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	startFactory(t, f)
@@ -133,7 +133,7 @@ func (u *unknownType) DeepCopyObject() runtime.Object {
 }
 
 func TestForUnsupportedType(t *testing.T) {
-	f := NewFactory(newClient())
+	f := NewFactory(newClient(), Options{})
 	_, err := For[*autoscalingv1.Scale](f) // in the scheme, but a subresource
 	require.ErrorIs(t, err, ErrUnsupportedType)
 	assert.Contains(t, err.Error(), "k8s.io/api/autoscaling/v1.Scale")
@@ -151,7 +151,7 @@ func TestForUnsupportedType(t *testing.T) {
 // very informer client-go's generated accessor uses for that Go type: the
 // scheme + plural-rule mapping agrees with informers' generic map everywhere.
 func TestForEveryServedType(t *testing.T) {
-	f := NewFactory(newClient())
+	f := NewFactory(newClient(), Options{})
 	served := map[reflect.Type]bool{}
 	for gvk, typ := range scheme.Scheme.AllKnownTypes() {
 		ptr := reflect.PointerTo(typ)
@@ -196,7 +196,7 @@ func TestTransforms(t *testing.T) {
 	}
 
 	t.Run("managedFields stripped by default", func(t *testing.T) {
-		f := NewFactory(newClient(newPod()))
+		f := NewFactory(newClient(newPod()), Options{})
 		pods, err := For[*corev1.Pod](f)
 		require.NoError(t, err)
 		startFactory(t, f)
@@ -207,7 +207,7 @@ func TestTransforms(t *testing.T) {
 	})
 
 	t.Run("stripping can be turned off", func(t *testing.T) {
-		f := NewFactory(newClient(newPod()), WithoutManagedFieldsStripping())
+		f := NewFactory(newClient(newPod()), Options{KeepManagedFields: true})
 		pods, err := For[*corev1.Pod](f)
 		require.NoError(t, err)
 		startFactory(t, f)
@@ -218,15 +218,15 @@ func TestTransforms(t *testing.T) {
 
 	t.Run("per-type transforms compose and apply only to their type", func(t *testing.T) {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "cm", Annotations: map[string]string{"big": "value"}}}
-		f := NewFactory(newClient(newPod(), cm),
-			WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
+		f := NewFactory(newClient(newPod(), cm), Options{
+			ByObject: []ObjectOverride{ByObject(ObjectOptions[*corev1.Pod]{Transform: func(p *corev1.Pod) (*corev1.Pod, error) {
 				p.Annotations = nil
 				return p, nil
-			}),
-			WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) {
+			}}), ByObject(ObjectOptions[*corev1.Pod]{Transform: func(p *corev1.Pod) (*corev1.Pod, error) {
 				p.Labels = map[string]string{"transformed": "twice"}
 				return p, nil
-			}),
+			}})},
+		},
 		)
 		pods, err := For[*corev1.Pod](f)
 		require.NoError(t, err)
@@ -245,8 +245,10 @@ func TestTransforms(t *testing.T) {
 	t.Run("a failing transform is reported and the object cached", func(t *testing.T) {
 		sink := &errorSink{}
 		boom := errors.New("boom")
-		f := NewFactory(newClient(newPod()), WithErrorHandler(sink.handle),
-			WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) { return nil, boom }))
+		f := NewFactory(newClient(newPod()), Options{
+			ErrorHandler: sink.handle,
+			ByObject:     []ObjectOverride{ByObject(ObjectOptions[*corev1.Pod]{Transform: func(p *corev1.Pod) (*corev1.Pod, error) { return nil, boom }})},
+		})
 		pods, err := For[*corev1.Pod](f)
 		require.NoError(t, err)
 		startFactory(t, f)
@@ -260,12 +262,15 @@ func TestTransforms(t *testing.T) {
 	})
 }
 
-func TestFactoryOptionsReachTheAPI(t *testing.T) {
+func TestOptionsReachTheAPI(t *testing.T) {
 	client := newClient(pod("a", "in", map[string]string{"app": "x"}), pod("b", "other-ns", map[string]string{"app": "x"}),
 		pod("a", "unlabelled", nil))
-	f := NewFactory(client, WithNamespace("a"), WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.LabelSelector = "app=x"
-	}))
+	f := NewFactory(client, Options{
+		Namespace: "a",
+		TweakListOptions: func(o *metav1.ListOptions) {
+			o.LabelSelector = "app=x"
+		},
+	})
 	pods, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	startFactory(t, f)
@@ -293,7 +298,7 @@ func TestFactoryOptionsReachTheAPI(t *testing.T) {
 }
 
 func TestShutdown(t *testing.T) {
-	f := NewFactory(newClient(pod("a", "p", nil)))
+	f := NewFactory(newClient(pod("a", "p", nil)), Options{})
 	pods, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	startFactory(t, f)
@@ -308,12 +313,12 @@ func TestShutdown(t *testing.T) {
 	assert.False(t, cms.HasSynced())
 
 	// Shutdown without Start returns at once.
-	NewFactory(newClient()).Shutdown()
+	NewFactory(newClient(), Options{}).Shutdown()
 }
 
 // The resources a GVR names are identified by group and resource.
 func TestNamesOfGroupedResources(t *testing.T) {
-	f := NewFactory(newClient())
+	f := NewFactory(newClient(), Options{})
 	rs, err := For[*appsv1.ReplicaSet](f)
 	require.NoError(t, err)
 	assert.Equal(t, "replicasets.apps", rs.Name())
@@ -330,7 +335,7 @@ func TestNilFactory(t *testing.T) {
 	require.ErrorIs(t, err, ErrNilFactory)
 
 	// A factory without a clientset still serves custom resources.
-	crdOnly := NewFactory(nil, WithDynamicClient(newDynamic(unstructuredWidget("a", "w", int64(1)))))
+	crdOnly := NewFactory(nil, Options{DynamicClient: newDynamic(unstructuredWidget("a", "w", int64(1)))})
 	_, err = For[*corev1.Pod](crdOnly)
 	require.ErrorIs(t, err, ErrNoClient)
 	widgets, err := ForResource[*widget](crdOnly, widgetsGVR)
@@ -341,17 +346,19 @@ func TestNilFactory(t *testing.T) {
 	assert.Equal(t, 1, w.Spec.Size)
 }
 
-// WithLogger's logger reaches the error handler through its context, so a
+// Options.Logger reaches the error handler through its context, so a
 // custom handler can log with the factory's logger.
 func TestWithLoggerReachesTheErrorHandler(t *testing.T) {
 	var logged []string
 	logger := funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{})
 	var fromCtx klog.Logger
-	f := NewFactory(newClient(), WithLogger(logger.WithValues("component", "test")),
-		WithErrorHandler(func(ctx context.Context, err error) {
+	f := NewFactory(newClient(), Options{
+		Logger: logger.WithValues("component", "test"),
+		ErrorHandler: func(ctx context.Context, err error) {
 			fromCtx = klog.FromContext(ctx)
 			fromCtx.Error(err, "reported")
-		}))
+		},
+	})
 	f.report(errors.New("boom"))
 	require.Len(t, logged, 1)
 	assert.Contains(t, logged[0], `"component"="test"`)
@@ -362,7 +369,7 @@ func TestWithLoggerReachesTheErrorHandler(t *testing.T) {
 func TestRemoveHandler(t *testing.T) {
 	ctx := context.Background()
 	client := newClient()
-	f := NewFactory(client)
+	f := NewFactory(client, Options{})
 	pods, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	removed, kept := &recorder[string]{}, newEventLog[*corev1.Pod]()

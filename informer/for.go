@@ -52,7 +52,7 @@ type Object = object.Object
 // A scoped informer runs its own client-go informers (one per namespace),
 // started, waited for (WaitForCacheSync) and shut down by the factory like
 // every other; handlers, indexes, managedFields stripping, sharing, the
-// WithTransform functions and the mutation detector apply as to any informer.
+// ObjectOptions.Transform functions and the mutation detector apply as to any informer.
 func For[T Object](f *Factory, opts ...ScopeOption[T]) (Informer[T], error) {
 	t := reflect.TypeFor[T]()
 	if f == nil {
@@ -144,7 +144,7 @@ func newScopedTyped[T Object](f *Factory, t reflect.Type, sc scope) (*sharedInfo
 func (f *Factory) newScoped(what string, sc scope, build func(ns string) (startable, cache.SharedIndexInformer, error), name func() string) (cache.SharedIndexInformer, error) {
 	if sc.set != nil {
 		if f.cfg.namespace != "" && !sc.shards {
-			return nil, fmt.Errorf("informer for %s: InNamespaceSet: the factory watches only namespace %q (WithNamespace)", what, f.cfg.namespace)
+			return nil, fmt.Errorf("informer for %s: InNamespaceSet: the factory watches only namespace %q (Options.Namespace)", what, f.cfg.namespace)
 		}
 		d := newDynamicNamespaces(f, name(), sc.set, sc.shards, build)
 		f.scoped = append(f.scoped, d)
@@ -172,7 +172,7 @@ func (f *Factory) newScoped(what string, sc scope, build func(ns string) (starta
 }
 
 // scopeNamespaces returns the namespaces a scope watches: its own, or the
-// factory's. A factory limited to one namespace (WithNamespace) cannot
+// factory's. A factory limited to one namespace (Options.Namespace) cannot
 // serve another.
 func (f *Factory) scopeNamespaces(what string, sc scope) ([]string, error) {
 	if len(sc.namespaces) == 0 {
@@ -181,7 +181,7 @@ func (f *Factory) scopeNamespaces(what string, sc scope) ([]string, error) {
 	if f.cfg.namespace != "" {
 		for _, ns := range sc.namespaces {
 			if ns != f.cfg.namespace {
-				return nil, fmt.Errorf("informer for %s: InNamespaces(%s): the factory watches only namespace %q (WithNamespace)", what, strings.Join(sc.namespaces, ","), f.cfg.namespace)
+				return nil, fmt.Errorf("informer for %s: InNamespaces(%s): the factory watches only namespace %q (Options.Namespace)", what, strings.Join(sc.namespaces, ","), f.cfg.namespace)
 			}
 		}
 	}

@@ -116,7 +116,7 @@ func (h HandlerFuncs[T]) HandleDelete(obj T, info DeleteInfo) {
 // resourceVersion, so nothing changed on the server. This is client-go's own
 // test: its informers deliver such updates (from a periodic resync, or from a
 // relist that found the object unchanged) only to handlers that asked for
-// resyncs, i.e. when the factory has a resync period (WithResync).
+// resyncs, i.e. when the factory has a resync period (Options.Resync).
 //
 // Beware in tests: the fake clientset stores objects with the
 // resourceVersion the test gave them (usually ""), so an update through it

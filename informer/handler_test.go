@@ -96,8 +96,10 @@ func TestAdapterReportsWrongTypes(t *testing.T) {
 func TestWrongTypeFromTransformIsReportedNotFatal(t *testing.T) {
 	sink := &errorSink{}
 	client := newClient(pod("a", "bad", nil), pod("a", "good", nil))
-	f := NewFactory(client, WithErrorHandler(sink.handle),
-		WithTransform(func(p *corev1.Pod) (*corev1.Pod, error) { return p, nil }))
+	f := NewFactory(client, Options{
+		ErrorHandler: sink.handle,
+		ByObject:     []ObjectOverride{ByObject(ObjectOptions[*corev1.Pod]{Transform: func(p *corev1.Pod) (*corev1.Pod, error) { return p, nil }})},
+	})
 	// Replace the per-type transform with one that emits a foreign type for
 	// one object, as a broken custom-resource conversion would.
 	f.cfg.transforms[typeOfPod] = func(obj any) (any, error) {
@@ -147,7 +149,7 @@ func TestTombstoneFromRelistReachesOnDelete(t *testing.T) {
 		return false, nil, nil
 	})
 
-	f := NewFactory(client)
+	f := NewFactory(client, Options{})
 	pods, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	deleted := make(chan *corev1.Pod, 1)
@@ -219,7 +221,7 @@ func TestResyncIsMarked(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for a one-second resync")
 	}
-	f := NewFactory(newClient(pod("a", "p", nil)), WithResync(time.Second))
+	f := NewFactory(newClient(pod("a", "p", nil)), Options{Resync: time.Second})
 	pods, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	resyncs := make(chan bool, 10)
@@ -242,7 +244,7 @@ func TestResyncIsMarked(t *testing.T) {
 }
 
 func TestAddHandlerRefusesBrokenHandlers(t *testing.T) {
-	f := NewFactory(newClient())
+	f := NewFactory(newClient(), Options{})
 	pods, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	_, err = pods.AddHandler(nil)
@@ -254,7 +256,7 @@ func TestAddHandlerRefusesBrokenHandlers(t *testing.T) {
 
 	// After shutdown client-go refuses new handlers; the error says which informer.
 	f.Shutdown()
-	startAndStop := NewFactory(newClient())
+	startAndStop := NewFactory(newClient(), Options{})
 	cms, err := For[*corev1.ConfigMap](startAndStop)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

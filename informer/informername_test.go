@@ -95,7 +95,7 @@ var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 // factory can then take.
 func TestInformerNameReportsTypedInformers(t *testing.T) {
 	name := uniqueName("typed")
-	f := NewFactory(newClient(pod("a", "p1", nil)), WithInformerName(name))
+	f := NewFactory(newClient(pod("a", "p1", nil)), Options{InformerName: name})
 	assert.Equal(t, name, f.InformerName())
 	_, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
@@ -117,7 +117,7 @@ func TestInformerNameReportsTypedInformers(t *testing.T) {
 	assert.False(t, stores[0].id.Reserved(), "released by Shutdown")
 	assert.Empty(t, f.InformerName())
 
-	again := NewFactory(newClient(), WithInformerName(name))
+	again := NewFactory(newClient(), Options{InformerName: name})
 	defer again.Shutdown()
 	assert.Equal(t, name, again.InformerName(), "the name is free again after Shutdown")
 }
@@ -127,10 +127,10 @@ func TestInformerNameReportsTypedInformers(t *testing.T) {
 // the first factory does not free the name a third factory took meanwhile.
 func TestInformerNameInUse(t *testing.T) {
 	name := uniqueName("in-use")
-	first := NewFactory(newClient(), WithInformerName(name))
+	first := NewFactory(newClient(), Options{InformerName: name})
 
 	var sink errorSink
-	second := NewFactory(newClient(), WithInformerName(name), WithErrorHandler(sink.handle))
+	second := NewFactory(newClient(), Options{InformerName: name, ErrorHandler: sink.handle})
 	defer second.Shutdown()
 	assert.Empty(t, second.InformerName())
 	errs := sink.all()
@@ -139,22 +139,22 @@ func TestInformerNameInUse(t *testing.T) {
 	assert.ErrorContains(t, errs[0], name)
 
 	first.Shutdown()
-	third := NewFactory(newClient(), WithInformerName(name))
+	third := NewFactory(newClient(), Options{InformerName: name})
 	defer third.Shutdown()
 	assert.Equal(t, name, third.InformerName())
 	first.Shutdown()
 
 	var sink4 errorSink
-	fourth := NewFactory(newClient(), WithInformerName(name), WithErrorHandler(sink4.handle))
+	fourth := NewFactory(newClient(), Options{InformerName: name, ErrorHandler: sink4.handle})
 	defer fourth.Shutdown()
 	assert.Empty(t, fourth.InformerName(), "the third factory still holds the name")
 	require.Len(t, sink4.all(), 1)
 	assert.ErrorIs(t, sink4.all()[0], ErrInformerNameInUse)
 }
 
-// Without WithInformerName nothing is reserved and nothing reports.
+// Without Options.InformerName nothing is reserved and nothing reports.
 func TestNoInformerName(t *testing.T) {
-	f := NewFactory(newClient())
+	f := NewFactory(newClient(), Options{})
 	defer f.Shutdown()
 	assert.Empty(t, f.InformerName())
 	assert.Empty(t, metricsRec.storeGauges("", podsGVR), "unnamed informers do not report")
@@ -164,7 +164,7 @@ func TestNoInformerName(t *testing.T) {
 // reports the first of them built under the name only.
 func TestInformerNameScopedReportsOnce(t *testing.T) {
 	name := uniqueName("scoped")
-	f := NewFactory(newClient(pod("a", "p1", nil), pod("b", "p2", nil)), WithInformerName(name))
+	f := NewFactory(newClient(pod("a", "p1", nil), pod("b", "p2", nil)), Options{InformerName: name})
 	defer f.Shutdown()
 	_, err := For(f, InNamespaces[*corev1.Pod]("a", "b"))
 	require.NoError(t, err)

@@ -15,7 +15,7 @@ import (
 // informers), or the zero GVK when nothing says. Owns and the owner-keyed mappings need it
 // before the first object arrives, so it cannot be read off the objects. In order:
 //
-//   - a scheme that registered t in gvr's group version (WithScheme's, then client-go's);
+//   - a scheme that registered t in gvr's group version (Options.Scheme's, then client-go's);
 //   - a kind of gvr's group version in those schemes whose plural is gvr's resource;
 //   - t's own name, when it is exported (kinds are) and its plural is gvr's resource: a
 //     custom resource's Go type is named after its kind (PodSet for podsets), so most need

@@ -59,7 +59,7 @@ func TestForResourceKnowsTheKindOfCustomResources(t *testing.T) {
 	}
 
 	t.Run("from the type's name", func(t *testing.T) {
-		f := NewFactory(newClient(), WithDynamicClient(dyn()))
+		f := NewFactory(newClient(), Options{DynamicClient: dyn()})
 		defer f.Shutdown()
 		gadgets, err := ForResource[*Gadget](f, gadgetsGVR)
 		assert.Equal(t, "Gadget", kind(t, gadgets, err))
@@ -71,7 +71,7 @@ func TestForResourceKnowsTheKindOfCustomResources(t *testing.T) {
 		assert.Empty(t, kind(t, raw, err))
 	})
 	t.Run("from the factory's scheme", func(t *testing.T) {
-		f := NewFactory(newClient(), WithDynamicClient(dyn()), WithScheme(withScheme))
+		f := NewFactory(newClient(), Options{DynamicClient: dyn(), Scheme: withScheme})
 		defer f.Shutdown()
 		octopi, err := ForResource[*Octopus](f, octopiGVR)
 		assert.Equal(t, "Octopus", kind(t, octopi, err), "registered under its kind")
@@ -79,7 +79,7 @@ func TestForResourceKnowsTheKindOfCustomResources(t *testing.T) {
 		assert.Equal(t, "Widget", kind(t, widgets, err))
 	})
 	t.Run("untyped, from a kind the scheme knows", func(t *testing.T) {
-		f := NewFactory(newClient(), WithDynamicClient(dyn()), WithScheme(withScheme))
+		f := NewFactory(newClient(), Options{DynamicClient: dyn(), Scheme: withScheme})
 		defer f.Shutdown()
 		raw, err := ForResource[*unstructured.Unstructured](f, widgetsGVR)
 		assert.Equal(t, "Widget", kind(t, raw, err), "widgets is the plural of the scheme's Widget")

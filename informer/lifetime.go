@@ -8,7 +8,7 @@ import (
 )
 
 // DefaultReleaseGrace is how long an informer nobody holds any more keeps
-// running before it stops (WithReleaseGrace): a controller restarted within
+// running before it stops (Options.ReleaseGrace): a controller restarted within
 // it (a Lease won back, a CRD re-created) finds its cache warm instead of
 // listing again.
 const DefaultReleaseGrace = 5 * time.Second
@@ -22,7 +22,7 @@ const DefaultReleaseGrace = 5 * time.Second
 //     on it) runs in client-go informer factories of its own, so that it can
 //     stop alone. When the contexts of every view holding it have ended, and
 //     f itself never handed it out, it keeps running for the release grace
-//     (WithReleaseGrace), then stops: its watch ends, its goroutines return
+//     (Options.ReleaseGrace), then stops: its watch ends, its goroutines return
 //     and its cache is freed. Asking for it again, from any view or f, before
 //     that keeps it; after, builds a new one (a fresh list).
 //   - An informer f itself hands out lives as long as f, whoever else holds

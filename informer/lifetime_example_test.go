@@ -24,7 +24,7 @@ func ExampleFactory_HeldUntil() {
 	if err != nil {
 		panic(err)
 	}
-	f := informer.NewFactory(cluster.Clientset(), informer.WithReleaseGrace(0))
+	f := informer.NewFactory(cluster.Clientset(), informer.Options{ReleaseGrace: -1})
 	defer f.Shutdown()
 	f.Start(ctx)
 

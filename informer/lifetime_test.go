@@ -26,7 +26,7 @@ func newLifetimeFixture(t *testing.T) *lifetimeFixture {
 	t.Helper()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}
 	clk := clocktesting.NewFakeClock(time.Now())
-	f := NewFactory(newClient(cm), WithClock(clk), WithReleaseGrace(time.Minute))
+	f := NewFactory(newClient(cm), Options{Clock: clk, ReleaseGrace: time.Minute})
 	t.Cleanup(f.Shutdown)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -172,7 +172,7 @@ func TestViewOfAViewHoldsUntilEitherEnds(t *testing.T) {
 // bookkeeping between terms).
 func TestManyTermsLeaveNothingBehind(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}
-	f := NewFactory(newClient(cm), WithReleaseGrace(0))
+	f := NewFactory(newClient(cm), Options{ReleaseGrace: -1})
 	t.Cleanup(f.Shutdown)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -48,7 +48,7 @@ func TestListersAndIndexesMatchTheAPI(t *testing.T) {
 		objs = append(objs, p)
 	}
 	client := newClient(objs...)
-	f := NewFactory(client)
+	f := NewFactory(client, Options{})
 	pods, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	require.NoError(t, pods.AddIndex("app", func(p *corev1.Pod) ([]string, error) {
@@ -117,7 +117,7 @@ func TestListersAndIndexesMatchTheAPI(t *testing.T) {
 }
 
 func TestListerNotFound(t *testing.T) {
-	f := NewFactory(newClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}))
+	f := NewFactory(newClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}), Options{})
 	pods, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	nodes, err := For[*corev1.Node](f)
@@ -145,7 +145,7 @@ func TestListerNotFound(t *testing.T) {
 }
 
 func TestReplicaSetNotFoundNamesItsGroup(t *testing.T) {
-	f := NewFactory(newClient())
+	f := NewFactory(newClient(), Options{})
 	rs, err := For[*appsv1.ReplicaSet](f)
 	require.NoError(t, err)
 	startFactory(t, f)
@@ -161,7 +161,7 @@ func TestReplicaSetNotFoundNamesItsGroup(t *testing.T) {
 func TestAddIndexBeforeAndAfterStart(t *testing.T) {
 	ctx := context.Background()
 	client := newClient(pod("a", "p1", map[string]string{"tier": "web"}), pod("b", "p2", map[string]string{"tier": "db"}))
-	f := NewFactory(client)
+	f := NewFactory(client, Options{})
 	pods, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	byTier := func(p *corev1.Pod) ([]string, error) { return []string{p.Labels["tier"]}, nil }
@@ -198,7 +198,7 @@ func TestAddIndexBeforeAndAfterStart(t *testing.T) {
 // that index; client-go alone would panic inside the informer.
 func TestFailingIndexFunctionIsReported(t *testing.T) {
 	sink := &errorSink{}
-	f := NewFactory(newClient(pod("a", "bad", nil), pod("a", "good", nil)), WithErrorHandler(sink.handle))
+	f := NewFactory(newClient(pod("a", "bad", nil), pod("a", "good", nil)), Options{ErrorHandler: sink.handle})
 	pods, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	require.NoError(t, pods.AddIndex("picky", func(p *corev1.Pod) ([]string, error) {

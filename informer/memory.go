@@ -20,7 +20,7 @@ type CacheMemory struct {
 	// Informers are the factory's informers, the largest first.
 	Informers []InformerMemory
 	// TableBytes is the sharing table's own bookkeeping (its admission
-	// filter and an entry per shared sub-object); 0 WithoutSharing.
+	// filter and an entry per shared sub-object); 0 with Options.DisableSharing.
 	TableBytes int64
 	// Bytes is the sum of the informers' Bytes and TableBytes.
 	Bytes int64
@@ -71,7 +71,7 @@ const topNamespaces = 10
 
 // CacheMemory returns what the factory's informers hold, estimated as
 // objects enter and leave their caches (nothing is walked here). It is
-// empty WithoutAccounting, and once the factory shut down. Informers taken from the client-go factory
+// empty with Options.DisableAccounting, and once the factory shut down. Informers taken from the client-go factory
 // behind the factory (SharedInformerFactory) are not accounted.
 func (f *Factory) CacheMemory() CacheMemory {
 	var out CacheMemory
@@ -295,5 +295,5 @@ func (f *Factory) warnUnscopedLocked(key registryKey, name string, gvr schema.Gr
 	f.warned[name] = true
 	f.logger.Info("Warning: informer caches every object of a high-cardinality resource in the cluster; "+
 		"its memory grows with the cluster. Narrow it (InNamespaces, WithLabelSelector, WithFieldSelector, "+
-		"or the factory's WithNamespace) or cache metadata only (ForMetadata)", "informer", name)
+		"or the factory's Options.Namespace) or cache metadata only (ForMetadata)", "informer", name)
 }

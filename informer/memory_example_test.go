@@ -23,7 +23,7 @@ func ExampleFactory_CacheMemory() {
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example.com/web:1.4.2"}}}}
 	}
 	cluster, _ := fakecluster.New(pod("shop", "web-1"), pod("shop", "web-2"), pod("shop", "web-3"), pod("blog", "web-1"))
-	f := informer.NewFactory(cluster.Clientset(), informer.WithMemoryBudget(1<<10, informer.BudgetFailReadiness))
+	f := informer.NewFactory(cluster.Clientset(), informer.Options{MemoryBudget: 1 << 10, BudgetPolicy: informer.BudgetFailReadiness})
 	defer f.Shutdown()
 	if _, err := informer.For(f, informer.InNamespaces[*corev1.Pod]("shop", "blog")); err != nil {
 		fmt.Println(err)

@@ -47,7 +47,7 @@ func TestCacheMemoryFollowsTheCache(t *testing.T) {
 		require.NoError(t, err)
 	}
 	watching := watchSignal(client, "pods")
-	f := NewFactory(client)
+	f := NewFactory(client, Options{})
 	_, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	startFactory(t, f)
@@ -90,7 +90,7 @@ func TestCacheMemoryFollowsTheCache(t *testing.T) {
 
 func TestCacheMemoryWithoutSharingAndWithoutAccounting(t *testing.T) {
 	client := newClient(uidPod("a", "web-1"), uidPod("a", "web-2"))
-	f := NewFactory(client, WithoutSharing())
+	f := NewFactory(client, Options{DisableSharing: true})
 	_, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	startFactory(t, f)
@@ -99,7 +99,7 @@ func TestCacheMemoryWithoutSharingAndWithoutAccounting(t *testing.T) {
 	require.Zero(t, mem.Informers[0].SharedBytes)
 	require.Equal(t, mem.Informers[0].UnsharedBytes, mem.Informers[0].Bytes, "nothing shared: the same estimate")
 
-	off := NewFactory(newClient(uidPod("a", "web-1")), WithoutAccounting())
+	off := NewFactory(newClient(uidPod("a", "web-1")), Options{DisableAccounting: true})
 	_, err = For[*corev1.Pod](off)
 	require.NoError(t, err)
 	startFactory(t, off)
@@ -108,7 +108,7 @@ func TestCacheMemoryWithoutSharingAndWithoutAccounting(t *testing.T) {
 }
 
 func TestCacheMemoryDropsAStoppedInformer(t *testing.T) {
-	f := NewFactory(newClient(uidPod("a", "web-1")), WithReleaseGrace(0))
+	f := NewFactory(newClient(uidPod("a", "web-1")), Options{ReleaseGrace: -1})
 	startFactory(t, f)
 	ctx, cancel := context.WithCancel(context.Background())
 	_, err := For[*corev1.Pod](f.HeldUntil(ctx))
@@ -146,8 +146,12 @@ func TestCacheMemoryOfMetadataAndCustomResourceInformers(t *testing.T) {
 	require.NoError(t, metav1.AddMetaToScheme(scheme))
 	meta := metadatafake.NewSimpleMetadataClient(scheme, partialSecret("a", "token", true), partialSecret("b", "other", false))
 	dyn := newDynamic(unstructuredWidget("a", "small", int64(1)), unstructuredWidget("a", "big", int64(9)))
-	f := NewFactory(newClient(), WithMetadataClient(meta), WithDynamicClient(dyn),
-		WithInformerMemoryBudget[*widget](1, BudgetDegrade), WithBudgetCheckInterval(5*time.Millisecond))
+	f := NewFactory(newClient(), Options{
+		MetadataClient:      meta,
+		DynamicClient:       dyn,
+		BudgetCheckInterval: 5 * time.Millisecond,
+		ByObject:            []ObjectOverride{ByObject(ObjectOptions[*widget]{MemoryBudget: 1, BudgetPolicy: BudgetDegrade})},
+	})
 	_, err := ForMetadata(f, secretsGVR)
 	require.NoError(t, err)
 	widgets, err := ForResource[*widget](f, widgetsGVR)

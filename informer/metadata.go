@@ -16,7 +16,7 @@ import (
 // objects. Use it for resources whose spec and status a controller never
 // reads, e.g. to find Secrets or Pods by owner on a large cluster.
 //
-// The factory needs WithMetadataClient; without one the error matches
+// The factory needs Options.MetadataClient; without one the error matches
 // ErrNoMetadataClient. The informer is distinct from For's typed informer of
 // the same resource (another watch); its Name has a " (metadata)" suffix.
 // Scope options narrow it as for For (one scope per resource per factory,

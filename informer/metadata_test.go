@@ -36,7 +36,7 @@ func TestForMetadata(t *testing.T) {
 	owner := controllerRef("v1", "ServiceAccount", "builder", "sa-uid")
 	meta := metadatafake.NewSimpleMetadataClient(scheme,
 		partialSecret("a", "token", true, owner), partialSecret("b", "other", false))
-	f := NewFactory(newClient(), WithMetadataClient(meta))
+	f := NewFactory(newClient(), Options{MetadataClient: meta})
 
 	secrets, err := ForMetadata(f, secretsGVR)
 	require.NoError(t, err)
@@ -87,12 +87,12 @@ func TestForMetadata(t *testing.T) {
 }
 
 func TestForMetadataErrors(t *testing.T) {
-	f := NewFactory(newClient())
+	f := NewFactory(newClient(), Options{})
 	_, err := ForMetadata(f, secretsGVR)
 	require.ErrorIs(t, err, ErrNoMetadataClient)
 	assert.Contains(t, err.Error(), "secrets")
 
-	withMeta := NewFactory(newClient(), WithMetadataClient(metadatafake.NewSimpleMetadataClient(runtime.NewScheme())))
+	withMeta := NewFactory(newClient(), Options{MetadataClient: metadatafake.NewSimpleMetadataClient(runtime.NewScheme())})
 	_, err = ForMetadata(withMeta, schema.GroupVersionResource{Resource: "secrets"})
 	require.ErrorContains(t, err, "needs a version")
 	// An unknown resource gets an informer (the server decides), with no GVK.

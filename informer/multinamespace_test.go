@@ -19,7 +19,7 @@ import (
 // namespaces a and b, for testing the store and index routing directly.
 func newComposite(t *testing.T) (*multiNamespace, *Factory) {
 	t.Helper()
-	f := NewFactory(newClient())
+	f := NewFactory(newClient(), Options{})
 	t.Cleanup(f.Shutdown)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {

@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// MutationCheckInterval is how often a factory built WithMutationDetector
+// MutationCheckInterval is how often a factory with Options.MutationDetector
 // checks every tracked object, as client-go's cache mutation detector does.
 const MutationCheckInterval = time.Second
 
@@ -26,7 +26,7 @@ var ErrCacheMutated = errors.New("cached object changed in place")
 
 // MutationError reports a cached object that was changed in place after it
 // entered the cache. Cached objects are read-only; with structural sharing
-// (the default) a write to one can change many (see WithoutSharing).
+// (the default) a write to one can change many (see Options.DisableSharing).
 type MutationError struct {
 	// Informer names the informer holding the object (see Informer.Name).
 	Informer string
@@ -67,7 +67,7 @@ func (e *MutationError) Is(target error) bool { return target == ErrCacheMutated
 // with the fingerprint taken when it entered the cache and returns a
 // *MutationError for each one changed since (joined with errors.Join), or
 // nil. An object is reported once per change: the check takes its changed
-// state as the new reference. Without WithMutationDetector it returns nil.
+// state as the new reference. Without Options.MutationDetector it returns nil.
 // The periodic check sends what it finds to the detector's report function;
 // CheckMutations returns it instead.
 func (f *Factory) CheckMutations() error {

@@ -41,7 +41,7 @@ func mutationErrors(t *testing.T, err error) []*MutationError {
 func TestMutationDetectorNamesObjectAndField(t *testing.T) {
 	got := &errorSink{}
 	clk := testingclock.NewFakeClock(time.Now())
-	f := NewFactory(newClient(webPod("a"), webPod("b"), webPod("c")), WithMutationDetector(got.add), WithClock(clk))
+	f := NewFactory(newClient(webPod("a"), webPod("b"), webPod("c")), Options{MutationDetector: true, MutationReport: got.add, Clock: clk})
 	pods, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	startFactory(t, f)
@@ -83,7 +83,7 @@ func TestMutationDetectorNamesObjectAndField(t *testing.T) {
 func TestMutationDetectorForgetsReplacedAndDeletedObjects(t *testing.T) {
 	ctx := context.Background()
 	client := newClient(webPod("a"), webPod("b"))
-	f := NewFactory(client, WithMutationDetector(func(err error) { t.Errorf("reported: %v", err) }))
+	f := NewFactory(client, Options{MutationDetector: true, MutationReport: func(err error) { t.Errorf("reported: %v", err) }})
 	pods, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	startFactory(t, f)
@@ -129,8 +129,11 @@ func TestMutationDetectorTombstonesAndNewerVersions(t *testing.T) {
 }
 
 func TestMutationDetectorCustomResources(t *testing.T) {
-	f := NewFactory(newClient(), WithDynamicClient(newDynamic(unstructuredWidget("a", "w", int64(1)))),
-		WithMutationDetector(func(error) {}))
+	f := NewFactory(newClient(), Options{
+		DynamicClient:    newDynamic(unstructuredWidget("a", "w", int64(1))),
+		MutationDetector: true,
+		MutationReport:   func(error) {},
+	})
 	typed, err := ForResource[*widget](f, widgetsGVR)
 	require.NoError(t, err)
 	startFactory(t, f)
@@ -147,8 +150,11 @@ func TestMutationDetectorCustomResources(t *testing.T) {
 	assert.Equal(t, "2", errs[0].After)
 
 	// An unstructured object's path reads the same.
-	f2 := NewFactory(newClient(), WithDynamicClient(newDynamic(unstructuredWidget("a", "w", int64(1)))),
-		WithMutationDetector(func(error) {}))
+	f2 := NewFactory(newClient(), Options{
+		DynamicClient:    newDynamic(unstructuredWidget("a", "w", int64(1))),
+		MutationDetector: true,
+		MutationReport:   func(error) {},
+	})
 	raw, err := ForResource[*unstructured.Unstructured](f2, widgetsGVR)
 	require.NoError(t, err)
 	startFactory(t, f2)
@@ -210,10 +216,10 @@ func TestFingerprintIgnoresQuantityStringCache(t *testing.T) {
 	assert.NotEqual(t, before, fingerprint(d.seed, p))
 }
 
-// Without WithMutationDetector the factory keeps nothing and does nothing
+// Without Options.MutationDetector the factory keeps nothing and does nothing
 // for it: the transform of a Pod allocates nothing.
 func TestMutationDetectorOffCostsNothing(t *testing.T) {
-	f := NewFactory(newClient(), WithoutSharing())
+	f := NewFactory(newClient(), Options{DisableSharing: true})
 	require.Nil(t, f.detector)
 	require.NoError(t, f.CheckMutations())
 	p := webPod("a")
@@ -224,7 +230,7 @@ func TestMutationDetectorOffCostsNothing(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 
-	on := NewFactory(newClient(), WithoutSharing(), WithMutationDetector(nil))
+	on := NewFactory(newClient(), Options{DisableSharing: true, MutationDetector: true})
 	_, err := For[*corev1.Pod](on)
 	require.NoError(t, err)
 	// Each run transforms a new object (the same object again is left alone: see
@@ -239,7 +245,7 @@ func TestMutationDetectorOffCostsNothing(t *testing.T) {
 // alone: the detector tracks it from the first and its check may be reading it (a data race
 // under -race otherwise), and the object stays as the first pass made it.
 func TestTransformTwiceLeavesATrackedObjectAlone(t *testing.T) {
-	f := NewFactory(newClient(), WithMutationDetector(func(err error) { t.Error(err) }))
+	f := NewFactory(newClient(), Options{MutationDetector: true, MutationReport: func(err error) { t.Error(err) }})
 	_, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	p := webPod("a")

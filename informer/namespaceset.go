@@ -231,8 +231,8 @@ func sameKeys(a, b map[string]struct{}) bool {
 //
 // Two scopes with InNamespaceSet are equal only with the same set (pointer);
 // a later InNamespaces replaces InNamespaceSet and the other way round. The
-// factory must watch all namespaces (no WithNamespace). Per-namespace
-// informers of a NamespaceSet report no informer metrics (WithInformerName):
+// factory must watch all namespaces (no Options.Namespace). Per-namespace
+// informers of a NamespaceSet report no informer metrics (Options.InformerName):
 // a name is held by one client-go factory for its life, and theirs come and
 // go. Handlers of such an informer, as of InNamespaces, may be called from
 // one goroutine per namespace at once.

@@ -21,7 +21,7 @@ func ExampleInNamespaceSet() {
 	if err != nil {
 		panic(err)
 	}
-	f := informer.NewFactory(cluster.Clientset())
+	f := informer.NewFactory(cluster.Clientset(), informer.Options{})
 	defer f.Shutdown()
 	set, err := informer.NewNamespaceSet("team-a")
 	if err != nil {

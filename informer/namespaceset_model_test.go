@@ -73,7 +73,7 @@ func TestInNamespaceSetModel(t *testing.T) {
 	}
 	c, err := fakecluster.New(objs...)
 	require.NoError(t, err)
-	f := NewFactory(c.Clientset(), WithMutationDetector(func(err error) { t.Errorf("%v", err) }))
+	f := NewFactory(c.Clientset(), Options{MutationDetector: true, MutationReport: func(err error) { t.Errorf("%v", err) }})
 	set := newSet(t)
 	pods, err := For(f, InNamespaceSet[*corev1.Pod](set))
 	require.NoError(t, err)
@@ -162,7 +162,7 @@ func TestNamespacesMatching(t *testing.T) {
 	c, err := fakecluster.New(nsObj("a", watched), nsObj("b", nil), cm("a", "x", nil), cm("b", "y", nil))
 	require.NoError(t, err)
 	client := c.Clientset()
-	f := NewFactory(client)
+	f := NewFactory(client, Options{})
 
 	_, err = NamespacesMatching(f, "watch in (true")
 	require.ErrorContains(t, err, `NamespacesMatching("watch in (true")`)
@@ -218,7 +218,7 @@ func TestNamespacesMatchingDeleting(t *testing.T) {
 	held := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a", Finalizers: []string{"ctrlkit.dev/hold"}}}
 	c, err := fakecluster.New(held)
 	require.NoError(t, err)
-	f := NewFactory(c.Clientset())
+	f := NewFactory(c.Clientset(), Options{})
 	set, err := NamespacesMatching(f, "")
 	require.NoError(t, err)
 	_, err = For[*corev1.Namespace](f)

@@ -90,7 +90,7 @@ func TestInNamespaceSetScope(t *testing.T) {
 
 	c, err := fakecluster.New()
 	require.NoError(t, err)
-	limited := NewFactory(c.Clientset(), WithNamespace("a"))
+	limited := NewFactory(c.Clientset(), Options{Namespace: "a"})
 	t.Cleanup(limited.Shutdown)
 	_, err = For(limited, InNamespaceSet[*corev1.Pod](set))
 	require.ErrorContains(t, err, `InNamespaceSet: the factory watches only namespace "a"`)
@@ -239,7 +239,7 @@ func TestInNamespaceSetListRefused(t *testing.T) {
 		return handled, nil, err
 	})
 	var sink errorSink
-	f := NewFactory(client, WithErrorHandler(sink.handle))
+	f := NewFactory(client, Options{ErrorHandler: sink.handle})
 	set := newSet(t, "a")
 	pods, err := For(f, InNamespaceSet[*corev1.Pod](set))
 	require.NoError(t, err)
@@ -325,7 +325,7 @@ func TestInNamespaceSetForResourceAndMetadata(t *testing.T) {
 	scheme := metadatafake.NewTestScheme()
 	require.NoError(t, metav1.AddMetaToScheme(scheme))
 	meta := metadatafake.NewSimpleMetadataClient(scheme, partialSecret("a", "s1", true), partialSecret("b", "s2", false))
-	f := NewFactory(nil, WithDynamicClient(c.Dynamic()), WithMetadataClient(meta))
+	f := NewFactory(nil, Options{DynamicClient: c.Dynamic(), MetadataClient: meta})
 	set := newSet(t, "a")
 	widgets, err := ForResource(f, widgetsGVR, InNamespaceSet[*widget](set))
 	require.NoError(t, err)

@@ -34,12 +34,12 @@ import (
 //
 // The informer's GVK (which Owns and the owner-keyed mappings need) comes from
 // T's name when T is named after its kind (PodSet, served as podsets), else
-// from the factory's scheme (WithScheme); it is empty when neither tells.
+// from the factory's scheme (Options.Scheme); it is empty when neither tells.
 //
 // Every call for gvr returns the same informer; asking for the same gvr with
 // another T is an error matching ErrUnsupportedType. Scope options narrow
 // the informer as for For (same rules: one scope per resource per factory,
-// ErrScopeConflict otherwise). The factory needs WithDynamicClient; without
+// ErrScopeConflict otherwise). The factory needs Options.DynamicClient; without
 // one the error matches ErrNoDynamicClient.
 func ForResource[T Object](f *Factory, gvr schema.GroupVersionResource, opts ...ScopeOption[T]) (Informer[T], error) {
 	if err := validGVR(gvr); err != nil {
@@ -88,7 +88,7 @@ func ForResource[T Object](f *Factory, gvr schema.GroupVersionResource, opts ...
 	return inf, nil
 }
 
-// ReasonUndecodable is the reason of the Warning event WithEventRecorder
+// ReasonUndecodable is the reason of the Warning event Options.EventRecorder
 // records on a custom resource that does not convert to its Go type.
 const ReasonUndecodable = "Undecodable"
 

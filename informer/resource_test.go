@@ -57,11 +57,14 @@ func TestForResourceConvertsOnceOnEntry(t *testing.T) {
 	ctx := context.Background()
 	sink := &errorSink{}
 	dyn := newDynamic(unstructuredWidget("a", "small", int64(1)), unstructuredWidget("a", "broken", "not a number"))
-	f := NewFactory(newClient(), WithDynamicClient(dyn), WithErrorHandler(sink.handle),
-		WithTransform(func(w *widget) (*widget, error) {
+	f := NewFactory(newClient(), Options{
+		DynamicClient: dyn,
+		ErrorHandler:  sink.handle,
+		ByObject: []ObjectOverride{ByObject(ObjectOptions[*widget]{Transform: func(w *widget) (*widget, error) {
 			w.Annotations = map[string]string{"seen-by": "transform"}
 			return w, nil
-		}))
+		}})},
+	})
 	widgets, err := ForResource[*widget](f, widgetsGVR)
 	require.NoError(t, err)
 	again, err := ForResource[*widget](f, widgetsGVR)
@@ -101,7 +104,7 @@ func TestForResourceConvertsOnceOnEntry(t *testing.T) {
 }
 
 func TestForResourceUnstructuredAndErrors(t *testing.T) {
-	f := NewFactory(newClient(), WithDynamicClient(newDynamic(unstructuredWidget("a", "w", int64(2)))))
+	f := NewFactory(newClient(), Options{DynamicClient: newDynamic(unstructuredWidget("a", "w", int64(2)))})
 	raw, err := ForResource[*unstructured.Unstructured](f, widgetsGVR)
 	require.NoError(t, err)
 	// The same resource as another Go type would need a second cache.
@@ -115,7 +118,7 @@ func TestForResourceUnstructuredAndErrors(t *testing.T) {
 	size, _, _ := unstructured.NestedInt64(u.Object, "spec", "size")
 	assert.Equal(t, int64(2), size)
 
-	_, err = ForResource[*widget](NewFactory(newClient()), widgetsGVR)
+	_, err = ForResource[*widget](NewFactory(newClient(), Options{}), widgetsGVR)
 	require.ErrorIs(t, err, ErrNoDynamicClient)
 	_, err = ForResource[*widget](f, schema.GroupVersionResource{Group: "example.com", Resource: "widgets"})
 	require.ErrorContains(t, err, "needs a version")
@@ -129,7 +132,7 @@ func TestForResourceConversionRecoveryAndDelete(t *testing.T) {
 	sink := &errorSink{}
 	dyn := newDynamic()
 	events := record.NewFakeRecorder(10)
-	f := NewFactory(newClient(), WithDynamicClient(dyn), WithErrorHandler(sink.handle), WithEventRecorder(events))
+	f := NewFactory(newClient(), Options{DynamicClient: dyn, ErrorHandler: sink.handle, EventRecorder: events})
 	widgets, err := ForResource[*widget](f, widgetsGVR)
 	require.NoError(t, err)
 	log := newEventLog[*widget]()

@@ -27,7 +27,7 @@ var ErrScopeConflict = errors.New("type already served with another scope")
 // earlier one.
 //
 // A scope is per informer, not per factory: a factory serves each type with
-// one scope (see For). Transforms stay factory-wide (WithTransform): a type
+// one scope (see For). Transforms stay factory-wide (ObjectOptions.Transform): a type
 // has one cache per factory, so a per-type factory option already applies to
 // exactly that cache.
 type ScopeOption[T Object] func(*scope) error
@@ -36,7 +36,7 @@ type ScopeOption[T Object] func(*scope) error
 // factory runs one client-go informer (one List+Watch) per namespace behind
 // the one Informer[T]: its lister, indexes and handlers span them all, and
 // Get of an object in another namespace answers NotFound. Without
-// InNamespaces the informer watches the factory's namespace (WithNamespace),
+// InNamespaces the informer watches the factory's namespace (Options.Namespace),
 // all namespaces by default. Names are validated; duplicates are ignored.
 // A cluster-scoped type has no namespaces to narrow to: client-go ignores
 // the namespace of its informers, and the factory reports that once to its
@@ -64,7 +64,7 @@ func InNamespaces[T Object](namespaces ...string) ScopeOption[T] {
 // a labels.Selector pass its String()). The API server filters, so objects
 // that do not match never reach the process. An object relabelled out of the
 // selector leaves the cache and handlers see it deleted; relabelled in, it
-// is added. It is ANDed with a selector set by WithTweakListOptions.
+// is added. It is ANDed with a selector set by Options.TweakListOptions.
 func WithLabelSelector[T Object](selector string) ScopeOption[T] {
 	return func(s *scope) error {
 		sel, err := labels.Parse(selector)
@@ -81,7 +81,7 @@ func WithLabelSelector[T Object](selector string) ScopeOption[T] {
 // supports only a few fields per kind (metadata.name and metadata.namespace
 // for all) and refuses the list otherwise, which WaitForCacheSync then
 // reports as not synced. It is ANDed with a selector set by
-// WithTweakListOptions.
+// Options.TweakListOptions.
 func WithFieldSelector[T Object](selector string) ScopeOption[T] {
 	return func(s *scope) error {
 		sel, err := fields.ParseSelector(selector)

@@ -35,7 +35,7 @@ func ExampleInNamespaces() {
 		exampleConfigMap("team-b", "web", map[string]string{"app": "web"}),
 		exampleConfigMap("team-c", "web", map[string]string{"app": "web"}),
 	)
-	f := informer.NewFactory(cluster.Clientset())
+	f := informer.NewFactory(cluster.Clientset(), informer.Options{})
 	defer f.Shutdown()
 	cms, err := informer.For(f,
 		informer.InNamespaces[*corev1.ConfigMap]("team-a", "team-b"),
@@ -111,7 +111,7 @@ func TestScopedInformerOnAPIServer(t *testing.T) {
 		_, err := env.Client().CoreV1().ConfigMaps(obj.Namespace).Create(ctx, obj, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	f := informer.NewFactory(env.Client())
+	f := informer.NewFactory(env.Client(), informer.Options{})
 	t.Cleanup(f.Shutdown)
 	cms, err := informer.For(f, informer.InNamespaces[*corev1.ConfigMap](ns), informer.WithLabelSelector[*corev1.ConfigMap]("app=web"))
 	require.NoError(t, err)

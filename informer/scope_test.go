@@ -29,7 +29,7 @@ func scopedCluster(t *testing.T, objs ...runtime.Object) (kubernetes.Interface, 
 	t.Helper()
 	c, err := fakecluster.New(objs...)
 	require.NoError(t, err)
-	f := NewFactory(c.Clientset(), WithMutationDetector(func(err error) { t.Errorf("%v", err) }))
+	f := NewFactory(c.Clientset(), Options{MutationDetector: true, MutationReport: func(err error) { t.Errorf("%v", err) }})
 	return c.Clientset(), f
 }
 
@@ -280,7 +280,7 @@ func TestScopeBadOptions(t *testing.T) {
 
 	c, err := fakecluster.New()
 	require.NoError(t, err)
-	limited := NewFactory(c.Clientset(), WithNamespace("a"))
+	limited := NewFactory(c.Clientset(), Options{Namespace: "a"})
 	t.Cleanup(limited.Shutdown)
 	_, err = For(limited, InNamespaces[*corev1.Pod]("a", "b"))
 	require.ErrorContains(t, err, `the factory watches only namespace "a"`)
@@ -308,7 +308,7 @@ func TestScopeNamespacesOfClusterScopedType(t *testing.T) {
 	c, err := fakecluster.New(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
 	require.NoError(t, err)
 	var sink errorSink
-	f := NewFactory(c.Clientset(), WithErrorHandler(sink.handle))
+	f := NewFactory(c.Clientset(), Options{ErrorHandler: sink.handle})
 	_, err = For(f, InNamespaces[*corev1.Node]("a"))
 	require.NoError(t, err)
 	startFactory(t, f)
@@ -328,7 +328,11 @@ func TestScopedForResource(t *testing.T) {
 		Objects:   []runtime.Object{labelled("a", "w1", "x"), labelled("b", "w2", "x"), labelled("b", "w3", "y"), labelled("c", "w4", "x")},
 	})
 	require.NoError(t, err)
-	f := NewFactory(nil, WithDynamicClient(c.Dynamic()), WithMutationDetector(func(err error) { t.Errorf("%v", err) }))
+	f := NewFactory(nil, Options{
+		DynamicClient:    c.Dynamic(),
+		MutationDetector: true,
+		MutationReport:   func(err error) { t.Errorf("%v", err) },
+	})
 	widgets, err := ForResource(f, widgetsGVR, InNamespaces[*widget]("a", "b"), WithLabelSelector[*widget]("app=x"))
 	require.NoError(t, err)
 	again, err := ForResource(f, widgetsGVR, WithLabelSelector[*widget]("app=x"), InNamespaces[*widget]("b", "a"))
@@ -353,7 +357,7 @@ func TestScopedForMetadata(t *testing.T) {
 	require.NoError(t, metav1.AddMetaToScheme(scheme))
 	meta := metadatafake.NewSimpleMetadataClient(scheme,
 		partialSecret("a", "s1", true), partialSecret("b", "s2", false), partialSecret("c", "s3", false))
-	f := NewFactory(newClient(), WithMetadataClient(meta))
+	f := NewFactory(newClient(), Options{MetadataClient: meta})
 	secrets, err := ForMetadata(f, secretsGVR, InNamespaces[*metav1.PartialObjectMetadata]("a", "b"))
 	require.NoError(t, err)
 	_, err = ForMetadata(f, secretsGVR)
@@ -381,7 +385,7 @@ func TestScopeNamespacesTombstone(t *testing.T) {
 		}
 		return true, w, nil
 	})
-	f := NewFactory(client)
+	f := NewFactory(client, Options{})
 	pods, err := For(f, InNamespaces[*corev1.Pod]("a", "b"))
 	require.NoError(t, err)
 	log := newEventLog[*corev1.Pod]()

@@ -17,7 +17,7 @@ import (
 // ShardSet is a set of shard selectors (metav1.ListOptions.ShardSelector,
 // the API server's sharded list and watch, alpha since Kubernetes 1.36 behind
 // its ShardedListAndWatch gate) that changes while the program runs: the
-// scope of informers built with InShardSet or by a factory WithShardSet,
+// scope of informers built with InShardSet or by a factory with Options.ShardSet,
 // which follow it. Each selector is one shard, listed and watched by a
 // client-go informer of its own, so adding or removing one leaves the others'
 // caches alone. The empty selector "" is the shard of every object (no
@@ -97,17 +97,6 @@ func InShardSet[T Object](set *ShardSet) ScopeOption[T] {
 	}
 }
 
-// WithShardSet makes every informer of the factory (For, ForResource,
-// ForMetadata) follow set, as with InShardSet: a factory of one member's
-// share of a server-side sharded ring (package sharding), whose informers
-// cannot forget the scope. The informers of the unsharded resources follow
-// no ShardSet and cache every object (the children of owners hashed by UID,
-// whose own UIDs hash elsewhere). Scope options that narrow a sharded
-// informer by namespace are refused, naming the informer.
-func WithShardSet(set *ShardSet, unsharded ...schema.GroupResource) FactoryOption {
-	return func(c *factoryConfig) { c.shards, c.unsharded = set, slices.Clone(unsharded) }
-}
-
 // factoryScope applies the factory's ShardSet to sc, the scope of an
 // informer of resource gr.
 func (f *Factory) factoryScope(what string, sc scope, gr ...schema.GroupResource) (scope, error) {
@@ -120,7 +109,7 @@ func (f *Factory) factoryScope(what string, sc scope, gr ...schema.GroupResource
 		}
 	}
 	if len(sc.namespaces) > 0 || (sc.set != nil && !sc.shards) {
-		return scope{}, fmt.Errorf("informer for %s: the factory's informers follow its ShardSet (WithShardSet): scope %s cannot narrow them by namespace", what, sc)
+		return scope{}, fmt.Errorf("informer for %s: the factory's informers follow its ShardSet (Options.ShardSet): scope %s cannot narrow them by namespace", what, sc)
 	}
 	sc.set, sc.shards = f.cfg.shards.set, true
 	return sc, nil

@@ -32,7 +32,7 @@ func ExampleInShardSet() {
 	if err != nil {
 		panic(err)
 	}
-	f := informer.NewFactory(cluster.Clientset(), informer.WithShardSet(set))
+	f := informer.NewFactory(cluster.Clientset(), informer.Options{ShardSet: set})
 	defer f.Shutdown()
 	pods, err := informer.For[*corev1.Pod](f) // follows the factory's ShardSet
 	if err != nil {

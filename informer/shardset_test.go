@@ -36,7 +36,7 @@ func TestShardSetRefusesWhatTheServerWouldNot(t *testing.T) {
 
 	cluster, err := fakecluster.New()
 	require.NoError(t, err)
-	f := informer.NewFactory(cluster.Clientset(), informer.WithShardSet(set, schema.GroupResource{Resource: "secrets"}))
+	f := informer.NewFactory(cluster.Clientset(), informer.Options{ShardSet: set, Unsharded: []schema.GroupResource{schema.GroupResource{Resource: "secrets"}}})
 	defer f.Shutdown()
 	_, err = informer.For(f, informer.InNamespaces[*corev1.Pod]("default"))
 	assert.ErrorContains(t, err, "follow its ShardSet")
@@ -57,7 +57,7 @@ func TestInShardSetFollowsItsSet(t *testing.T) {
 	require.NoError(t, err)
 	set, err := informer.NewShardSet(lowerShard)
 	require.NoError(t, err)
-	f := informer.NewFactory(cluster.Clientset())
+	f := informer.NewFactory(cluster.Clientset(), informer.Options{})
 	defer f.Shutdown()
 	pods, err := informer.For(f, informer.InShardSet[*corev1.Pod](set))
 	require.NoError(t, err)

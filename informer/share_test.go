@@ -35,7 +35,7 @@ func TestSharingConcurrentReaders(t *testing.T) {
 		return p
 	}
 	client := fake.NewClientset(newPod(0), newPod(1), newPod(2))
-	f := NewFactory(client)
+	f := NewFactory(client, Options{})
 	defer f.Shutdown()
 	pods, err := For[*corev1.Pod](f)
 	if err != nil {
@@ -119,12 +119,12 @@ func TestSharingConcurrentReaders(t *testing.T) {
 }
 
 func TestWithoutSharing(t *testing.T) {
-	f := NewFactory(fake.NewClientset(), WithoutSharing())
+	f := NewFactory(fake.NewClientset(), Options{DisableSharing: true})
 	defer f.Shutdown()
 	if f.table != nil {
-		t.Fatal("WithoutSharing left sharing on")
+		t.Fatal("DisableSharing left sharing on")
 	}
-	if NewFactory(fake.NewClientset()).table == nil {
+	if NewFactory(fake.NewClientset(), Options{}).table == nil {
 		t.Fatal("sharing is not the default")
 	}
 }

@@ -18,7 +18,7 @@ import (
 )
 
 // Staleness is how far one informer's cache lags the API server, as of the
-// last check (WithStalenessCheck).
+// last check (Options.StalenessCheck).
 type Staleness struct {
 	// Resource and Scope name the informer as InformerMemory does.
 	Resource, Scope string
@@ -39,18 +39,6 @@ type Staleness struct {
 	Err error
 }
 
-// WithStalenessCheck makes the factory compare, every interval once
-// started, each informer's last resourceVersion with the API server's
-// current one, read with a list of one object (limit=1) in the informer's
-// namespace, or cluster-wide: see Factory.Staleness. resourceVersions are
-// compared as integers, as Kubernetes guarantees since v1.35 for the API
-// server's own resources. Off (0) by default; it needs a real clientset (a
-// fake has no REST client, and is not checked). The lists need the list
-// permission the informers already have.
-func WithStalenessCheck(interval time.Duration) FactoryOption {
-	return func(c *factoryConfig) { c.stalenessInterval = interval }
-}
-
 // staleness holds the last checks' results.
 type staleness struct {
 	client rest.Interface
@@ -58,7 +46,7 @@ type staleness struct {
 	last   map[registryKey]Staleness
 }
 
-// newStaleness returns the checker of WithStalenessCheck, or nil.
+// newStaleness returns the checker of Options.StalenessCheck, or nil.
 func (f *Factory) newStaleness() *staleness {
 	if f.cfg.stalenessInterval <= 0 || f.client == nil {
 		return nil
@@ -70,7 +58,7 @@ func (f *Factory) newStaleness() *staleness {
 	return &staleness{client: rc, last: map[registryKey]Staleness{}}
 }
 
-// Staleness returns the last check of each informer (WithStalenessCheck),
+// Staleness returns the last check of each informer (Options.StalenessCheck),
 // sorted by resource and scope; empty before the first check or without the
 // option.
 func (f *Factory) Staleness() []Staleness {

@@ -23,7 +23,7 @@ import (
 func TestStalenessCheckOnAPIServer(t *testing.T) {
 	env := testkit.SharedAPIServer(t)
 	ctx, ns, client := env.Context(), env.Namespace(), env.Client()
-	f := informer.NewFactory(client, informer.WithStalenessCheck(20*time.Millisecond))
+	f := informer.NewFactory(client, informer.Options{StalenessCheck: 20 * time.Millisecond})
 	cms, err := informer.For(f, informer.InNamespaces[*corev1.ConfigMap](ns))
 	require.NoError(t, err)
 	runCtx, cancel := context.WithCancel(ctx)
@@ -82,7 +82,7 @@ func TestStalenessCheckOnAPIServer(t *testing.T) {
 }
 
 func TestStalenessCheckNeedsARealClient(t *testing.T) {
-	f := informer.NewFactory(testkit.NewFake(t).Client(), informer.WithStalenessCheck(time.Millisecond))
+	f := informer.NewFactory(testkit.NewFake(t).Client(), informer.Options{StalenessCheck: time.Millisecond})
 	defer f.Shutdown()
 	require.Empty(t, f.Staleness())
 }

@@ -22,7 +22,7 @@ func TestWaitForCacheSyncNamesTheUnsynced(t *testing.T) {
 	client.PrependReactor("list", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewServiceUnavailable("etcd is having a bad day")
 	})
-	f := NewFactory(client)
+	f := NewFactory(client, Options{})
 	pods, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
 	cms, err := For[*corev1.ConfigMap](f)
@@ -96,7 +96,7 @@ func TestWaitForCacheSyncForeignValues(t *testing.T) {
 
 // An informer that was never started is named too.
 func TestFactoryWaitForCacheSyncWithoutStart(t *testing.T) {
-	f := NewFactory(newClient())
+	f := NewFactory(newClient(), Options{})
 	_, err := For[*corev1.Secret](f)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)

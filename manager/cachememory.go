@@ -16,8 +16,8 @@ import (
 )
 
 // DefaultStalenessInterval is how often the factory a Manager builds checks
-// how far its informers lag the API server (informer.WithStalenessCheck;
-// pass that option in FactoryOptions to change it, 0 to turn it off).
+// how far its informers lag the API server (informer.Options.StalenessCheck;
+// set Options.Cache.StalenessCheck to change it, negative to turn it off).
 const DefaultStalenessInterval = time.Minute
 
 // DebugInformersPath serves what the Manager's informer caches hold, on the

@@ -42,8 +42,8 @@ func ExampleManager_DebugInformersHandler() {
 		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: fmt.Sprintf("web-%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i))}})
 	}
 	mgr, err := manager.New(manager.Options{
-		Client:         fake.NewClientset(pods...),
-		FactoryOptions: []informer.FactoryOption{informer.WithMemoryBudget(1000, informer.BudgetFailReadiness)},
+		Client: fake.NewClientset(pods...),
+		Cache:  informer.Options{MemoryBudget: 1000, BudgetPolicy: informer.BudgetFailReadiness},
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -28,8 +28,7 @@ func testClientGoMetrics(t *testing.T, env *testkit.Env) {
 	client := newClient(t, cfg)
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
 	informerName := "metrics-test-" + cl.namespace // process-unique
-	factory := informer.NewFactory(client, informer.WithNamespace(cl.namespace), informer.WithLogger(logger),
-		informer.WithInformerName(informerName))
+	factory := informer.NewFactory(client, informer.Options{Namespace: cl.namespace, Logger: logger, InformerName: informerName})
 	const leaseName = "ctrlkit-metrics-test"
 	mgr, err := manager.New(manager.Options{
 		Client: client, Factory: factory, Logger: logger,

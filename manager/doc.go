@@ -114,7 +114,7 @@
 // (name is the Lease's "<namespace>/<name>"), and kube's informer series
 // informer_queued_items, informer_processing_latency_seconds and
 // informer_store_resource_version{name,group,version,resource} for the typed
-// informers of a factory with a name (informer.WithInformerName; the
+// informers of a factory with a name (informer.Options.InformerName; the
 // factory a Manager builds is "ctrlkit-manager-<n>"). client-go reports them through
 // process-global hooks that take effect once, so the first New of the
 // process hooks one set of collectors in (importing the package does

@@ -46,7 +46,7 @@ func (m *Manager) EventRecorder(name string) EventRecorder {
 // tools/record) whose source component is name. Use EventRecorder instead,
 // unless a consumer of the events reads only core/v1 fields that
 // events.k8s.io/v1 leaves empty (source.component, count) or an API takes a
-// record.EventRecorder (informer.WithEventRecorder, finalizer's
+// record.EventRecorder (informer.Options.EventRecorder, finalizer's
 // WithEventRecorder). Its events flow, and are dropped, as EventRecorder's
 // do, through a broadcaster of its own, started on its first event.
 func (m *Manager) EventRecorderFor(name string) record.EventRecorder {

@@ -56,7 +56,7 @@ type Flags struct {
 	// and Name before AddFlags for their defaults.
 	LeaderElection leaderelection.Config
 	// CacheMemoryBudget is --cache-memory-budget and --cache-memory-budget-policy, the
-	// informer factory's option (Options.FactoryOptions).
+	// informer factory's MemoryBudget and BudgetPolicy (Options.Cache).
 	CacheMemoryBudget informer.BudgetFlags
 
 	// Verbosity is -v, the verbosity of Options.Logger (klog's text format on stderr).
@@ -135,7 +135,7 @@ func (f *Flags) Validate() error {
 	if err := le.ValidateFlags(); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := f.CacheMemoryBudget.Options(); err != nil {
+	if err := f.CacheMemoryBudget.Apply(nil); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -144,7 +144,7 @@ func (f *Flags) Validate() error {
 // Options validates the flags (Validate) and returns the Options they ask for: Config loaded
 // from --kubeconfig (else GetConfig's) with --kube-api-qps and --kube-api-burst (and the
 // Manager's handler of the API server's warnings, which logs each once at warning level),
-// LeaderElection, the serving addresses and MetricsServing, the budget's FactoryOptions and
+// LeaderElection, the serving addresses and MetricsServing, the budget in Cache and
 // a Logger at -v. Add what the flags do not say (FeatureGate, Scheme, ...) before New.
 func (f *Flags) Options() (Options, error) {
 	if err := f.Validate(); err != nil {
@@ -154,11 +154,12 @@ func (f *Flags) Options() (Options, error) {
 	if err != nil {
 		return Options{}, err
 	}
-	budget, _ := f.CacheMemoryBudget.Options() // checked by Validate
+	var cache informer.Options
+	_ = f.CacheMemoryBudget.Apply(&cache) // checked by Validate
 	le := f.LeaderElection
 	return Options{
 		Config:          cfg,
-		FactoryOptions:  budget,
+		Cache:           cache,
 		LeaderElection:  &le,
 		HealthProbeAddr: f.HealthProbeAddr,
 		MetricsAddr:     f.MetricsAddr,

@@ -35,14 +35,14 @@ func informerSeries(h http.Handler, name string) []string {
 
 // The typed informers of the factory a Manager builds report client-go's
 // informer series, labelled with the factory's name and the resource: here
-// the name is set with informer.WithInformerName (the default is
+// the name is set with informer.Options.InformerName (the default is
 // "ctrlkit-manager-<n>"). Once the Manager stopped, its factory released the
 // name and the series are gone.
 func ExampleManager_MetricsHandler_informers() {
 	client := fake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}})
 	mgr, err := manager.New(manager.Options{
-		Client:         client,
-		FactoryOptions: []informer.FactoryOption{informer.WithInformerName("example-informers")},
+		Client: client,
+		Cache:  informer.Options{InformerName: "example-informers"},
 	})
 	if err != nil {
 		fmt.Println(err)

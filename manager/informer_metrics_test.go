@@ -74,7 +74,7 @@ func TestManagerExportsInformerMetrics(t *testing.T) {
 	assert.True(t, found, "the running Manager's series stay")
 
 	// The name is free: a new factory reports under it.
-	f := informer.NewFactory(fake.NewClientset(), informer.WithInformerName(name1))
+	f := informer.NewFactory(fake.NewClientset(), informer.Options{InformerName: name1})
 	defer f.Shutdown()
 	assert.Equal(t, name1, f.InformerName())
 	_, err := informer.For[*corev1.Pod](f)
@@ -88,16 +88,16 @@ func TestManagerExportsInformerMetrics(t *testing.T) {
 	require.NoError(t, stop2())
 }
 
-// FactoryOptions may replace the Manager's informer name, or turn the
-// informer series off with "".
+// Cache.InformerName may replace the Manager's informer name, or turn the
+// informer series off with "-".
 func TestManagerInformerNameOption(t *testing.T) {
 	name := "informer-name-option-" + t.Name()
-	m, err := New(Options{Client: fake.NewClientset(), FactoryOptions: []informer.FactoryOption{informer.WithInformerName(name)}})
+	m, err := New(Options{Client: fake.NewClientset(), Cache: informer.Options{InformerName: name}})
 	require.NoError(t, err)
 	assert.Equal(t, name, m.Factory().InformerName())
 	m.Factory().Shutdown()
 
-	m, err = New(Options{Client: fake.NewClientset(), FactoryOptions: []informer.FactoryOption{informer.WithInformerName("")}})
+	m, err = New(Options{Client: fake.NewClientset(), Cache: informer.Options{InformerName: "-"}})
 	require.NoError(t, err)
 	assert.Empty(t, m.Factory().InformerName())
 }
@@ -107,8 +107,8 @@ func TestManagerInformerNameOption(t *testing.T) {
 func TestManagerNewErrorReleasesInformerName(t *testing.T) {
 	name := "informer-name-error-" + t.Name()
 	opts := Options{
-		Client:         fake.NewClientset(),
-		FactoryOptions: []informer.FactoryOption{informer.WithInformerName(name)},
+		Client: fake.NewClientset(),
+		Cache:  informer.Options{InformerName: name},
 		// Not a Gatherer, and no Gatherer: refused after the factory was built.
 		Registerer: struct{ prometheus.Registerer }{prometheus.NewRegistry()},
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -128,8 +129,8 @@ func New(opts Options) (_ *Manager, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Factory != nil && len(opts.FactoryOptions) > 0 {
-		return bad("FactoryOptions", "set together with Factory; they configure the factory the Manager builds when Factory is nil")
+	if opts.Factory != nil && !reflect.ValueOf(opts.Cache).IsZero() {
+		return bad("Cache", "set together with Factory; it configures the factory the Manager builds when Factory is nil")
 	}
 	if opts.CacheSyncTimeout < 0 {
 		return bad("CacheSyncTimeout", fmt.Sprintf("%v is negative", opts.CacheSyncTimeout))
@@ -169,19 +170,7 @@ func New(opts Options) (_ *Manager, err error) {
 	}
 	m.events = eventpipes.New(m.client, m.scheme, m.log)
 	if m.factory == nil {
-		fopts := []informer.FactoryOption{
-			informer.WithEventRecorder(m.EventRecorderFor(informerEventSource)),
-			informer.WithInformerName(managerInformerName()),
-			informer.WithStalenessCheck(DefaultStalenessInterval),
-		}
-		if m.dynamic != nil {
-			fopts = append(fopts, informer.WithDynamicClient(m.dynamic))
-		}
-		if opts.Scheme != nil {
-			fopts = append(fopts, informer.WithScheme(opts.Scheme))
-		}
-		fopts = append(fopts, opts.FactoryOptions...)
-		m.factory = informer.NewFactory(opts.Client, fopts...)
+		m.factory = informer.NewFactory(opts.Client, m.cacheOptions(opts.Cache, opts.Scheme))
 		// Nobody shuts down the factory of a Manager New does not return:
 		// release its informer name now, so a retry can take it.
 		defer func() {
@@ -330,3 +319,33 @@ func (m *Manager) Gatherer() prometheus.Gatherer { return m.gatherer }
 
 // Elector returns the leader elector, nil without leader election.
 func (m *Manager) Elector() *leaderelection.Elector { return m.elector }
+
+// cacheOptions merges the Manager's settings into a copy of o, the
+// factory's Options.Cache: what o leaves unset gets the Manager's recorder,
+// informer name ("-" for none), staleness check (negative for none),
+// dynamic client and scheme.
+func (m *Manager) cacheOptions(o informer.Options, s *runtime.Scheme) informer.Options {
+	if o.EventRecorder == nil {
+		o.EventRecorder = m.EventRecorderFor(informerEventSource)
+	}
+	switch o.InformerName {
+	case "":
+		o.InformerName = managerInformerName()
+	case noInformerName:
+		o.InformerName = ""
+	}
+	if o.StalenessCheck == 0 {
+		o.StalenessCheck = DefaultStalenessInterval
+	}
+	if o.DynamicClient == nil && m.dynamic != nil {
+		o.DynamicClient = m.dynamic
+	}
+	if o.Scheme == nil {
+		o.Scheme = s
+	}
+	return o
+}
+
+// noInformerName in Options.Cache.InformerName turns the informer metrics
+// of the Manager's factory off.
+const noInformerName = "-"

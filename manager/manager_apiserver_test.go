@@ -246,7 +246,7 @@ func newReplica(t *testing.T, cl *cluster, name string, release bool) *replica {
 	client := newClient(t, cl.env.Config())
 
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2))).WithValues("replica", name)
-	factory := informer.NewFactory(client, informer.WithNamespace(cl.namespace), informer.WithLogger(logger))
+	factory := informer.NewFactory(client, informer.Options{Namespace: cl.namespace, Logger: logger})
 	r := &replica{
 		id:         "replica-" + name,
 		leaderOnly: newReconcileCounter(),

@@ -128,9 +128,9 @@ func TestNewManagerRejectsBadOptions(t *testing.T) {
 	_, err = New(Options{Client: client, CacheSyncTimeout: -1})
 	assert.ErrorIs(t, err, ErrInvalidOptions)
 
-	_, err = New(Options{Client: client, Factory: informer.NewFactory(client), FactoryOptions: []informer.FactoryOption{informer.WithNamespace("a")}})
+	_, err = New(Options{Client: client, Factory: informer.NewFactory(client, informer.Options{}), Cache: informer.Options{Namespace: "a"}})
 	assert.ErrorIs(t, err, ErrInvalidOptions)
-	assert.ErrorContains(t, err, "FactoryOptions")
+	assert.ErrorContains(t, err, "manager.Options.Cache")
 
 	_, err = New(Options{Client: client, Registerer: onlyRegisterer{prometheus.NewRegistry()}})
 	assert.ErrorIs(t, err, ErrInvalidOptions)
@@ -631,10 +631,7 @@ func TestManagerFactoryRecordsUndecodableObjects(t *testing.T) {
 	}}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "WidgetList"}, broken)
 	client := fake.NewClientset()
-	m, err := New(Options{Client: client, FactoryOptions: []informer.FactoryOption{
-		informer.WithDynamicClient(dyn),
-		informer.WithErrorHandler(func(context.Context, error) {}),
-	}})
+	m, err := New(Options{Client: client, Cache: informer.Options{DynamicClient: dyn, ErrorHandler: func(context.Context, error) {}}})
 	require.NoError(t, err)
 	widgets, err := informer.ForResource[*widget](m.Factory(), gvr)
 	require.NoError(t, err)

@@ -35,7 +35,7 @@ type Options struct {
 	// Start returns.
 	Config *rest.Config
 	// Dynamic is the dynamic client for custom resources: the Manager's
-	// factory serves informer.ForResource with it (informer.WithDynamicClient)
+	// factory serves informer.ForResource with it (informer.Options.DynamicClient)
 	// and Dynamic returns it for customresource.NewClient. nil means one built
 	// from Config along with Client, sharing its configuration (QPS, burst,
 	// user agent) and its HTTP connections; with Client given instead of
@@ -44,22 +44,25 @@ type Options struct {
 
 	// Factory is the informer factory the Manager owns: it starts it, waits
 	// for its caches for /readyz, and shuts it down after the controllers
-	// stopped. nil means the Manager builds one on Client with
-	// FactoryOptions, recording events about undecodable custom resources
-	// through the Manager (informer.WithEventRecorder) and reporting
-	// client-go's informer metrics under the name "ctrlkit-manager-<n>",
-	// n counting the Managers of the process from 1
-	// (informer.WithInformerName). A Factory of your own reports them only
-	// with a name of its own, and its informers report their store only
-	// when taken after the process's first New (which hooks client-go's
-	// metrics in).
+	// stopped. nil means the Manager builds one on Client with Cache,
+	// recording events about undecodable custom resources through the
+	// Manager (informer.Options.EventRecorder) and reporting client-go's
+	// informer metrics under the name "ctrlkit-manager-<n>", n counting the
+	// Managers of the process from 1 (informer.Options.InformerName). A
+	// Factory of your own reports them only with a name of its own, and its
+	// informers report their store only when taken after the process's
+	// first New (which hooks client-go's metrics in).
 	Factory *informer.Factory
 
-	// FactoryOptions configure the factory the Manager builds when Factory
-	// is nil (for example informer.WithDynamicClient for custom resources,
-	// informer.WithNamespace, informer.WithInformerName to replace the
-	// default name, "" for none). Setting both is an error.
-	FactoryOptions []informer.FactoryOption
+	// Cache configures the factory the Manager builds when Factory is nil
+	// (for example Namespace, or ByObject transforms), as
+	// controller-runtime's manager.Options.Cache. The Manager fills in what
+	// it leaves unset: EventRecorder (its own), InformerName
+	// ("ctrlkit-manager-<n>"; "-" for none), StalenessCheck
+	// (DefaultStalenessInterval; negative for none), DynamicClient
+	// (Dynamic) and Scheme (Scheme). Setting it together with Factory is an
+	// error.
+	Cache informer.Options
 
 	// LeaderElection, when non-nil with Enabled true (the --leader-elect
 	// flag), makes the Manager contend for a Lease: Runnables that need
@@ -140,7 +143,7 @@ type Options struct {
 
 	// Scheme resolves the kinds of objects events are about, and of custom
 	// resources whose Go type is not named after its kind (the factory the
-	// Manager builds gets it through informer.WithScheme). nil means
+	// Manager builds gets it through informer.Options.Scheme). nil means
 	// client-go's scheme (built-in types); add your custom types to a scheme
 	// of your own and pass it to record events about them.
 	Scheme *runtime.Scheme

@@ -58,10 +58,10 @@ type servedFixture struct {
 	terms chan *controller.Controller[controller.Key]
 }
 
-func newServedFixture(t *testing.T, fopts ...informer.FactoryOption) *servedFixture {
+func newServedFixture(t *testing.T, cache informer.Options) *servedFixture {
 	t.Helper()
 	env := testkit.NewFake(t)
-	mgr, err := manager.New(manager.Options{Client: env.Client(), Dynamic: env.Dynamic(), FactoryOptions: fopts})
+	mgr, err := manager.New(manager.Options{Client: env.Client(), Dynamic: env.Dynamic(), Cache: cache})
 	require.NoError(t, err)
 	x := &servedFixture{t: t, env: env, mgr: mgr, rec: &testkit.Recorder[controller.Key]{}, terms: make(chan *controller.Controller[controller.Key], 200)}
 	require.NoError(t, mgr.AddWhenServed(manager.WhenServed{
@@ -111,7 +111,7 @@ func (x *servedFixture) waitReadyz(what string, ok func(code int, body string) b
 }
 
 func TestWhenServedWaitsForItsCRDStopsWhenItGoesAndStartsWhenItReturns(t *testing.T) {
-	x := newServedFixture(t)
+	x := newServedFixture(t, informer.Options{})
 	ctx := x.env.Context()
 	x.start()
 
@@ -182,7 +182,7 @@ func (x *servedFixture) metric(name string, labels ...string) float64 {
 // watches) outlives the term (a leak of one per term would show 100), and
 // TestMain's goleak checks the rest once the Manager stopped.
 func TestWhenServedHundredTerms(t *testing.T) {
-	x := newServedFixture(t, informer.WithReleaseGrace(0))
+	x := newServedFixture(t, informer.Options{ReleaseGrace: -1})
 	ctx := x.env.Context()
 	x.start()
 	before := -1

@@ -57,11 +57,11 @@ type ShardingOptions struct {
 	// client of its own); a Manager given a Client instead of a Config uses
 	// that Client unless this is set.
 	Leases kubernetes.Interface
-	// FactoryOptions configure ShardFactory (for example
-	// informer.WithDynamicClient for a custom resource). Its list options
-	// select the member's label whatever they say: a WithTweakListOptions
-	// here is replaced.
-	FactoryOptions []informer.FactoryOption
+	// Cache configures ShardFactory (for example DynamicClient for a
+	// custom resource). Its list options select the member's label
+	// whatever they say: a TweakListOptions here is replaced, and so is
+	// ShardSet (with Unsharded) on a server-side ring.
+	Cache informer.Options
 	// BarrierTimeout is sharding.DispatcherOptions.BarrierTimeout of every
 	// sharded controller. 0 means the dispatcher's default (the ring's
 	// RenewDeadline).
@@ -199,7 +199,7 @@ func (m *Manager) newShardState(opts ShardingOptions, restCfg *rest.Config) (*sh
 	selector := member.Selector()
 	// Last, so that every informer of the factory selects the member's
 	// share: forgetting it for one informer is not possible.
-	fopts := slices.Clone(opts.FactoryOptions)
+	fopts := opts.Cache
 	if cfg.Mode == sharding.ModeServer {
 		if s.shards, err = informer.NewShardSet(); err != nil {
 			return nil, fmt.Errorf("manager: sharding: %w", err)
@@ -212,19 +212,19 @@ func (m *Manager) newShardState(opts ShardingOptions, restCfg *rest.Config) (*sh
 				unsharded = append(unsharded, c.GroupResource())
 			}
 		}
-		fopts = append(fopts, informer.WithShardSet(s.shards, unsharded...))
+		fopts.ShardSet, fopts.Unsharded = s.shards, unsharded
 	} else {
 		s.labelled.Store(true)
 	}
 	// The label selector is decided at list time: a server-side ring falls
 	// back to labels at Start when the API server does not serve shard
 	// selectors.
-	fopts = append(fopts, informer.WithTweakListOptions(func(o *metav1.ListOptions) {
+	fopts.TweakListOptions = func(o *metav1.ListOptions) {
 		if s.labelled.Load() {
 			o.LabelSelector = selector
 		}
-	}))
-	s.factory = informer.NewFactory(m.client, fopts...)
+	}
+	s.factory = informer.NewFactory(m.client, fopts)
 	s.opts.Sharder = sopts
 	return s, nil
 }
@@ -234,7 +234,7 @@ func (m *Manager) newShardState(opts ShardingOptions, restCfg *rest.Config) (*sh
 // the member's label, shard.ctrlkit.dev/<ring>=<identity>, so it lists,
 // watches and caches only the objects assigned to this replica. In
 // server-side mode (sharding.ModeServer) its informers follow the member's
-// hash slots instead (informer.WithShardSet), except those of the child
+// hash slots instead (informer.Options.ShardSet), except those of the child
 // resources of a ring hashing UIDs, which cache every child. Take the
 // informers of the sharded resource and its children from it, and every
 // other informer from Factory. It runs only while the replica is a member

@@ -43,15 +43,15 @@ func TestShardingAPIServer(t *testing.T) {
 		return &manager.ShardingOptions{
 			Config: sharding.Config{Ring: ring, Namespace: ns, Identity: identity,
 				LeaseDuration: apiLeaseDuration, RenewDeadline: apiRenewDeadline, RetryPeriod: apiRetryPeriod},
-			Sharder:        sharding.SharderOptions{Resource: configMapsGVR, Namespace: ns},
-			FactoryOptions: []informer.FactoryOption{informer.WithNamespace(ns)},
+			Sharder: sharding.SharderOptions{Resource: configMapsGVR, Namespace: ns},
+			Cache:   informer.Options{Namespace: ns},
 		}
 	}
 
 	reg := prometheus.NewRegistry()
 	mgr, err := manager.New(manager.Options{Config: env.Config(), Sharding: options("cms", "m-0"),
-		FactoryOptions: []informer.FactoryOption{informer.WithNamespace(ns)},
-		Registerer:     reg, HealthProbeAddr: "127.0.0.1:0"})
+		Cache:      informer.Options{Namespace: ns},
+		Registerer: reg, HealthProbeAddr: "127.0.0.1:0"})
 	require.NoError(t, err)
 	var (
 		mu         sync.Mutex
@@ -131,7 +131,7 @@ func TestShardingAPIServer(t *testing.T) {
 		require.NoError(t, err)
 		o.Metadata = meta
 		return o
-	}(), FactoryOptions: []informer.FactoryOption{informer.WithNamespace(ns)}})
+	}(), Cache: informer.Options{Namespace: ns}})
 	require.NoError(t, err)
 	c2, err := controller.New("configmaps", noop(), controller.Options[controller.Key]{})
 	require.NoError(t, err)

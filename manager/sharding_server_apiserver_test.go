@@ -39,12 +39,12 @@ func runServerSideManager(t *testing.T, env *testkit.Env, want sharding.Mode) {
 	}
 	reg := prometheus.NewRegistry()
 	mgr, err := manager.New(manager.Options{Config: env.Config(), Registerer: reg,
-		FactoryOptions: []informer.FactoryOption{informer.WithNamespace(ns)},
+		Cache: informer.Options{Namespace: ns},
 		Sharding: &manager.ShardingOptions{
 			Config: sharding.Config{Ring: "cms", Namespace: ns, Identity: "m-0", Mode: sharding.ModeServer,
 				LeaseDuration: apiLeaseDuration, RenewDeadline: apiRenewDeadline, RetryPeriod: apiRetryPeriod},
-			Sharder:        sharding.SharderOptions{Resource: configMapsGVR, Namespace: ns},
-			FactoryOptions: []informer.FactoryOption{informer.WithNamespace(ns)},
+			Sharder: sharding.SharderOptions{Resource: configMapsGVR, Namespace: ns},
+			Cache:   informer.Options{Namespace: ns},
 		}})
 	require.NoError(t, err)
 	assert.Equal(t, sharding.ModeServer, mgr.ShardMode(), "as configured, until Start asks the server")

@@ -72,7 +72,7 @@ func (a *Assigner) NeedLeaderElection() bool { return false }
 // Run watches the ring's member Leases until ctx ends.
 func (a *Assigner) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("ring", a.cfg.Ring)
-	f := informer.NewFactory(a.client, informer.WithLogger(logger))
+	f := informer.NewFactory(a.client, informer.Options{Logger: logger})
 	defer f.Shutdown()
 	leases, err := informer.For[*coordinationv1.Lease](f,
 		informer.InNamespaces[*coordinationv1.Lease](a.cfg.Namespace),

@@ -78,7 +78,7 @@ func ExampleNewGroup() {
 		if err != nil {
 			return err
 		}
-		factory := informer.NewFactory(client)
+		factory := informer.NewFactory(client, informer.Options{})
 		cms, err := informer.For[*corev1.ConfigMap](factory, informer.WithLabelSelector[*corev1.ConfigMap](member.Selector()))
 		if err != nil {
 			return err
@@ -167,7 +167,7 @@ func ExampleNewSlotKeeper() {
 	if err != nil {
 		panic(err)
 	}
-	factory := informer.NewFactory(client, informer.WithShardSet(set))
+	factory := informer.NewFactory(client, informer.Options{ShardSet: set})
 	cms, err := informer.For[*corev1.ConfigMap](factory)
 	if err != nil {
 		panic(err)

@@ -186,7 +186,7 @@ func (r *ring) start(id string) *testMember {
 	}
 	sh, err := sharding.NewSharder(client, meta, cfg, sopts)
 	require.NoError(t, err)
-	f := informer.NewFactory(env.Client(), informer.WithNamespace(env.Namespace()))
+	f := informer.NewFactory(env.Client(), informer.Options{Namespace: env.Namespace()})
 	cms, err := informer.For[*corev1.ConfigMap](f, informer.WithLabelSelector[*corev1.ConfigMap](m.Selector()))
 	require.NoError(t, err)
 	lister := cms.Lister()

@@ -105,14 +105,10 @@ func newTermState(cfg Config, opts SharderOptions, w writer) *term {
 
 func (s *Sharder) newTerm(ctx context.Context) (*term, error) {
 	t := newTermState(s.cfg, s.opts, s.w)
-	fopts := []informer.FactoryOption{
-		informer.WithMetadataClient(s.meta), informer.WithLogger(klog.FromContext(ctx)),
-		informer.WithTransform(slimMetadata(s.cfg.Ring)),
-	}
-	if s.opts.Namespace != "" {
-		fopts = append(fopts, informer.WithNamespace(s.opts.Namespace))
-	}
-	t.factory = informer.NewFactory(s.client, fopts...)
+	t.factory = informer.NewFactory(s.client, informer.Options{
+		MetadataClient: s.meta, Logger: klog.FromContext(ctx), Namespace: s.opts.Namespace,
+		ByObject: []informer.ObjectOverride{informer.ByObject(informer.ObjectOptions[*metav1.PartialObjectMetadata]{Transform: slimMetadata(s.cfg.Ring)})},
+	})
 	var err error
 	if t.owners, err = informer.ForMetadata(t.factory, s.opts.Resource); err != nil {
 		return nil, err

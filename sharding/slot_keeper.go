@@ -67,7 +67,7 @@ type SlotKeeperOptions struct {
 
 // NewSlotKeeper returns the keeper of member's slots (member's Config.Mode
 // must be ModeServer): set is the ShardSet the member's informers follow
-// (informer.WithShardSet on the member's factory), synced reports whether
+// (informer.Options.ShardSet on the member's factory), synced reports whether
 // they have all synced (that factory's HasSynced).
 func NewSlotKeeper(member *Member, set *informer.ShardSet, synced func() bool, opts SlotKeeperOptions) (*SlotKeeper, error) {
 	switch {
@@ -166,7 +166,7 @@ func (k *SlotKeeper) Run(ctx context.Context) error {
 		default:
 		}
 	}
-	f := informer.NewFactory(k.client, informer.WithNamespace(k.cfg.Namespace), informer.WithLogger(logger))
+	f := informer.NewFactory(k.client, informer.Options{Namespace: k.cfg.Namespace, Logger: logger})
 	defer f.Shutdown()
 	inf, err := informer.For(f, informer.WithFieldSelector[*coordinationv1.Lease]("metadata.name="+name))
 	if err != nil {

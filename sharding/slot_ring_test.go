@@ -100,7 +100,7 @@ func (r *slotRing) startWith(id string, client kubernetes.Interface) {
 	require.NoError(t, err)
 	set, err := informer.NewShardSet()
 	require.NoError(t, err)
-	f := informer.NewFactory(r.client, informer.WithNamespace(objNS), informer.WithShardSet(set))
+	f := informer.NewFactory(r.client, informer.Options{Namespace: objNS, ShardSet: set})
 	cms, err := informer.For[*corev1.ConfigMap](f)
 	require.NoError(t, err)
 	keeper, err := sharding.NewSlotKeeper(m, set, f.HasSynced, sharding.SlotKeeperOptions{})

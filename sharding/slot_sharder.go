@@ -45,7 +45,7 @@ type leaseClient interface {
 // leadSlots runs a server-side term until ctx ends.
 func (s *Sharder) leadSlots(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	factory := informer.NewFactory(s.client, informer.WithNamespace(s.cfg.Namespace), informer.WithLogger(logger))
+	factory := informer.NewFactory(s.client, informer.Options{Namespace: s.cfg.Namespace, Logger: logger})
 	defer factory.Shutdown()
 	inf, err := informer.For(factory, informer.WithLabelSelector[*coordinationv1.Lease](RingLabel+"="+s.cfg.Ring))
 	if err != nil {

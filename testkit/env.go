@@ -62,8 +62,13 @@ func newEnv(t testing.TB, client kubernetes.Interface, dyn dynamic.Interface, me
 	// Cached objects are read-only, and sharing makes a write to one a write to others: the
 	// mutation detector fails the test, naming the object and field, every second and in a last
 	// check (registered first, so it runs once everything has stopped).
-	e.factory = informer.NewFactory(client, informer.WithDynamicClient(dyn), informer.WithMetadataClient(meta), informer.WithLogger(logger),
-		informer.WithMutationDetector(func(err error) { t.Errorf("testkit: %v", err) }))
+	e.factory = informer.NewFactory(client, informer.Options{
+		DynamicClient:    dyn,
+		MetadataClient:   meta,
+		Logger:           logger,
+		MutationDetector: true,
+		MutationReport:   func(err error) { t.Errorf("testkit: %v", err) },
+	})
 	t.Cleanup(func() {
 		if err := e.factory.CheckMutations(); err != nil {
 			t.Errorf("testkit: %v", err)

@@ -90,12 +90,7 @@ func program(o *options) demo.Program {
 				GVR: v1alpha1.GVR, Kind: v1alpha1.Kind, Namespaced: true, StatusSubresource: true,
 			}}}, nil
 		},
-		FactoryOptions: func() []informer.FactoryOption {
-			if o.namespace == "" {
-				return nil
-			}
-			return []informer.FactoryOption{informer.WithNamespace(o.namespace)}
-		},
+		Cache: func(c *informer.Options) { c.Namespace = o.namespace },
 		Setup: func(ctx context.Context, env *demo.Env) error {
 			logger := klog.FromContext(ctx)
 			if !env.InMemory {

@@ -53,7 +53,7 @@ func TestAPIServerConvergesAfterRetriesAreExhausted(t *testing.T) {
 	require.NoError(t, err)
 	mgr, err := manager.New(manager.Options{Config: cfg, Registerer: prometheus.NewRegistry(),
 		// Only the test's namespace: the shared server holds other tests' ReplicaSets.
-		FactoryOptions: []informer.FactoryOption{informer.WithNamespace(ns)}})
+		Cache: informer.Options{Namespace: ns}})
 	require.NoError(t, err)
 	rsc, err := NewReplicaSetController(mgr.Factory(), mgr.Client(), Options{
 		RateLimiter:       kworkqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](5*time.Millisecond, 50*time.Millisecond),

@@ -145,7 +145,7 @@ func (s *syncingInformer) WaitForSync(ctx context.Context) error {
 
 func startCtrlkit(b *testing.B, client kubernetes.Interface, t *tally, fences *controller.Fences) func() {
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
-	f := informer.NewFactory(client, informer.WithNamespace("bench"))
+	f := informer.NewFactory(client, informer.Options{Namespace: "bench"})
 	cms, err := informer.For[*corev1.ConfigMap](f)
 	if err != nil {
 		b.Fatal(err)

@@ -8,7 +8,7 @@ import (
 )
 
 // client-go asks the informer metrics provider only for the informers of a
-// factory given a process-unique name (informer.WithInformerName); the
+// factory given a process-unique name (informer.Options.InformerName); the
 // factory a Manager builds gets one of its own.
 
 // informerLatencyBuckets are kube's (component-base's clientgo/fifo) for

@@ -56,9 +56,10 @@ type Program struct {
 	// Scheme resolves the kinds of objects events are about; nil means client-go's. A binary
 	// that records events on its custom resources passes a scheme that knows them.
 	Scheme *runtime.Scheme
-	// FactoryOptions configure the Manager's informer factory beyond the dynamic client and the
-	// logger, which it always gets (for example informer.WithNamespace from a flag).
-	FactoryOptions func() []informer.FactoryOption
+	// Cache adjusts the Options of the Manager's informer factory (and the ring's), which come
+	// with the dynamic client, the logger and the --cache-memory-budget flags set (for example
+	// Namespace from a flag).
+	Cache func(o *informer.Options)
 	// Setup builds the controllers on env.Manager's factory and adds them to env.Manager.
 	Setup func(ctx context.Context, env *Env) error
 	// Demo walks through the scripted steps on the in-memory cluster; it returns when they
@@ -384,9 +385,10 @@ func start(ctx context.Context, p Program, s *Settings) error {
 		env.Client, env.Dynamic = cluster.Clientset(), cluster.Dynamic()
 		logger.Info("Running the demo on an in-memory cluster")
 		// What Flags.Options says but the cluster, which is in memory.
-		budget, _ := s.CacheMemoryBudget.Options() // checked by Parse
+		var cache informer.Options
+		_ = s.CacheMemoryBudget.Apply(&cache) // checked by Parse
 		mopts = manager.Options{
-			FactoryOptions:  budget,
+			Cache:           cache,
 			LeaderElection:  &s.LeaderElection,
 			MetricsAddr:     s.MetricsAddr,
 			HealthProbeAddr: s.HealthProbeAddr,
@@ -397,15 +399,15 @@ func start(ctx context.Context, p Program, s *Settings) error {
 	mopts.Logger = klog.Logger{}                          // Start's context's: the demo's, writing to out
 	mopts.Scheme = p.Scheme
 	// The Manager's factory gets the Manager's dynamic client; the ring's factory gets it too.
-	fopts := []informer.FactoryOption{informer.WithLogger(logger)}
+	cache := mopts.Cache // the budget flags
+	cache.Logger = logger
 	if env.Dynamic != nil {
-		fopts = append(fopts, informer.WithDynamicClient(env.Dynamic))
+		cache.DynamicClient = env.Dynamic
 	}
-	if p.FactoryOptions != nil {
-		fopts = append(fopts, p.FactoryOptions()...)
+	if p.Cache != nil {
+		p.Cache(&cache)
 	}
-	fopts = append(fopts, mopts.FactoryOptions...)
-	mopts.FactoryOptions = fopts
+	mopts.Cache = cache
 	if env.InMemory && s.MetricsAddr != "" {
 		logger.Info("Serving /metrics over plain HTTP to anyone: the in-memory cluster cannot review tokens (--metrics-secure needs --kubeconfig)")
 	}
@@ -424,7 +426,7 @@ func start(ctx context.Context, p Program, s *Settings) error {
 			Sharder:           sharding.SharderOptions{Resource: p.Sharding.Resource, Children: p.Sharding.Children},
 			Metadata:          meta,
 			Leases:            leases,
-			FactoryOptions:    fopts,
+			Cache:             cache,
 			AssignAtAdmission: s.ShardWebhookAddr != "",
 		}
 		logger.Info("Sharded: this replica reconciles the objects the ring assigns it", "ring", s.Shard.Ring,

@@ -81,11 +81,7 @@ func New(client kubernetes.Interface, opts Options) (*Kubelet, error) {
 	if k.clock == nil {
 		k.clock = clock.RealClock{}
 	}
-	var fopts []informer.FactoryOption
-	if opts.Namespace != "" {
-		fopts = append(fopts, informer.WithNamespace(opts.Namespace))
-	}
-	k.factory = informer.NewFactory(client, fopts...)
+	k.factory = informer.NewFactory(client, informer.Options{Namespace: opts.Namespace})
 	pods, err := informer.For[*corev1.Pod](k.factory)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet: %w", err)

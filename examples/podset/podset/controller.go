@@ -118,7 +118,7 @@ type Controller struct {
 }
 
 // New builds the controller on informers from f, which must have the dynamic client
-// (informer.WithDynamicClient) that dyn is: PodSets are read from f's cache and written with
+// (informer.Options.DynamicClient) that dyn is: PodSets are read from f's cache and written with
 // dyn, Pods are read from f's cache and written with client. Call it before f (or the Manager
 // owning f) starts.
 func New(f *informer.Factory, client kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Controller, error) {

@@ -56,7 +56,7 @@
 //
 // # Use
 //
-//	factory := informer.NewFactory(client, informer.WithDynamicClient(dyn))
+//	factory := informer.NewFactory(client, informer.Options{DynamicClient: dyn})
 //	mgr, err := manager.New(manager.Options{Client: client, Factory: factory, Scheme: scheme})
 //	...
 //	c, err := podset.New(factory, client, dyn, podset.Options{Recorder: mgr.EventRecorderFor(podset.Name)})

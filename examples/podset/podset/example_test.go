@@ -36,7 +36,7 @@ func Example() {
 		return
 	}
 
-	factory := informer.NewFactory(client, informer.WithDynamicClient(dyn))
+	factory := informer.NewFactory(client, informer.Options{DynamicClient: dyn})
 	c, err := podset.New(factory, client, dyn, podset.Options{})
 	if err != nil {
 		fmt.Println(err)
@@ -78,7 +78,7 @@ func ExampleController_Reconcile() {
 		fmt.Println(err)
 		return
 	}
-	factory := informer.NewFactory(client, informer.WithDynamicClient(dyn))
+	factory := informer.NewFactory(client, informer.Options{DynamicClient: dyn})
 	c, _ := podset.New(factory, client, dyn, podset.Options{})
 	factory.Start(ctx)
 	defer factory.Shutdown()

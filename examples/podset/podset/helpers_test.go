@@ -57,13 +57,15 @@ func newCluster(t *testing.T) *cluster {
 	podsets, err := customresource.NewClient[*v1alpha1.PodSet](env.Dynamic(), v1alpha1.GVR)
 	require.NoError(t, err)
 	c := &cluster{t: t, env: env, podsets: podsets, recorder: record.NewFakeRecorder(1000)}
-	c.factory = informer.NewFactory(env.Client(), informer.WithDynamicClient(env.Dynamic()),
-		informer.WithLogger(klog.FromContext(env.Context())),
-		informer.WithErrorHandler(func(_ context.Context, err error) {
+	c.factory = informer.NewFactory(env.Client(), informer.Options{
+		DynamicClient: env.Dynamic(),
+		Logger:        klog.FromContext(env.Context()),
+		ErrorHandler: func(_ context.Context, err error) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.reports = append(c.reports, err)
-		}))
+		},
+	})
 	t.Cleanup(c.factory.Shutdown)
 	return c
 }

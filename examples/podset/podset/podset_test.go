@@ -479,7 +479,7 @@ func TestNewNeedsItsClients(t *testing.T) {
 	_, err = podset.New(c.factory, c.env.Client(), nil, podset.Options{})
 	assert.ErrorIs(t, err, podset.ErrInvalidInput)
 
-	noDynamic := informer.NewFactory(c.env.Client())
+	noDynamic := informer.NewFactory(c.env.Client(), informer.Options{})
 	defer noDynamic.Shutdown()
 	_, err = podset.New(noDynamic, c.env.Client(), dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), podset.Options{})
 	assert.ErrorIs(t, err, informer.ErrNoDynamicClient)

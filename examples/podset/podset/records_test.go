@@ -77,8 +77,7 @@ func TestFinalizerAgainstARealAPIServer(t *testing.T) {
 	env := testkit.SharedAPIServer(t)
 	ctx := env.Context()
 	require.NoError(t, customresource.EnsureCRDFromYAML(ctx, env.Dynamic(), v1alpha1.CRDManifest))
-	factory := informer.NewFactory(env.Client(), informer.WithDynamicClient(env.Dynamic()),
-		informer.WithNamespace(env.Namespace()), informer.WithLogger(klog.FromContext(ctx)))
+	factory := informer.NewFactory(env.Client(), informer.Options{DynamicClient: env.Dynamic(), Namespace: env.Namespace(), Logger: klog.FromContext(ctx)})
 	t.Cleanup(factory.Shutdown)
 	records := podset.NewMemoryRecords()
 	recorder := record.NewFakeRecorder(1000)
