@@ -44,7 +44,8 @@ func TestWebhooksServeThroughALostLease(t *testing.T) {
 	ctx, ns := env.Context(), env.Namespace()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, demo.WriteKubeconfig(kubeconfig, env.Config()))
-	addr, health := freePort(t), freePort(t)
+	ports := freePorts(t, 2)
+	addr, health := ports[0], ports[1]
 	const lease = "ctrlkit-podset"
 
 	runCtx, cancel := context.WithCancel(ctx)

@@ -29,11 +29,21 @@ import (
 // the webhook's URL before the binary listens.
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
+	return freePorts(t, 1)[0]
+}
+
+// freePorts returns n distinct such ports: they are held open together while chosen, so that
+// two calls cannot hand out the same port (one released a moment before the other asks).
+func freePorts(t *testing.T, n int) []string {
+	t.Helper()
+	addrs := make([]string, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer ln.Close()
+		addrs = append(addrs, ln.Addr().String())
+	}
+	return addrs
 }
 
 // The binary with --webhook-addr and --webhook-url serves the webhooks and installs their
