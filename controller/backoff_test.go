@@ -8,10 +8,11 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	kworkqueue "k8s.io/client-go/util/workqueue"
+
+	"github.com/ctrlkit/ctrlkit/internal/discard"
 )
 
 // faultRun is kubernetes#132805 in a synctest bubble: a key's Reconcile fails
@@ -34,7 +35,7 @@ func faultRun(t *testing.T, opts Options[string], fault time.Duration) (calls in
 		}
 		return Result{}, nil
 	})
-	opts.Logger = funcr.New(func(string, string) {}, funcr.Options{}) // the ~600 failures are not this test's output
+	opts.Logger = discard.Logger() // the ~600 failures are not this test's output
 	c, err := New("backoff", r, opts)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

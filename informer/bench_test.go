@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/go-logr/logr"
 	"math/rand/v2"
 	"reflect"
 	"runtime"
@@ -28,6 +27,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/ctrlkit/ctrlkit/internal/discard"
 	"github.com/ctrlkit/ctrlkit/internal/hashcons"
 )
 
@@ -797,19 +797,9 @@ func BenchmarkCacheMemoryEstimate(b *testing.B) {
 // factory). logr.Discard() would not do: it is the zero Logger, which
 // Options read as klog.Background().
 func quiet(o Options) Options {
-	o.Logger = logr.New(discardSink{})
+	o.Logger = discard.Logger()
 	return o
 }
-
-// discardSink is a logr.LogSink that drops everything.
-type discardSink struct{}
-
-func (discardSink) Init(logr.RuntimeInfo)            {}
-func (discardSink) Enabled(int) bool                 { return false }
-func (discardSink) Info(int, string, ...any)         {}
-func (discardSink) Error(error, string, ...any)      {}
-func (s discardSink) WithValues(...any) logr.LogSink { return s }
-func (s discardSink) WithName(string) logr.LogSink   { return s }
 
 // estimatingStore reads the factory's estimate when syncedHeap lists the
 // store's keys, right after it measured the heap.

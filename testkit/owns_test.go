@@ -55,11 +55,9 @@ spec:
       openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
 `
 
-// Owns with a custom-resource owner: a ConfigMap controlled by a Gadget enqueues the Gadget,
-// one controlled by something else enqueues nothing, on the fake cluster and on kube-apiserver
-// alike. Before, Owns refused the owner informer ("has no kind").
-func TestOwnsWithACustomResourceOwner(t *testing.T) {
-	for name, newEnv := range map[string]func(t *testing.T) *testkit.Env{
+// gadgetEnvs are the two back ends the Owns tests run on, each serving the namespaced Gadget.
+func gadgetEnvs() map[string]func(t *testing.T) *testkit.Env {
+	return map[string]func(t *testing.T) *testkit.Env{
 		"fake": func(t *testing.T) *testkit.Env {
 			return testkit.NewFakeWithOptions(t, testkit.FakeOptions{Resources: []fakecluster.Resource{
 				{GVR: gadgetsGVR, Kind: "Gadget", Namespaced: true}}}).Env
@@ -69,7 +67,14 @@ func TestOwnsWithACustomResourceOwner(t *testing.T) {
 			require.NoError(t, customresource.EnsureCRDFromYAML(env.Context(), env.Dynamic(), []byte(gadgetCRD)))
 			return env
 		},
-	} {
+	}
+}
+
+// Owns with a custom-resource owner: a ConfigMap controlled by a Gadget enqueues the Gadget,
+// one controlled by something else enqueues nothing, on the fake cluster and on kube-apiserver
+// alike. Before, Owns refused the owner informer ("has no kind").
+func TestOwnsWithACustomResourceOwner(t *testing.T) {
+	for name, newEnv := range gadgetEnvs() {
 		t.Run(name, func(t *testing.T) {
 			env := newEnv(t)
 			ctx, ns := env.Context(), env.Namespace()
@@ -125,17 +130,7 @@ func TestOwnsWithACustomResourceOwner(t *testing.T) {
 // naming it; a child that shows it later is logged as an error, once. Before, both were silent: no
 // event of such a child reached its owner.
 func TestOwnsRefusesClusterScopedChildrenOfANamespacedCustomOwner(t *testing.T) {
-	for name, newEnv := range map[string]func(t *testing.T) *testkit.Env{
-		"fake": func(t *testing.T) *testkit.Env {
-			return testkit.NewFakeWithOptions(t, testkit.FakeOptions{Resources: []fakecluster.Resource{
-				{GVR: gadgetsGVR, Kind: "Gadget", Namespaced: true}}}).Env
-		},
-		"apiserver": func(t *testing.T) *testkit.Env {
-			env := testkit.SharedAPIServer(t)
-			require.NoError(t, customresource.EnsureCRDFromYAML(env.Context(), env.Dynamic(), []byte(gadgetCRD)))
-			return env
-		},
-	} {
+	for name, newEnv := range gadgetEnvs() {
 		t.Run(name, func(t *testing.T) {
 			env := newEnv(t)
 			ctx, ns := env.Context(), env.Namespace()

@@ -8,7 +8,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	kworkqueue "k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
@@ -16,6 +15,7 @@ import (
 	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/internal/discard"
 )
 
 // The backoff workload, kubernetes#132805: one key's Reconcile fails for a minute (an admission
@@ -103,7 +103,7 @@ func runFault(t *testing.T, impl backoffImpl, fault time.Duration) (calls int, a
 	return calls, okAt.Sub(fixedAt)
 }
 
-var quiet = funcr.New(func(string, string) {}, funcr.Options{})
+var quiet = discard.Logger()
 
 func ctrlkitBackoff(opts controller.Options[string]) backoffImpl {
 	return func(t *testing.T, reconcile func() error) (func(), func()) {

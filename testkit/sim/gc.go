@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -81,7 +82,7 @@ func (c *collector) pass() {
 	for gvr := range objs {
 		gvrs = append(gvrs, gvr)
 	}
-	slices.SortFunc(gvrs, func(a, b schema.GroupVersionResource) int { return compareStrings(a.String(), b.String()) })
+	slices.SortFunc(gvrs, func(a, b schema.GroupVersionResource) int { return cmp.Compare(a.String(), b.String()) })
 	for _, gvr := range gvrs {
 		for _, o := range objs[gvr] {
 			m, err := meta.Accessor(o)
@@ -184,14 +185,4 @@ func (c *collector) failed(err error) {
 	if apierrors.IsConflict(err) && c.w.ctx.Err() == nil {
 		c.schedule()
 	}
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

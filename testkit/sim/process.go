@@ -8,13 +8,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/discard"
 	"github.com/ctrlkit/ctrlkit/leaderelection"
 	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
 )
@@ -101,7 +101,7 @@ func (w *world) startProcess(slot int, snapshot *fakecluster.Snapshot, hold time
 			pr.lag.Store(false)
 		})
 	}
-	factory := informer.NewFactory(cs, informer.Options{DynamicClient: conn.Dynamic(), MetadataClient: conn.Metadata(), Logger: discardLogger})
+	factory := informer.NewFactory(cs, informer.Options{DynamicClient: conn.Dynamic(), MetadataClient: conn.Metadata(), Logger: discard.Logger()})
 	pr.p = &Process{Client: cs, Dynamic: conn.Dynamic(), Metadata: conn.Metadata(), Factory: factory, Incarnation: n, Replica: slot}
 	if err := w.s.Start(pr.p); err != nil {
 		return fmt.Errorf("%w: Start: %w", ErrScenario, err)
@@ -221,18 +221,3 @@ func (w *world) crash(pr *proc, rs restart) {
 	default: // a restart is pending already
 	}
 }
-
-// discardLogger drops every line: a process's factory logs nothing.
-// logr.Discard() would not do: it is the zero Logger, which
-// informer.Options reads as klog.Background().
-var discardLogger = logr.New(discardSink{})
-
-// discardSink is a logr.LogSink that drops everything.
-type discardSink struct{}
-
-func (discardSink) Init(logr.RuntimeInfo)            {}
-func (discardSink) Enabled(int) bool                 { return false }
-func (discardSink) Info(int, string, ...any)         {}
-func (discardSink) Error(error, string, ...any)      {}
-func (s discardSink) WithValues(...any) logr.LogSink { return s }
-func (s discardSink) WithName(string) logr.LogSink   { return s }

@@ -26,6 +26,18 @@ func untimed(trace []string) []string {
 	return out
 }
 
+// requireReplays runs s with seed under f runs times and fails unless every run gives the
+// first's trace (untimed) and findings.
+func requireReplays(t *testing.T, s sim.Scenario, seed uint64, f sim.Fault, runs int) {
+	t.Helper()
+	first := sim.Run(t, s, seed, f)
+	for range runs - 1 {
+		again := sim.Run(t, s, seed, f)
+		require.Equal(t, untimed(first.Trace), untimed(again.Trace), "seed %d: the trace differs between runs", seed)
+		require.Equal(t, first.Problems, again.Problems, "seed %d", seed)
+	}
+}
+
 // Replay is exact; see untimed.
 func TestReplayIsExact(t *testing.T) {
 	bugs := corpus.All()
@@ -33,13 +45,7 @@ func TestReplayIsExact(t *testing.T) {
 		sim.Relist(30 * time.Second), sim.APIErrors(30), sim.Drift(), sim.Edit()} {
 		t.Run(f.String(), func(t *testing.T) {
 			for seed := uint64(1); seed <= 10; seed++ {
-				s := bugs[int(seed)%len(bugs)].Scenario(false)
-				first := sim.Run(t, s, seed, f)
-				for range 9 {
-					again := sim.Run(t, s, seed, f)
-					require.Equal(t, untimed(first.Trace), untimed(again.Trace), "seed %d: the trace differs between runs", seed)
-					require.Equal(t, first.Problems, again.Problems, "seed %d", seed)
-				}
+				requireReplays(t, bugs[int(seed)%len(bugs)].Scenario(false), seed, f, 10)
 			}
 		})
 	}
@@ -116,12 +122,7 @@ func TestReplayOfAFailoverIsExact(t *testing.T) {
 	for _, f := range []sim.Fault{sim.LeaseStall(30 * time.Second), sim.Partition(30 * time.Second)} {
 		t.Run(f.String(), func(t *testing.T) {
 			for seed := uint64(1); seed <= 5; seed++ {
-				first := sim.Run(t, s, seed, f)
-				for range 4 {
-					again := sim.Run(t, s, seed, f)
-					require.Equal(t, untimed(first.Trace), untimed(again.Trace), "seed %d: the trace differs between runs", seed)
-					require.Equal(t, first.Problems, again.Problems, "seed %d", seed)
-				}
+				requireReplays(t, s, seed, f, 5)
 			}
 		})
 	}
