@@ -99,10 +99,17 @@ func (c *collector) pass() {
 	for _, d := range deps {
 		ownersLeft := false
 		for _, ref := range d.meta.GetOwnerReferences() {
-			if owner, ok := alive[ref.UID]; ok && ownerCanOwn(owner, d.meta) {
+			owner, ok := alive[ref.UID]
+			switch {
+			case ok && owner.GetNamespace() != "" && d.meta.GetNamespace() == "":
+				// A cluster-scoped object cannot have a namespaced owner: the reference is
+				// unresolvable, and the garbage collector leaves the object alone.
+				ownersLeft = true
+			case ok && (owner.GetNamespace() == "" || owner.GetNamespace() == d.meta.GetNamespace()):
 				ownersLeft = true
 				dependents[ref.UID] = append(dependents[ref.UID], d)
 			}
+			// An owner in another namespace is looked up in the dependent's, as absent.
 		}
 		if !ownersLeft && d.meta.GetDeletionTimestamp() == nil {
 			c.delete(ctx, d)
@@ -134,12 +141,6 @@ func (c *collector) pass() {
 			}
 		}
 	}
-}
-
-// ownerCanOwn reports whether owner can be dependent's owner: a namespaced owner only of
-// objects in its namespace (the garbage collector treats other references as unresolvable).
-func ownerCanOwn(owner, dependent metav1.Object) bool {
-	return owner.GetNamespace() == "" || owner.GetNamespace() == dependent.GetNamespace()
 }
 
 func (c *collector) delete(ctx context.Context, d dependent) {

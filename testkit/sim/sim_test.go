@@ -1,6 +1,8 @@
 package sim_test
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -8,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ctrlkit/ctrlkit/testkit/sim"
 	"github.com/ctrlkit/ctrlkit/testkit/sim/internal/corpus"
@@ -139,4 +143,65 @@ func TestNoActionOnStaleCache(t *testing.T) {
 		"%s", strings.Join(r.Problems, "\n"))
 	s.NoActionOnStaleCache = false
 	assert.Empty(t, sim.Run(t, s, r.Seed, sim.StaleRestart(30*time.Second)).Problems, "the fixed controller passes the other oracles")
+}
+
+// The world's garbage collector deletes what lost its owners, finishes a foreground deletion
+// once the dependents are gone and an orphaning one once they no longer name the owner, and
+// leaves a cluster-scoped object that names a namespaced owner alone.
+func TestGarbageCollector(t *testing.T) {
+	cm := func(name string, owners ...*corev1.ConfigMap) *corev1.ConfigMap {
+		c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
+		for _, o := range owners {
+			c.OwnerReferences = append(c.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: o.Name, UID: o.UID})
+		}
+		return c
+	}
+	create := func(ctx context.Context, u *sim.User, c *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+		return u.Client.CoreV1().ConfigMaps("default").Create(ctx, c, metav1.CreateOptions{})
+	}
+	del := func(name string, p metav1.DeletionPropagation) sim.Step {
+		return sim.Step{Name: "delete " + name, Do: func(ctx context.Context, u *sim.User) error {
+			return u.Client.CoreV1().ConfigMaps("default").Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &p})
+		}}
+	}
+	s := sim.Scenario{
+		GarbageCollector: true,
+		Start:            func(*sim.Process) error { return nil },
+		Workload: []sim.Step{{Name: "owners and dependents", Do: func(ctx context.Context, u *sim.User) error {
+			for _, owner := range []string{"bg", "fg", "orphan"} {
+				o, err := create(ctx, u, cm(owner))
+				if err != nil {
+					return err
+				}
+				if _, err := create(ctx, u, cm(owner+"-child", o)); err != nil {
+					return err
+				}
+			}
+			keeper, err := create(ctx, u, cm("keeper"))
+			if err != nil {
+				return err
+			}
+			_, err = u.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cluster-scoped",
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: keeper.Name, UID: keeper.UID}}}}, metav1.CreateOptions{})
+			return err
+		}}, del("bg", metav1.DeletePropagationBackground), del("fg", metav1.DeletePropagationForeground), del("orphan", metav1.DeletePropagationOrphan)},
+		Invariants: []sim.Invariant{{Name: "what is left", Check: func(ctx context.Context, u *sim.User) error {
+			list, err := u.Client.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			var names []string
+			for _, c := range list.Items {
+				names = append(names, fmt.Sprintf("%s%v", c.Name, len(c.OwnerReferences)))
+			}
+			if got := strings.Join(names, ","); got != "keeper0,orphan-child0" {
+				return fmt.Errorf("ConfigMaps left (name, owner references): %s, want keeper0,orphan-child0", got)
+			}
+			_, err = u.Client.CoreV1().Namespaces().Get(ctx, "cluster-scoped", metav1.GetOptions{})
+			return err // a cluster-scoped object naming a namespaced owner: unresolvable, kept
+		}}},
+	}
+	r := sim.Run(t, s, 1)
+	assert.Empty(t, r.Problems, "%s", strings.Join(r.Trace, "\n"))
+	assert.Contains(t, strings.Join(r.Trace, "\n"), "garbage collector: delete configmaps default/bg-child")
 }
