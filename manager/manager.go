@@ -96,6 +96,9 @@ type Manager struct {
 
 	running      atomic.Bool
 	cachesSynced atomic.Bool
+	// wasReady is set once /readyz first passed: from then on a controller (re)starting on the
+	// warm caches (a leader-only one after a re-election) does not fail readiness.
+	wasReady atomic.Bool
 	// beenReady is set by the first /readyz that passes once a holder of the
 	// Lease was seen, or the first term this process leads: from then on a
 	// Lease error no longer fails /readyz (leaseCheck).

@@ -137,8 +137,19 @@ func (m *Manager) ready() error {
 	for _, r := range live {
 		if s, ok := r.(interface{ HasSynced() bool }); ok && !s.HasSynced() {
 			name := r.Name()
-			if w, ok := r.(interface{ waitingFor() string }); ok && w.waitingFor() != "" {
-				name += " (" + w.waitingFor() + ")"
+			waiting := ""
+			if w, ok := r.(interface{ waitingFor() string }); ok {
+				waiting = w.waitingFor()
+			}
+			if waiting == "" && m.wasReady.Load() {
+				// Once the process was ready, a controller starting again (a leader-only one
+				// after a re-election, one added at run time) catches up on warm caches: a
+				// Lease won back must not take readiness, and with it the webhooks, away. What
+				// it waits for (a CRD deleted) still does.
+				continue
+			}
+			if waiting != "" {
+				name += " (" + waiting + ")"
 			}
 			unsynced = append(unsynced, name)
 		}
@@ -147,6 +158,7 @@ func (m *Manager) ready() error {
 		slices.Sort(unsynced)
 		return fmt.Errorf("controllers not synced: %s", strings.Join(unsynced, ", "))
 	}
+	m.wasReady.Store(true)
 	return nil
 }
 

@@ -166,6 +166,7 @@ func (t *term) stop() error {
 // resources are served (as a Runnable added with Add would).
 func (s *servedRunnable) Run(ctx context.Context) error {
 	s.crdSeen = map[string]bool{}
+	s.setState("", nil) // not the last term's "manager stopping": this one is starting
 	logger := klog.FromContext(ctx).WithValues("controller", s.w.Name)
 	ctx = klog.NewContext(ctx, logger)
 	kick := make(chan struct{}, 1)

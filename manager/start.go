@@ -186,6 +186,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	// 4: stop informers.
 	m.factory.Shutdown()
 	m.cachesSynced.Store(false)
+	m.wasReady.Store(false)
 	// 5: release the lease. The elector stops renewing it either way. With
 	// leader work abandoned, its OnStartedLeading (onStartedLeading) has not
 	// returned: leaderelection's release waits for it up to RenewDeadline,
