@@ -237,17 +237,8 @@ func NewWithOptions(opts Options) (*Cluster, error) {
 		}
 	}
 
-	// The typed front end: client-go's fake clientset with its reaction chains replaced, so that
-	// every request is served from this cluster's store. Reactors prepended later (fault
-	// injection, a test's own) still run first. NewSimpleClientset, not NewClientset: its own
-	// tracker goes unused, and NewClientset's would build a field manager for nothing.
-	cs := fake.NewSimpleClientset()
-	cs.Lock()
-	cs.ReactionChain = []clienttesting.Reactor{&clienttesting.SimpleReactor{Verb: "*", Resource: "*", Reaction: c.react}}
-	cs.WatchReactionChain = []clienttesting.WatchReactor{&clienttesting.SimpleWatchReactor{Resource: "*", Reaction: c.reactWatch}}
-	cs.Unlock()
-	c.clientset = cs
-	c.dynamic = &dynamicClient{c: c, cs: cs}
+	c.clientset = frontEnd(c.react, c.reactWatch)
+	c.dynamic = &dynamicClient{c: c, cs: c.clientset}
 
 	for i, obj := range opts.Objects {
 		if obj == nil {
@@ -258,6 +249,20 @@ func NewWithOptions(opts Options) (*Cluster, error) {
 		}
 	}
 	return c, nil
+}
+
+// frontEnd returns a typed front end: client-go's fake clientset with its reaction chains
+// replaced by react and reactWatch, so that every request is served from the cluster's store.
+// Reactors prepended later (fault injection, a test's own) still run first. NewSimpleClientset,
+// not NewClientset: its own tracker goes unused, and NewClientset's would build a field manager
+// for nothing.
+func frontEnd(react clienttesting.ReactionFunc, reactWatch clienttesting.WatchReactionFunc) *fake.Clientset {
+	cs := fake.NewSimpleClientset()
+	cs.Lock()
+	cs.ReactionChain = []clienttesting.Reactor{&clienttesting.SimpleReactor{Verb: "*", Resource: "*", Reaction: react}}
+	cs.WatchReactionChain = []clienttesting.WatchReactor{&clienttesting.SimpleWatchReactor{Resource: "*", Reaction: reactWatch}}
+	cs.Unlock()
+	return cs
 }
 
 var (

@@ -113,13 +113,8 @@ func (cn *Connection) InterceptWatches(f func(gvr schema.GroupVersionResource, w
 // Connect returns a new Connection to the cluster.
 func (c *Cluster) Connect() *Connection {
 	cn := &Connection{c: c}
-	cs := fake.NewSimpleClientset()
-	cs.Lock()
-	cs.ReactionChain = []clienttesting.Reactor{&clienttesting.SimpleReactor{Verb: "*", Resource: "*", Reaction: cn.react}}
-	cs.WatchReactionChain = []clienttesting.WatchReactor{&clienttesting.SimpleWatchReactor{Resource: "*", Reaction: cn.reactWatch}}
-	cs.Unlock()
-	cn.cs = cs
-	cn.dyn = &dynamicClient{c: c, cs: cs}
+	cn.cs = frontEnd(cn.react, cn.reactWatch)
+	cn.dyn = &dynamicClient{c: c, cs: cn.cs}
 	return cn
 }
 
