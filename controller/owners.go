@@ -30,7 +30,8 @@ import (
 // reference carries no namespace, and a cluster-scoped owner may have
 // namespaced children). An owner not in the cache enqueues nothing once owners
 // has synced: it is gone, or its own add is still to come and enqueues it
-// (owners is normally the controller's primary informer, which it watches).
+// (owners is normally the controller's primary informer, which it watches;
+// Owns checks that it does, and enqueues the owner's key when it does not).
 // Before owners synced, the keys its scope allows are enqueued, so nothing is
 // lost at start-up.
 //
@@ -46,21 +47,23 @@ func EnqueueControllerOf[T, O informer.Object](owners informer.Informer[O]) func
 	if object.IsNil(owners) {
 		return func(T) []Key { return nil }
 	}
-	fn, _ := controllerOf[T](owners, func(err error) { klog.Background().Error(err, "Cannot map an object to its owner") })
+	fn, _ := controllerOf[T](owners, owners.HasSynced, func(err error) { klog.Background().Error(err, "Cannot map an object to its owner") })
 	return fn
 }
 
 // controllerOf is EnqueueControllerOf, reporting once (to report) the first
 // object whose controller reference names one of owners where none can be
-// (Resolver.Unresolvable), and returning its resolver for Owns's check.
-func controllerOf[T, O informer.Object](owners informer.Informer[O], report func(error)) (func(T) []Key, *owner.Resolver) {
+// (Resolver.Unresolvable), and returning its resolver for Owns's check. An
+// owner missing from the cache is taken for gone while complete returns true
+// (see owner.NewResolver).
+func controllerOf[T, O informer.Object](owners informer.Informer[O], complete func() bool, report func(error)) (func(T) []Key, *owner.Resolver) {
 	r := owner.NewResolver(owners.GVR(), owners.GVK().Kind, func(namespace, name string) (types.UID, bool) {
 		o, err := owners.Lister().Get(namespace, name)
 		if err != nil {
 			return "", false
 		}
 		return o.GetUID(), true
-	}, owners.HasSynced, func() (metav1.Object, bool) {
+	}, complete, func() (metav1.Object, bool) {
 		objs, err := owners.Lister().List(labels.Everything())
 		if err != nil || len(objs) == 0 {
 			return nil, false

@@ -18,6 +18,7 @@ import (
 // starts: one registration per (controller, informer), fanning out.
 type watched[K comparable] interface {
 	name() string
+	id() any // informerID of the informer
 	register(q queue[K], provenance bool, ft *fenceTable[K]) (registration, error)
 }
 
@@ -30,6 +31,18 @@ type watchedInformer[T informer.Object, K comparable] struct {
 }
 
 func (w *watchedInformer[T, K]) name() string { return w.inf.Name() }
+func (w *watchedInformer[T, K]) id() any      { return informerID(w.inf) }
+
+// watchesInformer reports whether c watches the informer id names.
+// Callers hold c.mu.
+func (c *Controller[K]) watchesInformer(id any) bool {
+	for _, w := range c.watches {
+		if w.id() == id {
+			return true
+		}
+	}
+	return false
+}
 
 func (w *watchedInformer[T, K]) register(q queue[K], provenance bool, ft *fenceTable[K]) (registration, error) {
 	hs := make([]informer.Handler[T], 0, len(w.handlers)+1)

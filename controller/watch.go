@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -103,12 +104,15 @@ func EnqueueObject[T informer.Object](obj T) []Key {
 
 // Owns watches the objects a controller creates and owns: events of inf's
 // objects enqueue the Key of their controlling owner when it is one of
-// owners' objects (the controller's primary informer), and resync updates are
+// owners' objects (normally the controller's primary informer), and resync updates are
 // dropped (the owner's own watch resyncs the owner; kube-controller-manager's
 // controllers likewise ignore same-resourceVersion updates of their Pods). It
 // is Watch with the mapping EnqueueControllerOf[T](owners) and the option
 // WithPredicates(predicate.ResourceVersionChanged[T]()) ahead of opts, which
 // add predicates of their own. The name is controller-runtime's builder.Owns.
+//
+// An owner missing from owners' synced cache is enqueued only when c does
+// not watch owners (its add would otherwise enqueue it, or it is gone).
 //
 // Every scope and kind of owner works: a namespaced owner enqueues
 // "namespace/name", a cluster-scoped one (a Tenant owning Namespaces and the
@@ -143,7 +147,32 @@ func Owns[T, O informer.Object](c *Controller[Key], inf informer.Informer[T], ow
 		}
 		logger.Error(err, "Cannot map an object to its owner", "controller", name, "informer", inf.Name())
 	}
-	mapping, r := controllerOf[T](owners, report)
+	// An owner missing from the synced cache is gone, or its add is still to
+	// come and enqueues it: only when c watches owners. Else the child's
+	// event is all that reaches the owner (an owner created just before its
+	// child can reach the owners' cache after the child's event), and its
+	// key is enqueued.
+	var watchesOwners atomic.Int32 // 0 not known yet, 1 yes, 2 no
+	complete := func() bool {
+		switch watchesOwners.Load() {
+		case 1:
+			return owners.HasSynced()
+		case 2:
+			return false
+		}
+		c.mu.Lock()
+		ran, yes := c.ran, c.watchesInformer(informerID(owners))
+		c.mu.Unlock()
+		if ran { // the watches are fixed from Run on
+			if yes {
+				watchesOwners.Store(1)
+			} else {
+				watchesOwners.Store(2)
+			}
+		}
+		return yes && owners.HasSynced()
+	}
+	mapping, r := controllerOf[T](owners, complete, report)
 	all := make([]WatchOption[T], 0, len(opts)+1)
 	all = append(all, WithPredicates(predicate.ResourceVersionChanged[T]()))
 	if err := Watch(c, inf, mapping, append(all, opts...)...); err != nil {

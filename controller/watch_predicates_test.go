@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -279,4 +280,43 @@ func TestOwnsOnAnInformer(t *testing.T) {
 	require.Eventually(t, func() bool { return r.counts(ns, "web")[0] == 2 }, waitTimeout, time.Millisecond)
 	env.WaitForQuiet(waitTimeout)
 	assert.Equal(t, []int{2, 0, 0}, r.counts(ns, "web", "orphan", ""))
+}
+
+// An owner missing from its synced cache is enqueued by its child's event only when the
+// controller does not watch the owners: an owner created just before its child can reach the
+// owners' cache after the child's event, and with no watch of its own nothing else would
+// enqueue it. A controller that watches them drops the event: the owner's add is to come, or
+// the owner is gone (kube-controller-manager's rule).
+func TestOwnsEnqueuesAnUncachedOwnerOnlyWhenTheOwnersAreNotWatched(t *testing.T) {
+	for _, watchOwners := range []bool{false, true} {
+		t.Run(fmt.Sprintf("watched=%v", watchOwners), func(t *testing.T) {
+			env := testkit.NewFake(t)
+			ctx, ns := env.Context(), env.Namespace()
+			pods, err := informer.For[*corev1.Pod](env.Factory())
+			require.NoError(t, err)
+			replicaSets, err := informer.For[*appsv1.ReplicaSet](env.Factory())
+			require.NoError(t, err)
+			r := &counter{}
+			c, err := controller.New("replicaset", controller.Reconciler[controller.Key](r), controller.Options[controller.Key]{})
+			require.NoError(t, err)
+			require.NoError(t, controller.Owns(c, pods, replicaSets))
+			if watchOwners {
+				require.NoError(t, controller.Watch(c, replicaSets, controller.EnqueueObject[*appsv1.ReplicaSet]))
+			}
+			env.RunController(ctx, c)
+			require.Eventually(t, c.HasSynced, waitTimeout, time.Millisecond)
+
+			// The Pod names a ReplicaSet the cache does not hold.
+			_, err = env.Client().CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0",
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs-uid", Controller: new(true)}}}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			want := 0
+			if !watchOwners {
+				want = 1
+				require.Eventually(t, func() bool { return r.counts(ns, "web")[0] == 1 }, waitTimeout, time.Millisecond)
+			}
+			env.WaitForQuiet(waitTimeout)
+			assert.Equal(t, []int{want}, r.counts(ns, "web"))
+		})
+	}
 }

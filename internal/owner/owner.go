@@ -20,7 +20,8 @@ type Resolver struct {
 	namespaced, known bool
 	// uidOf returns the UID of the cached owner at namespace/name, false when none is cached.
 	uidOf func(namespace, name string) (types.UID, bool)
-	// synced reports whether the owners' cache holds a full list.
+	// synced reports whether the owners' cache holds a full list and the owners' own events
+	// are watched: an owner missing from it is then not looked for.
 	synced func() bool
 	// anyCached returns one cached owner, false when the cache is empty: a custom resource's
 	// scope is read off it (Unresolvable). learned caches the answer: 0 not yet known, 1
@@ -30,9 +31,11 @@ type Resolver struct {
 }
 
 // NewResolver returns a Resolver for owners of resource gvr and kind (empty when unknown), whose
-// cache uidOf reads and synced says is filled.
+// cache uidOf reads. While synced returns true, an owner missing from the cache is taken for
+// gone (or for one whose own add is still to come and enqueues it): the caller says so only
+// when the owners' events are watched too.
 // anyCached returns one cached owner (false when none is): it tells the owners' scope when
-// client-go does not (Unresolvable).
+// client-go does not (Keys, Unresolvable).
 func NewResolver(gvr schema.GroupVersionResource, kind string, uidOf func(namespace, name string) (types.UID, bool), synced func() bool, anyCached func() (metav1.Object, bool)) *Resolver {
 	r := &Resolver{group: gvr.Group, kind: kind, uidOf: uidOf, synced: synced, anyCached: anyCached}
 	r.namespaced, r.known = builtin.Namespaced(gvr)
@@ -40,20 +43,22 @@ func NewResolver(gvr schema.GroupVersionResource, kind string, uidOf func(namesp
 }
 
 // Keys returns the key of child's controlling owner when it is cached with the reference's UID
-// (a recreated owner of the same name is another object). Once the owners' cache synced, an
-// owner not in it has no key: it is gone, or its own add is still to come. Before, Keys returns
-// every key the owners' scope allows, so nothing is lost at start-up. The keys are the first n
+// (a recreated owner of the same name is another object). While synced returns true, an owner
+// not in the cache has no key: it is gone, or its own add is still to come. Otherwise Keys
+// returns every key the owners' scope allows, so nothing is lost. The keys are the first n
 // of the array: an event's mapping allocates nothing here.
 func (r *Resolver) Keys(child metav1.Object) (keys [2]cache.ObjectName, n int) {
 	ref := r.controllerRef(child)
 	if ref == nil {
 		return keys, 0
 	}
+	// A custom resource's scope, once its cache showed it, leaves one key.
+	namespaced, known := r.ownersScope()
 	var candidates [2]cache.ObjectName
-	if ns := child.GetNamespace(); ns != "" && (!r.known || r.namespaced) {
+	if ns := child.GetNamespace(); ns != "" && (!known || namespaced) {
 		candidates[n], n = cache.ObjectName{Namespace: ns, Name: ref.Name}, n+1
 	}
-	if !r.known || !r.namespaced {
+	if !known || !namespaced {
 		// A cluster-scoped owner; a cluster-scoped child can have no other.
 		candidates[n], n = cache.ObjectName{Name: ref.Name}, n+1
 	}

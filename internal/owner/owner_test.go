@@ -141,3 +141,25 @@ func TestUnresolvable(t *testing.T) {
 		t.Error("cluster-scoped custom owners: Unresolvable = true, want false")
 	}
 }
+
+// A custom resource's scope, once the owners' cache showed it, leaves the one key it allows for
+// an owner not cached (yet): a key that cannot exist is not enqueued.
+func TestKeysLearnTheOwnersScope(t *testing.T) {
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	none := func(string, string) (types.UID, bool) { return "", false }
+	incomplete := func() bool { return false }
+	for _, tc := range []struct {
+		name   string
+		cached metav1.Object // nil: the cache is empty
+		want   []cache.ObjectName
+	}{
+		{"scope unknown", nil, []cache.ObjectName{{Namespace: "ns", Name: "w"}, {Name: "w"}}},
+		{"namespaced owners", &metav1.ObjectMeta{Namespace: "other", Name: "x"}, []cache.ObjectName{{Namespace: "ns", Name: "w"}}},
+		{"cluster-scoped owners", &metav1.ObjectMeta{Name: "x"}, []cache.ObjectName{{Name: "w"}}},
+	} {
+		r := NewResolver(widgets, "Widget", none, incomplete, func() (metav1.Object, bool) { return tc.cached, tc.cached != nil })
+		if keys, n := r.Keys(child("ns", "example.com/v1", "Widget", "w", "uid")); !equal(keys[:n], tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, keys[:n], tc.want)
+		}
+	}
+}
