@@ -366,10 +366,7 @@ func lookupOrCreate[T Object](f *Factory, key registryKey, sc scope, create func
 			return nil, fmt.Errorf("informer %s: mutation detector: %w", inf.name, err)
 		}
 	}
-	if err := f.meter(key, inf.name, reflect.TypeFor[T](), sc, inf.inf); err != nil {
-		undo()
-		return nil, fmt.Errorf("informer %s: memory accounting: %w", inf.name, err)
-	}
+	f.meter(key, inf.name, reflect.TypeFor[T](), sc, inf.inf)
 	f.informers[key] = inf
 	f.warnUnscopedLocked(key, inf.name, inf.gvr, sc)
 	if f.hold != nil {
