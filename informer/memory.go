@@ -328,7 +328,27 @@ func (f *Factory) meter(key registryKey, name string, typ reflect.Type, sc scope
 
 // unmeter stops accounting for informer key, which stopped.
 func (f *Factory) unmeter(key registryKey) {
-	f.meters.Delete(key)
+	if m, ok := f.meters.LoadAndDelete(key); ok {
+		m.(*meter).detach()
+	}
+}
+
+// unmeterAll stops accounting for every informer: the caches are gone.
+func (f *Factory) unmeterAll() {
+	f.meters.Range(func(key, _ any) bool {
+		f.unmeter(key.(registryKey))
+		return true
+	})
+}
+
+// detach lets the meter of a stopped informer go of its store: the sharing
+// table's entries keep a pointer to the meter's account for as long as they
+// live, and must not keep the cache's objects with it.
+func (m *meter) detach() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.store = nil
+	clear(m.objs)
 }
 
 // highCardinality are the resources that hold the most objects in a typical
