@@ -275,7 +275,7 @@ func (f *Factory) Shutdown() {
 		if f.detector != nil {
 			f.detector.wait()
 		}
-		f.unmeterAll() // the caches are gone
+		f.meters.Clear() // the caches are gone
 	})
 }
 

@@ -112,7 +112,11 @@ type meter struct {
 	// storeBytes is what client-go's store and indexes spend per object,
 	// besides its key.
 	storeBytes int64
-	acct       hashcons.Account
+	// acct is a heap object of its own: the sharing table's cleanups hold it
+	// for as long as a shared node lives, and a cleanup must not reach the
+	// node through it (meter, store, cached object), or node and cache are
+	// never freed.
+	acct *hashcons.Account
 	// store is the informer's cache, which settle compares the records with.
 	store cache.Store
 
@@ -145,7 +149,7 @@ func newMeter(resource, scope string, indexes int, store cache.Store) *meter {
 	// objectBytes).
 	slot := hashcons.MapEntryBytes(16 + unsafe.Sizeof(objectBytes{}))
 	st := hashcons.MapEntryBytes(32) + int64(indexes)*hashcons.MapEntryBytes(16) + slot
-	return &meter{resource: resource, scope: scope, storeBytes: st, store: store,
+	return &meter{resource: resource, scope: scope, storeBytes: st, store: store, acct: new(hashcons.Account),
 		objs: map[string]objectBytes{}, namespaces: map[string]*NamespaceMemory{}}
 }
 
@@ -154,7 +158,7 @@ func (m *meter) account() *hashcons.Account {
 	if m == nil {
 		return nil
 	}
-	return &m.acct
+	return m.acct
 }
 
 // meterKey is the key of obj's record: its UID, or namespace/name without one.
@@ -328,27 +332,7 @@ func (f *Factory) meter(key registryKey, name string, typ reflect.Type, sc scope
 
 // unmeter stops accounting for informer key, which stopped.
 func (f *Factory) unmeter(key registryKey) {
-	if m, ok := f.meters.LoadAndDelete(key); ok {
-		m.(*meter).detach()
-	}
-}
-
-// unmeterAll stops accounting for every informer: the caches are gone.
-func (f *Factory) unmeterAll() {
-	f.meters.Range(func(key, _ any) bool {
-		f.unmeter(key.(registryKey))
-		return true
-	})
-}
-
-// detach lets the meter of a stopped informer go of its store: the sharing
-// table's entries keep a pointer to the meter's account for as long as they
-// live, and must not keep the cache's objects with it.
-func (m *meter) detach() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.store = nil
-	clear(m.objs)
+	f.meters.Delete(key)
 }
 
 // highCardinality are the resources that hold the most objects in a typical

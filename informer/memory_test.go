@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	metadatafake "k8s.io/client-go/metadata/fake"
@@ -254,4 +256,36 @@ func TestMeterSettlesDeletionsWhenRead(t *testing.T) {
 	m.mu.Unlock()
 	objects()
 	require.Equal(t, epoch, m.epoch)
+}
+
+// The sharing table's cleanups hold each shared node's account until the node
+// is freed: the account must not lead back to the cached objects (through the
+// meter and its store), or a cache whose informers stopped is never freed,
+// shut down or not.
+func TestCacheMemoryDoesNotKeepAStoppedCacheAlive(t *testing.T) {
+	client := newClient()
+	for i := range 20 {
+		_, err := client.CoreV1().Pods("ns").Create(context.Background(), uidPod("ns", fmt.Sprintf("web-%d", i)), metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	var freed atomic.Int32
+	func() {
+		f := NewFactory(client, Options{})
+		pods, err := For[*corev1.Pod](f)
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		f.Start(ctx)
+		require.True(t, cache.WaitForCacheSync(ctx.Done(), pods.HasSynced))
+		require.Equal(t, 20, waitMemory(t, f, func(m CacheMemory) bool { return len(m.Informers) == 1 && m.Informers[0].Objects == 20 }).Informers[0].Objects)
+		cached, err := pods.Lister().List(labels.Everything())
+		require.NoError(t, err)
+		for _, p := range cached {
+			runtime.AddCleanup(p, func(n *atomic.Int32) { n.Add(1) }, &freed)
+		}
+		cancel() // the informers stop; Shutdown is never called
+	}()
+	require.NoError(t, wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		runtime.GC()
+		return freed.Load() == 20, nil
+	}), "%d of 20 cached Pods freed", freed.Load())
 }
