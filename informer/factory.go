@@ -366,7 +366,10 @@ func lookupOrCreate[T Object](f *Factory, key registryKey, sc scope, create func
 			return nil, fmt.Errorf("informer %s: mutation detector: %w", inf.name, err)
 		}
 	}
-	f.meter(key, inf.name, reflect.TypeFor[T](), sc, inf.inf)
+	if err := f.meter(key, inf.name, reflect.TypeFor[T](), sc, inf.inf); err != nil {
+		undo()
+		return nil, fmt.Errorf("informer %s: memory accounting: %w", inf.name, err)
+	}
 	f.informers[key] = inf
 	f.warnUnscopedLocked(key, inf.name, inf.gvr, sc)
 	if f.hold != nil {

@@ -5,12 +5,9 @@ import (
 	"reflect"
 	"slices"
 	"sort"
-	"strconv"
 	"sync"
-	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
@@ -100,12 +97,10 @@ func (f *Factory) CacheMemory() CacheMemory {
 
 // meter accounts for the objects in one informer's cache. Objects are
 // recorded as they enter the cache (the factory's transform, which sizes
-// them while it shares their sub-objects), keyed by UID (objects without a
-// UID, from fake clients, by namespace/name). Deletions are settled when the
-// meter is read, against the informer's store: no handler of its own, which
-// would add a listener (a goroutine and two channel hops) to every event of
-// the informer, when only deletions matter and the figures are read
-// seldom (a scrape, a budget check, a probe).
+// them while it shares their sub-objects) and forgotten on deletion (a
+// handler), keyed by UID: a deleted object's UID never comes back, so a
+// late deletion cannot forget a newer object (objects without a UID, from
+// fake clients, are keyed by namespace/name).
 type meter struct {
 	resource, scope string
 	typ             reflect.Type // the Go type the informer serves
@@ -113,43 +108,28 @@ type meter struct {
 	// besides its key.
 	storeBytes int64
 	// acct is a heap object of its own: the sharing table's cleanups hold it
-	// for as long as a shared node lives, and a cleanup must not reach the
-	// node through it (meter, store, cached object), or node and cache are
-	// never freed.
+	// for as long as a shared node lives, and must not keep the meter alive
+	// with it.
 	acct *hashcons.Account
-	// store is the informer's cache, which settle compares the records with.
-	store cache.Store
 
 	mu         sync.Mutex
 	objs       map[string]objectBytes
 	own, full  int64
 	namespaces map[string]*NamespaceMemory
-	// changed: an object was recorded since the last settle (a deletion
-	// passes through the transform too, as do a relist's objects); missing:
-	// records the last settle kept though their objects were not in the store.
-	changed bool
-	missing int
-	epoch   uint32 // of the last settle
 }
 
-// objectBytes is what one object takes, and what settle needs; 32 bits each
-// keep the entry small (an object is far below 4 GiB).
+// objectBytes is what one object takes; 32 bits each keep the entry small
+// (an object is far below 4 GiB).
 type objectBytes struct {
 	own, full uint32
-	rv        uint64 // the object's resourceVersion; 0 when not a number
-	// seen is the settle that last found the object in the store, missed
-	// whether the last settle did not. namespaces are counted by settle.
-	seen   uint32
-	missed bool
 }
 
-func newMeter(resource, scope string, indexes int, store cache.Store) *meter {
+func newMeter(resource, scope string, indexes int) *meter {
 	// Per object: its slot in the store's map (key and interface), its
 	// entry in each index's set (a key), and its slot here (a UID and
 	// objectBytes).
-	slot := hashcons.MapEntryBytes(16 + unsafe.Sizeof(objectBytes{}))
-	st := hashcons.MapEntryBytes(32) + int64(indexes)*hashcons.MapEntryBytes(16) + slot
-	return &meter{resource: resource, scope: scope, storeBytes: st, store: store, acct: new(hashcons.Account),
+	store := hashcons.MapEntryBytes(32) + int64(indexes)*hashcons.MapEntryBytes(16) + hashcons.MapEntryBytes(24)
+	return &meter{resource: resource, scope: scope, storeBytes: store, acct: new(hashcons.Account),
 		objs: map[string]objectBytes{}, namespaces: map[string]*NamespaceMemory{}}
 }
 
@@ -161,14 +141,6 @@ func (m *meter) account() *hashcons.Account {
 	return m.acct
 }
 
-// meterKey is the key of obj's record: its UID, or namespace/name without one.
-func meterKey(o metav1.Object) string {
-	if uid := o.GetUID(); uid != "" {
-		return string(uid)
-	}
-	return cacheKey(o.GetNamespace(), o.GetName())
-}
-
 // set records obj, of the given sizes, entering the cache, replacing its
 // previous version.
 func (m *meter) set(obj any, sz hashcons.Sizes) {
@@ -176,97 +148,67 @@ func (m *meter) set(obj any, sz hashcons.Sizes) {
 	if err != nil {
 		return
 	}
-	key := meterKey(o)
-	rv, _ := strconv.ParseUint(o.GetResourceVersion(), 10, 64)
-	store := hashcons.StringBytes(len(o.GetNamespace())+len(o.GetName())+1) + m.storeBytes
-	b := objectBytes{own: clamp32(sz.Own + store), full: clamp32(sz.Full + store), rv: rv}
+	ns, name := o.GetNamespace(), o.GetName()
+	key := string(o.GetUID())
+	if key == "" {
+		key = cacheKey(ns, name)
+	}
+	store := hashcons.StringBytes(len(ns)+len(name)+1) + m.storeBytes
+	b := objectBytes{own: clamp32(sz.Own + store), full: clamp32(sz.Full + store)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.changed = true
-	prev := m.objs[key]
-	b.seen = prev.seen
+	prev, had := m.objs[key]
 	m.objs[key] = b
-	if prev.missed {
-		m.missing--
-	}
 	m.own += int64(b.own) - int64(prev.own)
 	m.full += int64(b.full) - int64(prev.full)
+	if ns == "" {
+		return
+	}
+	n := m.namespaces[ns]
+	if n == nil {
+		n = &NamespaceMemory{Namespace: ns}
+		m.namespaces[ns] = n
+	}
+	if !had {
+		n.Objects++
+	}
+	n.Bytes += int64(b.own) - int64(prev.own)
 }
 
 func clamp32(n int64) uint32 {
 	return uint32(min(max(n, 0), 1<<32-1))
 }
 
-// settleLocked forgets the records of objects that left the store. A record
-// whose object is not in the store is of a deleted object, or of one whose
-// add the store has still to apply (the transform runs when an event is
-// queued, the store is written when it is processed): it is forgotten once
-// the store is past the object's resourceVersion or, when they cannot be
-// compared (resourceVersions that are not numbers, a store of several
-// informers with no common one), when the settle before missed it too.
-// m.mu is held.
-func (m *meter) settleLocked() {
-	if m.store == nil || (!m.changed && m.missing == 0) {
+// forget records the deletion of obj (or of a tombstone's object).
+func (m *meter) forget(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	o, err := meta.Accessor(obj)
+	if err != nil {
 		return
 	}
-	m.changed, m.missing = false, 0
-	m.epoch++
-	storeRV, err := strconv.ParseUint(m.store.LastStoreSyncResourceVersion(), 10, 64)
-	applied := err == nil
-	// The namespaces' figures are counted again on the way.
-	for _, n := range m.namespaces {
-		n.Objects, n.Bytes = 0, 0
+	ns := o.GetNamespace()
+	key := string(o.GetUID())
+	if key == "" {
+		key = cacheKey(ns, o.GetName())
 	}
-	for _, obj := range m.store.List() {
-		o, err := meta.Accessor(obj)
-		if err != nil {
-			continue
-		}
-		key := meterKey(o)
-		b, ok := m.objs[key]
-		if !ok {
-			continue
-		}
-		b.seen, b.missed = m.epoch, false
-		m.objs[key] = b
-		if ns := o.GetNamespace(); ns != "" {
-			n := m.namespaces[ns]
-			if n == nil {
-				n = &NamespaceMemory{Namespace: ns}
-				m.namespaces[ns] = n
-			}
-			n.Objects++
-			n.Bytes += int64(b.own)
-		}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.objs[key]
+	if !ok {
+		return
 	}
-	for ns, n := range m.namespaces {
+	delete(m.objs, key)
+	m.own -= int64(b.own)
+	m.full -= int64(b.full)
+	if n := m.namespaces[ns]; n != nil {
+		n.Objects--
+		n.Bytes -= int64(b.own)
 		if n.Objects == 0 {
 			delete(m.namespaces, ns)
 		}
 	}
-	for key, b := range m.objs {
-		if b.seen == m.epoch {
-			continue
-		}
-		gone := b.missed
-		if applied && b.rv != 0 {
-			gone = b.rv <= storeRV
-		}
-		if gone {
-			m.forgetLocked(key, b)
-			continue
-		}
-		b.missed = true
-		m.objs[key] = b
-		m.missing++
-	}
-}
-
-// forgetLocked drops the record key of an object that left the cache.
-func (m *meter) forgetLocked(key string, b objectBytes) {
-	delete(m.objs, key)
-	m.own -= int64(b.own)
-	m.full -= int64(b.full)
 }
 
 // bytes is the Bytes of the meter's informer.
@@ -274,14 +216,12 @@ func (m *meter) bytes() int64 {
 	shared := m.acct.Shared()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.settleLocked()
 	return m.own + shared
 }
 
 func (m *meter) snapshot() InformerMemory {
 	shared := m.acct.Shared()
 	m.mu.Lock()
-	m.settleLocked()
 	out := InformerMemory{Resource: m.resource, Scope: m.scope, Objects: len(m.objs),
 		Bytes: m.own + shared, SharedBytes: shared, UnsharedBytes: m.full}
 	nss := make([]NamespaceMemory, 0, len(m.namespaces))
@@ -318,16 +258,19 @@ func (f *Factory) meterFor(key registryKey, obj any) *meter {
 	return m.(*meter)
 }
 
-// meter starts accounting for the new informer key, whose cache is inf's
-// store.
-func (f *Factory) meter(key registryKey, name string, typ reflect.Type, sc scope, inf cache.SharedIndexInformer) {
+// meter starts accounting for the new informer key: its deletions are
+// forgotten by a handler of its own.
+func (f *Factory) meter(key registryKey, name string, typ reflect.Type, sc scope, inf cache.SharedIndexInformer) error {
 	if f.cfg.noAccounting {
-		return
+		return nil
 	}
-	idx := inf.GetIndexer()
-	m := newMeter(name, sc.label(), len(idx.GetIndexers()), idx)
+	m := newMeter(name, sc.label(), len(inf.GetIndexer().GetIndexers()))
 	m.typ = typ
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: m.forget}); err != nil {
+		return err
+	}
 	f.meters.Store(key, m)
+	return nil
 }
 
 // unmeter stops accounting for informer key, which stopped.

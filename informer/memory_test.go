@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/ctrlkit/ctrlkit/internal/hashcons"
 )
 
 // waitMemory polls f's CacheMemory until ok accepts it, or fails t.
@@ -195,73 +193,10 @@ func TestCacheMemoryOfMetadataAndCustomResourceInformers(t *testing.T) {
 	require.Zero(t, w.Spec.Size, "the spec is dropped")
 }
 
-// The meter settles deletions when it is read, against the store: a record
-// whose object left the store is forgotten once the store is past the
-// object's resourceVersion, or at the second read that misses it; a record
-// whose add the store has still to apply is kept.
-func TestMeterSettlesDeletionsWhenRead(t *testing.T) {
-	store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	m := newMeter("pods", "cluster", 0, store)
-	sz := hashcons.Sizes{Own: 100, Full: 200}
-	obj := func(name, uid, rv string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(uid), ResourceVersion: rv}}
-	}
-	enter := func(p *corev1.Pod) { // the transform, then the store
-		m.set(p, sz)
-		require.NoError(t, store.Add(p))
-	}
-	objects := func() int {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		m.settleLocked()
-		return len(m.objs)
-	}
-
-	enter(obj("a", "a1", "10"))
-	enter(obj("b", "b1", "11"))
-	require.Equal(t, 2, objects())
-	ns := m.snapshot().Namespaces
-	require.Len(t, ns, 1)
-	require.Equal(t, 2, ns[0].Objects)
-
-	// Transformed, not applied yet: kept, however often the meter is read.
-	pending := obj("c", "c1", "12")
-	m.set(pending, sz)
-	require.Equal(t, 3, objects())
-	require.Equal(t, 3, objects())
-	require.NoError(t, store.Add(pending))
-	require.Equal(t, 3, objects())
-
-	// A deletion: its final state goes through the transform, then leaves the store.
-	gone := obj("a", "a1", "13")
-	m.set(gone, sz)
-	require.NoError(t, store.Delete(gone))
-	require.Equal(t, 2, objects(), "the store is past the deleted object's resourceVersion")
-
-	// Recreated under the same name: the old UID's record goes, the new one stays.
-	m.set(obj("b", "b1", "14"), sz)
-	require.NoError(t, store.Delete(obj("b", "b1", "14")))
-	enter(obj("b", "b2", "15"))
-	require.Equal(t, 2, objects())
-	require.Equal(t, 2, m.snapshot().Objects)
-
-	// resourceVersions that are not numbers: gone at the second read that misses it.
-	m.set(obj("x", "x1", "not-a-number"), sz)
-	require.Equal(t, 3, objects(), "first read: may be an add to come")
-	require.Equal(t, 2, objects(), "second read: gone")
-
-	// Nothing recorded since: a read walks nothing.
-	m.mu.Lock()
-	epoch := m.epoch
-	m.mu.Unlock()
-	objects()
-	require.Equal(t, epoch, m.epoch)
-}
-
 // The sharing table's cleanups hold each shared node's account until the node
-// is freed: the account must not lead back to the cached objects (through the
-// meter and its store), or a cache whose informers stopped is never freed,
-// shut down or not.
+// is freed: nothing the account leads to may lead back to the cached objects
+// (a meter that held its informer's store did), or a cache whose informers
+// stopped is never freed, shut down or not.
 func TestCacheMemoryDoesNotKeepAStoppedCacheAlive(t *testing.T) {
 	client := newClient()
 	for i := range 20 {
