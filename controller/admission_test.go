@@ -58,7 +58,7 @@ func TestAdmissionRefusesAndBrackets(t *testing.T) {
 			t.Error("refused key b was reconciled")
 		}
 		return Result{}, errors.New("fail once more") // retried: a refused key must not be
-	}), Options[string]{Workers: 3, MaxRetries: 2})
+	}), Options[string]{Workers: 3, Retry: Backoff(2, Every(5*time.Minute))})
 	require.NoError(t, err)
 	require.NoError(t, c.SetAdmission(g))
 	c.Enqueue("a")

@@ -94,7 +94,7 @@ func TestEventsDoNotInflateTheBackoff(t *testing.T) {
 		t.Logf("bypass: %d Reconciles during the fault, converged %v after it", calls, converged)
 	})
 	synctest.Test(t, func(t *testing.T) {
-		calls, converged := faultRun(t, Options[string]{EventsBypassBackoff: true, MaxRetries: RetryForever}, fault)
+		calls, converged := faultRun(t, Options[string]{EventsBypassBackoff: true, Retry: BackoffForever()}, fault)
 		assert.Greater(t, calls, 550, "every event ran the key")
 		assert.Greater(t, converged, 15*time.Minute, "the delay reached the limiter's 1000 s cap")
 		t.Logf("bypass, retry forever: %d Reconciles during the fault, converged %v after it", calls, converged)

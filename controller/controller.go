@@ -24,9 +24,8 @@ type Controller[K comparable] struct {
 	name        string
 	r           Reconciler[K]
 	workers     int
-	maxRetries  int
-	exhausted   ExhaustedPolicy
-	slowRetry   time.Duration  // Options.SlowRetryInterval, defaulted
+	maxRetries  int            // Options.Retry's backoff retries; -1: forever
+	slowRetry   time.Duration  // then a try every slowRetry; 0: give up
 	bypass      bool           // Options.EventsBypassBackoff
 	jitter      float64        // Options.RequeueJitter
 	minInterval time.Duration  // Options.MinInterval
@@ -154,11 +153,11 @@ type Stats struct {
 	// Retrying is how many keys failed their last Reconcile and wait out a
 	// backoff before their next try. A key leaves the count when a Reconcile
 	// of it succeeds, fails terminally or runs out of retries (and then
-	// counts in SlowRetrying, unless Options.Exhausted is GiveUp).
+	// counts in SlowRetrying, unless Options.Retry gives up).
 	Retrying int
-	// SlowRetrying is how many keys failed after their last retry
-	// (Options.MaxRetries) and are tried again every
-	// Options.SlowRetryInterval until they succeed. Like keys waiting out a
+	// SlowRetrying is how many keys failed after their last backoff retry
+	// and are tried again at the Every interval of Options.Retry until they
+	// succeed. Like keys waiting out a
 	// RequeueAfter, they are not work to wait for (testkit.WaitForQuiet
 	// does not): nothing is due for them before the interval. Both retry
 	// counts are 0 once Run returned: nothing is retried any more.

@@ -39,18 +39,12 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"empty name", "", ok, Options[string]{}, "name"},
 		{"nil reconciler", "c", nil, Options[string]{}, "Reconciler"},
 		{"negative workers", "c", ok, Options[string]{Workers: -1}, "Workers"},
-		{"negative retries", "c", ok, Options[string]{MaxRetries: -3}, "MaxRetries"},
-		{"retries and no retries", "c", ok, Options[string]{MaxRetries: 3, NoRetries: true}, "MaxRetries"},
+		{"negative backoff count", "c", ok, Options[string]{Retry: Backoff(-3, GiveUp())}, "Retry"},
+		{"zero interval", "c", ok, Options[string]{Retry: Backoff(3, Every(0))}, "Retry"},
+		{"negative interval", "c", ok, Options[string]{Retry: Every(-time.Second)}, "Retry"},
 		{"negative timeout", "c", ok, Options[string]{ReconcileTimeout: -time.Second}, "ReconcileTimeout"},
 		{"negative sync timeout", "c", ok, Options[string]{CacheSyncTimeout: -time.Second}, "CacheSyncTimeout"},
 		{"queue and limiter", "c", ok, Options[string]{Queue: q, RateLimiter: kworkqueue.DefaultTypedControllerRateLimiter[string]()}, "RateLimiter"},
-		{"unknown exhausted policy", "c", ok, Options[string]{Exhausted: ExhaustedPolicy(7)}, "Exhausted"},
-		{"give up with no retries", "c", ok, Options[string]{Exhausted: GiveUp, NoRetries: true}, "Exhausted"},
-		{"give up with retry forever", "c", ok, Options[string]{Exhausted: GiveUp, MaxRetries: RetryForever}, "Exhausted"},
-		{"negative slow retry interval", "c", ok, Options[string]{SlowRetryInterval: -time.Second}, "SlowRetryInterval"},
-		{"slow retry interval with give up", "c", ok, Options[string]{SlowRetryInterval: time.Minute, Exhausted: GiveUp}, "SlowRetryInterval"},
-		{"slow retry interval with no retries", "c", ok, Options[string]{SlowRetryInterval: time.Minute, NoRetries: true}, "SlowRetryInterval"},
-		{"slow retry interval with retry forever", "c", ok, Options[string]{SlowRetryInterval: time.Minute, MaxRetries: RetryForever}, "SlowRetryInterval"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,17 +65,16 @@ func TestNewDefaults(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "defaults", c.Name())
 	assert.Equal(t, 1, c.workers)
-	assert.Equal(t, DefaultMaxRetries, c.maxRetries)
-	assert.Equal(t, SlowRetry, c.exhausted, "a key past its retries is retried slowly, not dropped")
-	assert.Equal(t, DefaultSlowRetryInterval, c.slowRetry)
+	assert.Equal(t, 15, c.maxRetries)
+	assert.Equal(t, 5*time.Minute, c.slowRetry, "a key past its retries is retried slowly, not dropped")
 	assert.True(t, c.NeedLeaderElection(), "controllers need leader election unless they opt out")
 
 	c2, err := New("standby-safe", ReconcilerFunc[Key](func(context.Context, Key) (Result, error) { return Result{}, nil }),
-		Options[Key]{NeedLeaderElection: new(false), NoRetries: true, Workers: 4})
+		Options[Key]{NeedLeaderElection: new(false), Retry: GiveUp(), Workers: 4})
 	require.NoError(t, err)
 	assert.False(t, c2.NeedLeaderElection())
 	assert.Equal(t, 0, c2.maxRetries)
-	assert.Equal(t, GiveUp, c2.exhausted, "NoRetries never retries, not even slowly")
+	assert.Zero(t, c2.slowRetry, "GiveUp never retries, not even slowly")
 	assert.Equal(t, 4, c2.workers)
 }
 
@@ -108,14 +101,16 @@ func TestSuccessForgets(t *testing.T) {
 	assert.Len(t, s.Calls(), 1)
 }
 
-func TestMaxRetriesAndNoRetries(t *testing.T) {
+func TestBackoffThenGiveUp(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		opts  Options[string]
 		calls int
 	}{
-		{"MaxRetries 3, then give up", Options[string]{MaxRetries: 3, Exhausted: GiveUp}, 4},
-		{"NoRetries", Options[string]{NoRetries: true}, 1},
+		{"Backoff(3, GiveUp())", Options[string]{Retry: Backoff(3, GiveUp())}, 4},
+		{"Backoff(1, Backoff(2, GiveUp()))", Options[string]{Retry: Backoff(1, Backoff(2, GiveUp()))}, 4},
+		{"GiveUp()", Options[string]{Retry: GiveUp()}, 1},
+		{"Backoff(0, GiveUp())", Options[string]{Retry: Backoff(0, GiveUp())}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := testingclock.NewFakeClock(t0)
@@ -142,10 +137,10 @@ func TestMaxRetriesAndNoRetries(t *testing.T) {
 	}
 }
 
-// RetryForever keeps retrying past DefaultMaxRetries; the key is forgotten
-// (its backoff reset) only when it finally succeeds.
-func TestRetryForever(t *testing.T) {
-	const failures = DefaultMaxRetries + 5
+// BackoffForever keeps retrying past the default 15 retries; the key is
+// forgotten (its backoff reset) only when it finally succeeds.
+func TestBackoffForever(t *testing.T) {
+	const failures = 15 + 5
 	clk := testingclock.NewFakeClock(t0)
 	s := newScript(clk, func(n int, _ string) (Result, error) {
 		if n <= failures { // n counts calls from 1
@@ -154,7 +149,7 @@ func TestRetryForever(t *testing.T) {
 		return Result{}, nil
 	})
 	q := newSpyQueue("forever", clk, kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), nil)
-	c, err := New("forever", Reconciler[string](s), Options[string]{Queue: q, MaxRetries: RetryForever})
+	c, err := New("forever", Reconciler[string](s), Options[string]{Queue: q, Retry: BackoffForever()})
 	require.NoError(t, err)
 	ctx, _ := testLogger(t)
 	stop := startController(t, ctx, c)
@@ -171,9 +166,9 @@ func TestRetryForever(t *testing.T) {
 	assert.Equal(t, 0, q.NumRequeues("k"), "the success forgot the failures")
 	assert.Zero(t, c.Stats().Retrying)
 
-	_, err = New("bad", Reconciler[string](s), Options[string]{MaxRetries: -2})
+	_, err = New("bad", Reconciler[string](s), Options[string]{Retry: Backoff(-2, BackoffForever())})
 	assert.ErrorIs(t, err, ErrInvalidOptions)
-	assert.ErrorContains(t, err, "RetryForever is -1")
+	assert.ErrorContains(t, err, "Backoff(-2)")
 }
 
 func TestTerminalErrorIsNotRetried(t *testing.T) {

@@ -87,21 +87,22 @@
 //     retried, not counted as an error, logged at V(2); if the namespace
 //     comes back, its replay enqueues the key again.
 //   - any other error: AddRateLimited while the queue's NumRequeues is below
-//     Options.MaxRetries (15 by default: 16 calls in about 164 s with the
-//     default limiter). A RequeueAfter returned with an error is ignored,
+//     the backoff count of Options.Retry (15 by default: 16 calls in about
+//     164 s with the default limiter). A RequeueAfter returned with an error is ignored,
 //     and the log says so.
 //   - an error after the last retry: the retries are exhausted, and the key
-//     is never stranded: it is added back after Options.SlowRetryInterval
-//     (5 minutes by default) and again after each further failure, until a
+//     is never stranded: it is added back after the Every interval of
+//     Options.Retry (5 minutes by default) and again after each further failure, until a
 //     Reconcile succeeds (Forget: a later failure starts a new round of
 //     retries) or fails terminally. Each such failure is logged with when
 //     the key comes back. The limiter's count is not reset meanwhile, so an
 //     event for the key reconciles it at once but a failure then waits the
 //     slow interval again rather than restarting the fast retries.
-//     Options.Exhausted = GiveUp forgets the key until its next event
-//     instead, as the loop did before; RetryForever backs off to the
-//     limiter's cap (1000 s by default) forever, as controller-runtime and
-//     kube-controller-manager's ReplicaSet controller do.
+//     Retry: Backoff(15, GiveUp()) forgets the key until its next event
+//     instead, as kube-controller-manager's endpoint controllers do;
+//     BackoffForever() backs off to the limiter's cap (1000 s by default)
+//     forever, as controller-runtime and kube-controller-manager's
+//     ReplicaSet controller do.
 //   - a panic: recovered, counted, handled as an error (a *PanicError with
 //     the stack), unless Options.RePanic is set.
 //   - Done, always.

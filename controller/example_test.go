@@ -92,6 +92,28 @@ func ExampleNew_invalidOptions() {
 	// true
 }
 
+// A retry policy is one value composed of Backoff, Every, BackoffForever and
+// GiveUp; the zero value is the default, Backoff(15, Every(5*time.Minute)).
+func ExampleRetry() {
+	noop := controller.ReconcilerFunc[string](func(context.Context, string) (controller.Result, error) { return controller.Result{}, nil })
+	for _, retry := range []controller.Retry{
+		{}, // the default
+		controller.Backoff(15, controller.GiveUp()), // kube-controller-manager's endpoint controllers
+		controller.BackoffForever(),                 // controller-runtime's
+		controller.Backoff(5, controller.Every(time.Minute)),
+		controller.Backoff(-1, controller.GiveUp()),
+	} {
+		_, err := controller.New("c", noop, controller.Options[string]{Retry: retry})
+		fmt.Println(err)
+	}
+	// Output:
+	// <nil>
+	// <nil>
+	// <nil>
+	// <nil>
+	// controller "c": invalid Retry: Backoff(-1): a negative count of retries
+}
+
 // The issue's snippet: ReplicaSets enqueue themselves, Pods enqueue the
 // ReplicaSet that controls them.
 func ExampleWatch() {

@@ -49,8 +49,8 @@ var allResults = []string{ResultSuccess, ResultError, ResultRequeue, ResultReque
 // and series controller-runtime has no counterpart for, so they carry
 // ctrlkit's prefix:
 //
-//	ctrlkit_controller_retries_exhausted_total{controller}      keys that failed after their MaxRetries retries
-//	ctrlkit_controller_slow_retries_total{controller}           failures answered by a retry SlowRetryInterval later
+//	ctrlkit_controller_retries_exhausted_total{controller}      keys that failed after their backoff retries (Options.Retry)
+//	ctrlkit_controller_slow_retries_total{controller}           failures answered by a retry at Options.Retry's Every interval
 //	ctrlkit_controller_slow_retry_keys{controller}              gauge, keys retried slowly now (Stats.SlowRetrying)
 //	ctrlkit_controller_fence_timeouts_total{controller}         write fences released by their TTL (Options.Fences)
 //	ctrlkit_controller_paced_total{controller,budget}           keys held back by Options.Debounce or a reconcile budget (MinInterval, Limiters)
@@ -118,7 +118,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		timeouts:         counter("controller_runtime_reconcile_timeouts_total", "Total number of reconciliation timeouts per controller", ctl),
 		workers:          gauge("controller_runtime_max_concurrent_reconciles", "Maximum number of concurrent reconciles per controller", ctl),
 		activeWorkers:    gauge("controller_runtime_active_workers", "Number of currently used workers per controller", ctl),
-		retriesExhausted: counter("ctrlkit_controller_retries_exhausted_total", "Keys whose last allowed retry failed (then retried slowly, or dropped with GiveUp), per controller", ctl),
+		retriesExhausted: counter("ctrlkit_controller_retries_exhausted_total", "Keys whose last backoff retry failed (then retried at an interval, or given up), per controller", ctl),
 		slowRetries:      counter("ctrlkit_controller_slow_retries_total", "Failed reconciles of keys past their retries, put back after the slow retry interval, per controller", ctl),
 		slowRetryKeys:    gauge("ctrlkit_controller_slow_retry_keys", "Keys past their retries that are retried at the slow interval until they succeed, per controller", ctl),
 		fenceTimeouts:    counter("ctrlkit_controller_fence_timeouts_total", "Write fences released by their TTL instead of by the informer showing the write, per controller", ctl),

@@ -38,7 +38,7 @@ func TestControllerReportsMetrics(t *testing.T) {
 		}
 		return Result{}, nil
 	})
-	c, err := New("metered", Reconciler[string](r), Options[string]{Metrics: m, NoRetries: true, Workers: 2})
+	c, err := New("metered", Reconciler[string](r), Options[string]{Metrics: m, Retry: GiveUp(), Workers: 2})
 	require.NoError(t, err)
 	ctx, _ := testLogger(t)
 	stop := startController(t, ctx, c)
@@ -75,7 +75,7 @@ controller_runtime_terminal_reconcile_errors_total{controller="metered"} 1
 # HELP controller_runtime_max_concurrent_reconciles Maximum number of concurrent reconciles per controller
 # TYPE controller_runtime_max_concurrent_reconciles gauge
 controller_runtime_max_concurrent_reconciles{controller="metered"} 2
-# HELP ctrlkit_controller_retries_exhausted_total Keys whose last allowed retry failed (then retried slowly, or dropped with GiveUp), per controller
+# HELP ctrlkit_controller_retries_exhausted_total Keys whose last backoff retry failed (then retried at an interval, or given up), per controller
 # TYPE ctrlkit_controller_retries_exhausted_total counter
 ctrlkit_controller_retries_exhausted_total{controller="metered"} 1
 # HELP ctrlkit_controller_slow_retries_total Failed reconciles of keys past their retries, put back after the slow retry interval, per controller

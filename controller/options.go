@@ -15,24 +15,6 @@ import (
 	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
-// DefaultMaxRetries is how many times a failing key is retried with
-// exponential backoff before the loop slows down: with the default limiter
-// the 15th retry comes about 164 s after the first failure (kube-controller-
-// manager's endpoint controllers stop there too). After that the key is tried
-// again every Options.SlowRetryInterval (DefaultSlowRetryInterval, 5 minutes)
-// until it succeeds, so a fault fixed later (a permission restored) is
-// repaired without an event for the key; Options.Exhausted = GiveUp drops it
-// instead.
-const DefaultMaxRetries = 15
-
-// RetryForever, as Options.MaxRetries, backs a failing key off through the
-// rate limiter until it succeeds (up to the limiter's cap, 1000 s by
-// default), as controller-runtime and kube-controller-manager's ReplicaSet
-// controller do. The default instead switches to Options.SlowRetryInterval
-// after MaxRetries, which waits less than the cap and shows the keys that
-// keep failing (Stats.SlowRetrying, ctrlkit_controller_slow_retry_keys).
-const RetryForever = -1
-
 // DefaultDrainTimeout is Options.DrainTimeout's default: long enough for a
 // Reconcile's last few requests to a healthy API server, short enough that
 // a shutdown stays well inside a Pod's 30 s grace period.
@@ -48,22 +30,11 @@ type Options[K comparable] struct {
 	// key twice at once). 0 means 1; negative is an error.
 	Workers int
 
-	// MaxRetries is how many times a key whose Reconcile failed is added back
-	// with backoff (through RateLimiter) before its retries are exhausted and
-	// Exhausted decides: by default the key then comes back every
-	// SlowRetryInterval until it succeeds. 0 means DefaultMaxRetries (15):
-	// the first call plus 15 retries is 16 calls before the slow retries.
-	// RetryForever (controller-runtime's and kube-controller-manager's
-	// ReplicaSet controller's policy) backs off up to the limiter's cap
-	// forever; any other negative value is an error. To never retry, set
-	// NoRetries (or return Terminal errors, which are never retried whatever
-	// MaxRetries says).
-	// The count is the queue's NumRequeues, that is the rate limiter's
-	// per-item count: a limiter without per-item state (a bare bucket)
-	// reports 0 and retries forever. An API error carrying a Retry-After
-	// (429, server timeouts) delays its retry to at least that, capped at
-	// SlowRetryInterval; it counts as a retry like any other.
-	MaxRetries int
+	// Retry is what happens to a key whose Reconcile failed. The zero value
+	// retries 15 times with backoff (RateLimiter), then every 5 minutes until
+	// the key succeeds: Backoff(15, Every(5*time.Minute)). Others are built
+	// from Backoff, Every, BackoffForever and GiveUp (see Retry).
+	Retry Retry
 
 	// EventsBypassBackoff restores client-go's rule for events on a key that
 	// is backing off after a failure: the key is reconciled at once, and if it
@@ -80,23 +51,6 @@ type Options[K comparable] struct {
 	// way: their interval never grows. A Queue not built by this package
 	// (client-go's) always bypasses.
 	EventsBypassBackoff bool
-
-	// Exhausted is what happens to a key that failed after its MaxRetries
-	// retries. The zero value, SlowRetry, tries it again every
-	// SlowRetryInterval until a Reconcile succeeds (which forgets its
-	// failures) or fails terminally; an event for the key meanwhile
-	// reconciles it at once. GiveUp logs the error and forgets the key until
-	// its next event. GiveUp with RetryForever or NoRetries is an error:
-	// RetryForever never exhausts a key's retries, NoRetries always gives up.
-	Exhausted ExhaustedPolicy
-
-	// SlowRetryInterval is how long a key whose retries are exhausted waits
-	// before each further try (Exhausted SlowRetry). 0 means
-	// DefaultSlowRetryInterval (5 minutes, under the 1000 s cap of the
-	// default limiter); negative is an error, and so is setting it with
-	// GiveUp, RetryForever or NoRetries. The wait is a plain delay: the rate
-	// limiter neither paces nor counts it.
-	SlowRetryInterval time.Duration
 
 	// MinInterval is the least time between the starts of two Reconciles of
 	// one key: a key due sooner waits in the queue (holding no worker) until
@@ -155,11 +109,6 @@ type Options[K comparable] struct {
 	// out instead of coming back in one burst. 0, the default, means none;
 	// it must be within [0, 1].
 	RequeueJitter float64
-
-	// NoRetries makes a failed key be logged and forgotten at once (the
-	// effective MaxRetries is 0, with Exhausted GiveUp). It cannot be
-	// combined with MaxRetries or SlowRetryInterval.
-	NoRetries bool
 
 	// RateLimiter paces retries and Result.Requeue. nil means client-go's
 	// DefaultTypedControllerRateLimiter (per-item exponential 5 ms..1000 s,
@@ -261,18 +210,8 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		return bad("Reconciler", "nil")
 	case opts.Workers < 0:
 		return bad("Workers", fmt.Sprintf("%d is negative", opts.Workers))
-	case opts.MaxRetries < 0 && opts.MaxRetries != RetryForever:
-		return bad("MaxRetries", fmt.Sprintf("%d is negative (RetryForever is %d; set NoRetries to never retry)", opts.MaxRetries, RetryForever))
-	case opts.NoRetries && opts.MaxRetries != 0:
-		return bad("MaxRetries", fmt.Sprintf("%d conflicts with NoRetries", opts.MaxRetries))
-	case opts.Exhausted != SlowRetry && opts.Exhausted != GiveUp:
-		return bad("Exhausted", fmt.Sprintf("unknown %v; use SlowRetry or GiveUp", opts.Exhausted))
-	case opts.Exhausted == GiveUp && (opts.NoRetries || opts.MaxRetries == RetryForever):
-		return bad("Exhausted", "GiveUp set with NoRetries or RetryForever, which never exhaust a key's retries")
-	case opts.SlowRetryInterval < 0:
-		return bad("SlowRetryInterval", fmt.Sprintf("%v is negative", opts.SlowRetryInterval))
-	case opts.SlowRetryInterval > 0 && (opts.Exhausted == GiveUp || opts.NoRetries || opts.MaxRetries == RetryForever):
-		return bad("SlowRetryInterval", fmt.Sprintf("%v set with GiveUp, NoRetries or RetryForever, which never retry a key slowly", opts.SlowRetryInterval))
+	case opts.Retry.err != "":
+		return bad("Retry", opts.Retry.err)
 	case opts.RequeueJitter < 0 || opts.RequeueJitter > 1 || opts.RequeueJitter != opts.RequeueJitter:
 		return bad("RequeueJitter", fmt.Sprintf("%v is not within [0, 1]", opts.RequeueJitter))
 	case opts.MinInterval < 0:
@@ -306,9 +245,8 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		name:        name,
 		r:           r,
 		workers:     max(opts.Workers, 1),
-		maxRetries:  opts.MaxRetries,
-		exhausted:   opts.Exhausted,
-		slowRetry:   opts.SlowRetryInterval,
+		maxRetries:  opts.Retry.resolved().backoff,
+		slowRetry:   opts.Retry.resolved().every,
 		bypass:      opts.EventsBypassBackoff,
 		jitter:      opts.RequeueJitter,
 		minInterval: opts.MinInterval,
@@ -339,15 +277,6 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		if c.provLevel == 0 {
 			c.provLevel = DefaultProvenanceLogLevel
 		}
-	}
-	switch {
-	case opts.NoRetries:
-		c.maxRetries, c.exhausted = 0, GiveUp
-	case c.maxRetries == 0:
-		c.maxRetries = DefaultMaxRetries
-	}
-	if c.slowRetry == 0 {
-		c.slowRetry = DefaultSlowRetryInterval
 	}
 	if c.debounce > 0 && c.debounceMax == 0 {
 		c.debounceMax = 10 * c.debounce

@@ -29,8 +29,7 @@ func (f ReconcilerFunc[K]) Reconcile(ctx context.Context, key K) (Result, error)
 // returned a nil error. The zero Result means "done until the next event".
 //
 // With a non-nil error the Result is ignored except for Priority: the error
-// policy (rate-limited retry, slow retry or give up after MaxRetries, Terminal)
-// decides.
+// policy (Options.Retry; Terminal errors are never retried) decides.
 type Result struct {
 	// Requeue asks for another pass through the rate limiter. The pass
 	// succeeded, so the key's failure history is forgotten first: the delay

@@ -1,8 +1,8 @@
 package controller
 
 import (
+	"fmt"
 	"maps"
-	"strconv"
 	"sync"
 	"time"
 
@@ -10,53 +10,92 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// DefaultSlowRetryInterval is how long a key that used up its retries waits
-// before each further try (Options.SlowRetryInterval). It is shorter than the
-// 1000 s cap of client-go's default limiter, so a fault fixed while the key
-// waits (a permission restored, a quota raised, a webhook back) is repaired
-// sooner than kube-controller-manager, which keeps backing off, would repair
-// it, while a key that fails for good costs one Reconcile every 5 minutes.
-const DefaultSlowRetryInterval = 5 * time.Minute
+// Retry is what a controller does with a key whose Reconcile failed
+// (Options.Retry). Build one from Backoff, Every, BackoffForever and GiveUp,
+// which compose: Backoff(n, then) retries n times through the rate limiter,
+// then follows then. Every combination means something; the only errors are
+// a negative count or a non-positive interval, which New reports.
+//
+// The zero value is the default, Backoff(15, Every(5*time.Minute)): with
+// client-go's default limiter the 15th retry comes about 164 s after the
+// first failure (kube-controller-manager's endpoint controllers stop there
+// too), then the key is tried every 5 minutes until it succeeds, so a fault
+// fixed later (a permission restored, a quota raised, a webhook back) is
+// repaired without an event for the key, sooner than a backoff capped at
+// 1000 s would repair it, while a key that fails for good costs one
+// Reconcile every 5 minutes (Stats.SlowRetrying shows those keys).
+//
+// Terminal errors are never retried, whatever the policy. The backoff's count
+// is the queue's NumRequeues, that is the rate limiter's per-item count: a
+// limiter without per-item state (a bare bucket) reports 0 and backs off
+// forever. An API error carrying a Retry-After (429, server timeouts) delays
+// its backoff retry to at least that, capped at the Every interval (5
+// minutes without one).
+type Retry struct {
+	set     bool          // built by a constructor: the zero value is the default
+	backoff int           // retries through the rate limiter; -1: forever
+	every   time.Duration // then a try every this long; 0: give up
+	err     string        // why the policy is invalid, reported by New
+}
 
-// ExhaustedPolicy is what the worker loop does with a key whose Reconcile
-// failed again after its last retry (Options.MaxRetries). Its zero value is
-// SlowRetry.
-type ExhaustedPolicy int
+// defaultRetry is the zero Retry's policy.
+var defaultRetry = Retry{set: true, backoff: 15, every: 5 * time.Minute}
 
-const (
-	// SlowRetry tries the key again every Options.SlowRetryInterval until a
-	// Reconcile of it succeeds or fails terminally: a key is never stranded
-	// waiting for an event that may not come, as kube-controller-manager's
-	// and controller-runtime's loops, which retry forever, never strand one.
-	SlowRetry ExhaustedPolicy = iota
-	// GiveUp forgets the key until its next event (kube-controller-manager's
-	// endpoint controllers do this after 15 retries). Choose it for
-	// controllers where every fix arrives as an event of the key (a corrected
-	// spec, a created dependency) and retrying without one is wasted work.
-	GiveUp
-)
-
-// String returns the policy's Go name, as options errors and logs show it.
-func (p ExhaustedPolicy) String() string {
-	switch p {
-	case SlowRetry:
-		return "SlowRetry"
-	case GiveUp:
-		return "GiveUp"
+// Backoff retries a failed key n times with the rate limiter's backoff
+// (Options.RateLimiter), then follows then. Backoff(n, GiveUp()) is
+// kube-controller-manager's endpoint controllers' policy; Backoff(0, p) is p.
+func Backoff(n int, then Retry) Retry {
+	then = then.resolved()
+	switch {
+	case n < 0:
+		return Retry{set: true, err: fmt.Sprintf("Backoff(%d): a negative count of retries", n)}
+	case then.err != "":
+		return then
+	case then.backoff < 0:
+		return then
 	}
-	return "ExhaustedPolicy(" + strconv.Itoa(int(p)) + ")"
+	then.backoff += n
+	return then
+}
+
+// Every tries a failed key again every d until a Reconcile of it succeeds or
+// fails terminally. An event for the key meanwhile reconciles it at once. The
+// wait is a plain delay: the rate limiter neither paces nor counts it.
+func Every(d time.Duration) Retry {
+	if d <= 0 {
+		return Retry{set: true, err: fmt.Sprintf("Every(%v): the interval must be positive", d)}
+	}
+	return Retry{set: true, every: d}
+}
+
+// BackoffForever backs a failed key off through the rate limiter until it
+// succeeds (up to the limiter's cap, 1000 s by default): controller-runtime's
+// and kube-controller-manager's ReplicaSet controller's policy.
+func BackoffForever() Retry { return Retry{set: true, backoff: -1} }
+
+// GiveUp logs the error and forgets a failed key until its next event: for
+// controllers where every fix arrives as an event of the key (a corrected
+// spec, a created dependency). Alone, it never retries.
+func GiveUp() Retry { return Retry{set: true} }
+
+// resolved is r with the zero value read as the default.
+func (r Retry) resolved() Retry {
+	if !r.set {
+		return defaultRetry
+	}
+	return r
 }
 
 // retry is the error policy for a failed, non-terminal Reconcile of key: back
-// off through the rate limiter while retries are left, then (by default)
-// come back every slowRetry, or forget the key with GiveUp. It reports
+// off through the rate limiter while retries are left, then come back every
+// slowRetry, or forget the key when slowRetry is 0 (GiveUp). It reports
 // whether it put the key back. A backing-off key is held (unless
 // Options.EventsBypassBackoff): events cannot run it before its retry, so
 // only retries run at their due time count.
 func (c *Controller[K]) retry(logger klog.Logger, q queue[K], key K, priority *int, err error) bool {
 	n := q.numRequeues(key)
-	if c.maxRetries == RetryForever || n < c.maxRetries {
-		if floor, ok := serverDelay(err, c.slowRetry); ok && c.prebuilt == nil {
+	if c.maxRetries < 0 || n < c.maxRetries {
+		if floor, ok := serverDelay(err, c.retryCeiling()); ok && c.prebuilt == nil {
 			// The API server said when to come back (429 Too Many Requests, a server
 			// timeout with Retry-After): not sooner than that, nor sooner than the
 			// backoff. When counts the retry, as the queue's rate-limited add would.
@@ -71,7 +110,7 @@ func (c *Controller[K]) retry(logger klog.Logger, q queue[K], key K, priority *i
 		q.add(key, addSpec{trigger: retryTrigger(n + 1), priority: priority, rateLimited: true, hold: !c.bypass})
 		return true
 	}
-	if c.exhausted == GiveUp {
+	if c.slowRetry == 0 {
 		c.cm.exhaustedRetries()
 		logger.Error(err, "Reconcile failed too many times; dropping the key until its next event", "maxRetries", c.maxRetries)
 		q.forget(key)
@@ -90,6 +129,15 @@ func (c *Controller[K]) retry(logger klog.Logger, q queue[K], key K, priority *i
 		"retries", n+slow-1, "maxRetries", c.maxRetries, "retryAfter", c.slowRetry, "retryAt", c.clock.Now().Add(c.slowRetry))
 	q.add(key, addSpec{trigger: Trigger{Kind: TriggerRetry, Retry: n + slow, After: c.slowRetry}, priority: priority})
 	return true
+}
+
+// retryCeiling is the longest a Retry-After delays a backoff retry: the slow
+// retries' interval, else 5 minutes.
+func (c *Controller[K]) retryCeiling() time.Duration {
+	if c.slowRetry > 0 {
+		return c.slowRetry
+	}
+	return defaultRetry.every
 }
 
 // serverDelay is the delay an API error asks for (a Retry-After, as

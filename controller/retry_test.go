@@ -41,15 +41,15 @@ func entries(u ktesting.Underlier, substr string) []ktesting.LogEntry {
 	return out
 }
 
-// Issue 28: an always-failing key is called once plus MaxRetries (15) times, with the default
+// Issue 28: an always-failing key is called once plus the default 15 backoff retries, with the default
 // limiter's exponential delays between calls; then, its retries exhausted, it is not dropped but
-// called again every DefaultSlowRetryInterval, each time logged with when it comes back and
+// called again every 5 minutes, each time logged with when it comes back and
 // counted, until a call succeeds and forgets its failures.
 func TestExhaustedKeyRetriesSlowlyUntilSuccess(t *testing.T) {
 	const slowFailures = 2 // slow retries that still fail before the one that succeeds
 	clk := testingclock.NewFakeClock(t0)
 	s := newScript(clk, func(n int, _ string) (Result, error) {
-		if n <= DefaultMaxRetries+1+slowFailures {
+		if n <= defaultRetry.backoff+1+slowFailures {
 			return Result{}, errBoom
 		}
 		return Result{}, nil
@@ -65,7 +65,7 @@ func TestExhaustedKeyRetriesSlowlyUntilSuccess(t *testing.T) {
 
 	c.Enqueue("k")
 	s.next(t)
-	for i := range DefaultMaxRetries {
+	for i := range defaultRetry.backoff {
 		q.waitDelayed(t)
 		clk.Step(5 * time.Millisecond << i)
 		s.next(t)
@@ -74,20 +74,20 @@ func TestExhaustedKeyRetriesSlowlyUntilSuccess(t *testing.T) {
 		q.waitDelayed(t)
 		waitIdle(t, c)
 		assert.Equal(t, Stats{SlowRetrying: 1}, c.Stats(), "past its retries, the key waits for its slow retry")
-		assert.Equal(t, DefaultMaxRetries, q.NumRequeues("k"), "not forgotten: a failure now retries slowly again, not fast")
+		assert.Equal(t, defaultRetry.backoff, q.NumRequeues("k"), "not forgotten: a failure now retries slowly again, not fast")
 		assert.Equal(t, 1.0, testutil.ToFloat64(m.slowRetryKeys.WithLabelValues("slow")))
 		calls := s.Calls()
 		prev := calls[len(calls)-1].at
-		clk.Step(DefaultSlowRetryInterval)
+		clk.Step(defaultRetry.every)
 		got := s.next(t)
-		assert.Equal(t, DefaultSlowRetryInterval, got.at.Sub(prev), "the slow retry comes after the slow interval")
+		assert.Equal(t, defaultRetry.every, got.at.Sub(prev), "the slow retry comes after the slow interval")
 	}
 	waitIdle(t, c)
 	assert.Equal(t, Stats{}, c.Stats(), "the success ended the retries")
 	stop()
 
-	assert.Len(t, s.Calls(), DefaultMaxRetries+1+slowFailures+1)
-	assert.Len(t, limiter.Delays(), DefaultMaxRetries, "the slow retries bypass the rate limiter")
+	assert.Len(t, s.Calls(), defaultRetry.backoff+1+slowFailures+1)
+	assert.Len(t, limiter.Delays(), defaultRetry.backoff, "the slow retries bypass the rate limiter")
 	assert.Equal(t, 0, q.NumRequeues("k"), "the success forgot the failures")
 	ops := q.Ops()
 	var slowAdds int
@@ -108,11 +108,11 @@ func TestExhaustedKeyRetriesSlowlyUntilSuccess(t *testing.T) {
 	for i, e := range lines {
 		assert.ErrorIs(t, e.Err, errBoom)
 		after, _ := kv(e, "retryAfter")
-		assert.Equal(t, DefaultSlowRetryInterval, after, "the log says when the key comes back")
+		assert.Equal(t, defaultRetry.every, after, "the log says when the key comes back")
 		at, _ := kv(e, "retryAt")
 		assert.IsType(t, time.Time{}, at)
 		retries, _ := kv(e, "retries")
-		assert.Equal(t, DefaultMaxRetries+i, retries)
+		assert.Equal(t, defaultRetry.backoff+i, retries)
 	}
 	assert.Empty(t, entries(logs, "dropping the key"), "never dropped")
 }
@@ -129,7 +129,7 @@ func TestEventReconcilesSlowRetryingKeyAtOnce(t *testing.T) {
 		return Result{}, nil
 	})
 	q := newSpyQueue("event", clk, kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), nil)
-	c, err := New("event", Reconciler[string](s), Options[string]{Queue: q, MaxRetries: 1, SlowRetryInterval: time.Hour})
+	c, err := New("event", Reconciler[string](s), Options[string]{Queue: q, Retry: Backoff(1, Every(time.Hour))})
 	require.NoError(t, err)
 	ctx, _ := testLogger(t)
 	stop := startController(t, ctx, c)
@@ -176,7 +176,7 @@ func TestTerminalErrorEndsSlowRetries(t *testing.T) {
 	m, err := NewMetrics(prometheus.NewRegistry())
 	require.NoError(t, err)
 	q := newSpyQueue("terminal-slow", clk, kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), m)
-	c, err := New("terminal-slow", Reconciler[string](s), Options[string]{Queue: q, Metrics: m, MaxRetries: 1, SlowRetryInterval: time.Minute})
+	c, err := New("terminal-slow", Reconciler[string](s), Options[string]{Queue: q, Metrics: m, Retry: Backoff(1, Every(time.Minute))})
 	require.NoError(t, err)
 	ctx, _ := testLogger(t)
 	stop := startController(t, ctx, c)
@@ -198,7 +198,7 @@ func TestTerminalErrorEndsSlowRetries(t *testing.T) {
 	assert.Equal(t, 0, q.NumRequeues("k"))
 }
 
-// Exhausted: GiveUp is the old policy, kept as an explicit choice: after MaxRetries the key is
+// Backoff(n, GiveUp()) is the old policy, kept as an explicit choice: after n retries the key is
 // logged, counted and forgotten until its next event, which starts a fresh round of retries.
 func TestGiveUpDropsExhaustedKey(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
@@ -206,7 +206,7 @@ func TestGiveUpDropsExhaustedKey(t *testing.T) {
 	m, err := NewMetrics(prometheus.NewRegistry())
 	require.NoError(t, err)
 	q := newSpyQueue("give-up", clk, kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), m)
-	c, err := New("give-up", Reconciler[string](s), Options[string]{Queue: q, Metrics: m, MaxRetries: 2, Exhausted: GiveUp})
+	c, err := New("give-up", Reconciler[string](s), Options[string]{Queue: q, Metrics: m, Retry: Backoff(2, GiveUp())})
 	require.NoError(t, err)
 	ctx, logs := testLogger(t)
 	stop := startController(t, ctx, c)
@@ -265,7 +265,7 @@ func TestSlowRetryKeepsPriorityAndNamesItsTrigger(t *testing.T) {
 		return Result{}, nil
 	})
 	c, err := New("slow-prio", Reconciler[string](r), Options[string]{
-		Clock: clk, Provenance: &Provenance{}, MaxRetries: 1, SlowRetryInterval: time.Minute,
+		Clock: clk, Provenance: &Provenance{}, Retry: Backoff(1, Every(time.Minute)),
 		RateLimiter: kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](0, 0),
 	})
 	require.NoError(t, err)
@@ -297,7 +297,7 @@ func TestRunReturningForgetsRetryingKeys(t *testing.T) {
 	m, err := NewMetrics(prometheus.NewRegistry())
 	require.NoError(t, err)
 	q := newSpyQueue("stopped", clk, kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute), m)
-	c, err := New("stopped", Reconciler[string](s), Options[string]{Queue: q, Metrics: m, MaxRetries: 1})
+	c, err := New("stopped", Reconciler[string](s), Options[string]{Queue: q, Metrics: m, Retry: Backoff(1, Every(5*time.Minute))})
 	require.NoError(t, err)
 	ctx, _ := testLogger(t)
 	stop := startController(t, ctx, c)
@@ -325,7 +325,7 @@ func TestRunReturningForgetsRetryingKeys(t *testing.T) {
 func TestRunAgainStartsRetriesAfresh(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	s := newScript(clk, func(int, string) (Result, error) { return Result{}, errBoom })
-	c, err := New("again", Reconciler[string](s), Options[string]{Clock: clk, MaxRetries: 1, SlowRetryInterval: time.Hour,
+	c, err := New("again", Reconciler[string](s), Options[string]{Clock: clk, Retry: Backoff(1, Every(time.Hour)),
 		RateLimiter: kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute)})
 	require.NoError(t, err)
 	ctx, _ := testLogger(t)

@@ -162,7 +162,7 @@ func startFinalizing(t *testing.T, env *testkit.Env, x *external, names ...strin
 	c, err := controller.New("finalizing", r, controller.Options[controller.Key]{
 		Workers:     2,
 		RateLimiter: kworkqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](5*time.Millisecond, 200*time.Millisecond),
-		MaxRetries:  1000,
+		Retry:       controller.BackoffForever(),
 	})
 	require.NoError(t, err)
 	// Only this test's namespace: the server is shared with other tests.

@@ -76,8 +76,8 @@
 // RunController runs a controller (anything with Name, Run and Stats, as ctrlkit's
 // controller.Controller has) until the test ends, and WaitForQuiet waits until every controller
 // has had an empty queue, no reconcile in flight, no key in retry backoff and no key held by a
-// write fence for a while (a key past its retries, retried only every
-// Options.SlowRetryInterval, does not count), so a test asserts on a settled world instead of
+// write fence for a while (a key past its backoff retries, retried only at the Every interval
+// of Options.Retry, does not count), so a test asserts on a settled world instead of
 // sleeping:
 //
 //	env.RunController(env.Context(), c)

@@ -108,7 +108,7 @@ var ErrNotQuiet = errors.New("controllers did not become quiet")
 // (controller.Controller's Waiting). Keys whose events are settling (Options.Debounce) count
 // as work until reconciled. Keys waiting out a RequeueAfter do not count as work:
 // quiet means "nothing to do right now"; keys waiting out a retry backoff do, until their
-// retries are exhausted: a key then retried only every Options.SlowRetryInterval
+// retries are exhausted: a key then retried only at Options.Retry's Every interval
 // (Stats.SlowRetrying) is as settled as it gets, as a key dropped after its retries used to be.
 // Assert on the world after it instead of sleeping.
 func (e *Env) WaitForQuiet(timeout time.Duration) {

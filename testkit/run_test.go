@@ -143,7 +143,7 @@ func TestWaitForQuietNamesHeldAndRetryingKeys(t *testing.T) {
 	}), controller.Options[controller.Key]{
 		Fences:      &controller.Fences{TTL: time.Hour},
 		RateLimiter: kworkqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](time.Millisecond, 10*time.Millisecond),
-		MaxRetries:  controller.RetryForever,
+		Retry:       controller.BackoffForever(),
 	})
 	require.NoError(t, err)
 	require.NoError(t, controller.Watch(c, cms, controller.EnqueueObject))
@@ -172,7 +172,7 @@ func TestWaitForQuietNamesHeldAndRetryingKeys(t *testing.T) {
 	require.Positive(t, w.Retrying[0].Retries)
 }
 
-// A key past its retries is retried only every SlowRetryInterval: WaitForQuiet does not wait for
+// A key past its retries is retried only at its Every interval: WaitForQuiet does not wait for
 // that, as it does not wait for a RequeueAfter, but it does wait for the fast retries before.
 func TestWaitForQuietDoesNotWaitForSlowRetries(t *testing.T) {
 	env := testkit.NewFake(t)
@@ -181,7 +181,7 @@ func TestWaitForQuietDoesNotWaitForSlowRetries(t *testing.T) {
 		calls.Add(1)
 		return controller.Result{}, errors.New("boom")
 	}), controller.Options[string]{
-		MaxRetries: 1, SlowRetryInterval: time.Hour,
+		Retry:       controller.Backoff(1, controller.Every(time.Hour)),
 		RateLimiter: kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Millisecond),
 	})
 	require.NoError(t, err)

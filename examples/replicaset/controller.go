@@ -55,12 +55,10 @@ type Options struct {
 	// RateLimiter paces retries of failed syncs. nil means client-go's controller default
 	// (5 ms doubling to 1000 s per ReplicaSet, 10 qps overall). Tests shorten it.
 	RateLimiter kworkqueue.TypedRateLimiter[controller.Key]
-	// MaxRetries is how many times a failed sync is retried through RateLimiter before the
-	// ReplicaSet is only retried every SlowRetryInterval, until a sync succeeds (the worker
-	// loop's controller.Options fields of the same names). 0 means the controller package's
-	// defaults: 15 retries, then one every 5 minutes. Tests shorten both.
-	MaxRetries        int
-	SlowRetryInterval time.Duration
+	// Retry is what happens to a ReplicaSet whose sync failed (controller.Options.Retry).
+	// The zero value is the controller package's default: 15 retries through RateLimiter,
+	// then one every 5 minutes until a sync succeeds. Tests shorten both.
+	Retry controller.Retry
 	// Recorder records events on ReplicaSets (SuccessfulCreate, FailedCreate,
 	// SuccessfulDelete, FailedDelete, as kube-controller-manager does); pass
 	// Manager.EventRecorderFor(ControllerName). nil means no events.
@@ -154,7 +152,7 @@ func NewReplicaSetController(f *informer.Factory, client kubernetes.Interface, o
 	}
 	c.Controller, err = controller.New(ControllerName, c, controller.Options[controller.Key]{
 		Workers: opts.Workers, RateLimiter: opts.RateLimiter, Clock: opts.Clock,
-		MaxRetries: opts.MaxRetries, SlowRetryInterval: opts.SlowRetryInterval,
+		Retry: opts.Retry,
 		// Every sync says why it runs (which ReplicaSet or Pod event, retry, requeue) on a
 		// "Reconciling" line at -v=2, and in ReasonsFrom(ctx).
 		Provenance: &controller.Provenance{},

@@ -38,7 +38,7 @@
 // EnqueueWithTrigger).
 //
 // A sync that keeps failing (a Pod create refused) is retried with backoff, then every 5
-// minutes until it succeeds (controller.Options.SlowRetryInterval): a ReplicaSet is never left
+// minutes until it succeeds (controller.Options.Retry's default): a ReplicaSet is never left
 // short of Pods after the cause is fixed, even without an edit of it.
 //
 // Copying it for your own kind of children: keep the handler structure (observe expectations

@@ -56,10 +56,9 @@ func TestAPIServerConvergesAfterRetriesAreExhausted(t *testing.T) {
 		Cache: informer.Options{Namespace: ns}})
 	require.NoError(t, err)
 	rsc, err := NewReplicaSetController(mgr.Factory(), mgr.Client(), Options{
-		RateLimiter:       kworkqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](5*time.Millisecond, 50*time.Millisecond),
-		MaxRetries:        3,
-		SlowRetryInterval: time.Second,
-		Recorder:          mgr.EventRecorderFor(ControllerName),
+		RateLimiter: kworkqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](5*time.Millisecond, 50*time.Millisecond),
+		Retry:       controller.Backoff(3, controller.Every(time.Second)),
+		Recorder:    mgr.EventRecorderFor(ControllerName),
 	})
 	require.NoError(t, err)
 	require.NoError(t, mgr.Add(rsc))

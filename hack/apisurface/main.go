@@ -20,8 +20,9 @@ import (
 )
 
 func main() {
+	list := flag.Bool("names", false, "print each exported name, not only the counts")
 	flag.Usage = func() {
-		fmt.Fprintln(flag.CommandLine.Output(), "usage: apisurface DIR...  (each a package directory)")
+		fmt.Fprintln(flag.CommandLine.Output(), "usage: apisurface [-names] DIR...  (each a package directory)")
 	}
 	flag.Parse()
 	if flag.NArg() == 0 {
@@ -30,25 +31,30 @@ func main() {
 	}
 	total := 0
 	for _, dir := range flag.Args() {
-		n, err := count(dir)
+		names, err := surface(dir)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "apisurface: %s: %v\n", dir, err)
 			os.Exit(1)
 		}
-		fmt.Printf("%-40s %5d\n", dir, n)
-		total += n
+		if *list {
+			for _, n := range names {
+				fmt.Printf("%s.%s\n", dir, n)
+			}
+		}
+		fmt.Printf("%-40s %5d\n", dir, len(names))
+		total += len(names)
 	}
 	fmt.Printf("%-40s %5d\n", "total", total)
 }
 
-// count returns the exported surface of the package in dir.
-func count(dir string) (int, error) {
+// surface returns the exported names of the package in dir, sorted.
+func surface(dir string) ([]string, error) {
 	fset := token.NewFileSet()
 	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
 		return !strings.HasSuffix(fi.Name(), "_test.go")
 	}, parser.SkipObjectResolution)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	names := map[string]bool{}
 	exportedTypes := map[string]bool{}
@@ -105,7 +111,12 @@ func count(dir string) (int, error) {
 			}
 		}
 	}
-	return len(names), nil
+	out := make([]string, 0, len(names))
+	for n := range names {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // receiverType is the name of a method's receiver type: T for T, *T, T[K] and *T[K].
