@@ -201,7 +201,7 @@ func TestTerminalErrorIsNotRetried(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, terminalLogs, "a terminal error is logged once")
-	assert.Equal(t, 1.0, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("terminal", ResultError)), "controller-runtime counts a terminal error as an error")
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("terminal", resultError)), "controller-runtime counts a terminal error as an error")
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.terminalErrors.WithLabelValues("terminal")))
 	assert.Equal(t, 0.0, testutil.ToFloat64(m.retriesExhausted.WithLabelValues("terminal")), "not retried, so not given up either")
 }
@@ -367,8 +367,8 @@ func TestPanicIsRecoveredAndRetried(t *testing.T) {
 	waitIdle(t, c)
 	stop()
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.panics.WithLabelValues("panics")))
-	assert.Equal(t, 1.0, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("panics", ResultError)))
-	assert.Equal(t, 1.0, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("panics", ResultSuccess)))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("panics", resultError)))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("panics", resultSuccess)))
 	assert.Equal(t, 0.0, testutil.ToFloat64(m.activeWorkers.WithLabelValues("panics")))
 	var pe *PanicError
 	for _, e := range logged(logs) {

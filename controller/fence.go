@@ -14,12 +14,12 @@ import (
 	"github.com/ctrlkit/ctrlkit/internal/fencehook"
 )
 
-// DefaultFenceTTL is how long a key waits for its write fences at most, by default. An
+// defaultFenceTTL is how long a key waits for its write fences at most, by default. An
 // informer shows a controller's own write within milliseconds to a few seconds even on a
 // loaded API server; a fence still open after this long is waiting for something that will not
 // come (the object left the informer's scope, the watch is down), and the key is reconciled
 // anyway.
-const DefaultFenceTTL = 30 * time.Second
+const defaultFenceTTL = 30 * time.Second
 
 // Fences configures write fences (Options.Fences): after a Reconcile writes an object, the
 // next Reconcile of the same key waits until the informer's cache shows that write (or a newer
@@ -28,7 +28,7 @@ const DefaultFenceTTL = 30 * time.Second
 type Fences struct {
 	// TTL bounds how long a key is held back by its fences: once it passes, the fences are
 	// dropped, the key is reconciled, and the timeout is logged and counted in
-	// ctrlkit_controller_fence_timeouts_total. 0 means DefaultFenceTTL; negative is an error.
+	// ctrlkit_controller_fence_timeouts_total. 0 means 30 s; negative is an error.
 	TTL time.Duration
 
 	// Auto makes every successful write through ctrlkit's clients (client.Client[T] and the

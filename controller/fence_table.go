@@ -100,7 +100,7 @@ type fenceTable[K comparable] struct {
 func newFenceTable[K comparable](opts *Fences, clk clock.Clock) *fenceTable[K] {
 	ttl := opts.TTL
 	if ttl == 0 {
-		ttl = DefaultFenceTTL
+		ttl = defaultFenceTTL
 	}
 	return &fenceTable[K]{
 		ttl:     ttl,

@@ -38,7 +38,7 @@ func newSpyQueue[K comparable](name string, clk *testingclock.FakeClock, limiter
 	}
 	cfg := kworkqueue.TypedRateLimitingQueueConfig[K]{Name: name, Clock: clk}
 	if m != nil {
-		cfg.MetricsProvider = m
+		cfg.MetricsProvider = m.QueueMetrics()
 	}
 	s := &spyQueue[K]{
 		TypedRateLimitingInterface: kworkqueue.NewTypedRateLimitingQueueWithConfig(limiter, cfg),

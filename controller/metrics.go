@@ -17,13 +17,13 @@ import (
 // controller_runtime_reconcile_total (controller-runtime's values: a terminal
 // error counts as "error", and in controller_runtime_terminal_reconcile_errors_total).
 const (
-	ResultSuccess      = "success"
-	ResultError        = "error"
-	ResultRequeue      = "requeue"
-	ResultRequeueAfter = "requeue_after"
+	resultSuccess      = "success"
+	resultError        = "error"
+	resultRequeue      = "requeue"
+	resultRequeueAfter = "requeue_after"
 )
 
-var allResults = []string{ResultSuccess, ResultError, ResultRequeue, ResultRequeueAfter}
+var allResults = []string{resultSuccess, resultError, resultRequeue, resultRequeueAfter}
 
 // Metrics holds the Prometheus collectors of every controller and queue that
 // report into one registry. Build one per registry with NewMetrics; a
@@ -55,9 +55,7 @@ var allResults = []string{ResultSuccess, ResultError, ResultRequeue, ResultReque
 //	ctrlkit_controller_fence_timeouts_total{controller}         write fences released by their TTL (Options.Fences)
 //	ctrlkit_controller_paced_total{controller,budget}           keys held back by Options.Debounce or a reconcile budget (MinInterval, Limiters)
 //
-// Metrics implements kworkqueue.MetricsProvider, so it can be given to any
-// client-go or ctrlkit queue; the queue's name is both its "name" and its
-// "controller" label, as in controller-runtime.
+// QueueMetrics gives its queue metrics to a queue built by hand.
 type Metrics struct {
 	reconcileTotal   *prometheus.CounterVec
 	reconcileErrors  *prometheus.CounterVec
@@ -82,7 +80,6 @@ type Metrics struct {
 	retries        *prometheus.CounterVec
 }
 
-var _ kworkqueue.MetricsProvider = (*Metrics)(nil)
 
 // NewMetrics creates the collectors and registers them with reg. reg must
 // not be nil: ctrlkit never falls back to Prometheus' global registry. It
@@ -216,7 +213,7 @@ func (cm *controllerMetrics) failed(terminal bool) {
 	if cm == nil {
 		return
 	}
-	cm.results[ResultError].Inc()
+	cm.results[resultError].Inc()
 	cm.errors.Inc()
 	if terminal {
 		cm.terminal.Inc()
@@ -272,18 +269,31 @@ func (cm *controllerMetrics) setSlowRetryKeys(n int) {
 	}
 }
 
+// QueueMetrics returns the provider of the queue metrics (workqueue_*, with
+// both the "name" and the "controller" label the queue's name, as in
+// controller-runtime), for a queue built by hand: client-go's
+// (kworkqueue.TypedRateLimitingQueueConfig.MetricsProvider) or ctrlkit's
+// (workqueue.WithMetricsProvider, which reports the depth per priority).
+// Controllers built with these Metrics use it themselves.
+func (m *Metrics) QueueMetrics() kworkqueue.MetricsProvider { return queueMetrics{m} }
+
+// queueMetrics is the queue metrics' provider of a Metrics.
+type queueMetrics struct{ m *Metrics }
+
+var _ workqueue.MetricsProviderWithPriority = queueMetrics{}
+
 // NewDepthMetric implements kworkqueue.MetricsProvider: the depth of a queue
 // without priorities (a client-go queue), with an empty priority label, as
 // controller-runtime reports a plain queue.
-func (m *Metrics) NewDepthMetric(name string) kworkqueue.GaugeMetric {
-	return m.depth.WithLabelValues(name, name, "")
+func (q queueMetrics) NewDepthMetric(name string) kworkqueue.GaugeMetric {
+	return q.m.depth.WithLabelValues(name, name, "")
 }
 
 // NewDepthMetricWithPriority implements workqueue.MetricsProviderWithPriority:
 // ctrlkit's queue reports its depth per priority, as controller-runtime's
 // priority queue does (priority="0" for keys added without one).
-func (m *Metrics) NewDepthMetricWithPriority(name string) workqueue.DepthMetricWithPriority {
-	return &depthByPriority{vec: m.depth, name: name, zero: m.depth.WithLabelValues(name, name, "0")}
+func (q queueMetrics) NewDepthMetricWithPriority(name string) workqueue.DepthMetricWithPriority {
+	return &depthByPriority{vec: q.m.depth, name: name, zero: q.m.depth.WithLabelValues(name, name, "0")}
 }
 
 // depthByPriority is the depth gauge of one queue, a series per priority.
@@ -319,33 +329,33 @@ func (d *depthByPriority) Inc(priority int) { d.gauge(priority).Inc() }
 func (d *depthByPriority) Dec(priority int) { d.gauge(priority).Dec() }
 
 // NewAddsMetric implements kworkqueue.MetricsProvider.
-func (m *Metrics) NewAddsMetric(name string) kworkqueue.CounterMetric {
-	return m.adds.WithLabelValues(name, name)
+func (q queueMetrics) NewAddsMetric(name string) kworkqueue.CounterMetric {
+	return q.m.adds.WithLabelValues(name, name)
 }
 
 // NewLatencyMetric implements kworkqueue.MetricsProvider.
-func (m *Metrics) NewLatencyMetric(name string) kworkqueue.HistogramMetric {
-	return m.latency.WithLabelValues(name, name)
+func (q queueMetrics) NewLatencyMetric(name string) kworkqueue.HistogramMetric {
+	return q.m.latency.WithLabelValues(name, name)
 }
 
 // NewWorkDurationMetric implements kworkqueue.MetricsProvider.
-func (m *Metrics) NewWorkDurationMetric(name string) kworkqueue.HistogramMetric {
-	return m.workDuration.WithLabelValues(name, name)
+func (q queueMetrics) NewWorkDurationMetric(name string) kworkqueue.HistogramMetric {
+	return q.m.workDuration.WithLabelValues(name, name)
 }
 
 // NewUnfinishedWorkSecondsMetric implements kworkqueue.MetricsProvider.
-func (m *Metrics) NewUnfinishedWorkSecondsMetric(name string) kworkqueue.SettableGaugeMetric {
-	return m.unfinished.WithLabelValues(name, name)
+func (q queueMetrics) NewUnfinishedWorkSecondsMetric(name string) kworkqueue.SettableGaugeMetric {
+	return q.m.unfinished.WithLabelValues(name, name)
 }
 
 // NewLongestRunningProcessorSecondsMetric implements kworkqueue.MetricsProvider.
-func (m *Metrics) NewLongestRunningProcessorSecondsMetric(name string) kworkqueue.SettableGaugeMetric {
-	return m.longestRunning.WithLabelValues(name, name)
+func (q queueMetrics) NewLongestRunningProcessorSecondsMetric(name string) kworkqueue.SettableGaugeMetric {
+	return q.m.longestRunning.WithLabelValues(name, name)
 }
 
 // NewRetriesMetric implements kworkqueue.MetricsProvider.
-func (m *Metrics) NewRetriesMetric(name string) kworkqueue.CounterMetric {
-	return m.retries.WithLabelValues(name, name)
+func (q queueMetrics) NewRetriesMetric(name string) kworkqueue.CounterMetric {
+	return q.m.retries.WithLabelValues(name, name)
 }
 
 type metricsKey struct{}

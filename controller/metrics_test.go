@@ -46,8 +46,8 @@ func TestControllerReportsMetrics(t *testing.T) {
 		c.Enqueue(k)
 	}
 	require.Eventually(t, func() bool {
-		return testutil.ToFloat64(m.reconcileTotal.WithLabelValues("metered", ResultSuccess)) == 2 &&
-			testutil.ToFloat64(m.reconcileTotal.WithLabelValues("metered", ResultError)) == 2
+		return testutil.ToFloat64(m.reconcileTotal.WithLabelValues("metered", resultSuccess)) == 2 &&
+			testutil.ToFloat64(m.reconcileTotal.WithLabelValues("metered", resultError)) == 2
 	}, 10*time.Second, time.Millisecond)
 	waitIdle(t, c)
 	stop()
@@ -130,7 +130,7 @@ func TestShutdownInterruptingAReconcileIsNoFailure(t *testing.T) {
 	c.Enqueue("k")
 	<-started
 	stop()
-	assert.Zero(t, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("interrupted", ResultError)))
+	assert.Zero(t, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("interrupted", resultError)))
 	for _, e := range logged(logs) {
 		assert.NotContains(t, e.Message, "Reconcile failed")
 	}

@@ -51,8 +51,8 @@ func TestNamespaceNotWatchedForgetsTheKey(t *testing.T) {
 	}
 	assert.Contains(t, q.Ops(), "Forget(gone/web)")
 	assert.Equal(t, 0.0, testutil.ToFloat64(m.reconcileErrors.WithLabelValues("not-watched")))
-	assert.Equal(t, 0.0, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("not-watched", ResultError)))
-	assert.Equal(t, 1.0, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("not-watched", ResultSuccess)))
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("not-watched", resultError)))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("not-watched", resultSuccess)))
 	found := false
 	for _, e := range logged(logs) {
 		if e.Message == "Reconcile read a namespace no longer watched; forgetting the key" {

@@ -181,11 +181,15 @@ type Options[K comparable] struct {
 	Provenance *Provenance
 
 	// TracerProvider, when set, gives every Reconcile an OpenTelemetry span
-	// ("Reconcile <name>", scope TracerScope) in its context, with the
-	// controller, key and reconcile ID as attributes, the reasons (with
-	// Provenance), the outcome, and a link to the span of the reconcile that
-	// put the key back (retry, Requeue, RequeueAfter). API requests made with
-	// the reconcile's context through an instrumented transport are its
+	// ("Reconcile <name>", instrumentation scope
+	// "github.com/ctrlkit/ctrlkit/controller") in its context, with a link to
+	// the span of the reconcile that put the key back (retry, Requeue,
+	// RequeueAfter), and the attributes ctrlkit.controller, ctrlkit.key,
+	// ctrlkit.reconcile_id, ctrlkit.result ("success", "requeue",
+	// "requeue_after", "error" or "terminal_error") and, with Provenance,
+	// ctrlkit.reasons.total, ctrlkit.reasons.first, ctrlkit.reasons.last and
+	// ctrlkit.reasons.count.<kind> ("event", "retry", ...). API requests made
+	// with the reconcile's context through an instrumented transport are its
 	// children. nil means no spans.
 	TracerProvider trace.TracerProvider
 
@@ -275,7 +279,7 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 	if c.provenance {
 		c.provLevel = opts.Provenance.LogLevel
 		if c.provLevel == 0 {
-			c.provLevel = DefaultProvenanceLogLevel
+			c.provLevel = defaultProvenanceLogLevel
 		}
 	}
 	if c.debounce > 0 && c.debounceMax == 0 {

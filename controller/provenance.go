@@ -249,16 +249,16 @@ func doneAndTryGetWithReasons[K comparable](q *workqueue.Queue[K], key K) (next 
 	return next, reasonsOf(&rec), true
 }
 
-// DefaultProvenanceLogLevel is the klog verbosity of the "Reconciling" line that carries a
+// defaultProvenanceLogLevel is the klog verbosity of the "Reconciling" line that carries a
 // reconcile's reasons: kube's level for routine per-object lines (-v=2).
-const DefaultProvenanceLogLevel = 2
+const defaultProvenanceLogLevel = 2
 
 // Provenance configures reconcile provenance (Options.Provenance): every queued key carries
 // the record of why it is queued, merged on dedup, handed to Reconcile in its context
 // (ReasonsFrom), logged and, with a TracerProvider, put on the reconcile's span.
 type Provenance struct {
 	// LogLevel is the klog verbosity at which each Reconcile is announced by a "Reconciling"
-	// line with its reasons. 0 means DefaultProvenanceLogLevel (2); negative means no line
+	// line with its reasons. 0 means 2; negative means no line
 	// (ReasonsFrom and spans still have the record).
 	LogLevel int
 }

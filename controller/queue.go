@@ -66,7 +66,7 @@ func (c *Controller[K]) newDefaultQueue(m *Metrics) *workqueue.Queue[K] {
 		opts = append(opts, workqueue.WithProvenance[K]())
 	}
 	if m != nil {
-		opts = append(opts, workqueue.WithMetricsProvider[K](m))
+		opts = append(opts, workqueue.WithMetricsProvider[K](m.QueueMetrics()))
 	}
 	return workqueue.New(opts...)
 }

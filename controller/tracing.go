@@ -10,23 +10,23 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// TracerScope is the instrumentation scope name of the spans a controller starts.
-const TracerScope = "github.com/ctrlkit/ctrlkit/controller"
+// tracerScope is the instrumentation scope name of the spans a controller starts.
+const tracerScope = "github.com/ctrlkit/ctrlkit/controller"
 
 // Span attribute keys of a reconcile's span. The reasons attributes are set only with
 // Options.Provenance.
 const (
-	AttrController   = attribute.Key("ctrlkit.controller")
-	AttrKey          = attribute.Key("ctrlkit.key")
-	AttrReconcileID  = attribute.Key("ctrlkit.reconcile_id")
-	AttrReasonsTotal = attribute.Key("ctrlkit.reasons.total")
-	AttrReasonsFirst = attribute.Key("ctrlkit.reasons.first")
-	AttrReasonsLast  = attribute.Key("ctrlkit.reasons.last")
-	// AttrReasonsCountPrefix is followed by a trigger kind ("event", "retry", ...) for the
+	attrController   = attribute.Key("ctrlkit.controller")
+	attrKey          = attribute.Key("ctrlkit.key")
+	attrReconcileID  = attribute.Key("ctrlkit.reconcile_id")
+	attrReasonsTotal = attribute.Key("ctrlkit.reasons.total")
+	attrReasonsFirst = attribute.Key("ctrlkit.reasons.first")
+	attrReasonsLast  = attribute.Key("ctrlkit.reasons.last")
+	// attrReasonsCountPrefix is followed by a trigger kind ("event", "retry", ...) for the
 	// number of triggers of that kind: ctrlkit.reasons.count.event.
-	AttrReasonsCountPrefix = "ctrlkit.reasons.count."
-	// AttrResult is "success", "requeue", "requeue_after", "error" or "terminal_error".
-	AttrResult = attribute.Key("ctrlkit.result")
+	attrReasonsCountPrefix = "ctrlkit.reasons.count."
+	// attrResult is "success", "requeue", "requeue_after", "error" or "terminal_error".
+	attrResult = attribute.Key("ctrlkit.result")
 )
 
 // tracing is a controller's span bookkeeping: the tracer, and the span context of the
@@ -42,7 +42,7 @@ func newTracing[K comparable](tp trace.TracerProvider) *tracing[K] {
 	if tp == nil {
 		return nil
 	}
-	return &tracing[K]{tracer: tp.Tracer(TracerScope), prev: make(map[K]trace.SpanContext)}
+	return &tracing[K]{tracer: tp.Tracer(tracerScope), prev: make(map[K]trace.SpanContext)}
 }
 
 // start begins the span of one reconcile of key. The span is in the returned context, so API
@@ -50,18 +50,18 @@ func newTracing[K comparable](tp trace.TracerProvider) *tracing[K] {
 // rest.Config.WrapTransport with otelhttp) are its children.
 func (t *tracing[K]) start(ctx context.Context, controller string, key K, id string, why *Reasons) (context.Context, trace.Span) {
 	attrs := []attribute.KeyValue{
-		AttrController.String(controller),
-		AttrKey.String(fmt.Sprint(key)),
-		AttrReconcileID.String(id),
+		attrController.String(controller),
+		attrKey.String(fmt.Sprint(key)),
+		attrReconcileID.String(id),
 	}
 	if why != nil {
-		attrs = append(attrs, AttrReasonsTotal.Int(why.Total))
+		attrs = append(attrs, attrReasonsTotal.Int(why.Total))
 		if why.Total > 0 {
-			attrs = append(attrs, AttrReasonsFirst.String(why.First.String()), AttrReasonsLast.String(why.Last.String()))
+			attrs = append(attrs, attrReasonsFirst.String(why.First.String()), attrReasonsLast.String(why.Last.String()))
 		}
 		for k := range TriggerFence + 1 {
 			if n := why.Count(k); n > 0 {
-				attrs = append(attrs, attribute.Int(AttrReasonsCountPrefix+k.String(), n))
+				attrs = append(attrs, attribute.Int(attrReasonsCountPrefix+k.String(), n))
 			}
 		}
 	}
@@ -80,17 +80,17 @@ func (t *tracing[K]) start(ctx context.Context, controller string, key K, id str
 func (t *tracing[K]) end(span trace.Span, key K, res Result, err error, requeued bool) {
 	switch {
 	case err != nil && IsTerminal(err):
-		span.SetAttributes(AttrResult.String("terminal_error"))
+		span.SetAttributes(attrResult.String("terminal_error"))
 		span.SetStatus(codes.Error, err.Error())
 	case err != nil:
-		span.SetAttributes(AttrResult.String("error"))
+		span.SetAttributes(attrResult.String("error"))
 		span.SetStatus(codes.Error, err.Error())
 	case res.RequeueAfter > 0:
-		span.SetAttributes(AttrResult.String("requeue_after"))
+		span.SetAttributes(attrResult.String("requeue_after"))
 	case res.Requeue:
-		span.SetAttributes(AttrResult.String("requeue"))
+		span.SetAttributes(attrResult.String("requeue"))
 	default:
-		span.SetAttributes(AttrResult.String("success"))
+		span.SetAttributes(attrResult.String("success"))
 	}
 	if requeued {
 		t.mu.Lock()

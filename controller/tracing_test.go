@@ -67,15 +67,15 @@ func TestReconcileSpans(t *testing.T) {
 		return m
 	}
 	a1, a2 := attrs(first), attrs(second)
-	assert.Equal(t, "traced", a1[controller.AttrController].AsString())
-	assert.Equal(t, "k", a1[controller.AttrKey].AsString())
-	assert.NotEmpty(t, a1[controller.AttrReconcileID].AsString())
-	assert.Equal(t, "manual", a1[controller.AttrReasonsFirst].AsString())
-	assert.Equal(t, int64(1), a1[attribute.Key(controller.AttrReasonsCountPrefix+"manual")].AsInt64())
-	assert.Equal(t, "error", a1[controller.AttrResult].AsString())
+	assert.Equal(t, "traced", a1[attribute.Key("ctrlkit.controller")].AsString())
+	assert.Equal(t, "k", a1[attribute.Key("ctrlkit.key")].AsString())
+	assert.NotEmpty(t, a1[attribute.Key("ctrlkit.reconcile_id")].AsString())
+	assert.Equal(t, "manual", a1[attribute.Key("ctrlkit.reasons.first")].AsString())
+	assert.Equal(t, int64(1), a1[attribute.Key("ctrlkit.reasons.count.manual")].AsInt64())
+	assert.Equal(t, "error", a1[attribute.Key("ctrlkit.result")].AsString())
 	assert.Equal(t, codes.Error, first.Status().Code)
-	assert.Equal(t, "retry#1", a2[controller.AttrReasonsFirst].AsString())
-	assert.Equal(t, "success", a2[controller.AttrResult].AsString())
+	assert.Equal(t, "retry#1", a2[attribute.Key("ctrlkit.reasons.first")].AsString())
+	assert.Equal(t, "success", a2[attribute.Key("ctrlkit.result")].AsString())
 	require.Len(t, second.Links(), 1, "the retry links to the failed call")
 	assert.Equal(t, first.SpanContext().SpanID(), second.Links()[0].SpanContext.SpanID())
 	assert.Empty(t, first.Links())
@@ -174,8 +174,8 @@ func ExampleOptions_tracerProvider() {
 		for _, kv := range s.Attributes() {
 			attrs[kv.Key] = kv.Value.Emit()
 		}
-		fmt.Println(s.Name(), "key:", attrs[controller.AttrKey], "reasons:", attrs[controller.AttrReasonsFirst],
-			"result:", attrs[controller.AttrResult], "links:", len(s.Links()))
+		fmt.Println(s.Name(), "key:", attrs[attribute.Key("ctrlkit.key")], "reasons:", attrs[attribute.Key("ctrlkit.reasons.first")],
+			"result:", attrs[attribute.Key("ctrlkit.result")], "links:", len(s.Links()))
 	}
 	// Output:
 	// Reconcile traced key: k reasons: manual result: error links: 0

@@ -272,7 +272,7 @@ func TestEnqueueBeforeRunAndMetricsFromContext(t *testing.T) {
 	require.Eventually(t, func() bool { return rec.count(Key{Name: "x"}) == 1 && rec.count(Key{Name: "y"}) == 1 }, 10*time.Second, time.Millisecond)
 	stop()
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.adds.WithLabelValues("early", "early")))
-	assert.Equal(t, 2.0, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("early", ResultSuccess)))
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.reconcileTotal.WithLabelValues("early", resultSuccess)))
 }
 
 func TestWatchRejectsNil(t *testing.T) {

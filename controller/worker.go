@@ -147,7 +147,7 @@ func (c *Controller[K]) handle(w *work[K]) (requeued bool) {
 		c.retries.clear(key)
 		switch {
 		case res.RequeueAfter > 0:
-			c.cm.result(ResultRequeueAfter)
+			c.cm.result(resultRequeueAfter)
 			after := res.RequeueAfter
 			if c.jitter > 0 {
 				after += time.Duration(c.jitter * c.random() * float64(after))
@@ -155,11 +155,11 @@ func (c *Controller[K]) handle(w *work[K]) (requeued bool) {
 			q.add(key, addSpec{trigger: requeueTrigger(after), priority: res.Priority})
 			return true
 		case res.Requeue:
-			c.cm.result(ResultRequeue)
+			c.cm.result(resultRequeue)
 			q.add(key, addSpec{trigger: requeueTrigger(0), priority: res.Priority, rateLimited: true})
 			return true
 		default:
-			c.cm.result(ResultSuccess)
+			c.cm.result(resultSuccess)
 		}
 	case errors.Is(w.ctx.Err(), context.Canceled) && (errors.Is(err, context.Canceled) || errors.Is(err, context.Cause(w.ctx))):
 		// The controller is stopping and the Reconcile's context ended under it (net/http
@@ -176,7 +176,7 @@ func (c *Controller[K]) handle(w *work[K]) (requeued bool) {
 		// it is forgotten, counted as a success (nothing was left to do) and logged quietly.
 		q.forget(key)
 		c.retries.clear(key)
-		c.cm.result(ResultSuccess)
+		c.cm.result(resultSuccess)
 		logger.V(2).Info("Reconcile read a namespace no longer watched; forgetting the key", "err", err)
 	case IsTerminal(err):
 		c.cm.failed(true)

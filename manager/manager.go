@@ -309,7 +309,7 @@ func (m *Manager) Dynamic() dynamic.Interface { return m.dynamic }
 
 // Metrics returns the Manager's metrics, for controllers built to report
 // into its registry explicitly (controller.Options.Metrics) and for queues
-// built by hand (it is a k8s.io/client-go/util/workqueue.MetricsProvider).
+// built by hand (Metrics().QueueMetrics()).
 func (m *Manager) Metrics() *controller.Metrics { return m.metrics }
 
 // Registerer returns the registry the Manager's metrics are registered on
