@@ -80,7 +80,6 @@ type Metrics struct {
 	retries        *prometheus.CounterVec
 }
 
-
 // NewMetrics creates the collectors and registers them with reg. reg must
 // not be nil: ctrlkit never falls back to Prometheus' global registry. It
 // fails when the collectors are already registered with reg (use the Metrics
