@@ -176,7 +176,8 @@ func TestChaosConvergesWithFailingWrites(t *testing.T) {
 	assert.Greater(t, injected.Load(), int64(objects/10), "the chaos did not happen")
 	for _, e := range logged(logs) {
 		assert.False(t, strings.Contains(e.Message, "dropping the key"), "a key was dropped: %v", e)
-		assert.False(t, errors.Is(e.Err, ErrPanic))
+		var pe *PanicError
+		assert.False(t, errors.As(e.Err, &pe))
 	}
 }
 

@@ -80,7 +80,7 @@
 //
 //   - nil error: Forget the key's failure history; then AddAfter when
 //     Result.RequeueAfter > 0, else AddRateLimited when Result.Requeue.
-//   - an error made by Terminal (errors.Is(err, ErrTerminal)): logged once,
+//   - an error made by Terminal (IsTerminal(err)): logged once,
 //     forgotten, never retried.
 //   - an error matching informer.ErrNamespaceNotWatched: the key was queued
 //     before its namespace left an informer's NamespaceSet. Forgotten, not

@@ -5,12 +5,10 @@ import (
 	"fmt"
 )
 
-// Sentinel errors. Errors returned by this package wrap one of them, so
+// Sentinel errors: errors returned by this package wrap one of them, so
 // callers match with errors.Is; the typed errors below add detail for
-// errors.As.
+// errors.As. Terminal errors are told by IsTerminal.
 var (
-	// ErrTerminal is matched (errors.Is) by every error made with Terminal.
-	ErrTerminal = errors.New("terminal error")
 	// ErrInvalidOptions is matched by every *OptionsError.
 	ErrInvalidOptions = errors.New("invalid options")
 	// ErrAlreadyStarted is returned by Run while another Run of the same
@@ -25,38 +23,39 @@ var (
 	// cause. A manager.Manager cancels its controllers with it when its
 	// own context ends while the API server answers.
 	ErrShutdown = errors.New("shutting down")
-	// ErrPanic is matched by every *PanicError.
-	ErrPanic = errors.New("reconcile panicked")
 )
 
-// TerminalError marks an error that retrying cannot fix (bad user input, an
-// unsupported spec). The worker loop logs it once and forgets the key; the
-// next event for the object reconciles it again.
-type TerminalError struct {
-	Err error
+// errTerminal is matched by every error made with Terminal (IsTerminal).
+var errTerminal = errors.New("terminal error")
+
+// terminalError marks an error that retrying cannot fix (Terminal).
+type terminalError struct {
+	err error
 }
 
-// Terminal wraps err so the worker loop does not retry it. Terminal(nil) is
-// nil, so `return Result{}, controller.Terminal(err)` is safe for any err.
+// Terminal marks err as one that retrying cannot fix (bad user input, an
+// unsupported spec): the worker loop logs it once and forgets the key; the
+// next event for the object reconciles it again. errors.Is and errors.As see
+// through it. Terminal(nil) is nil, so `return Result{},
+// controller.Terminal(err)` is safe for any err.
 func Terminal(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &TerminalError{Err: err}
+	return &terminalError{err: err}
 }
 
 // IsTerminal reports whether err (or anything it wraps) was made by Terminal.
 func IsTerminal(err error) bool {
-	return errors.Is(err, ErrTerminal)
+	return errors.Is(err, errTerminal)
 }
 
-func (e *TerminalError) Error() string { return "terminal: " + e.Err.Error() }
+func (e *terminalError) Error() string { return "terminal: " + e.err.Error() }
 
 // Unwrap returns the wrapped error, so errors.Is/As see through Terminal.
-func (e *TerminalError) Unwrap() error { return e.Err }
+func (e *terminalError) Unwrap() error { return e.err }
 
-// Is makes errors.Is(err, ErrTerminal) true.
-func (e *TerminalError) Is(target error) bool { return target == ErrTerminal }
+func (e *terminalError) Is(target error) bool { return target == errTerminal }
 
 // OptionsError reports one invalid option given to New (manager.New has an
 // OptionsError of its own).
@@ -79,7 +78,8 @@ func (e *OptionsError) Error() string {
 // Is makes errors.Is(err, ErrInvalidOptions) true.
 func (e *OptionsError) Is(target error) bool { return target == ErrInvalidOptions }
 
-// PanicError is the error a recovered panic in Reconcile becomes.
+// PanicError is the error a recovered panic in Reconcile becomes (errors.As
+// finds it).
 type PanicError struct {
 	// Value is what Reconcile panicked with.
 	Value any
@@ -87,10 +87,7 @@ type PanicError struct {
 	Stack []byte
 }
 
-func (e *PanicError) Error() string { return fmt.Sprintf("%v: %v", ErrPanic, e.Value) }
-
-// Is makes errors.Is(err, ErrPanic) true.
-func (e *PanicError) Is(target error) bool { return target == ErrPanic }
+func (e *PanicError) Error() string { return fmt.Sprintf("reconcile panicked: %v", e.Value) }
 
 // Unwrap returns the panic value when it is an error, so a panic(err) can
 // still be matched with errors.Is(err, thatErr).

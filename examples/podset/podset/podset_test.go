@@ -460,7 +460,7 @@ func TestInvalidSpecIsReportedNotRetried(t *testing.T) {
 			ctrl := c.controller(podset.Options{})
 			_, err := ctrl.Reconcile(c.ctx(), key("web"))
 			require.Error(t, err)
-			assert.True(t, errors.Is(err, controller.ErrTerminal), "not retried: %v", err)
+			assert.True(t, controller.IsTerminal(err), "not retried: %v", err)
 			assert.Empty(t, c.podActions("create"))
 			assert.Equal(t, 1, countPrefix(c.events(), "Warning "+podset.ReasonInvalidSpec))
 			failure := condition(c.get("web"), v1alpha1.ConditionReplicaFailure)
