@@ -49,9 +49,9 @@ func (p BudgetPolicy) String() string {
 	return fmt.Sprintf("BudgetPolicy(%d)", int(p))
 }
 
-// DefaultBudgetCheckInterval is how often a factory with a memory budget
+// defaultBudgetCheckInterval is how often a factory with a memory budget
 // compares its caches with it (Options.BudgetCheckInterval).
-const DefaultBudgetCheckInterval = 10 * time.Second
+const defaultBudgetCheckInterval = 10 * time.Second
 
 // ErrOverBudget is matched (errors.Is) by every *BudgetError.
 var ErrOverBudget = errors.New("informer caches over their memory budget")
@@ -101,7 +101,7 @@ type budgets struct {
 func (f *Factory) newBudgets() *budgets {
 	b := &budgets{interval: f.cfg.budgetInterval, degradable: map[reflect.Type]bool{}}
 	if b.interval <= 0 {
-		b.interval = DefaultBudgetCheckInterval
+		b.interval = defaultBudgetCheckInterval
 	}
 	for _, t := range f.cfg.degradable {
 		b.degradable[t] = true

@@ -127,7 +127,7 @@
 // # Mutation detector
 //
 // Options.MutationDetector fingerprints every object entering the cache and
-// reports, every MutationCheckInterval and on Factory.CheckMutations, each
+// reports, every second and on Factory.CheckMutations, each
 // cached object changed in place since, as a *MutationError naming the
 // informer, the object and the first changed field
 // (metadata.labels["app"]). It is client-go's cache mutation detector with
@@ -144,7 +144,7 @@
 // /debug/informers. Options.DisableAccounting turns it off.
 //
 // Memory budgets (Options.MemoryBudget for the factory,
-// ObjectOptions.MemoryBudget in Options.ByObject for one informer) are checked every DefaultBudgetCheckInterval, with a
+// ObjectOptions.MemoryBudget in Options.ByObject for one informer) are checked every 10 seconds (Options.BudgetCheckInterval), with a
 // policy: BudgetWarn logs, BudgetFailReadiness also fails CheckMemoryBudget
 // (a Manager's /readyz), BudgetDegrade also makes the informers marked
 // ObjectOptions.Degradable cache metadata only from then on. An informer that caches

@@ -27,22 +27,13 @@ var (
 	// *CacheSyncError naming the informers that had not synced.
 	ErrCacheSyncTimeout = errors.New("informer caches did not sync")
 
-	// ErrNoMetadataClient is returned by ForMetadata when the factory was built
-	// without Options.MetadataClient.
-	ErrNoMetadataClient = errors.New("factory has no metadata client (use Options.MetadataClient)")
-
-	// ErrNoClient is returned by For when the factory was built with a nil
-	// kubernetes.Interface (allowed for factories that serve only
-	// ForMetadata or ForResource).
-	ErrNoClient = errors.New("factory has no kubernetes clientset")
-
-	// ErrNilFactory is returned by For, ForMetadata and ForResource when
-	// given a nil *Factory.
-	ErrNilFactory = errors.New("nil informer factory")
-
-	// ErrNoDynamicClient is returned by ForResource when the factory was built
-	// without Options.DynamicClient.
-	ErrNoDynamicClient = errors.New("factory has no dynamic client (use Options.DynamicClient)")
+	// ErrNoClient is matched by the error of For, ForMetadata and
+	// ForResource when the factory lacks the client the informer needs (the
+	// error names it): For needs the kubernetes.Interface NewFactory was
+	// given (nil is allowed for factories that serve only the others),
+	// ForMetadata Options.MetadataClient, ForResource Options.DynamicClient;
+	// and when the factory itself is nil.
+	ErrNoClient = errors.New("informer factory has no client for it")
 
 	// ErrInformerNameInUse is reported to the error handler by NewFactory
 	// when the name of Options.InformerName is held by another factory of the

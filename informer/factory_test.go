@@ -328,11 +328,11 @@ func TestNamesOfGroupedResources(t *testing.T) {
 
 func TestNilFactory(t *testing.T) {
 	_, err := For[*corev1.Pod](nil)
-	require.ErrorIs(t, err, ErrNilFactory)
+	require.ErrorIs(t, err, ErrNoClient)
 	_, err = ForMetadata(nil, secretsGVR)
-	require.ErrorIs(t, err, ErrNilFactory)
+	require.ErrorIs(t, err, ErrNoClient)
 	_, err = ForResource[*widget](nil, widgetsGVR)
-	require.ErrorIs(t, err, ErrNilFactory)
+	require.ErrorIs(t, err, ErrNoClient)
 
 	// A factory without a clientset still serves custom resources.
 	crdOnly := NewFactory(nil, Options{DynamicClient: newDynamic(unstructuredWidget("a", "w", int64(1)))})

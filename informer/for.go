@@ -56,10 +56,10 @@ type Object = object.Object
 func For[T Object](f *Factory, opts ...ScopeOption[T]) (Informer[T], error) {
 	t := reflect.TypeFor[T]()
 	if f == nil {
-		return nil, fmt.Errorf("informer for %s: %w", object.TypeName(t), ErrNilFactory)
+		return nil, fmt.Errorf("informer for %s: nil factory: %w", object.TypeName(t), ErrNoClient)
 	}
 	if !f.hasClient {
-		return nil, fmt.Errorf("informer for %s: %w", object.TypeName(t), ErrNoClient)
+		return nil, fmt.Errorf("informer for %s: the factory has no kubernetes clientset: %w", object.TypeName(t), ErrNoClient)
 	}
 	sc, err := buildScope(opts)
 	if err != nil {

@@ -7,11 +7,11 @@ import (
 	"time"
 )
 
-// DefaultReleaseGrace is how long an informer nobody holds any more keeps
+// defaultReleaseGrace is how long an informer nobody holds any more keeps
 // running before it stops (Options.ReleaseGrace): a controller restarted within
 // it (a Lease won back, a CRD re-created) finds its cache warm instead of
 // listing again.
-const DefaultReleaseGrace = 5 * time.Second
+const defaultReleaseGrace = 5 * time.Second
 
 // HeldUntil returns a view of f whose informers are held until ctx ends.
 // The view is a *Factory sharing everything with f (the informers, their

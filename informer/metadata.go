@@ -17,7 +17,7 @@ import (
 // reads, e.g. to find Secrets or Pods by owner on a large cluster.
 //
 // The factory needs Options.MetadataClient; without one the error matches
-// ErrNoMetadataClient. The informer is distinct from For's typed informer of
+// ErrNoClient. The informer is distinct from For's typed informer of
 // the same resource (another watch); its Name has a " (metadata)" suffix.
 // Scope options narrow it as for For (one scope per resource per factory,
 // ErrScopeConflict otherwise).
@@ -26,10 +26,10 @@ func ForMetadata(f *Factory, gvr schema.GroupVersionResource, opts ...ScopeOptio
 		return nil, err
 	}
 	if f == nil {
-		return nil, fmt.Errorf("metadata informer for %s: %w", gvr.GroupResource(), ErrNilFactory)
+		return nil, fmt.Errorf("metadata informer for %s: nil factory: %w", gvr.GroupResource(), ErrNoClient)
 	}
 	if f.metadata == nil {
-		return nil, fmt.Errorf("metadata informer for %s: %w", gvr.GroupResource(), ErrNoMetadataClient)
+		return nil, fmt.Errorf("metadata informer for %s: the factory has no metadata client (set Options.MetadataClient): %w", gvr.GroupResource(), ErrNoClient)
 	}
 	sc, err := buildScope(opts)
 	if err != nil {

@@ -89,7 +89,7 @@ func TestForMetadata(t *testing.T) {
 func TestForMetadataErrors(t *testing.T) {
 	f := NewFactory(newClient(), Options{})
 	_, err := ForMetadata(f, secretsGVR)
-	require.ErrorIs(t, err, ErrNoMetadataClient)
+	require.ErrorIs(t, err, ErrNoClient)
 	assert.Contains(t, err.Error(), "secrets")
 
 	withMeta := NewFactory(newClient(), Options{MetadataClient: metadatafake.NewSimpleMetadataClient(runtime.NewScheme())})

@@ -17,9 +17,9 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// MutationCheckInterval is how often a factory with Options.MutationDetector
+// mutationCheckInterval is how often a factory with Options.MutationDetector
 // checks every tracked object, as client-go's cache mutation detector does.
-const MutationCheckInterval = time.Second
+const mutationCheckInterval = time.Second
 
 // ErrCacheMutated is matched (errors.Is) by every *MutationError.
 var ErrCacheMutated = errors.New("cached object changed in place")
@@ -79,7 +79,7 @@ func (f *Factory) CheckMutations() error {
 
 // mutationDetector remembers, for each object entering a watched informer's
 // cache, a fingerprint and a deep copy (to name the changed field), and
-// checks them on demand and every MutationCheckInterval.
+// checks them on demand and every mutationCheckInterval.
 type mutationDetector struct {
 	report func(error)
 	clock  clock.WithTicker
@@ -277,7 +277,7 @@ func (d *mutationDetector) start(ctx context.Context) {
 		return
 	}
 	d.started = true
-	ticker := d.clock.NewTicker(MutationCheckInterval)
+	ticker := d.clock.NewTicker(mutationCheckInterval)
 	d.wg.Go(func() {
 		defer ticker.Stop()
 		for {

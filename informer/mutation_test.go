@@ -66,7 +66,7 @@ func TestMutationDetectorNamesObjectAndField(t *testing.T) {
 	require.NoError(t, err)
 	b.Labels["app"] = "db"
 	require.Eventually(t, func() bool { return clk.HasWaiters() }, 10*time.Second, time.Millisecond)
-	clk.Step(MutationCheckInterval)
+	clk.Step(mutationCheckInterval)
 	require.Eventually(t, func() bool { return len(got.all()) == 2 }, 10*time.Second, time.Millisecond)
 	for i, err := range got.all() {
 		var me *MutationError

@@ -111,7 +111,7 @@ type Options struct {
 
 	// ReleaseGrace is how long an informer that no view holds any more
 	// (see Factory.HeldUntil) keeps running before it stops and frees its
-	// cache. 0 means DefaultReleaseGrace; a negative grace releases at
+	// cache. 0 means 5 s; a negative grace releases at
 	// once. The grace spares a controller restarted within it a fresh
 	// list; past it, the memory is returned.
 	ReleaseGrace time.Duration
@@ -155,7 +155,7 @@ type Options struct {
 	// BudgetFailReadiness or BudgetDegrade); there is no default.
 	BudgetPolicy BudgetPolicy
 	// BudgetCheckInterval is how often the caches are compared with the
-	// memory budgets; 0 means DefaultBudgetCheckInterval.
+	// memory budgets; 0 means 10 s.
 	BudgetCheckInterval time.Duration
 
 	// MutationDetector turns on the cache mutation detector, ctrlkit's
@@ -166,7 +166,7 @@ type Options struct {
 	// written part.
 	//
 	// Each object entering the cache (after every transform and sharing) is
-	// fingerprinted and deep-copied. Every MutationCheckInterval, on Clock,
+	// fingerprinted and deep-copied. Every second, on Clock,
 	// a goroutine owned by the factory (started by Start, stopped by
 	// Shutdown) compares every cached object with its fingerprint and sends
 	// a *MutationError, naming the object and the first changed field, to
@@ -344,7 +344,7 @@ func (o Options) config() factoryConfig {
 	}
 	switch {
 	case c.releaseGrace == 0:
-		c.releaseGrace = DefaultReleaseGrace
+		c.releaseGrace = defaultReleaseGrace
 	case c.releaseGrace < 0:
 		c.releaseGrace = 0
 	}

@@ -19,7 +19,7 @@ import (
 // expressible.
 func TestOptionsDefaults(t *testing.T) {
 	c := Options{}.config()
-	assert.Equal(t, DefaultReleaseGrace, c.releaseGrace, "unset: the default grace")
+	assert.Equal(t, defaultReleaseGrace, c.releaseGrace, "unset: the default grace")
 	assert.Equal(t, klog.Background(), c.logger, "the zero Logger: klog.Background()")
 	assert.False(t, c.mutationDetector)
 	assert.Nil(t, c.budgets)

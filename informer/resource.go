@@ -40,16 +40,16 @@ import (
 // another T is an error matching ErrUnsupportedType. Scope options narrow
 // the informer as for For (same rules: one scope per resource per factory,
 // ErrScopeConflict otherwise). The factory needs Options.DynamicClient; without
-// one the error matches ErrNoDynamicClient.
+// one the error matches ErrNoClient.
 func ForResource[T Object](f *Factory, gvr schema.GroupVersionResource, opts ...ScopeOption[T]) (Informer[T], error) {
 	if err := validGVR(gvr); err != nil {
 		return nil, err
 	}
 	if f == nil {
-		return nil, fmt.Errorf("informer for %s: %w", gvr.GroupResource(), ErrNilFactory)
+		return nil, fmt.Errorf("informer for %s: nil factory: %w", gvr.GroupResource(), ErrNoClient)
 	}
 	if f.dynamic == nil {
-		return nil, fmt.Errorf("informer for %s: %w", gvr.GroupResource(), ErrNoDynamicClient)
+		return nil, fmt.Errorf("informer for %s: the factory has no dynamic client (set Options.DynamicClient): %w", gvr.GroupResource(), ErrNoClient)
 	}
 	t := reflect.TypeFor[T]()
 	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {

@@ -119,7 +119,7 @@ func TestForResourceUnstructuredAndErrors(t *testing.T) {
 	assert.Equal(t, int64(2), size)
 
 	_, err = ForResource[*widget](NewFactory(newClient(), Options{}), widgetsGVR)
-	require.ErrorIs(t, err, ErrNoDynamicClient)
+	require.ErrorIs(t, err, ErrNoClient)
 	_, err = ForResource[*widget](f, schema.GroupVersionResource{Group: "example.com", Resource: "widgets"})
 	require.ErrorContains(t, err, "needs a version")
 }

@@ -69,7 +69,7 @@ func TestManagerDynamicFromOptions(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, without.Dynamic())
 	_, err = informer.ForResource[*thing](without.Factory(), schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "things"})
-	assert.ErrorIs(t, err, informer.ErrNoDynamicClient)
+	assert.ErrorIs(t, err, informer.ErrNoClient)
 
 	with, err := manager.New(manager.Options{Client: env.Client(), Dynamic: env.Dynamic()})
 	require.NoError(t, err)

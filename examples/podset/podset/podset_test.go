@@ -482,5 +482,5 @@ func TestNewNeedsItsClients(t *testing.T) {
 	noDynamic := informer.NewFactory(c.env.Client(), informer.Options{})
 	defer noDynamic.Shutdown()
 	_, err = podset.New(noDynamic, c.env.Client(), dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), podset.Options{})
-	assert.ErrorIs(t, err, informer.ErrNoDynamicClient)
+	assert.ErrorIs(t, err, informer.ErrNoClient)
 }
