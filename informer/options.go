@@ -133,8 +133,8 @@ type Options struct {
 	// (limit=1) in the informer's namespace, or cluster-wide: see
 	// Factory.Staleness. resourceVersions are compared as integers, as
 	// Kubernetes guarantees since v1.35 for the API server's own
-	// resources. 0 or negative: off (a manager.Manager turns 0 into its
-	// DefaultStalenessInterval, negative into off). It needs a real
+	// resources. 0 or negative: off (a manager.Manager turns 0 into a
+	// check every minute, negative into off). It needs a real
 	// clientset (a fake has no REST client, and is not checked). The lists
 	// need the list permission the informers already have.
 	StalenessCheck time.Duration

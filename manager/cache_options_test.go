@@ -25,7 +25,7 @@ func TestCacheOptionsMerge(t *testing.T) {
 	o := m.cacheOptions(informer.Options{}, nil)
 	assert.NotNil(t, o.EventRecorder)
 	assert.True(t, strings.HasPrefix(o.InformerName, "ctrlkit-manager-"), o.InformerName)
-	assert.Equal(t, DefaultStalenessInterval, o.StalenessCheck)
+	assert.Equal(t, defaultStalenessInterval, o.StalenessCheck)
 	assert.Nil(t, o.Scheme)
 
 	s := runtime.NewScheme()

@@ -15,10 +15,10 @@ import (
 	"github.com/ctrlkit/ctrlkit/internal/bytesize"
 )
 
-// DefaultStalenessInterval is how often the factory a Manager builds checks
+// defaultStalenessInterval is how often the factory a Manager builds checks
 // how far its informers lag the API server (informer.Options.StalenessCheck;
 // set Options.Cache.StalenessCheck to change it, negative to turn it off).
-const DefaultStalenessInterval = time.Minute
+const defaultStalenessInterval = time.Minute
 
 // DebugInformersPath serves what the Manager's informer caches hold, on the
 // metrics server, behind the same authentication and authorization as

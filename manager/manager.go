@@ -338,7 +338,7 @@ func (m *Manager) cacheOptions(o informer.Options, s *runtime.Scheme) informer.O
 		o.InformerName = ""
 	}
 	if o.StalenessCheck == 0 {
-		o.StalenessCheck = DefaultStalenessInterval
+		o.StalenessCheck = defaultStalenessInterval
 	}
 	if o.DynamicClient == nil && m.dynamic != nil {
 		o.DynamicClient = m.dynamic

@@ -59,7 +59,7 @@ type Options struct {
 	// controller-runtime's manager.Options.Cache. The Manager fills in what
 	// it leaves unset: EventRecorder (its own), InformerName
 	// ("ctrlkit-manager-<n>"; "-" for none), StalenessCheck
-	// (DefaultStalenessInterval; negative for none), DynamicClient
+	// (a check every minute; negative for none), DynamicClient
 	// (Dynamic) and Scheme (Scheme). Setting it together with Factory is an
 	// error.
 	Cache informer.Options
@@ -173,8 +173,8 @@ type Options struct {
 	// Lease is then not released while a Runnable that needs leader
 	// election may still act: it expires by itself after LeaseDuration.
 	// The informers, events and HTTP servers are stopped all the same.
-	// 0 means DefaultGracefulShutdownTimeout (30 s, as in
-	// controller-runtime); a negative value means no deadline. Unlike
+	// 0 means 30 s (as in controller-runtime); a negative value means no
+	// deadline. Unlike
 	// controller-runtime's *time.Duration, 0 does not mean "do not wait".
 	GracefulShutdownTimeout time.Duration
 }

@@ -21,10 +21,10 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
-// DefaultServedRecheck is how often a WhenServed runnable asks discovery
+// defaultServedRecheck is how often a WhenServed runnable asks discovery
 // again, for resources no CRD defines (built-in or aggregated APIs), and
 // retries a Build that failed.
-const DefaultServedRecheck = 10 * time.Second
+const defaultServedRecheck = 10 * time.Second
 
 // WhenServed describes a Runnable that runs only while the API resources it
 // needs are served: a controller of a custom resource whose CRD may be
@@ -53,7 +53,7 @@ type WhenServed struct {
 	// means true, as for controllers.
 	NeedLeaderElection *bool
 	// RecheckInterval is how often discovery is asked again and a failed
-	// Build retried; 0 means DefaultServedRecheck. CRD changes are seen at
+	// Build retried; 0 means 10 s. CRD changes are seen at
 	// once, through a watch.
 	RecheckInterval time.Duration
 }
@@ -92,7 +92,7 @@ func (m *Manager) AddWhenServed(w WhenServed) error {
 		}
 	}
 	if w.RecheckInterval == 0 {
-		w.RecheckInterval = DefaultServedRecheck
+		w.RecheckInterval = defaultServedRecheck
 	}
 	return m.Add(&servedRunnable{m: m, w: w})
 }

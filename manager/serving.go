@@ -45,9 +45,9 @@ type MetricsServingOptions struct {
 	KeyName string
 
 	// AllowCacheTTL is how long an allowed decision (per token, verb and path) is reused
-	// without asking the API server again. 0 means DefaultAllowCacheTTL.
+	// without asking the API server again. 0 means one minute.
 	AllowCacheTTL time.Duration
-	// DenyCacheTTL is how long a 401 or 403 is reused. 0 means DefaultDenyCacheTTL. API
+	// DenyCacheTTL is how long a 401 or 403 is reused. 0 means 30 s. API
 	// server errors are never cached.
 	DenyCacheTTL time.Duration
 
@@ -64,8 +64,8 @@ type MetricsServingOptions struct {
 // denials, and its authenticator's for allowed requests (a revoked token or a removed
 // permission keeps working at most this long).
 const (
-	DefaultAllowCacheTTL = time.Minute
-	DefaultDenyCacheTTL  = 30 * time.Second
+	defaultAllowCacheTTL = time.Minute
+	defaultDenyCacheTTL  = 30 * time.Second
 )
 
 // validate checks o and fills its defaults.
@@ -87,10 +87,10 @@ func (o *MetricsServingOptions) validate(metricsAddr, healthAddr string) (field,
 		o.KeyName = certwatcher.KeyFileName
 	}
 	if o.AllowCacheTTL == 0 {
-		o.AllowCacheTTL = DefaultAllowCacheTTL
+		o.AllowCacheTTL = defaultAllowCacheTTL
 	}
 	if o.DenyCacheTTL == 0 {
-		o.DenyCacheTTL = DefaultDenyCacheTTL
+		o.DenyCacheTTL = defaultDenyCacheTTL
 	}
 	return "", ""
 }

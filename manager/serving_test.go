@@ -170,8 +170,8 @@ func TestMetricsServingOptionsValidation(t *testing.T) {
 	m, err := New(Options{Client: client, MetricsAddr: "127.0.0.1:0", HealthProbeAddr: "127.0.0.1:0",
 		MetricsServing: MetricsServingOptions{SecureServing: true}})
 	require.NoError(t, err, "picked ports are separate servers")
-	assert.Equal(t, DefaultAllowCacheTTL, m.serving.AllowCacheTTL)
-	assert.Equal(t, DefaultDenyCacheTTL, m.serving.DenyCacheTTL)
+	assert.Equal(t, defaultAllowCacheTTL, m.serving.AllowCacheTTL)
+	assert.Equal(t, defaultDenyCacheTTL, m.serving.DenyCacheTTL)
 	assert.Equal(t, "tls.crt", m.serving.CertName)
 }
 

@@ -10,10 +10,10 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// DefaultGracefulShutdownTimeout is how long Start waits for the Runnables to
+// defaultGracefulShutdownTimeout is how long Start waits for the Runnables to
 // stop when Options.GracefulShutdownTimeout is 0: controller-runtime's
 // default.
-const DefaultGracefulShutdownTimeout = 30 * time.Second
+const defaultGracefulShutdownTimeout = 30 * time.Second
 
 // ErrShutdownTimeout is matched (errors.Is) by the error Start returns when
 // Runnables did not stop within Options.GracefulShutdownTimeout; errors.As
@@ -48,7 +48,7 @@ func (e *ShutdownTimeoutError) Is(target error) bool { return target == ErrShutd
 // deadline Start applies: 0 is the default, a negative value none (< 0).
 func gracefulShutdownTimeout(d time.Duration) time.Duration {
 	if d == 0 {
-		return DefaultGracefulShutdownTimeout
+		return defaultGracefulShutdownTimeout
 	}
 	return d
 }

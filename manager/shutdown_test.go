@@ -255,7 +255,7 @@ func TestGracefulShutdownTimeoutDefaults(t *testing.T) {
 	for _, tc := range []struct {
 		opt, want time.Duration
 	}{
-		{0, DefaultGracefulShutdownTimeout},
+		{0, defaultGracefulShutdownTimeout},
 		{time.Second, time.Second},
 		{-1, -1}, // no deadline
 	} {

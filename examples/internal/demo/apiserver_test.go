@@ -98,7 +98,7 @@ func TestRunServesSecureMetricsAPIServer(t *testing.T) {
 		_ = admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), role, metav1.DeleteOptions{})
 		_ = admin.RbacV1().ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{})
 	})
-	// The binary caches the first token's denial for manager.DefaultDenyCacheTTL (30 s); a
+	// The binary caches the first token's denial for the manager's default DenyCacheTTL (30 s); a
 	// fresh token of the same ServiceAccount is not in the cache, so the grant shows at once
 	// (RBAC itself may take a moment to see the binding).
 	fresh := mint()
