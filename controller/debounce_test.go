@@ -120,7 +120,7 @@ func TestDebounceCapsTheWait(t *testing.T) {
 	assert.Zero(t, c.Stats().Settling, "no burst left once reconciled")
 }
 
-// A held key's wait is counted under budget="debounce", and its reasons say
+// A held key's wait is counted under pace="debounce", and its reasons say
 // it was paced.
 func TestDebounceIsVisible(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)

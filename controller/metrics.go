@@ -53,7 +53,7 @@ var allResults = []string{resultSuccess, resultError, resultRequeue, resultReque
 //	ctrlkit_controller_slow_retries_total{controller}           failures answered by a retry at Options.Retry's Every interval
 //	ctrlkit_controller_slow_retry_keys{controller}              gauge, keys retried slowly now (Stats.SlowRetrying)
 //	ctrlkit_controller_fence_timeouts_total{controller}         write fences released by their TTL (Options.Fences)
-//	ctrlkit_controller_paced_total{controller,budget}           keys held back by Options.Debounce or a reconcile budget (MinInterval, Limiters)
+//	ctrlkit_controller_paced_total{controller,pace}             keys held back by Options.Debounce, MinInterval or Limiters
 //
 // QueueMetrics gives its queue metrics to a queue built by hand.
 type Metrics struct {
@@ -118,7 +118,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		slowRetries:      counter("ctrlkit_controller_slow_retries_total", "Failed reconciles of keys past their retries, put back after the slow retry interval, per controller", ctl),
 		slowRetryKeys:    gauge("ctrlkit_controller_slow_retry_keys", "Keys past their retries that are retried at the slow interval until they succeed, per controller", ctl),
 		fenceTimeouts:    counter("ctrlkit_controller_fence_timeouts_total", "Write fences released by their TTL instead of by the informer showing the write, per controller", ctl),
-		paced:            counter("ctrlkit_controller_paced_total", "Keys held back because their events were settling (debounce) or a reconcile budget was spent (min-interval, or a Limiter's name), per controller and budget", []string{"controller", "budget"}),
+		paced:            counter("ctrlkit_controller_paced_total", "Keys held back by pacing: their events settling (debounce), Options.MinInterval (min-interval) or a Limiter (its name), per controller and pace", []string{"controller", "pace"}),
 
 		depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "workqueue_depth", Help: "Current depth of workqueue by workqueue and priority",
@@ -194,10 +194,11 @@ func (m *Metrics) forController(name string, workers int) *controllerMetrics {
 	return cm
 }
 
-// paced counts a key held back by the budget named budget.
-func (cm *controllerMetrics) paced(budget string) {
+// paced counts a key held back by pace (debounce, min-interval or a
+// Limiter's name).
+func (cm *controllerMetrics) paced(pace string) {
 	if cm != nil {
-		cm.pacedVec.WithLabelValues(cm.name, budget).Inc()
+		cm.pacedVec.WithLabelValues(cm.name, pace).Inc()
 	}
 }
 

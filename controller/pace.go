@@ -15,7 +15,7 @@ import (
 // several controllers paces them together, for an external API they all
 // call, say. A key without a token waits in the queue (no worker is held),
 // and its wait shows in provenance (TriggerPaced) and in
-// ctrlkit_controller_paced_total{controller,budget}.
+// ctrlkit_controller_paced_total{controller,pace}.
 type Limiter struct {
 	name  string
 	qps   float64
@@ -26,7 +26,7 @@ type Limiter struct {
 	last   time.Time // when tokens was computed; zero before the first take
 }
 
-// NewLimiter returns a Limiter named name (its budget label in metrics)
+// NewLimiter returns a Limiter named name (its pace label in metrics)
 // handing out qps tokens a second, up to burst at once. qps must be > 0 and
 // burst >= 1.
 func NewLimiter(name string, qps float64, burst int) (*Limiter, error) {
@@ -60,7 +60,7 @@ func (l *Limiter) take(now time.Time) time.Duration {
 	return time.Duration(-l.tokens / l.qps * float64(time.Second))
 }
 
-// paceStep holds a key back until its budgets allow its Reconcile: a quiet
+// paceStep holds a key back until its pacing allows its Reconcile: a quiet
 // time after its events (Options.Debounce), the minimum interval since its
 // last start (Options.MinInterval) and a token of each limiter
 // (Options.Limiters). A held key is queued again for when it
@@ -83,8 +83,8 @@ type paceStep[K comparable] struct {
 // paid is when the tokens a held key took are due, and the limiter that
 // made it wait longest.
 type paid struct {
-	due    time.Time
-	budget string
+	due  time.Time
+	pace string
 }
 
 func newPaceStep[K comparable](c *Controller[K], d *debouncer[K]) *paceStep[K] {
@@ -105,15 +105,15 @@ func (s *paceStep[K]) enter(w *work[K]) bool {
 		}
 	}
 	var wait time.Duration
-	budget := ""
+	pace := "" // what holds the key back
 	if s.debounce != nil {
 		if wait = s.debounce.take(w.key, now); wait > 0 {
-			budget = "debounce"
+			pace = "debounce"
 		}
 	}
 	if last, ok := s.started[w.key]; ok && s.interval > 0 && wait == 0 {
 		if due := last.Add(s.interval); now.Before(due) {
-			wait, budget = due.Sub(now), "min-interval"
+			wait, pace = due.Sub(now), "min-interval"
 		}
 	}
 	if wait == 0 && len(s.limiters) > 0 {
@@ -124,13 +124,13 @@ func (s *paceStep[K]) enter(w *work[K]) bool {
 			p.due = now
 			for _, l := range s.limiters {
 				if d := l.take(now); now.Add(d).After(p.due) {
-					p = paid{due: now.Add(d), budget: l.name}
+					p = paid{due: now.Add(d), pace: l.name}
 				}
 			}
 		}
 		if now.Before(p.due) {
 			s.paidTill[w.key] = p
-			wait, budget = p.due.Sub(now), p.budget
+			wait, pace = p.due.Sub(now), p.pace
 		} else {
 			delete(s.paidTill, w.key)
 		}
@@ -140,9 +140,9 @@ func (s *paceStep[K]) enter(w *work[K]) bool {
 			s.carried[w.key] = w.why
 		}
 		s.mu.Unlock()
-		w.logger.V(4).Info("Holding the key back: its reconcile budget is spent", "key", w.key, "budget", budget, "wait", wait)
+		w.logger.V(4).Info("Holding the key back: it is paced", "key", w.key, "pace", pace, "wait", wait)
 		w.q.add(w.key, addSpec{trigger: Trigger{Kind: TriggerPaced, After: wait}})
-		s.c.cm.paced(budget) // once queued: a test waiting for the count may then move the clock
+		s.c.cm.paced(pace) // once queued: a test waiting for the count may then move the clock
 		return false
 	}
 	if s.interval > 0 {

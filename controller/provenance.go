@@ -24,7 +24,7 @@ const (
 	TriggerRequeueAfter                    // a successful reconcile asked for RequeueAfter
 	TriggerManual                          // an explicit Enqueue call
 	TriggerFence                           // a write fence of the key was released or timed out
-	TriggerPaced                           // a reconcile budget held the key back (Options.MinInterval, Limiters)
+	TriggerPaced                           // pacing held the key back (Options.Debounce, MinInterval, Limiters)
 	numTriggerKinds
 )
 

@@ -10,7 +10,7 @@ import (
 )
 
 // pipeline builds the worker pipeline's steps for one Run, in their order:
-// admit (Admission), pace (debounce and reconcile budgets), hold (write fences), decorate the context (reconcile
+// admit (Admission), pace (debounce, MinInterval, Limiters), hold (write fences), decorate the context (reconcile
 // ID, logger, provenance; tracing; timeout). A feature that is off adds no
 // step, so it costs the loop nothing.
 func (c *Controller[K]) pipeline(ft *fenceTable[K], d *debouncer[K]) []step[K] {

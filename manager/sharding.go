@@ -45,14 +45,14 @@ type ShardingOptions struct {
 	// Metadata is the metadata client the sharder lists, watches and labels
 	// objects with, and the dispatchers acknowledge drains with. nil means one
 	// built from Options.Config (or GetConfig's) by sharding.NewRingClient,
-	// with the ring's own budget (Config.WriteQPS and WriteBurst); a Manager
+	// with the ring's own write rate (Config.WriteQPS and WriteBurst); a Manager
 	// given a Client instead of a Config needs it set (NewRingClient), and
-	// its rate limiter is the ring's budget.
+	// its rate limiter is the ring's write rate.
 	Metadata metadata.Interface
 	// Leases is the clientset of the ring's Leases: the member's renewals,
 	// the sharder's election and Lease reads, a server-side ring's slot
 	// records. nil means one built from Options.Config (or GetConfig's) by
-	// sharding.NewLeaseClient, with the ring's budget apart from the
+	// sharding.NewLeaseClient, with the ring's write rate apart from the
 	// controllers' (as kube-controller-manager gives leader election a
 	// client of its own); a Manager given a Client instead of a Config uses
 	// that Client unless this is set.
@@ -156,7 +156,7 @@ func (m *Manager) newShardState(opts ShardingOptions, restCfg *rest.Config) (*sh
 		}
 	}
 	// The ring's Leases (renewals, the sharder's election and reads, slot
-	// records) get a client with the ring's budget, apart from the
+	// records) get a client with the ring's write rate, apart from the
 	// controllers': a burst of their writes must not delay a renewal.
 	leases := opts.Leases
 	switch {

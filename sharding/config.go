@@ -50,7 +50,7 @@ const (
 	DefaultRetryPeriod   = leasetiming.DefaultRetryPeriod
 )
 
-// Defaults of the ring's write budget (Config.WriteQPS and WriteBurst): a
+// Defaults of the ring's write rate (Config.WriteQPS and WriteBurst): a
 // member's ring client (the sharder's label patches and reads, the
 // dispatchers' drain acknowledgements) has a token bucket of its own, well
 // above a controller's 20 QPS, since assigning or moving N objects costs one
@@ -117,7 +117,7 @@ type Config struct {
 	// not per ring. Defaults DefaultWriteQPS and
 	// DefaultWriteBurst. A metadata client given to NewSharder or the
 	// Manager (ShardingOptions.Metadata) keeps its own limiter: it is the
-	// budget then.
+	// write rate then.
 	WriteQPS   float32
 	WriteBurst int
 
@@ -206,7 +206,7 @@ func (c Config) Validate() error {
 	if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
 		add("namespace", "namespace %q must be a DNS-1123 label: %s", c.Namespace, strings.Join(msgs, "; "))
 	}
-	// Zero is the default (WithDefaults); a negative budget would turn the
+	// Zero is the default (WithDefaults); a negative rate would turn the
 	// limiter off, which a typo must not do.
 	if q := float64(c.WriteQPS); q < 0 {
 		add("writeQPS", "write QPS %v must not be negative", c.WriteQPS)
@@ -296,7 +296,7 @@ func identityOf(ring, leaseName string) (string, bool) {
 }
 
 // NewRingClient returns the ring's metadata client over restCfg, with the
-// ring's budget (c.WriteQPS and c.WriteBurst, defaults applied) in place of
+// ring's write rate (c.WriteQPS and c.WriteBurst, defaults applied) in place of
 // restCfg's QPS, Burst and RateLimiter: the client the sharder and the
 // dispatchers write with (manager.ShardingOptions.Metadata). restCfg is not
 // changed.
@@ -313,7 +313,7 @@ func NewRingClient(restCfg *rest.Config, c Config) (metadata.Interface, error) {
 }
 
 // NewLeaseClient returns the clientset of the ring's Leases over restCfg,
-// with the ring's budget as NewRingClient's: the member's renewals, the
+// with the ring's write rate as NewRingClient's: the member's renewals, the
 // sharder's election and Lease reads, and a server-side ring's slot
 // records go through it, apart from the controllers' client, so that a
 // burst of controller writes never delays a renewal or a handover (as
@@ -331,7 +331,7 @@ func NewLeaseClient(restCfg *rest.Config, c Config) (kubernetes.Interface, error
 	return cs, nil
 }
 
-// ringConfig is a copy of restCfg with the ring's budget.
+// ringConfig is a copy of restCfg with the ring's write rate.
 func ringConfig(restCfg *rest.Config, c Config) (*rest.Config, Config, error) {
 	if restCfg == nil {
 		return nil, c, &ConfigError{Field: "restConfig", Rule: "rest config must not be nil"}
@@ -341,7 +341,7 @@ func ringConfig(restCfg *rest.Config, c Config) (*rest.Config, Config, error) {
 		return nil, c, c.Validate()
 	}
 	rc := rest.CopyConfig(restCfg)
-	// The ring's own budget, apart from the controllers' client: a burst of
+	// The ring's own write rate, apart from the controllers' client: a burst of
 	// assignments or moves must not wait on --kube-api-qps.
 	rc.QPS, rc.Burst, rc.RateLimiter = c.WriteQPS, c.WriteBurst, nil
 	return rc, c, nil

@@ -46,7 +46,7 @@ var flagNames = map[string]string{
 // default unless c.Ring is set: not sharded), --shard-namespace,
 // --shard-identity (default DefaultIdentity), --shard-lease-duration,
 // --shard-renew-deadline and --shard-retry-period, and the ring client's
-// budget, --shard-write-qps and --shard-write-burst. Zero fields are first set
+// write rate, --shard-write-qps and --shard-write-burst. Zero fields are first set
 // to their defaults (WithDefaults, and DefaultIdentity), so the help text
 // shows the values the ring will use — except an empty Namespace, which
 // stays empty, as leaderelection's does: its help says what WithDefaults

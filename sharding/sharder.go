@@ -33,7 +33,7 @@ type SharderOptions struct {
 	Namespace string
 	// Workers is how many keys move through the protocol in parallel: how
 	// many of the sharder's patches can be in flight. Default
-	// DefaultSharderWorkers; the ring client's budget (Config.WriteQPS)
+	// DefaultSharderWorkers; the ring client's write rate (Config.WriteQPS)
 	// bounds their rate.
 	Workers int
 	// Metrics receives the ring's metrics; nil records none.
@@ -44,7 +44,7 @@ type SharderOptions struct {
 }
 
 // DefaultSharderWorkers is the default of SharderOptions.Workers: enough
-// patches in flight for the default write budget at a few milliseconds per
+// patches in flight for the default write rate at a few milliseconds per
 // round trip, few enough not to crowd a small API server.
 const DefaultSharderWorkers = 16
 
