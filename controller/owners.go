@@ -30,8 +30,8 @@ import (
 // reference carries no namespace, and a cluster-scoped owner may have
 // namespaced children). An owner not in the cache enqueues nothing once owners
 // has synced: it is gone, or its own add is still to come and enqueues it
-// (owners is normally the controller's primary informer, which it watches;
-// Owns checks that it does, and enqueues the owner's key when it does not).
+// (owners is normally the controller's primary informer, which it watches:
+// a controller that does not should use Owns, which enqueues such an owner).
 // Before owners synced, the keys its scope allows are enqueued, so nothing is
 // lost at start-up.
 //

@@ -18,7 +18,8 @@ import (
 // starts: one registration per (controller, informer), fanning out.
 type watched[K comparable] interface {
 	name() string
-	id() any // informerID of the informer
+	id() any       // informerID of the informer
+	ownKeys() bool // a Watch other than an Owns watches it
 	register(q queue[K], provenance bool, ft *fenceTable[K]) (registration, error)
 }
 
@@ -28,16 +29,21 @@ type watchedInformer[T informer.Object, K comparable] struct {
 	inf      informer.Informer[T]
 	handlers []func(q queue[K], provenance bool) informer.Handler[T]
 	periods  []time.Duration // each handler's WithResyncPeriod; 0: none
+	// mapsOwn counts the Watches that may enqueue the objects' own keys:
+	// all but Owns's, which maps an object to its owner only.
+	mapsOwn int
 }
 
-func (w *watchedInformer[T, K]) name() string { return w.inf.Name() }
-func (w *watchedInformer[T, K]) id() any      { return informerID(w.inf) }
+func (w *watchedInformer[T, K]) name() string  { return w.inf.Name() }
+func (w *watchedInformer[T, K]) id() any       { return informerID(w.inf) }
+func (w *watchedInformer[T, K]) ownKeys() bool { return w.mapsOwn > 0 }
 
-// watchesInformer reports whether c watches the informer id names.
+// watchesOwnKeys reports whether a Watch of c other than an Owns watches the
+// informer id names: its objects' events then enqueue their own keys.
 // Callers hold c.mu.
-func (c *Controller[K]) watchesInformer(id any) bool {
+func (c *Controller[K]) watchesOwnKeys(id any) bool {
 	for _, w := range c.watches {
-		if w.id() == id {
+		if w.id() == id && w.ownKeys() {
 			return true
 		}
 	}

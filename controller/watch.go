@@ -30,7 +30,7 @@ import (
 // inf's initial list; Run removes it when it returns. Call Watch before Run
 // (after, it returns ErrAlreadyStarted). mapFn must not mutate the object,
 // which is the cache's. For the common mappings use EnqueueObject and
-// EnqueueControllerOf (or Owns, which is Watch with EnqueueControllerOf).
+// EnqueueControllerOf (or Owns, for the children a controller owns).
 //
 // Options filter the events: WithPredicates drops the events its predicates
 // refuse before mapFn sees them (an update refused enqueues neither the old
@@ -41,6 +41,12 @@ import (
 // Watch is a function, not a method, because Go methods cannot have type
 // parameters.
 func Watch[T informer.Object, K comparable](c *Controller[K], inf informer.Informer[T], mapFn func(T) []K, opts ...WatchOption[T]) error {
+	return watch(c, inf, mapFn, true, opts...)
+}
+
+// watch is Watch; mapsOwn is false for Owns's, whose mapping never enqueues
+// an object's own key.
+func watch[T informer.Object, K comparable](c *Controller[K], inf informer.Informer[T], mapFn func(T) []K, mapsOwn bool, opts ...WatchOption[T]) error {
 	if c == nil {
 		return &OptionsError{Field: "Watch", Reason: "nil controller"}
 	}
@@ -73,6 +79,9 @@ func Watch[T informer.Object, K comparable](c *Controller[K], inf informer.Infor
 		return watchHandler(cfg.observers, h, cfg.predicates)
 	})
 	w.periods = append(w.periods, cfg.resyncPeriod)
+	if mapsOwn {
+		w.mapsOwn++
+	}
 	return nil
 }
 
@@ -107,12 +116,18 @@ func EnqueueObject[T informer.Object](obj T) []Key {
 // owners' objects (normally the controller's primary informer), and resync updates are
 // dropped (the owner's own watch resyncs the owner; kube-controller-manager's
 // controllers likewise ignore same-resourceVersion updates of their Pods). It
-// is Watch with the mapping EnqueueControllerOf[T](owners) and the option
+// is Watch with the mapping EnqueueControllerOf[T](owners), except for owners
+// missing from the cache (below), and the option
 // WithPredicates(predicate.ResourceVersionChanged[T]()) ahead of opts, which
 // add predicates of their own. The name is controller-runtime's builder.Owns.
 //
-// An owner missing from owners' synced cache is enqueued only when c does
-// not watch owners (its add would otherwise enqueue it, or it is gone).
+// An owner missing from owners' synced cache enqueues nothing when another
+// Watch of c watches owners (For, in controller-runtime's words): the
+// owner's add is still to come and enqueues it, or the owner is gone. When
+// none does, nothing else would reach the owner, so its key is enqueued: the
+// one key its scope allows, or, for a custom resource of which the cache has
+// shown no object yet (the first one created), both "namespace/name" and
+// "name", one of which names nothing.
 //
 // Every scope and kind of owner works: a namespaced owner enqueues
 // "namespace/name", a cluster-scoped one (a Tenant owning Namespaces and the
@@ -161,7 +176,7 @@ func Owns[T, O informer.Object](c *Controller[Key], inf informer.Informer[T], ow
 			return false
 		}
 		c.mu.Lock()
-		ran, yes := c.ran, c.watchesInformer(informerID(owners))
+		ran, yes := c.ran, c.watchesOwnKeys(informerID(owners))
 		c.mu.Unlock()
 		if ran { // the watches are fixed from Run on
 			if yes {
@@ -175,7 +190,7 @@ func Owns[T, O informer.Object](c *Controller[Key], inf informer.Informer[T], ow
 	mapping, r := controllerOf[T](owners, complete, report)
 	all := make([]WatchOption[T], 0, len(opts)+1)
 	all = append(all, WithPredicates(predicate.ResourceVersionChanged[T]()))
-	if err := Watch(c, inf, mapping, append(all, opts...)...); err != nil {
+	if err := watch(c, inf, mapping, false, append(all, opts...)...); err != nil {
 		return err
 	}
 	if _, known := owner.CheckScopes(inf.GVR(), owners.GVR()); !known {

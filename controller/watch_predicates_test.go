@@ -320,3 +320,25 @@ func TestOwnsEnqueuesAnUncachedOwnerOnlyWhenTheOwnersAreNotWatched(t *testing.T)
 		})
 	}
 }
+
+// Owns's own watch of an informer is no watch of the owners: ConfigMaps
+// owning ConfigMaps, with Owns alone, enqueue an owner missing from the cache.
+func TestOwnsOfItsOwnKindEnqueuesAnUncachedOwner(t *testing.T) {
+	env := testkit.NewFake(t)
+	ctx, ns := env.Context(), env.Namespace()
+	cms, err := informer.For[*corev1.ConfigMap](env.Factory())
+	require.NoError(t, err)
+	r := &counter{}
+	c, err := controller.New("configmaps", controller.Reconciler[controller.Key](r), controller.Options[controller.Key]{})
+	require.NoError(t, err)
+	require.NoError(t, controller.Owns(c, cms, cms))
+	env.RunController(ctx, c)
+	require.Eventually(t, c.HasSynced, waitTimeout, time.Millisecond)
+
+	_, err = env.Client().CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "child",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "parent", UID: "parent-uid", Controller: new(true)}}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return r.counts(ns, "parent")[0] == 1 }, waitTimeout, time.Millisecond)
+	env.WaitForQuiet(waitTimeout)
+	assert.Equal(t, []int{1, 0}, r.counts(ns, "parent", "child"))
+}
