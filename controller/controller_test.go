@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"negative backoff count", "c", ok, Options[string]{Retry: Backoff(-3, GiveUp())}, "Retry"},
 		{"zero interval", "c", ok, Options[string]{Retry: Backoff(3, Every(0))}, "Retry"},
 		{"negative interval", "c", ok, Options[string]{Retry: Every(-time.Second)}, "Retry"},
+		{"uncountable retries", "c", ok, Options[string]{Retry: Backoff(math.MaxInt32, Backoff(1, GiveUp()))}, "Retry"},
 		{"negative timeout", "c", ok, Options[string]{ReconcileTimeout: -time.Second}, "ReconcileTimeout"},
 		{"negative sync timeout", "c", ok, Options[string]{CacheSyncTimeout: -time.Second}, "CacheSyncTimeout"},
 		{"queue and limiter", "c", ok, Options[string]{Queue: q, RateLimiter: kworkqueue.DefaultTypedControllerRateLimiter[string]()}, "RateLimiter"},

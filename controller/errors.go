@@ -5,9 +5,9 @@ import (
 	"fmt"
 )
 
-// Sentinel errors: errors returned by this package wrap one of them, so
-// callers match with errors.Is; the typed errors below add detail for
-// errors.As. Terminal errors are told by IsTerminal.
+// Sentinel errors of the package's own failures, matched with errors.Is; the
+// typed errors below add detail for errors.As. Terminal errors are told by
+// IsTerminal, recovered panics by errors.As to *PanicError.
 var (
 	// ErrInvalidOptions is matched by every *OptionsError.
 	ErrInvalidOptions = errors.New("invalid options")

@@ -275,7 +275,13 @@ func (cm *controllerMetrics) setSlowRetryKeys(n int) {
 // (kworkqueue.TypedRateLimitingQueueConfig.MetricsProvider) or ctrlkit's
 // (workqueue.WithMetricsProvider, which reports the depth per priority).
 // Controllers built with these Metrics use it themselves.
-func (m *Metrics) QueueMetrics() kworkqueue.MetricsProvider { return queueMetrics{m} }
+// A nil Metrics gives nil, which queues take for no metrics.
+func (m *Metrics) QueueMetrics() kworkqueue.MetricsProvider {
+	if m == nil {
+		return nil
+	}
+	return queueMetrics{m}
+}
 
 // queueMetrics is the queue metrics' provider of a Metrics.
 type queueMetrics struct{ m *Metrics }

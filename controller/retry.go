@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"maps"
+	"math"
 	"sync"
 	"time"
 
@@ -43,7 +44,9 @@ var defaultRetry = Retry{set: true, backoff: 15, every: 5 * time.Minute}
 
 // Backoff retries a failed key n times with the rate limiter's backoff
 // (Options.RateLimiter), then follows then. Backoff(n, GiveUp()) is
-// kube-controller-manager's endpoint controllers' policy; Backoff(0, p) is p.
+// kube-controller-manager's endpoint controllers' policy; Backoff(0, p) is p;
+// Backoff(n, Backoff(m, p)) is Backoff(n+m, p). A zero Retry as then is the
+// default: Backoff(n, Retry{}) backs off n+15 times.
 func Backoff(n int, then Retry) Retry {
 	then = then.resolved()
 	switch {
@@ -53,6 +56,8 @@ func Backoff(n int, then Retry) Retry {
 		return then
 	case then.backoff < 0:
 		return then
+	case n > math.MaxInt32-then.backoff:
+		return Retry{set: true, err: fmt.Sprintf("Backoff(%d): more retries than can be counted; use BackoffForever()", n)}
 	}
 	then.backoff += n
 	return then
@@ -60,7 +65,10 @@ func Backoff(n int, then Retry) Retry {
 
 // Every tries a failed key again every d until a Reconcile of it succeeds or
 // fails terminally. An event for the key meanwhile reconciles it at once. The
-// wait is a plain delay: the rate limiter neither paces nor counts it.
+// wait is a plain delay: the rate limiter neither paces nor counts it, and a
+// Retry-After from the API server does not change it. Alone, with no backoff
+// before it, the first failure already counts as past the backoff (logged so,
+// and in Stats.SlowRetrying and ctrlkit_controller_retries_exhausted_total).
 func Every(d time.Duration) Retry {
 	if d <= 0 {
 		return Retry{set: true, err: fmt.Sprintf("Every(%v): the interval must be positive", d)}

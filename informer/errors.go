@@ -33,7 +33,7 @@ var (
 	// given (nil is allowed for factories that serve only the others),
 	// ForMetadata Options.MetadataClient, ForResource Options.DynamicClient;
 	// and when the factory itself is nil.
-	ErrNoClient = errors.New("informer factory has no client for it")
+	ErrNoClient = errors.New("no client")
 
 	// ErrInformerNameInUse is reported to the error handler by NewFactory
 	// when the name of Options.InformerName is held by another factory of the

@@ -50,7 +50,7 @@ func labelSeen(env *testkit.Env) (*controller.Controller[controller.Key], error)
 		// Retries come back within WaitForQuiet's quiet period, so a key in backoff is never
 		// mistaken for a settled one for long.
 		RateLimiter: kworkqueue.NewTypedItemExponentialFailureRateLimiter[controller.Key](time.Millisecond, 20*time.Millisecond),
-		Retry:       controller.Backoff(100, controller.GiveUp()),
+		Retry:       controller.Backoff(100, controller.Every(5*time.Minute)),
 	})
 	if err != nil {
 		return nil, err
