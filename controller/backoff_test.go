@@ -13,6 +13,7 @@ import (
 	kworkqueue "k8s.io/client-go/util/workqueue"
 
 	"github.com/ctrlkit/ctrlkit/internal/discard"
+	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
 // faultRun is kubernetes#132805 in a synctest bubble: a key's Reconcile fails
@@ -106,7 +107,7 @@ func TestEventsDoNotInflateTheBackoff(t *testing.T) {
 func TestAHeldRetryListsTheEventsItAbsorbed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
-		var reasons []Reasons
+		var reasons []provenance.Reasons
 		fail := true
 		r := ReconcilerFunc[string](func(ctx context.Context, _ string) (Result, error) {
 			mu.Lock()
@@ -135,7 +136,7 @@ func TestAHeldRetryListsTheEventsItAbsorbed(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		require.Len(t, reasons, 2, "the three Enqueues ran nothing before the retry")
-		assert.Equal(t, 1, reasons[1].Count(TriggerRetry))
-		assert.Equal(t, 3, reasons[1].Count(TriggerManual))
+		assert.Equal(t, 1, reasons[1].Count(provenance.TriggerRetry))
+		assert.Equal(t, 3, reasons[1].Count(provenance.TriggerManual))
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ctrlkit/ctrlkit/featuregate"
+	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
 // Controller runs a Reconciler over the keys in its queue with a fixed number
@@ -84,7 +85,7 @@ type Controller[K comparable] struct {
 type pendingKey[K comparable] struct {
 	key K
 	at  time.Time // zero: at once
-	t   Trigger
+	t   provenance.Trigger
 }
 
 // Name returns the controller's name.
@@ -119,7 +120,7 @@ func (c *Controller[K]) EnqueueAfter(key K, d time.Duration) {
 	c.enqueue(key, manualTrigger(d))
 }
 
-func (c *Controller[K]) enqueue(key K, t Trigger) {
+func (c *Controller[K]) enqueue(key K, t provenance.Trigger) {
 	if q := c.q.Load(); q != nil {
 		addTrigger[K](q, key, t)
 		return

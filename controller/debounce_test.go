@@ -16,6 +16,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
 // debounced runs a controller with Debounce quiet and DebounceMaxWait
@@ -136,7 +137,7 @@ func TestDebounceIsVisible(t *testing.T) {
 	w := &work[string]{key: "k", q: q}
 	assert.False(t, s.enter(w), "held: events are not quiet yet")
 	require.Len(t, q.adds, 1)
-	assert.Equal(t, TriggerPaced, q.adds[0].trigger.Kind)
+	assert.Equal(t, provenance.TriggerPaced, q.adds[0].trigger.Kind)
 	assert.Equal(t, 5*time.Second, q.adds[0].trigger.After)
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.paced.WithLabelValues("c", "debounce")))
 	clk.Step(5 * time.Second)

@@ -18,6 +18,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/predicate"
+	"github.com/ctrlkit/ctrlkit/provenance"
 	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -295,7 +296,7 @@ func ExampleReasonsFrom() {
 	done := make(chan struct{})
 	r := controller.ReconcilerFunc[controller.Key](func(ctx context.Context, key controller.Key) (controller.Result, error) {
 		why := controller.ReasonsFrom(ctx)
-		fmt.Printf("reconcile %s: %d triggers, %d of them events\n", key, why.Total, why.Count(controller.TriggerEvent))
+		fmt.Printf("reconcile %s: %d triggers, %d of them events\n", key, why.Total, why.Count(provenance.TriggerEvent))
 		fmt.Println(why)
 		close(done)
 		return controller.Result{}, nil
@@ -304,7 +305,7 @@ func ExampleReasonsFrom() {
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-x7k2p"}}
 	key := controller.Key{Namespace: "default", Name: "web"}
-	c.EnqueueWithTrigger(key, controller.EventTrigger("pods", controller.EventDelete, pod))
+	c.EnqueueWithTrigger(key, provenance.EventTrigger("pods", provenance.EventDelete, pod))
 	c.Enqueue(key) // deduplicated into the same reconcile, and recorded
 
 	ctx, cancel := context.WithCancel(context.Background())

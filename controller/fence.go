@@ -12,6 +12,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/internal/fencehook"
+	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
 // defaultFenceTTL is how long a key waits for its write fences at most, by default. An
@@ -67,7 +68,7 @@ type fenceDecl struct {
 // Reconcile again until inf's cache shows written (the object a write returned) at its
 // resourceVersion or newer, or shows it deleted. The informer's event releases the key; no
 // one polls. A key that is queued meanwhile stays queued and is reconciled once released
-// (its Reasons then include a "fence" trigger), or when Options.Fences.TTL passes.
+// (its provenance.Reasons then include a "fence" trigger), or when Options.Fences.TTL passes.
 //
 // A written object that shows the write removed it (a deletionTimestamp, no finalizers left and
 // no grace period: the API server deleted it) is waited for until the cache no longer has it.
@@ -242,7 +243,7 @@ func (c *Controller[K]) startFences(logger klog.Logger, q queue[K]) *fenceTable[
 	if c.fenceOpts == nil {
 		return nil
 	}
-	requeue := func(k K, t Trigger) { addTrigger(q, k, t) }
+	requeue := func(k K, t provenance.Trigger) { addTrigger(q, k, t) }
 	if ft := c.fences.Load(); ft != nil { // kept from an earlier Run
 		ft.nextTerm(logger, c.cm, requeue)
 		return ft

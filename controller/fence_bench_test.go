@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/ctrlkit/ctrlkit/provenance"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -19,7 +20,7 @@ func BenchmarkFence(b *testing.B) {
 	newTable := func() (*fenceTable[Key], *fenceTarget) {
 		ft := newFenceTable[Key](&Fences{}, clock.RealClock{})
 		ft.logger = klog.Background()
-		ft.requeue = func(Key, Trigger) {}
+		ft.requeue = func(Key, provenance.Trigger) {}
 		t := &fenceTarget{
 			name:   "configmaps",
 			lookup: func(string, string) (string, bool, bool) { return "", false, false }, // not cached yet
@@ -48,7 +49,7 @@ func BenchmarkFence(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			k := keys[i&1023]
 			ft.add(k, t, k.Namespace, k.Name, "12345", versionFence)
-			ft.hold(k, Reasons{})
+			ft.hold(k, provenance.Reasons{})
 			ft.observe(objRef{t: t, namespace: k.Namespace, name: k.Name}, "12345", false, false)
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctrlkit/ctrlkit/provenance"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/klog/v2"
@@ -18,7 +19,7 @@ func TestFenceTableRemembersDeletesOnlyWhileReconciling(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	ft := newFenceTable[Key](&Fences{TTL: time.Minute}, clk)
 	ft.logger = klog.Background()
-	ft.requeue = func(Key, Trigger) {}
+	ft.requeue = func(Key, provenance.Trigger) {}
 	tgt := &fenceTarget{name: "configmaps", lookup: func(string, string) (string, bool, bool) { return "", false, false }}
 	ref := objRef{t: tgt, namespace: "ns", name: "cm"}
 	key := Key{Namespace: "ns", Name: "owner"}
@@ -57,7 +58,7 @@ func TestFenceTableKeepsOpenFencesForTheNextTerm(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	ft := newFenceTable[Key](&Fences{TTL: time.Minute}, clk)
 	ft.logger = klog.Background()
-	ft.requeue = func(Key, Trigger) {}
+	ft.requeue = func(Key, provenance.Trigger) {}
 	cache := map[string]string{"a": "1", "b": "1"}
 	registered := 0
 	tgt := &fenceTarget{
@@ -72,15 +73,15 @@ func TestFenceTableKeepsOpenFencesForTheNextTerm(t *testing.T) {
 	a, b := Key{Namespace: "ns", Name: "a"}, Key{Namespace: "ns", Name: "b"}
 	require.True(t, ft.add(a, tgt, "ns", "a", "5", versionFence))
 	require.True(t, ft.add(b, tgt, "ns", "b", "5", versionFence))
-	require.True(t, ft.hold(a, Reasons{}))
+	require.True(t, ft.hold(a, provenance.Reasons{}))
 
 	ft.unregister()
 	assert.Zero(t, ft.heldKeys(), "nothing is held for a queue that is gone")
 	cache["a"] = "5" // the cache caught up with a's write while no handler watched
 	var requeued []Key
-	ft.nextTerm(klog.Background(), nil, func(k Key, _ Trigger) { requeued = append(requeued, k) })
+	ft.nextTerm(klog.Background(), nil, func(k Key, _ provenance.Trigger) { requeued = append(requeued, k) })
 	assert.Equal(t, 2, registered, "the release handler is registered again")
-	assert.False(t, ft.hold(a, Reasons{}), "a's write is in the cache: released")
-	assert.True(t, ft.hold(b, Reasons{}), "b's write is not: the new term waits for it")
+	assert.False(t, ft.hold(a, provenance.Reasons{}), "a's write is in the cache: released")
+	assert.True(t, ft.hold(b, provenance.Reasons{}), "b's write is not: the new term waits for it")
 	assert.Empty(t, requeued, "the new term's watches queue the keys; nothing was held")
 }

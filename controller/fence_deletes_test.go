@@ -16,6 +16,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
 // byHand is an informer whose events reach the handlers added through it only when the test
@@ -128,7 +129,7 @@ func TestFenceRecordedAfterTheDeleteEventDoesNotHoldTheKey(t *testing.T) {
 				} else if !apierrors.IsNotFound(err) {
 					return controller.Result{}, err
 				}
-				if r.add(rv, controller.Reasons{}) > 1 {
+				if r.add(rv, provenance.Reasons{}) > 1 {
 					return controller.Result{}, nil
 				}
 				// The write is made; its answer comes back only after the test has had the

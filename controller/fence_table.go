@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ctrlkit/ctrlkit/provenance"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -60,8 +61,8 @@ func (f *fenceRec) satisfiedBy(rv string, deleting, deleted bool) bool {
 // keyFences is what one key waits for.
 type keyFences struct {
 	fences []fenceRec
-	held   bool    // the key was taken from the queue while fenced and waits here
-	why    Reasons // the reasons it was queued with, handed on when released
+	held   bool               // the key was taken from the queue while fenced and waits here
+	why    provenance.Reasons // the reasons it was queued with, handed on when released
 }
 
 // fenceTable is a controller's fence bookkeeping. Its lock is taken by Fence (per write), by
@@ -73,7 +74,7 @@ type fenceTable[K comparable] struct {
 	clock   clock.Clock
 	logger  klog.Logger
 	cm      *controllerMetrics
-	requeue func(key K, t Trigger) // re-adds a released key that was held
+	requeue func(key K, t provenance.Trigger) // re-adds a released key that was held
 
 	regMu   sync.Mutex
 	targets map[any]*fenceTarget
@@ -83,7 +84,7 @@ type fenceTable[K comparable] struct {
 	mu    sync.Mutex
 	keys  map[K]*keyFences
 	objs  map[objRef][]K
-	carry map[K]Reasons // reasons of released keys, until the worker takes the key
+	carry map[K]provenance.Reasons // reasons of released keys, until the worker takes the key
 	held  int
 
 	open     atomic.Int64 // len(objs): events skip the lock when no fence is open
@@ -110,7 +111,7 @@ func newFenceTable[K comparable](opts *Fences, clk clock.Clock) *fenceTable[K] {
 		byType:  make(map[reflect.Type]*fenceTarget),
 		keys:    make(map[K]*keyFences),
 		objs:    make(map[objRef][]K),
-		carry:   make(map[K]Reasons),
+		carry:   make(map[K]provenance.Reasons),
 	}
 }
 
@@ -174,7 +175,7 @@ func (ft *fenceTable[K]) add(key K, t *fenceTarget, namespace, name, rv string, 
 		requeue := ft.dropLocked(key, ref)
 		ft.mu.Unlock()
 		if requeue {
-			ft.requeue(key, Trigger{Kind: TriggerFence, Source: t.name, Namespace: namespace, Name: name})
+			ft.requeue(key, provenance.Trigger{Kind: provenance.TriggerFence, Source: t.name, Namespace: namespace, Name: name})
 		}
 	}
 	ft.mu.Lock()
@@ -247,7 +248,7 @@ func (ft *fenceTable[K]) observe(ref objRef, rv string, deleting, deleted bool) 
 	ft.setObjLocked(ref, kept)
 	ft.mu.Unlock()
 	for _, k := range released {
-		ft.requeue(k, Trigger{Kind: TriggerFence, Source: ref.t.name, Namespace: ref.namespace, Name: ref.name})
+		ft.requeue(k, provenance.Trigger{Kind: provenance.TriggerFence, Source: ref.t.name, Namespace: ref.namespace, Name: ref.name})
 	}
 }
 
@@ -282,7 +283,7 @@ func (ft *fenceTable[K]) releaseLocked(k K, kf *keyFences) bool {
 
 // hold keeps key back when it has open fences, merging why into what it waits with. The
 // worker then marks the key Done without reconciling it; the release queues it again.
-func (ft *fenceTable[K]) hold(key K, why Reasons) bool {
+func (ft *fenceTable[K]) hold(key K, why provenance.Reasons) bool {
 	if ft.open.Load() == 0 {
 		return false // a key with fences has objects in objs
 	}
@@ -301,7 +302,7 @@ func (ft *fenceTable[K]) hold(key K, why Reasons) bool {
 }
 
 // takeCarry returns the reasons a released key was held with, merged before why.
-func (ft *fenceTable[K]) takeCarry(key K, why Reasons) Reasons {
+func (ft *fenceTable[K]) takeCarry(key K, why provenance.Reasons) provenance.Reasons {
 	if ft.carrying.Load() == 0 {
 		return why
 	}
@@ -365,7 +366,7 @@ func (ft *fenceTable[K]) expire(now time.Time) {
 			"resourceVersion", e.f.rv, "gone", e.f.kind != versionFence, "ttl", ft.ttl)
 	}
 	for _, k := range released {
-		ft.requeue(k, Trigger{Kind: TriggerFence, Source: "timeout"})
+		ft.requeue(k, provenance.Trigger{Kind: provenance.TriggerFence, Source: "timeout"})
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/ctrlkit/ctrlkit/provenance"
 	"k8s.io/klog/v2"
 )
 
@@ -85,7 +86,7 @@ func (ft *fenceTable[K]) unregister() {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	for _, kf := range ft.keys {
-		kf.held, kf.why = false, Reasons{}
+		kf.held, kf.why = false, provenance.Reasons{}
 	}
 	ft.held = 0
 	clear(ft.carry)
@@ -99,7 +100,7 @@ func (ft *fenceTable[K]) unregister() {
 // cache, which may have shown the write while no handler watched. A fence the cache cannot
 // release waits for an event or its TTL as before, so the new term does not act on a cache
 // that lacks the last term's writes (the same process often wins a lost Lease right back).
-func (ft *fenceTable[K]) nextTerm(logger klog.Logger, cm *controllerMetrics, requeue func(K, Trigger)) {
+func (ft *fenceTable[K]) nextTerm(logger klog.Logger, cm *controllerMetrics, requeue func(K, provenance.Trigger)) {
 	// No handler, worker or sweeper runs between two Runs: these need no lock.
 	ft.logger, ft.cm, ft.requeue = logger, cm, requeue
 	ft.regMu.Lock()

@@ -25,6 +25,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
 // heldCluster is a fake clientset whose ConfigMap watch the test drives by hand: nothing the
@@ -74,10 +75,10 @@ func configMap(rv string) *corev1.ConfigMap {
 type reads struct {
 	mu  sync.Mutex
 	rvs []string
-	why []controller.Reasons
+	why []provenance.Reasons
 }
 
-func (r *reads) add(rv string, why controller.Reasons) int {
+func (r *reads) add(rv string, why provenance.Reasons) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rvs = append(r.rvs, rv)
@@ -85,10 +86,10 @@ func (r *reads) add(rv string, why controller.Reasons) int {
 	return len(r.rvs)
 }
 
-func (r *reads) get() ([]string, []controller.Reasons) {
+func (r *reads) get() ([]string, []provenance.Reasons) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]string(nil), r.rvs...), append([]controller.Reasons(nil), r.why...)
+	return append([]string(nil), r.rvs...), append([]provenance.Reasons(nil), r.why...)
 }
 
 func (r *reads) n() int { rvs, _ := r.get(); return len(rvs) }
@@ -147,7 +148,7 @@ func TestFenceHoldsTheKeyUntilTheInformerShowsTheWrite(t *testing.T) {
 		_, why := r.get()
 		events := 0
 		for _, w := range why[1:] {
-			events += w.Count(controller.TriggerEvent)
+			events += w.Count(provenance.TriggerEvent)
 		}
 		return len(why) >= 2 && events >= 1 && c.Stats().Idle()
 	}, 10*time.Second, time.Millisecond)
@@ -158,9 +159,9 @@ func TestFenceHoldsTheKeyUntilTheInformerShowsTheWrite(t *testing.T) {
 	// The update event may be merged into the released key or come on its own.
 	var requeues, fences, events int
 	for _, w := range why[1:] {
-		requeues += w.Count(controller.TriggerRequeue)
-		fences += w.Count(controller.TriggerFence)
-		events += w.Count(controller.TriggerEvent)
+		requeues += w.Count(provenance.TriggerRequeue)
+		fences += w.Count(provenance.TriggerFence)
+		events += w.Count(provenance.TriggerEvent)
 	}
 	// The release is a fence trigger when the fence table hands the key back; when the Watch's
 	// enqueue of the same event gets there first, the event is the trigger and no fence shows.
@@ -279,7 +280,7 @@ func TestFenceOnAMetadataInformer(t *testing.T) {
 		if err != nil {
 			return controller.Result{}, err
 		}
-		if r.add(s.ResourceVersion, controller.Reasons{}) == 1 {
+		if r.add(s.ResourceVersion, provenance.Reasons{}) == 1 {
 			written := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", ResourceVersion: "2"}}
 			assert.True(t, controller.Fence(ctx, secrets, written))
 			return controller.Result{Requeue: true}, nil

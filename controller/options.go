@@ -55,7 +55,7 @@ type Options[K comparable] struct {
 	// MinInterval is the least time between the starts of two Reconciles of
 	// one key: a key due sooner waits in the queue (holding no worker) until
 	// then, its reasons kept, and the wait shows in provenance
-	// (TriggerPaced) and in ctrlkit_controller_paced_total{pace=
+	// (provenance.TriggerPaced) and in ctrlkit_controller_paced_total{pace=
 	// "min-interval"}. For objects whose every change would otherwise cost
 	// a call to a slow system. 0, the default, means none.
 	MinInterval time.Duration
@@ -69,7 +69,7 @@ type Options[K comparable] struct {
 	// and resyncs too), not to Enqueue, retries or requeues, though a key
 	// queued by those while its events are settling waits with them. A held
 	// key waits in the queue, holding no worker; the wait shows in provenance
-	// (TriggerPaced) and in ctrlkit_controller_paced_total{pace="debounce"}.
+	// (provenance.TriggerPaced) and in ctrlkit_controller_paced_total{pace="debounce"}.
 	// 0, the default, means none.
 	Debounce time.Duration
 

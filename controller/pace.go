@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ctrlkit/ctrlkit/provenance"
 	"k8s.io/utils/clock"
 )
 
@@ -14,7 +15,7 @@ import (
 // tokens come at qps per second, up to burst saved. One Limiter shared by
 // several controllers paces them together, for an external API they all
 // call, say. A key without a token waits in the queue (no worker is held),
-// and its wait shows in provenance (TriggerPaced) and in
+// and its wait shows in provenance (provenance.TriggerPaced) and in
 // ctrlkit_controller_paced_total{controller,pace}.
 type Limiter struct {
 	name  string
@@ -77,7 +78,7 @@ type paceStep[K comparable] struct {
 	started  map[K]time.Time // last start of each key, for the minimum interval
 	sweepAt  int             // len(started) at which stale entries are dropped
 	paidTill map[K]paid      // keys that took their tokens, and when those are due
-	carried  map[K]Reasons
+	carried  map[K]provenance.Reasons
 }
 
 // paid is when the tokens a held key took are due, and the limiter that
@@ -90,7 +91,7 @@ type paid struct {
 func newPaceStep[K comparable](c *Controller[K], d *debouncer[K]) *paceStep[K] {
 	return &paceStep[K]{
 		c: c, clock: c.clock, debounce: d, interval: c.minInterval, limiters: c.limiters, carry: c.provenance,
-		started: map[K]time.Time{}, sweepAt: 1024, paidTill: map[K]paid{}, carried: map[K]Reasons{},
+		started: map[K]time.Time{}, sweepAt: 1024, paidTill: map[K]paid{}, carried: map[K]provenance.Reasons{},
 	}
 }
 
@@ -141,7 +142,7 @@ func (s *paceStep[K]) enter(w *work[K]) bool {
 		}
 		s.mu.Unlock()
 		w.logger.V(4).Info("Holding the key back: it is paced", "key", w.key, "pace", pace, "wait", wait)
-		w.q.add(w.key, addSpec{trigger: Trigger{Kind: TriggerPaced, After: wait}})
+		w.q.add(w.key, addSpec{trigger: provenance.Trigger{Kind: provenance.TriggerPaced, After: wait}})
 		s.c.cm.paced(pace) // once queued: a test waiting for the count may then move the clock
 		return false
 	}

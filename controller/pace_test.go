@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctrlkit/ctrlkit/provenance"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
@@ -30,7 +31,7 @@ func stepUntilDue(t *testing.T, ctx context.Context, clk *testingclock.FakeClock
 // "paced" added.
 func TestMinIntervalHoldsAKeyBack(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
-	reasons := make(chan Reasons, 10)
+	reasons := make(chan provenance.Reasons, 10)
 	s := newScript(clk, func(int, string) (Result, error) { return Result{}, nil })
 	// No Metrics: their ticker would be a timer of the fake clock too.
 	c, err := New("paced", ReconcilerFunc[string](func(ctx context.Context, key string) (Result, error) {
@@ -54,8 +55,8 @@ func TestMinIntervalHoldsAKeyBack(t *testing.T) {
 	stepUntilDue(t, ctx, clk, 10*time.Second)
 	assert.Equal(t, 10*time.Second, s.next(t).at.Sub(first.at))
 	why := <-reasons
-	assert.Equal(t, 1, why.Count(TriggerManual), "the Enqueue that was held back: %v", why)
-	assert.Equal(t, 1, why.Count(TriggerPaced), "%v", why)
+	assert.Equal(t, 1, why.Count(provenance.TriggerManual), "the Enqueue that was held back: %v", why)
+	assert.Equal(t, 1, why.Count(provenance.TriggerPaced), "%v", why)
 }
 
 // A Limiter shared by two controllers paces them together: with one token a

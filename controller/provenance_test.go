@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -17,13 +16,14 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/provenance"
 	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
 // reasonsLog collects the ReasonsFrom of every Reconcile.
 type reasonsLog struct {
 	mu  sync.Mutex
-	got []Reasons
+	got []provenance.Reasons
 }
 
 func (l *reasonsLog) add(ctx context.Context) int {
@@ -33,10 +33,10 @@ func (l *reasonsLog) add(ctx context.Context) int {
 	return len(l.got)
 }
 
-func (l *reasonsLog) all() []Reasons {
+func (l *reasonsLog) all() []provenance.Reasons {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]Reasons(nil), l.got...)
+	return append([]provenance.Reasons(nil), l.got...)
 }
 
 // The error policy names its requeues: a failed call comes back as retry #1, a RequeueAfter as
@@ -69,7 +69,7 @@ func TestProvenanceOfRequeues(t *testing.T) {
 	require.NoError(t, <-done)
 
 	got := rec.all()
-	kinds := []TriggerKind{TriggerManual, TriggerRetry, TriggerRequeueAfter, TriggerRequeue}
+	kinds := []provenance.TriggerKind{provenance.TriggerManual, provenance.TriggerRetry, provenance.TriggerRequeueAfter, provenance.TriggerRequeue}
 	for i, want := range kinds {
 		assert.Equal(t, 1, got[i].Total, "call %d: %v", i+1, got[i])
 		assert.Equal(t, want, got[i].First.Kind, "call %d: %v", i+1, got[i])
@@ -120,8 +120,8 @@ func TestProvenanceOfWatchEvents(t *testing.T) {
 	require.NoError(t, <-done)
 
 	got := rec.all()
-	assert.Equal(t, Trigger{Kind: TriggerEvent, Event: EventAdd, Source: "replicasets.apps", Namespace: "ns", Name: "web"}, got[0].First)
-	assert.Equal(t, Trigger{Kind: TriggerEvent, Event: EventUpdate, Source: "replicasets.apps", Namespace: "ns", Name: "web"}, got[1].Last)
+	assert.Equal(t, provenance.Trigger{Kind: provenance.TriggerEvent, Event: provenance.EventAdd, Source: "replicasets.apps", Namespace: "ns", Name: "web"}, got[0].First)
+	assert.Equal(t, provenance.Trigger{Kind: provenance.TriggerEvent, Event: provenance.EventUpdate, Source: "replicasets.apps", Namespace: "ns", Name: "web"}, got[1].Last)
 }
 
 // Without provenance ReasonsFrom is zero; a prebuilt queue that keeps no reasons is refused.
@@ -158,7 +158,7 @@ func TestEnqueueWithTrigger(t *testing.T) {
 	}), Options[Key]{Provenance: &Provenance{LogLevel: -1}})
 	require.NoError(t, err)
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
-	c.EnqueueWithTrigger(KeyFromObject(rs), EventTrigger("replicasets.apps", EventDelete, rs))
+	c.EnqueueWithTrigger(KeyFromObject(rs), provenance.EventTrigger("replicasets.apps", provenance.EventDelete, rs))
 	done := make(chan error)
 	go func() { done <- c.Run(ctx) }()
 	require.Eventually(t, func() bool { return len(rec.all()) == 1 }, 10*time.Second, time.Millisecond)
@@ -190,37 +190,37 @@ func TestTracedHandlerAllocations(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(1000, cycle))
 }
 
-func podUpdate(name string) Trigger {
-	return Trigger{Kind: TriggerEvent, Event: EventUpdate, Source: "pods", Namespace: "ns", Name: name}
+func podUpdate(name string) provenance.Trigger {
+	return provenance.Trigger{Kind: provenance.TriggerEvent, Event: provenance.EventUpdate, Source: "pods", Namespace: "ns", Name: name}
 }
 
 // addCause adds key to q for the reason t, as the controller's queue does.
-func addCause(q *workqueue.Queue[string], key string, t Trigger) {
-	q.AddWithOpts(workqueue.AddOpts{After: t.After, Cause: t.cause()}, key)
+func addCause(q *workqueue.Queue[string], key string, t provenance.Trigger) {
+	q.AddWithOpts(workqueue.AddOpts{After: t.After, Cause: t.Cause()}, key)
 }
 
-// Triggers merged by the queue come back as the same Reasons, in the String form logs show.
+// Triggers merged by the queue come back as the same provenance.Reasons, in the String form logs show.
 func TestReasonsThroughTheQueue(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(0, 0))
 	q := workqueue.New(workqueue.WithProvenance[string](), workqueue.WithClock[string](clk))
 	defer q.ShutDown()
 	addCause(q, "k", podUpdate("a"))
 	addCause(q, "k", podUpdate("b"))
-	addCause(q, "k", Trigger{Kind: TriggerManual})
+	addCause(q, "k", provenance.Trigger{Kind: provenance.TriggerManual})
 	q.Add("k") // names no trigger
 	k, why, down := getWithReasons(q)
 	require.False(t, down)
 	require.Equal(t, "k", k)
 	assert.Equal(t, 4, why.Total)
-	assert.Equal(t, 2, why.Count(TriggerEvent))
-	assert.Equal(t, 1, why.Count(TriggerManual))
-	assert.Equal(t, 1, why.Count(TriggerUnspecified))
+	assert.Equal(t, 2, why.Count(provenance.TriggerEvent))
+	assert.Equal(t, 1, why.Count(provenance.TriggerManual))
+	assert.Equal(t, 1, why.Count(provenance.TriggerUnspecified))
 	assert.Equal(t, podUpdate("a"), why.First)
-	assert.Equal(t, Trigger{}, why.Last)
+	assert.Equal(t, provenance.Trigger{}, why.Last)
 	assert.Equal(t, "4 triggers (unspecified=1 event=2 manual=1); first: event:update pods ns/a; last: unspecified", why.String())
 
 	// A delayed trigger joins when its delay ends; DoneAndTryGet hands it out too.
-	after := Trigger{Kind: TriggerRequeueAfter, After: time.Minute}
+	after := provenance.Trigger{Kind: provenance.TriggerRequeueAfter, After: time.Minute}
 	addCause(q, "k", after)
 	clk.Step(time.Minute)
 	k, why, ok := doneAndTryGetWithReasons(q, k)
@@ -231,68 +231,11 @@ func TestReasonsThroughTheQueue(t *testing.T) {
 	assert.False(t, ok)
 	assert.True(t, why.IsZero())
 
-	// A queue without provenance hands out zero Reasons.
+	// A queue without provenance hands out zero provenance.Reasons.
 	off := workqueue.New[string]()
 	defer off.ShutDown()
 	addCause(off, "k", podUpdate("a"))
 	_, why, _ = getWithReasons(off)
 	assert.True(t, why.IsZero())
 	assert.Equal(t, "none", why.String())
-}
-
-// Every field of a trigger survives the queue, and the queue's record converts to the Reasons
-// that recording the same triggers gives, kinds the controller does not count included.
-func TestReasonsConversion(t *testing.T) {
-	full := Trigger{Kind: TriggerRetry, Event: EventDelete, Source: "s", Namespace: "ns", Name: "n", Retry: 3, After: time.Second}
-	c := full.cause()
-	assert.Equal(t, full, triggerOf(&c))
-
-	ts := []Trigger{podUpdate("a"), full, {Kind: numTriggerKinds, Name: "past the last kind"}, {Kind: 200}, {Kind: TriggerFence, Source: "timeout"}}
-	var rec workqueue.Record
-	var want Reasons
-	for _, tr := range ts {
-		rec.Add(tr.cause())
-		want.Record(tr)
-	}
-	assert.Equal(t, want, reasonsOf(&rec))
-	assert.Equal(t, Reasons{}, reasonsOf(&workqueue.Record{}))
-}
-
-// The String forms of triggers, kinds and event types.
-func TestTriggerStrings(t *testing.T) {
-	for tr, want := range map[Trigger]string{
-		{Kind: TriggerRetry, Retry: 2}: "retry#2",
-		podUpdate("web-1"):             "event:update pods ns/web-1",
-		{Kind: TriggerResync, Event: EventUpdate, Source: "pods", Name: "node-1"}: "resync:update pods node-1",
-		{Kind: TriggerFence, Source: "timeout"}:                                   "fence timeout",
-		{Kind: TriggerRetry, Retry: 16, After: 5 * time.Minute}:                   "retry#16 after 5m0s",
-		{}: "unspecified",
-	} {
-		assert.Equal(t, want, tr.String())
-	}
-	assert.Equal(t, "TriggerKind(200)", TriggerKind(200).String())
-	assert.Equal(t, "EventType(9)", EventType(9).String())
-	assert.Equal(t, "", EventNone.String())
-	assert.Equal(t, "add", EventAdd.String())
-	assert.Equal(t, "delete", EventDelete.String())
-}
-
-// The record of a key stays the same size whatever the number of its triggers.
-func TestReasonsRecordIsBounded(t *testing.T) {
-	var r Reasons
-	for i := range 10000 {
-		r.Record(podUpdate(strconv.Itoa(i)))
-	}
-	var o Reasons
-	o.Record(Trigger{Kind: TriggerResync, Event: EventUpdate})
-	r.Merge(o)
-	if r.Total != 10001 || r.Count(TriggerEvent) != 10000 || r.Count(TriggerResync) != 1 ||
-		r.First.Name != "0" || r.Last.Kind != TriggerResync {
-		t.Fatalf("merged record: %v", r)
-	}
-	if r.Count(TriggerKind(200)) != 0 || TriggerKind(200).String() != "TriggerKind(200)" {
-		t.Fatal("an unknown kind must count zero and print its number")
-	}
-	assert.Equal(t, "10001 triggers (event=10000 resync=1); first: event:update pods ns/0; last: resync:update", r.String())
-	assert.Equal(t, r.String(), r.MarshalLog())
 }

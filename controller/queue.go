@@ -3,6 +3,7 @@ package controller
 import (
 	kworkqueue "k8s.io/client-go/util/workqueue"
 
+	"github.com/ctrlkit/ctrlkit/provenance"
 	"github.com/ctrlkit/ctrlkit/workqueue"
 )
 
@@ -10,13 +11,13 @@ import (
 // the user passed: Run adapts it once (adaptQueue), so no step of the worker
 // pipeline asks which kind of queue it has.
 type queue[K comparable] interface {
-	// get waits for the next key, with why it was queued (zero Reasons
+	// get waits for the next key, with why it was queued (zero provenance.Reasons
 	// without provenance); shutdown is true once the queue is shut down and
 	// empty.
-	get() (key K, why Reasons, shutdown bool)
+	get() (key K, why provenance.Reasons, shutdown bool)
 	// doneAndNext hands key back and, when another key is ready, takes it in
 	// the same step (ok true).
-	doneAndNext(key K) (next K, why Reasons, ok bool)
+	doneAndNext(key K) (next K, why provenance.Reasons, ok bool)
 	// done hands key back.
 	done(key K)
 	// add puts key in: at once, after a delay, or through the rate limiter.
@@ -32,9 +33,9 @@ type queue[K comparable] interface {
 
 // addSpec is how a key is put in the queue.
 type addSpec struct {
-	trigger     Trigger // recorded with provenance; trigger.After delays the add
-	priority    *int    // Result.Priority; nil keeps the default
-	rateLimited bool    // delay through the rate limiter (a retry)
+	trigger     provenance.Trigger // recorded with provenance; trigger.After delays the add
+	priority    *int               // Result.Priority; nil keeps the default
+	rateLimited bool               // delay through the rate limiter (a retry)
 	// hold keeps the key out until the delay ends: adds meanwhile join it
 	// (workqueue.AddOpts.Hold). Only ctrlkit's queue can.
 	hold bool
@@ -77,9 +78,9 @@ type ckQueue[K comparable] struct {
 	provenance bool // Options.Provenance: every add says why
 }
 
-func (c ckQueue[K]) get() (K, Reasons, bool) { return getWithReasons(c.q) }
+func (c ckQueue[K]) get() (K, provenance.Reasons, bool) { return getWithReasons(c.q) }
 
-func (c ckQueue[K]) doneAndNext(key K) (K, Reasons, bool) {
+func (c ckQueue[K]) doneAndNext(key K) (K, provenance.Reasons, bool) {
 	return doneAndTryGetWithReasons(c.q, key)
 }
 
@@ -90,7 +91,7 @@ func (c ckQueue[K]) add(key K, a addSpec) {
 		addPlain(c.q, key, a)
 		return
 	}
-	o := workqueue.AddOpts{After: a.trigger.After, RateLimited: a.rateLimited, Hold: a.hold, Cause: a.trigger.cause()}
+	o := workqueue.AddOpts{After: a.trigger.After, RateLimited: a.rateLimited, Hold: a.hold, Cause: a.trigger.Cause()}
 	if a.priority != nil {
 		o.Priority = *a.priority
 	}
@@ -109,12 +110,12 @@ type clientGoQueue[K comparable] struct {
 	q kworkqueue.TypedRateLimitingInterface[K]
 }
 
-func (c clientGoQueue[K]) get() (K, Reasons, bool) {
+func (c clientGoQueue[K]) get() (K, provenance.Reasons, bool) {
 	key, shutdown := c.q.Get()
-	return key, Reasons{}, shutdown
+	return key, provenance.Reasons{}, shutdown
 }
 
-func (c clientGoQueue[K]) doneAndNext(key K) (next K, why Reasons, ok bool) {
+func (c clientGoQueue[K]) doneAndNext(key K) (next K, why provenance.Reasons, ok bool) {
 	c.q.Done(key)
 	return next, why, false
 }
@@ -142,6 +143,6 @@ func (c clientGoQueue[K]) shutDown()             { c.q.ShutDown() }
 func (c clientGoQueue[K]) shutDownWithDrain()    { c.q.ShutDownWithDrain() }
 
 // addTrigger adds key for the reason t, delayed by t.After.
-func addTrigger[K comparable](q queue[K], key K, t Trigger) {
+func addTrigger[K comparable](q queue[K], key K, t provenance.Trigger) {
 	q.add(key, addSpec{trigger: t})
 }

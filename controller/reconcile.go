@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/ctrlkit/ctrlkit/provenance"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -62,13 +63,13 @@ type reconcileKey struct{}
 // reconcileInfo is what a Reconcile's context carries, in one value (one allocation).
 type reconcileInfo struct {
 	id  types.UID
-	why *Reasons // nil without provenance
+	why *provenance.Reasons // nil without provenance
 }
 
 // reconcileInfoWithReasons holds the info and the reasons it points to in one allocation.
 type reconcileInfoWithReasons struct {
 	reconcileInfo
-	why Reasons
+	why provenance.Reasons
 }
 
 // ReconcileIDFrom returns the ID of the Reconcile call ctx belongs to: a UUID new for every
@@ -85,7 +86,7 @@ func ReconcileIDFrom(ctx context.Context) types.UID {
 
 // withReconcile puts the reconcile's ID and, when why is not nil, a copy of its reasons into
 // ctx.
-func withReconcile(ctx context.Context, id types.UID, why *Reasons) context.Context {
+func withReconcile(ctx context.Context, id types.UID, why *provenance.Reasons) context.Context {
 	if why == nil {
 		return context.WithValue(ctx, reconcileKey{}, &reconcileInfo{id: id})
 	}

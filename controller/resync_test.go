@@ -13,6 +13,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
 // A Watch's own resync period re-delivers every cached object to that Watch
@@ -23,7 +24,7 @@ func TestWithResyncPeriod(t *testing.T) {
 	f := informer.NewFactory(client, informer.Options{})
 	cms, err := informer.For[*corev1.ConfigMap](f)
 	require.NoError(t, err)
-	reasons := make(chan Reasons, 10)
+	reasons := make(chan provenance.Reasons, 10)
 	r := ReconcilerFunc[Key](func(ctx context.Context, _ Key) (Result, error) {
 		reasons <- ReasonsFrom(ctx)
 		return Result{}, nil
@@ -46,7 +47,7 @@ func TestWithResyncPeriod(t *testing.T) {
 	key := Key{Namespace: "ns", Name: "a"}
 	select {
 	case why := <-reasons:
-		assert.Equal(t, 1, why.Count(TriggerEvent), "the initial list: %v", why)
+		assert.Equal(t, 1, why.Count(provenance.TriggerEvent), "the initial list: %v", why)
 	case <-time.After(10 * time.Second):
 		t.Fatal("no first Reconcile")
 	}
@@ -55,7 +56,7 @@ func TestWithResyncPeriod(t *testing.T) {
 	clk.Step(time.Minute)
 	select {
 	case why := <-reasons:
-		assert.Equal(t, 1, why.Count(TriggerResync), "%v", why)
+		assert.Equal(t, 1, why.Count(provenance.TriggerResync), "%v", why)
 	case <-time.After(10 * time.Second):
 		t.Fatal("no Reconcile after the resync period")
 	}

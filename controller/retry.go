@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ctrlkit/ctrlkit/provenance"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 )
@@ -110,7 +111,7 @@ func (c *Controller[K]) retry(logger klog.Logger, q queue[K], key K, priority *i
 			delay := max(c.limiter.When(key), floor)
 			logger.Error(err, "Reconcile failed; retrying when the API server asked", "retries", n, "maxRetries", c.maxRetries, "retryAfter", delay)
 			c.retries.backoff(key)
-			q.add(key, addSpec{trigger: Trigger{Kind: TriggerRetry, Retry: n + 1, After: delay}, priority: priority, hold: !c.bypass})
+			q.add(key, addSpec{trigger: provenance.Trigger{Kind: provenance.TriggerRetry, Retry: n + 1, After: delay}, priority: priority, hold: !c.bypass})
 			return true
 		}
 		logger.Error(err, "Reconcile failed; retrying with backoff", "retries", n, "maxRetries", c.maxRetries)
@@ -135,7 +136,7 @@ func (c *Controller[K]) retry(logger klog.Logger, q queue[K], key K, priority *i
 	c.cm.slowRetried()
 	logger.Error(err, "Reconcile failed after its last retry; retrying at the slow interval until it succeeds",
 		"retries", n+slow-1, "maxRetries", c.maxRetries, "retryAfter", c.slowRetry, "retryAt", c.clock.Now().Add(c.slowRetry))
-	q.add(key, addSpec{trigger: Trigger{Kind: TriggerRetry, Retry: n + slow, After: c.slowRetry}, priority: priority})
+	q.add(key, addSpec{trigger: provenance.Trigger{Kind: provenance.TriggerRetry, Retry: n + slow, After: c.slowRetry}, priority: priority})
 	return true
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctrlkit/ctrlkit/provenance"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
@@ -246,7 +247,7 @@ func TestSlowRetryKeepsPriorityAndNamesItsTrigger(t *testing.T) {
 	var (
 		mu     sync.Mutex
 		order  []string
-		last   = map[string]Trigger{}
+		last   = map[string]provenance.Trigger{}
 		failed = map[string]int{}
 	)
 	r := ReconcilerFunc[string](func(ctx context.Context, k string) (Result, error) {
@@ -285,7 +286,7 @@ func TestSlowRetryKeepsPriorityAndNamesItsTrigger(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, []string{"hi", "lo"}, order)
 	for _, k := range []string{"hi", "lo"} {
-		assert.Equal(t, Trigger{Kind: TriggerRetry, Retry: 2, After: time.Minute}, last[k], "key %s", k)
+		assert.Equal(t, provenance.Trigger{Kind: provenance.TriggerRetry, Retry: 2, After: time.Minute}, last[k], "key %s", k)
 	}
 }
 

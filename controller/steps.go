@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/ctrlkit/ctrlkit/provenance"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/klog/v2"
 )
@@ -112,7 +113,7 @@ type tracingStep[K comparable] struct {
 }
 
 func (s tracingStep[K]) enter(w *work[K]) bool {
-	var why *Reasons
+	var why *provenance.Reasons
 	if s.provenance {
 		why = &w.why
 	}

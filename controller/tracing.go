@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/ctrlkit/ctrlkit/provenance"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -48,7 +49,7 @@ func newTracing[K comparable](tp trace.TracerProvider) *tracing[K] {
 // start begins the span of one reconcile of key. The span is in the returned context, so API
 // requests made with it (through a transport instrumented with OpenTelemetry, for example
 // rest.Config.WrapTransport with otelhttp) are its children.
-func (t *tracing[K]) start(ctx context.Context, controller string, key K, id string, why *Reasons) (context.Context, trace.Span) {
+func (t *tracing[K]) start(ctx context.Context, controller string, key K, id string, why *provenance.Reasons) (context.Context, trace.Span) {
 	attrs := []attribute.KeyValue{
 		attrController.String(controller),
 		attrKey.String(fmt.Sprint(key)),
@@ -59,7 +60,7 @@ func (t *tracing[K]) start(ctx context.Context, controller string, key K, id str
 		if why.Total > 0 {
 			attrs = append(attrs, attrReasonsFirst.String(why.First.String()), attrReasonsLast.String(why.Last.String()))
 		}
-		for k := range TriggerFence + 1 {
+		for k := range provenance.TriggerFence + 1 {
 			if n := why.Count(k); n > 0 {
 				attrs = append(attrs, attribute.Int(attrReasonsCountPrefix+k.String(), n))
 			}

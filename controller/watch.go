@@ -13,6 +13,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/internal/object"
 	"github.com/ctrlkit/ctrlkit/internal/owner"
 	"github.com/ctrlkit/ctrlkit/predicate"
+	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
 // Watch connects inf's events to c's queue: every add, update (both the old
@@ -87,7 +88,7 @@ func watch[T informer.Object, K comparable](c *Controller[K], inf informer.Infor
 
 // WithResyncPeriod makes this Watch see every cached object again every d,
 // as a resync update (old and new the same object, informer.IsResync true;
-// TriggerResync in provenance; at WithResyncPriority's priority), whatever the
+// provenance.TriggerResync in provenance; at WithResyncPriority's priority), whatever the
 // factory's resync period (informer.Options.Resync) and without touching the
 // informer's other handlers: a periodic check of one controller's objects
 // (an external system that drifts) costs the others nothing. Predicates apply:
@@ -357,15 +358,15 @@ type mappedHandler[T informer.Object, K comparable] struct {
 
 // spec is how an event on obj adds its keys: with the event as the trigger
 // when the controller has provenance, else plainly (no trigger is built).
-func (h *mappedHandler[T, K]) spec(ev EventType, obj T) addSpec {
+func (h *mappedHandler[T, K]) spec(ev provenance.EventType, obj T) addSpec {
 	if !h.provenance {
 		return addSpec{}
 	}
-	return addSpec{trigger: EventTrigger(h.source, ev, obj)}
+	return addSpec{trigger: provenance.EventTrigger(h.source, ev, obj)}
 }
 
 func (h *mappedHandler[T, K]) HandleAdd(obj T, isInitialList bool) {
-	a := h.spec(EventAdd, obj)
+	a := h.spec(provenance.EventAdd, obj)
 	if isInitialList {
 		a.priority = h.initial
 	}
@@ -375,10 +376,10 @@ func (h *mappedHandler[T, K]) HandleAdd(obj T, isInitialList bool) {
 }
 
 func (h *mappedHandler[T, K]) HandleUpdate(oldObj, newObj T) {
-	a := h.spec(EventUpdate, newObj)
+	a := h.spec(provenance.EventUpdate, newObj)
 	if (h.provenance || h.resync != nil) && informer.IsResync(oldObj, newObj) {
 		if h.provenance {
-			a.trigger.Kind = TriggerResync
+			a.trigger.Kind = provenance.TriggerResync
 		}
 		a.priority = h.resync
 	}
@@ -402,7 +403,7 @@ func (h *mappedHandler[T, K]) HandleDelete(obj T, info informer.DeleteInfo) {
 	if info.OutOfScope {
 		return
 	}
-	a := h.spec(EventDelete, obj)
+	a := h.spec(provenance.EventDelete, obj)
 	for _, k := range h.fn(obj) {
 		h.q.add(k, a)
 	}

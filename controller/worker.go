@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
 // work is one key on its way through the worker pipeline: what the queue
@@ -19,11 +20,11 @@ import (
 type work[K comparable] struct {
 	q      queue[K]
 	key    K
-	why    Reasons         // why the key was queued (with provenance)
-	run    context.Context // Run's: once it ends, no key starts
-	ctx    context.Context // the Reconcile's (Run's until a drain ends), decorated by the steps
-	logger klog.Logger     // the worker's
-	rlog   klog.Logger     // the Reconcile's: with key and reconcileID (contextStep)
+	why    provenance.Reasons // why the key was queued (with provenance)
+	run    context.Context    // Run's: once it ends, no key starts
+	ctx    context.Context    // the Reconcile's (Run's until a drain ends), decorated by the steps
+	logger klog.Logger        // the worker's
+	rlog   klog.Logger        // the Reconcile's: with key and reconcileID (contextStep)
 	id     types.UID
 
 	span   trace.Span         // tracingStep's

@@ -25,6 +25,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/ownerref"
 	"github.com/ctrlkit/ctrlkit/predicate"
+	"github.com/ctrlkit/ctrlkit/provenance"
 	"github.com/ctrlkit/ctrlkit/replicas"
 )
 
@@ -279,7 +280,7 @@ func (c *ReplicaSetController) podBecameReady(old, cur *corev1.Pod) {
 	if rs == nil || rs.Spec.MinReadySeconds <= 0 {
 		return
 	}
-	t := controller.EventTrigger(c.pods.Name(), controller.EventUpdate, cur)
+	t := provenance.EventTrigger(c.pods.Name(), provenance.EventUpdate, cur)
 	t.After = time.Duration(rs.Spec.MinReadySeconds) * time.Second
 	c.Controller.EnqueueWithTrigger(controller.KeyFromObject(rs), t)
 }
