@@ -18,7 +18,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/predicate"
 )
 
-// addRecorder is an informer.Adder that records what was added, in order.
+// addRecorder is a queue for informer.EnqueueMapped that records what was added, in order.
 type addRecorder[K comparable] struct{ added []K }
 
 func (a *addRecorder[K]) Add(k K) { a.added = append(a.added, k) }

@@ -53,11 +53,8 @@ func (p BudgetPolicy) String() string {
 // compares its caches with it (Options.BudgetCheckInterval).
 const defaultBudgetCheckInterval = 10 * time.Second
 
-// ErrOverBudget is matched (errors.Is) by every *BudgetError.
-var ErrOverBudget = errors.New("informer caches over their memory budget")
-
 // BudgetError reports caches over a memory budget whose policy is
-// BudgetFailReadiness.
+// BudgetFailReadiness (errors.As finds it).
 type BudgetError struct {
 	// Informer names the informer of a ByObject budget; empty for
 	// the factory's budget.
@@ -72,9 +69,6 @@ func (e *BudgetError) Error() string {
 	}
 	return fmt.Sprintf("the factory's informer caches hold about %s, over their memory budget of %s", bytesize.Format(e.Used), bytesize.Format(e.Budget))
 }
-
-// Is makes errors.Is(err, ErrOverBudget) true.
-func (e *BudgetError) Is(target error) bool { return target == ErrOverBudget }
 
 // budget is one memory budget: of the factory (typ nil) or of the typed
 // informer of typ.

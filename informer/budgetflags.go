@@ -40,7 +40,7 @@ func (b *BudgetFlags) Apply(o *Options) error {
 	if name == "" { // not bound with AddFlags
 		name = BudgetWarn.String()
 	}
-	policy, err := ParseBudgetPolicy(name)
+	policy, err := parseBudgetPolicy(name)
 	if err != nil {
 		return fmt.Errorf("--cache-memory-budget-policy: %w", err)
 	}
@@ -61,8 +61,8 @@ func (b *BudgetFlags) Apply(o *Options) error {
 	return nil
 }
 
-// ParseBudgetPolicy parses a BudgetPolicy's String form.
-func ParseBudgetPolicy(s string) (BudgetPolicy, error) {
+// parseBudgetPolicy parses a BudgetPolicy's String form.
+func parseBudgetPolicy(s string) (BudgetPolicy, error) {
 	for _, p := range []BudgetPolicy{BudgetWarn, BudgetFailReadiness, BudgetDegrade} {
 		if s == p.String() {
 			return p, nil

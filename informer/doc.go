@@ -76,7 +76,7 @@
 // implements Handler and reads DeleteInfo.
 //
 // A resync update is one whose old and new resourceVersion are equal
-// (IsResync); HandlerFuncs.SkipResync and WithoutResync drop them.
+// (IsResync); HandlerFuncs.SkipResync drops them.
 // EnqueueMapped enqueues resyncs (that is what resync is for).
 //
 // Objects handed out are the cache's: never mutate them.

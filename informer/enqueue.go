@@ -5,43 +5,22 @@ import (
 	"slices"
 )
 
-// Adder is the part of a work queue EnqueueMapped uses. ctrlkit's
-// workqueue.Queue[K] and client-go's workqueue.TypedInterface[K] both
-// satisfy it.
-type Adder[K comparable] interface {
-	Add(item K)
-}
-
-// EnqueueMapped returns a Handler that adds fn(obj) to q for every event.
+// EnqueueMapped returns a Handler that adds fn(obj) to q (ctrlkit's
+// workqueue.Queue[K], client-go's workqueue.TypedInterface[K], anything with
+// Add(K)) for every event.
 // For an update it adds the keys of both the old and the new object, once
 // each, so a mapping that changed (a relabelled child, a new owner) reaches
-// both the former and the current target. Resync updates are enqueued; wrap
-// with WithoutResync to drop them. A delete of an object that only left the
+// both the former and the current target. Resync updates are enqueued (that is
+// what resync is for). A delete of an object that only left the
 // informer's scope (DeleteInfo.OutOfScope) enqueues nothing: it was not
 // deleted.
-func EnqueueMapped[T Object, K comparable](q Adder[K], fn func(T) []K) Handler[T] {
+func EnqueueMapped[T Object, K comparable](q interface{ Add(K) }, fn func(T) []K) Handler[T] {
 	return &mapped[T, K]{q: q, fn: fn}
 }
 
-// WithoutResync wraps h so that resync updates (IsResync) do not reach it.
-func WithoutResync[T Object](h Handler[T]) Handler[T] {
-	return resyncFilter[T]{h}
-}
-
-type resyncFilter[T Object] struct{ Handler[T] }
-
-func (r resyncFilter[T]) HandleUpdate(oldObj, newObj T) {
-	if IsResync(oldObj, newObj) {
-		return
-	}
-	r.Handler.HandleUpdate(oldObj, newObj)
-}
-
-func (r resyncFilter[T]) validate() error { return validateHandler(r.Handler) }
-
 // mapped is the handler behind EnqueueMapped.
 type mapped[T Object, K comparable] struct {
-	q  Adder[K]
+	q  interface{ Add(K) }
 	fn func(T) []K
 }
 

@@ -28,8 +28,8 @@ func controllerKey(p *corev1.Pod) []string {
 	return nil
 }
 
-// client-go's own queue fits Adder.
-var _ Adder[string] = kworkqueue.NewTyped[string]()
+// client-go's own queue fits EnqueueMapped.
+var _ interface{ Add(string) } = kworkqueue.NewTyped[string]()
 
 func TestEnqueueMappedOwnKeyThroughAnInformer(t *testing.T) {
 	ctx := context.Background()
@@ -91,7 +91,7 @@ func TestEnqueueMappedSeesTombstones(t *testing.T) {
 
 func TestEnqueueMappedControllerOf(t *testing.T) {
 	q := &recorder[string]{}
-	h := WithoutResync(EnqueueMapped(q, controllerKey))
+	h := withoutResync(EnqueueMapped(q, controllerKey))
 	owned := func(name string, rv string, refs ...metav1.OwnerReference) *corev1.Pod {
 		p := pod("a", name, nil, refs...)
 		p.ResourceVersion = rv
@@ -183,7 +183,7 @@ func TestEnqueueMapped(t *testing.T) {
 	h.HandleUpdate(db, db) // resync goes through
 	assert.Equal(t, []string{"a/db", "a/all"}, q.got())
 	q.reset()
-	WithoutResync(h).HandleUpdate(db, db)
+	withoutResync(h).HandleUpdate(db, db)
 	assert.Empty(t, q.got())
 	h.HandleDelete(db, DeleteInfo{Key: "a/p"})
 	assert.Equal(t, []string{"a/db", "a/all"}, q.got())

@@ -202,7 +202,7 @@ func TestHandlerFuncsResync(t *testing.T) {
 	assert.Equal(t, 2, updates)
 
 	var filtered int
-	w := WithoutResync[*corev1.Pod](HandlerFuncs[*corev1.Pod]{OnUpdate: func(_, _ *corev1.Pod) { filtered++ }})
+	w := withoutResync[*corev1.Pod](HandlerFuncs[*corev1.Pod]{OnUpdate: func(_, _ *corev1.Pod) { filtered++ }})
 	w.HandleUpdate(old, cur)
 	w.HandleUpdate(old, changed)
 	assert.Equal(t, 1, filtered)
@@ -251,7 +251,7 @@ func TestAddHandlerRefusesBrokenHandlers(t *testing.T) {
 	require.Error(t, err)
 	_, err = pods.AddHandler(EnqueueMapped[*corev1.Pod, string](nil, ownKey[*corev1.Pod]))
 	require.ErrorContains(t, err, "nil queue")
-	_, err = pods.AddHandler(WithoutResync(EnqueueMapped[*corev1.Pod, string](&recorder[string]{}, nil)))
+	_, err = pods.AddHandler(withoutResync(EnqueueMapped[*corev1.Pod, string](&recorder[string]{}, nil)))
 	require.ErrorContains(t, err, "nil key function")
 
 	// After shutdown client-go refuses new handlers; the error says which informer.

@@ -13,15 +13,15 @@ import (
 	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
-// IndexControllerUID is the name of the built-in index mapping an object to
+// indexControllerUID is the name of the built-in index mapping an object to
 // the UID of its controlling owner (the owner reference with controller:
 // true). Every informer of a Factory has it; query it with ByControllerUID.
-const IndexControllerUID = "ctrlkit.dev/controller-uid"
+const indexControllerUID = "ctrlkit.dev/controller-uid"
 
-// IndexNamespace is the built-in index by namespace, client-go's
+// indexNamespace is the built-in index by namespace, client-go's
 // cache.NamespaceIndex. Every informer of a Factory has it; namespaced
 // listers use it.
-const IndexNamespace = cache.NamespaceIndex
+const indexNamespace = cache.NamespaceIndex
 
 // Informer is a typed view of one shared client-go informer. All methods are
 // safe for concurrent use. Objects returned by listers, indexes and handlers
@@ -60,11 +60,14 @@ type Informer[T Object] interface {
 	// error handler and the object is left out of that index (client-go would
 	// panic).
 	AddIndex(name string, fn func(T) ([]string, error)) error
-	// ByIndex returns the cached objects whose index name holds value.
+	// ByIndex returns the cached objects whose index name holds value. Every
+	// informer of a Factory has two built-in indexes: client-go's
+	// cache.NamespaceIndex ("namespace"), and "ctrlkit.dev/controller-uid"
+	// (ByControllerUID).
 	ByIndex(name, value string) ([]T, error)
 	// ByControllerUID returns the cached objects whose controlling owner has
-	// the given UID (index IndexControllerUID): a parent's children without
-	// listing everything.
+	// the given UID (the "ctrlkit.dev/controller-uid" index): a parent's
+	// children without listing everything.
 	ByControllerUID(uid types.UID) ([]T, error)
 
 	// Informer is the escape hatch to the underlying client-go informer.
@@ -98,10 +101,10 @@ var _ Informer[*metav1.PartialObjectMetadata] = (*sharedInformer[*metav1.Partial
 
 func newSharedInformer[T Object](f *Factory, name string, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, inf cache.SharedIndexInformer) (*sharedInformer[T], error) {
 	s := &sharedInformer[T]{f: f, name: name, gvr: gvr, gvk: gvk, inf: inf}
-	if err := s.addIndexer(IndexNamespace, cache.MetaNamespaceIndexFunc); err != nil {
+	if err := s.addIndexer(indexNamespace, cache.MetaNamespaceIndexFunc); err != nil {
 		return nil, err
 	}
-	if err := s.AddIndex(IndexControllerUID, controllerUIDIndex[T]); err != nil {
+	if err := s.AddIndex(indexControllerUID, controllerUIDIndex[T]); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -191,7 +194,7 @@ func (s *sharedInformer[T]) ByIndex(name, value string) ([]T, error) {
 }
 
 func (s *sharedInformer[T]) ByControllerUID(uid types.UID) ([]T, error) {
-	return s.ByIndex(IndexControllerUID, string(uid))
+	return s.ByIndex(indexControllerUID, string(uid))
 }
 
 // typedList converts cache contents to []T. A foreign object (a transform

@@ -78,7 +78,7 @@ func (l *namespaceLister[T]) List(selector labels.Selector) ([]T, error) {
 	if l.namespace == metav1.NamespaceAll {
 		return filter(l.s, l.s.inf.GetIndexer().List(), selector)
 	}
-	objs, err := l.s.inf.GetIndexer().ByIndex(IndexNamespace, l.namespace)
+	objs, err := l.s.inf.GetIndexer().ByIndex(indexNamespace, l.namespace)
 	if err != nil {
 		return nil, err
 	}

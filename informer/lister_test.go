@@ -85,7 +85,7 @@ func TestListersAndIndexesMatchTheAPI(t *testing.T) {
 		inNSSel, err := pods.Lister().Namespace(ns).List(sel)
 		require.NoError(t, err)
 		assert.Equal(t, want(func(p corev1.Pod) bool { return p.Namespace == ns && p.Labels["app"] == "app-1" }), names(inNSSel))
-		byIdx, err := pods.ByIndex(IndexNamespace, ns)
+		byIdx, err := pods.ByIndex(indexNamespace, ns)
 		require.NoError(t, err)
 		assert.Equal(t, names(inNS), names(byIdx))
 	}
@@ -167,7 +167,7 @@ func TestAddIndexBeforeAndAfterStart(t *testing.T) {
 	byTier := func(p *corev1.Pod) ([]string, error) { return []string{p.Labels["tier"]}, nil }
 	require.NoError(t, pods.AddIndex("tier", byTier))
 	require.NoError(t, pods.AddIndex("tier", byTier), "the same index twice is fine")
-	require.NoError(t, pods.AddIndex(IndexNamespace, byTier), "built-in names too")
+	require.NoError(t, pods.AddIndex(indexNamespace, byTier), "built-in names too")
 	require.Error(t, pods.AddIndex("", byTier))
 	require.Error(t, pods.AddIndex("nil", nil))
 	startFactory(t, f)

@@ -21,11 +21,8 @@ import (
 // checks every tracked object, as client-go's cache mutation detector does.
 const mutationCheckInterval = time.Second
 
-// ErrCacheMutated is matched (errors.Is) by every *MutationError.
-var ErrCacheMutated = errors.New("cached object changed in place")
-
 // MutationError reports a cached object that was changed in place after it
-// entered the cache. Cached objects are read-only; with structural sharing
+// entered the cache (errors.As finds it). Cached objects are read-only; with structural sharing
 // (the default) a write to one can change many (see Options.DisableSharing).
 type MutationError struct {
 	// Informer names the informer holding the object (see Informer.Name).
@@ -59,9 +56,6 @@ func (e *MutationError) Error() string {
 	b.WriteString("; cached objects are read-only: DeepCopy before changing one")
 	return b.String()
 }
-
-// Is makes errors.Is(err, ErrCacheMutated) true.
-func (e *MutationError) Is(target error) bool { return target == ErrCacheMutated }
 
 // CheckMutations compares every cached object of the factory's informers
 // with the fingerprint taken when it entered the cache and returns a

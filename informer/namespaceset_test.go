@@ -286,7 +286,7 @@ func TestInNamespaceSetEmptyAndAfterShutdown(t *testing.T) {
 	all, err := cms.Lister().List(nil)
 	require.NoError(t, err)
 	assert.Empty(t, all)
-	assert.Contains(t, cms.Informer().GetIndexer().GetIndexers(), IndexControllerUID)
+	assert.Contains(t, cms.Informer().GetIndexer().GetIndexers(), indexControllerUID)
 
 	require.NoError(t, set.Add("a"))
 	waitSynced(t, f)
@@ -364,7 +364,7 @@ func TestInNamespaceSetEscapeHatch(t *testing.T) {
 	require.ErrorContains(t, raw.SetTransform(nil), "not supported for an informer following a NamespaceSet")
 	require.Error(t, raw.SetWatchErrorHandler(nil))
 	require.Error(t, raw.SetWatchErrorHandlerWithContext(nil))
-	require.Error(t, raw.AddIndexers(cache.Indexers{IndexControllerUID: nil}), "an index name taken")
+	require.Error(t, raw.AddIndexers(cache.Indexers{indexControllerUID: nil}), "an index name taken")
 	startFactory(t, f)
 	assert.False(t, raw.IsStopped())
 
