@@ -179,20 +179,6 @@ func (f *Factory) CheckMemoryBudget() error {
 	return errors.Join(errs...)
 }
 
-// HasReadinessBudget reports whether the factory has a memory budget of
-// policy BudgetFailReadiness (a Manager then checks it on /readyz).
-func (f *Factory) HasReadinessBudget() bool {
-	if f.budgets == nil {
-		return false
-	}
-	for _, bu := range f.budgets.list {
-		if bu.policy == BudgetFailReadiness {
-			return true
-		}
-	}
-	return false
-}
-
 // checkBudgets compares the caches with every budget, warns on each
 // crossing and degrades on a crossing of a BudgetDegrade budget.
 func (f *Factory) checkBudgets() {

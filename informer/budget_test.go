@@ -65,7 +65,7 @@ func TestMemoryBudgetFailsReadinessWhileOver(t *testing.T) {
 	})
 	_, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
-	require.True(t, f.HasReadinessBudget())
+	require.True(t, hasReadinessBudget(f))
 	startFactory(t, f)
 	waitMemory(t, f, func(m CacheMemory) bool { return m.Informers[0].Objects == 2 })
 
@@ -105,7 +105,7 @@ func TestMemoryBudgetDegradesToMetadataOnly(t *testing.T) {
 	})
 	pods, err := For[*corev1.Pod](f)
 	require.NoError(t, err)
-	require.False(t, f.HasReadinessBudget(), "no budget fails readiness")
+	require.False(t, hasReadinessBudget(f), "no budget fails readiness")
 	startFactory(t, f)
 	require.NoError(t, f.CheckMemoryBudget(), "a degrade budget does not fail readiness")
 
@@ -189,7 +189,7 @@ func TestMemoryBudgetConfigErrorsAreReported(t *testing.T) {
 		require.Len(t, sink.all(), 1, tc.want)
 		require.Contains(t, sink.all()[0].Error(), tc.want)
 		require.NoError(t, f.CheckMemoryBudget())
-		require.False(t, f.HasReadinessBudget())
+		require.False(t, hasReadinessBudget(f))
 	}
 
 	var off errorSink
@@ -233,4 +233,15 @@ func TestMetadataOnly(t *testing.T) {
 	require.NotEmpty(t, p.Spec.Containers, "the original is left alone")
 	meta := &metav1.PartialObjectMetadata{ObjectMeta: p.ObjectMeta}
 	require.Same(t, meta, metadataOnly(meta), "nothing to drop")
+}
+
+// hasReadinessBudget is how a Manager tells whether to check the factory's
+// budgets on /readyz.
+func hasReadinessBudget(f *Factory) bool {
+	for _, b := range f.MemoryBudgets() {
+		if b.Policy == BudgetFailReadiness {
+			return true
+		}
+	}
+	return false
 }

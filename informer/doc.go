@@ -63,7 +63,7 @@
 // the factory cannot serve.
 //
 // A factory serves each type with one scope: asking For[T] again with
-// another scope (or none) is an error matching ErrScopeConflict rather than
+// another scope (or none) is a *ScopeConflictError rather than
 // a second, different cache of T that two controllers would silently read
 // apart. Use one scope, or a second Factory for a deliberately separate
 // cache. Transforms stay factory options (ObjectOptions[T].Transform): one cache per

@@ -385,8 +385,10 @@ func ExampleOptions() {
 	for _, p := range list {
 		fmt.Println(p.Namespace, p.Name, len(p.Annotations))
 	}
-	fmt.Println(f.HasReadinessBudget(), f.CheckMemoryBudget())
+	for _, b := range f.MemoryBudgets() {
+		fmt.Println(b.Policy, b.Over, f.CheckMemoryBudget())
+	}
 	// Output:
 	// default web-0 0
-	// true <nil>
+	// fail-readiness false <nil>
 }

@@ -330,7 +330,7 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) error {
 // lookupOrCreate returns the informer registered under key, or creates one
 // with create (called with f.mu held) and registers it. The informer is
 // started at once if the factory already runs. An informer registered under
-// key with another scope is an error matching ErrScopeConflict.
+// key with another scope is a *ScopeConflictError.
 func lookupOrCreate[T Object](f *Factory, key registryKey, sc scope, create func() (*sharedInformer[T], error)) (*sharedInformer[T], error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

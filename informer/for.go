@@ -44,7 +44,7 @@ type Object = object.Object
 // cure for a controller running out of memory on a large cluster. The
 // factory serves each T with one scope: a later For with the same T and an
 // equal scope returns the same informer; with another scope (no options
-// included) it returns an error matching ErrScopeConflict naming both, since
+// included) it returns a *ScopeConflictError naming both, since
 // two controllers silently reading different caches of one type is a bug.
 // A bad option (an invalid selector or namespace) is an error naming T and
 // the option. Informers taken from SharedInformerFactory are never scoped.

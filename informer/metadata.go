@@ -20,7 +20,7 @@ import (
 // ErrNoClient. The informer is distinct from For's typed informer of
 // the same resource (another watch); its Name has a " (metadata)" suffix.
 // Scope options narrow it as for For (one scope per resource per factory,
-// ErrScopeConflict otherwise).
+// a *ScopeConflictError otherwise).
 func ForMetadata(f *Factory, gvr schema.GroupVersionResource, opts ...ScopeOption[*metav1.PartialObjectMetadata]) (Informer[*metav1.PartialObjectMetadata], error) {
 	if err := validGVR(gvr); err != nil {
 		return nil, err

@@ -257,7 +257,7 @@ func InNamespaceSet[T Object](set *NamespaceSet) ScopeOption[T] {
 // It takes f's Namespace informer, For[*corev1.Namespace] with
 // WithLabelSelector(selector): the factory serves Namespaces with that scope
 // from then on, so asking f for Namespaces with another scope (or none) is
-// an error matching ErrScopeConflict; another NamespacesMatching with the
+// a *ScopeConflictError; another NamespacesMatching with the
 // same selector shares the informer. The process needs list and watch on
 // namespaces, cluster-wide. The set follows f: it stops changing when f
 // shuts down. An invalid selector is an error naming it.

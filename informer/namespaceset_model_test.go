@@ -172,9 +172,9 @@ func TestNamespacesMatching(t *testing.T) {
 	require.NoError(t, err, "the same selector shares the Namespace informer")
 	assert.NotSame(t, set, again)
 	_, err = For[*corev1.Namespace](f)
-	require.ErrorIs(t, err, ErrScopeConflict)
+	require.ErrorAs(t, err, new(*ScopeConflictError))
 	_, err = NamespacesMatching(f, "other=true")
-	require.ErrorIs(t, err, ErrScopeConflict)
+	require.ErrorAs(t, err, new(*ScopeConflictError))
 
 	cms, err := For(f, InNamespaceSet[*corev1.ConfigMap](set))
 	require.NoError(t, err)

@@ -79,12 +79,12 @@ func TestInNamespaceSetScope(t *testing.T) {
 	assert.Same(t, first, again, "the same set shares the informer")
 
 	_, err = For(f, InNamespaceSet[*corev1.Pod](newSet(t, "a", "b")))
-	require.ErrorIs(t, err, ErrScopeConflict, "another set with the same names is another scope")
+	require.ErrorAs(t, err, new(*ScopeConflictError), "another set with the same names is another scope")
 	assert.Contains(t, err.Error(), "{namespaces of set {a,b}}")
 	_, err = For(f, InNamespaces[*corev1.Pod]("a", "b"))
-	require.ErrorIs(t, err, ErrScopeConflict)
+	require.ErrorAs(t, err, new(*ScopeConflictError))
 	_, err = For(f, InNamespaceSet[*corev1.Pod](set), InNamespaces[*corev1.Pod]("a", "b"))
-	require.ErrorIs(t, err, ErrScopeConflict, "the later option wins: a fixed scope")
+	require.ErrorAs(t, err, new(*ScopeConflictError), "the later option wins: a fixed scope")
 	_, err = For(f, InNamespaceSet[*corev1.ConfigMap](nil))
 	require.ErrorContains(t, err, "InNamespaceSet: nil set")
 

@@ -39,7 +39,7 @@ import (
 // Every call for gvr returns the same informer; asking for the same gvr with
 // another T is an error matching ErrUnsupportedType. Scope options narrow
 // the informer as for For (same rules: one scope per resource per factory,
-// ErrScopeConflict otherwise). The factory needs Options.DynamicClient; without
+// a *ScopeConflictError otherwise). The factory needs Options.DynamicClient; without
 // one the error matches ErrNoClient.
 func ForResource[T Object](f *Factory, gvr schema.GroupVersionResource, opts ...ScopeOption[T]) (Informer[T], error) {
 	if err := validGVR(gvr); err != nil {

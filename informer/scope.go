@@ -15,11 +15,6 @@ import (
 	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
-// ErrScopeConflict is matched by the error For returns when the factory
-// already serves the type with another scope. The concrete error is a
-// *ScopeConflictError.
-var ErrScopeConflict = errors.New("type already served with another scope")
-
 // ScopeOption narrows what one informer lists and watches, so its cache
 // holds only the objects a controller reads: pass them to For. T is the
 // informer's type, so an option built for another type does not compile.
@@ -214,7 +209,7 @@ func and(a, b string) string {
 }
 
 // ScopeConflictError reports a second For of one type with another scope on
-// the same factory. Two controllers reading different caches of one type
+// the same factory (errors.As finds it in For's error). Two controllers reading different caches of one type
 // through one factory is almost always a bug (one of them misses objects it
 // expects), so the factory refuses rather than picking one; use one scope
 // for both, or a second Factory for a deliberately different cache.
@@ -229,5 +224,3 @@ func (e *ScopeConflictError) Error() string {
 	return "informer " + e.Informer + ": already served with scope " + e.Have + ", cannot serve scope " + e.Want + " (use one scope, or another factory)"
 }
 
-// Is makes errors.Is(err, ErrScopeConflict) true.
-func (e *ScopeConflictError) Is(target error) bool { return target == ErrScopeConflict }

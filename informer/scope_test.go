@@ -235,7 +235,7 @@ func TestScopeSharingAndConflicts(t *testing.T) {
 	assert.Same(t, first, again, "an equal scope shares the informer")
 
 	_, err = For(f, InNamespaces[*corev1.Pod]("a"))
-	require.ErrorIs(t, err, ErrScopeConflict)
+	require.ErrorAs(t, err, new(*ScopeConflictError))
 	var conflict *ScopeConflictError
 	require.ErrorAs(t, err, &conflict)
 	assert.Equal(t, "pods", conflict.Informer)
@@ -243,14 +243,14 @@ func TestScopeSharingAndConflicts(t *testing.T) {
 	assert.Contains(t, err.Error(), "{namespaces a}")
 
 	_, err = For[*corev1.Pod](f)
-	require.ErrorIs(t, err, ErrScopeConflict, "no options is a scope too")
+	require.ErrorAs(t, err, new(*ScopeConflictError), "no options is a scope too")
 	assert.Contains(t, err.Error(), "the factory's namespaces")
 
 	// And the other way round.
 	_, err = For[*corev1.ConfigMap](f)
 	require.NoError(t, err)
 	_, err = For(f, WithFieldSelector[*corev1.ConfigMap]("metadata.name=x"))
-	require.ErrorIs(t, err, ErrScopeConflict)
+	require.ErrorAs(t, err, new(*ScopeConflictError))
 }
 
 func TestScopeBadOptions(t *testing.T) {
@@ -339,7 +339,7 @@ func TestScopedForResource(t *testing.T) {
 	require.NoError(t, err)
 	assert.Same(t, widgets, again)
 	_, err = ForResource[*widget](f, widgetsGVR)
-	require.ErrorIs(t, err, ErrScopeConflict)
+	require.ErrorAs(t, err, new(*ScopeConflictError))
 	_, err = ForResource(f, widgetsGVR, WithFieldSelector[*widget]("spec.size"))
 	require.ErrorContains(t, err, "WithFieldSelector")
 	startFactory(t, f)
@@ -361,7 +361,7 @@ func TestScopedForMetadata(t *testing.T) {
 	secrets, err := ForMetadata(f, secretsGVR, InNamespaces[*metav1.PartialObjectMetadata]("a", "b"))
 	require.NoError(t, err)
 	_, err = ForMetadata(f, secretsGVR)
-	require.ErrorIs(t, err, ErrScopeConflict)
+	require.ErrorAs(t, err, new(*ScopeConflictError))
 	startFactory(t, f)
 	all, err := secrets.Lister().List(nil)
 	require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -191,7 +192,7 @@ func New(opts Options) (_ *Manager, err error) {
 	if err := m.setUpMetrics(opts); err != nil {
 		return nil, err
 	}
-	if m.factory.HasReadinessBudget() {
+	if slices.ContainsFunc(m.factory.MemoryBudgets(), func(b informer.MemoryBudget) bool { return b.Policy == informer.BudgetFailReadiness }) {
 		// informer.BudgetFailReadiness: a replica whose caches outgrew their budget is not ready.
 		if err := m.AddReadyzCheck(MemoryBudgetCheck, func(*http.Request) error { return m.factory.CheckMemoryBudget() }); err != nil {
 			return nil, err
