@@ -18,9 +18,10 @@ import (
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/predicate"
-	"github.com/ctrlkit/ctrlkit/provenance"
 	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
 func ExampleParseKey() {

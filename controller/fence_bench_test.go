@@ -4,9 +4,10 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/ctrlkit/ctrlkit/provenance"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
 // BenchmarkFence is the bookkeeping of one fenced key, without the informer: recording the

@@ -5,11 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctrlkit/ctrlkit/provenance"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/klog/v2"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
 // The deletes an informer shows are remembered only while a Reconcile runs (only its writes

@@ -8,10 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ctrlkit/ctrlkit/provenance"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
 // objRef names one object of one informer.

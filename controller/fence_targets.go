@@ -5,8 +5,9 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/ctrlkit/ctrlkit/provenance"
 	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
 // The fence table's informers: which release handlers it registers itself,

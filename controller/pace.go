@@ -6,8 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ctrlkit/ctrlkit/provenance"
 	"k8s.io/utils/clock"
+
+	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
 // Limiter is a token bucket that paces the Reconciles of the controllers it

@@ -5,13 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctrlkit/ctrlkit/provenance"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/wait"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
 // stepUntilDue checks that nothing is due before d from now on clk (its timer

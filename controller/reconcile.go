@@ -4,8 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/ctrlkit/ctrlkit/provenance"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
 // Reconciler drives the world towards the state a key describes. Reconcile

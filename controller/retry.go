@@ -7,9 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ctrlkit/ctrlkit/provenance"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
 // Retry is what a controller does with a key whose Reconcile failed

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctrlkit/ctrlkit/provenance"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
@@ -19,6 +18,8 @@ import (
 	kworkqueue "k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
 // kv returns the value logged under key in e, and whether there was one.

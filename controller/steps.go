@@ -5,9 +5,10 @@ import (
 	"errors"
 	"time"
 
-	"github.com/ctrlkit/ctrlkit/provenance"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
 // pipeline builds the worker pipeline's steps for one Run, in their order:

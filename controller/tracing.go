@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/ctrlkit/ctrlkit/provenance"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
 // tracerScope is the instrumentation scope name of the spans a controller starts.
