@@ -223,4 +223,3 @@ type ScopeConflictError struct {
 func (e *ScopeConflictError) Error() string {
 	return "informer " + e.Informer + ": already served with scope " + e.Have + ", cannot serve scope " + e.Want + " (use one scope, or another factory)"
 }
-
