@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/manager/internal/serving"
 )
 
 // Start runs everything until ctx ends or something fatal happens, then shuts
@@ -76,13 +77,42 @@ func (m *Manager) Start(ctx context.Context) error {
 		}
 		return err
 	}
-	// Each stage below is stopped explicitly, in order, so none of them
+	r := &run{m: m, logger: logger, servers: servers}
+	if err := r.start(ctx, rs); err != nil {
+		servers.Shutdown(logger)
+		return fmt.Errorf("manager: %w", err)
+	}
+	return r.stop(r.wait(ctx))
+}
+
+// run is one Start of a Manager from preflight on: what it started, which
+// stop takes down in order.
+type run struct {
+	m       *Manager
+	logger  klog.Logger
+	servers *serving.Servers
+
+	probe           sync.WaitGroup // the API server probe
+	stopProbe       context.CancelFunc
+	stopControllers context.CancelCauseFunc
+	fatal           chan error    // the Runnables' fatal errors
+	syncDone        chan struct{} // closed once waitForCaches returned
+	endElection     context.CancelFunc
+	electorDone     chan error // the campaign's end; nil without an election
+}
+
+// start starts the events, the informers, the probe, the Runnables that do
+// not need leader election and the election: steps 1 and 2 of Start. It
+// fails only before starting anything.
+func (r *run) start(ctx context.Context, rs []Runnable) error {
+	m, logger := r.m, r.logger
+	// Each stage is stopped explicitly, in order (stop), so none of them
 	// inherits ctx's cancellation.
 	base := context.WithoutCancel(ctx)
 
-	enabled := func(r Runnable) bool {
-		if f := featureOf(r); f != "" && !m.gate.Enabled(f) {
-			logger.Info("Not starting controller: its feature gate is disabled", "controller", r.Name(), "feature", f)
+	enabled := func(rn Runnable) bool {
+		if f := featureOf(rn); f != "" && !m.gate.Enabled(f) {
+			logger.Info("Not starting controller: its feature gate is disabled", "controller", rn.Name(), "feature", f)
 			return false
 		}
 		return true
@@ -90,8 +120,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	if m.shard != nil {
 		group, err := m.shardGroup(enabled)
 		if err != nil {
-			servers.Shutdown(logger)
-			return fmt.Errorf("manager: %w", err)
+			return err
 		}
 		rs = append(rs, group)
 		if m.shard.assigner != nil {
@@ -100,89 +129,98 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 	m.events.Start(logger, m.identity())
 	m.factory.Start(base)
-	probeCtx, stopProbe := context.WithCancel(base)
-	var probe sync.WaitGroup
-	defer probe.Wait()
-	defer stopProbe()
+	var probeCtx context.Context
+	probeCtx, r.stopProbe = context.WithCancel(base)
 	if m.probeEvery > 0 {
-		probe.Go(func() { m.probeAPIServer(probeCtx, m.probeEvery) })
+		r.probe.Go(func() { m.probeAPIServer(probeCtx, m.probeEvery) })
 	}
 
 	var always, leaders, active []Runnable
-	for _, r := range rs {
-		if !enabled(r) {
+	for _, rn := range rs {
+		if !enabled(rn) {
 			continue
 		}
-		active = append(active, r)
-		if m.elector != nil && needsLeader(r) {
-			leaders = append(leaders, r)
+		active = append(active, rn)
+		if m.elector != nil && needsLeader(rn) {
+			leaders = append(leaders, rn)
 		} else {
-			always = append(always, r)
+			always = append(always, rn)
 		}
 	}
-	ctrlCtx, stopControllers := context.WithCancelCause(base)
-	defer stopControllers(nil)
+	var ctrlCtx context.Context
+	ctrlCtx, r.stopControllers = context.WithCancelCause(base)
 	// One error per Runnable and one more; Runnables added later report
 	// through reportFatal, which logs what does not fit.
-	fatal := make(chan error, len(rs)+1)
+	r.fatal = make(chan error, len(rs)+1)
 	m.mu.Lock()
-	m.ctrlCtx, m.leaders, m.fatal = ctrlCtx, leaders, fatal
+	m.ctrlCtx, m.leaders, m.fatal = ctrlCtx, leaders, r.fatal
 	late := m.late
 	m.late = nil
 	m.mu.Unlock()
 
-	syncDone := make(chan struct{})
+	r.syncDone = make(chan struct{})
 	go func() {
-		defer close(syncDone)
+		defer close(r.syncDone)
 		m.waitForCaches(ctrlCtx)
 	}()
 
 	m.mu.Lock()
-	for _, r := range always {
-		m.goRunLocked(ctrlCtx, r, nil)
+	for _, rn := range always {
+		m.goRunLocked(ctrlCtx, rn, nil)
 	}
-	for _, r := range late { // added while Start was getting here
-		m.startLateLocked(r)
+	for _, rn := range late { // added while Start was getting here
+		m.startLateLocked(rn)
 	}
 	m.mu.Unlock()
 
-	var electorDone chan error
-	electionCtx, endElection := context.WithCancel(base)
-	defer endElection()
+	var electionCtx context.Context
+	electionCtx, r.endElection = context.WithCancel(base)
 	if m.elector != nil {
 		logger.Info("Contending for leadership", "identity", m.elector.Identity(),
 			"controllers", len(leaders), "controllersOnEveryReplica", len(always))
-		electorDone = make(chan error, 1)
-		go func() { electorDone <- m.campaign(electionCtx) }()
+		r.electorDone = make(chan error, 1)
+		go func() { r.electorDone <- m.campaign(electionCtx) }()
 	}
 	m.running.Store(true)
 	logger.Info("Manager started", "controllers", len(active))
+	return nil
+}
 
+// wait returns when ctx ends (nil) or at the first fatal error.
+func (r *run) wait(ctx context.Context) error {
 	var first error
 	select {
 	case <-ctx.Done():
-		logger.Info("Shutting down")
-	case first = <-fatal:
-	case first = <-electorDone:
-		electorDone = nil
-		if first == nil { // cannot happen while electionCtx lives; be safe
+		r.logger.Info("Shutting down")
+	case first = <-r.fatal:
+	case first = <-r.electorDone:
+		r.electorDone = nil
+		if first == nil { // cannot happen while the election's context lives; be safe
 			first = errors.New("manager: leader election ended unexpectedly")
 		}
 	}
 	if first != nil {
-		logger.Error(first, "Shutting down after a fatal error")
+		r.logger.Error(first, "Shutting down after a fatal error")
 	}
+	return first
+}
+
+// stop shuts down in order (step 3 of Start) and returns first, the error
+// that ended the run, with what shutting down added.
+func (r *run) stop(first error) error {
+	m, logger := r.m, r.logger
+	defer r.probe.Wait()
 	m.running.Store(false)
 
 	// 1-3: stop intake, drain, stop controllers (leaders included).
 	m.mu.Lock()
 	m.stopping = true
 	m.mu.Unlock()
-	stopControllers(m.shutdownCause())
-	stopProbe()
+	r.stopControllers(m.shutdownCause())
+	r.stopProbe()
 	logger.Info("Waiting for the controllers to finish their in-flight reconciles", "timeout", m.shutdownTimeout)
 	stuck := m.waitForRunnables(logger)
-	<-syncDone
+	<-r.syncDone
 	// 4: stop informers.
 	m.factory.Shutdown()
 	m.cachesSynced.Store(false)
@@ -193,8 +231,8 @@ func (m *Manager) Start(ctx context.Context) error {
 	// then leaves the Lease to expire, and Run returns only after it — so
 	// it is not waited for here.
 	wasLeading := m.elector != nil && m.elector.IsLeader()
-	endElection()
-	if electorDone != nil {
+	r.endElection()
+	if r.electorDone != nil {
 		if m.leaderWorkAbandoned(stuck) {
 			logger.Info("Not releasing the lease while abandoned controllers that need leader election run; it expires after its lease duration",
 				"lease", m.leaseName(), "leaseDuration", m.elector.Config().LeaseDuration)
@@ -202,13 +240,13 @@ func (m *Manager) Start(ctx context.Context) error {
 			if wasLeading && m.elector.Config().ReleaseOnCancel {
 				logger.Info("Releasing the lease", "lease", m.leaseName(), "timeout", m.elector.ReleaseTimeout())
 			}
-			if err := <-electorDone; err != nil && first == nil {
+			if err := <-r.electorDone; err != nil && first == nil {
 				first = err
 			}
 		}
 	}
 	m.events.Stop()
-	servers.Shutdown(logger)
+	r.servers.Shutdown(logger)
 	// The connections of clients the Manager built are its own: their goroutines end here (the
 	// clients dial again if used after).
 	for _, d := range []*connrotation.Dialer{m.conns, m.probeConns} {
@@ -217,8 +255,8 @@ func (m *Manager) Start(ctx context.Context) error {
 		}
 	}
 	// Later fatal errors are logged; the first one is returned.
-	for len(fatal) > 0 {
-		if err := <-fatal; err != first {
+	for len(r.fatal) > 0 {
+		if err := <-r.fatal; err != first {
 			logger.Error(err, "Another error during shutdown")
 		}
 	}
