@@ -250,6 +250,17 @@ func (f *Factory) isDegraded(t reflect.Type) bool {
 	return d != nil && (*d)[t]
 }
 
+// degradeStep keeps only the metadata of the objects of an informer a
+// BudgetDegrade budget degraded.
+type degradeStep struct{ f *Factory }
+
+func (d degradeStep) enter(_ registryKey, obj any) any {
+	if d.f.isDegraded(reflect.TypeOf(obj)) {
+		return metadataOnly(obj)
+	}
+	return obj
+}
+
 // runBudgets checks the budgets every interval until stop is closed.
 func (f *Factory) runBudgets(stop <-chan struct{}) {
 	t := f.clock().NewTicker(f.budgets.interval)

@@ -51,6 +51,7 @@ type factory struct {
 	hasClient bool
 	table     *hashcons.Table   // nil with Options.DisableSharing
 	detector  *mutationDetector // nil without Options.MutationDetector
+	steps     []step            // an object's way into a cache (buildSteps)
 	// name is the reserved name of Options.InformerName; nil without one. Set
 	// by NewFactory; the Shutdown of the client-go factories given it
 	// releases it.
@@ -146,6 +147,7 @@ func NewFactory(client kubernetes.Interface, opts Options) *Factory {
 		}
 		f.detector = newMutationDetector(report, f.clock())
 	}
+	f.buildSteps()
 
 	sharedOpts := []informers.SharedInformerOption{
 		informers.WithNamespace(f.cfg.namespace),
@@ -401,11 +403,8 @@ func (f *Factory) transform(obj any) (any, error) {
 }
 
 // transformFor is the factory's transform for objects entering the cache of
-// informer key (for typed informers, the source alone): strip managedFields
-// (unless disabled), run the per-type transforms, then share equal
-// sub-objects with other cached objects (unless disabled). Sharing comes
-// last: after it, the object must not be written to. The mutation detector,
-// when on, then takes the object's fingerprint.
+// informer key (for typed informers, the source alone): the factory's steps,
+// in order (buildSteps).
 func (f *Factory) transformFor(key registryKey, obj any) (any, error) {
 	// client-go's watch-list transforms each listed object into its temporary store, and its
 	// FIFO transforms the same object again on Replace. The detector, tracking the object since
@@ -413,55 +412,73 @@ func (f *Factory) transformFor(key registryKey, obj any) (any, error) {
 	if f.detector != nil && f.detector.tracks(key, obj) {
 		return obj, nil
 	}
-	out, err := f.transformOwn(obj)
-	m := f.meterFor(key, out)
-	switch {
-	case f.table != nil:
-		sz := f.table.Share(out, m.account())
-		if m != nil {
-			m.set(out, sz)
-		}
-	case m != nil:
-		n := hashcons.Size(out)
-		m.set(out, hashcons.Sizes{Own: n, Full: n})
+	for _, s := range f.steps {
+		obj = s.enter(key, obj)
 	}
-	if f.detector != nil {
-		f.detector.track(key, out)
-	}
-	return out, err
+	return obj, nil
 }
 
-func (f *Factory) transformOwn(obj any) (any, error) {
+// A step is one stage of an object's way into a cache. The factory builds
+// its steps once (buildSteps), from its options, so an object passes only
+// through the stages the factory needs; each step lives with its subsystem.
+type step interface {
+	enter(key registryKey, obj any) any
+}
+
+// buildSteps lays out the way into the caches: strip managedFields, run the
+// per-type transforms, keep only the metadata of an informer a memory budget
+// degraded, share equal sub-objects with other cached objects and account
+// for the object's memory, then fingerprint it for the mutation detector.
+// Sharing comes after every step that writes to the object: after it, the
+// object must not be written to.
+func (f *Factory) buildSteps() {
 	if !f.cfg.keepManagedFields {
-		if m, ok := obj.(metav1.Object); ok {
-			// Cheap for typed and unstructured objects alike; no-op when absent.
-			m.SetManagedFields(nil)
-		}
+		f.steps = append(f.steps, stripManagedFields{})
 	}
-	if len(f.cfg.transforms) == 0 {
-		return f.degraded(obj), nil
+	if len(f.cfg.transforms) > 0 {
+		f.steps = append(f.steps, typeTransforms{f})
 	}
-	fn := f.cfg.transforms[reflect.TypeOf(obj)]
+	if f.budgets != nil {
+		f.steps = append(f.steps, degradeStep{f})
+	}
+	switch {
+	case f.table != nil:
+		f.steps = append(f.steps, shareStep{f})
+	case !f.cfg.noAccounting:
+		f.steps = append(f.steps, sizeStep{f})
+	}
+	if f.detector != nil {
+		f.steps = append(f.steps, f.detector)
+	}
+}
+
+// stripManagedFields drops an object's managedFields: cheap for typed and
+// unstructured objects alike, a no-op when absent.
+type stripManagedFields struct{}
+
+func (stripManagedFields) enter(_ registryKey, obj any) any {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+	}
+	return obj
+}
+
+// typeTransforms runs the transform of Options.ByObject for the object's type.
+type typeTransforms struct{ f *Factory }
+
+func (t typeTransforms) enter(_ registryKey, obj any) any {
+	fn := t.f.cfg.transforms[reflect.TypeOf(obj)]
 	if fn == nil {
-		return f.degraded(obj), nil
+		return obj
 	}
 	out, err := fn(obj)
 	if err != nil {
 		// Returning the error would make client-go fail the whole list or
 		// watch and retry forever; cache the object untransformed instead.
-		f.report(err)
-		return f.degraded(obj), nil
+		t.f.report(err)
+		return obj
 	}
-	return f.degraded(out), nil
-}
-
-// degraded returns obj, or its metadata only when a memory budget degraded
-// its informer (budget.go).
-func (f *Factory) degraded(obj any) any {
-	if f.isDegraded(reflect.TypeOf(obj)) {
-		return metadataOnly(obj)
-	}
-	return obj
+	return out
 }
 
 // report sends err to the configured error handler.

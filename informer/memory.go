@@ -241,6 +241,32 @@ func (m *meter) snapshot() InformerMemory {
 	return out
 }
 
+// shareStep shares the object's sub-objects with the other cached objects
+// (the factory's table), charging the shared ones to its informer's meter,
+// and records the object's size there.
+type shareStep struct{ f *Factory }
+
+func (s shareStep) enter(key registryKey, obj any) any {
+	m := s.f.meterFor(key, obj)
+	sz := s.f.table.Share(obj, m.account())
+	if m != nil {
+		m.set(obj, sz)
+	}
+	return obj
+}
+
+// sizeStep records the object's size in its informer's meter, without
+// sharing (Options.DisableSharing).
+type sizeStep struct{ f *Factory }
+
+func (s sizeStep) enter(key registryKey, obj any) any {
+	if m := s.f.meterFor(key, obj); m != nil {
+		n := hashcons.Size(obj)
+		m.set(obj, hashcons.Sizes{Own: n, Full: n})
+	}
+	return obj
+}
+
 // meterFor returns the meter of the informer key that obj enters (for
 // typed informers only the source is set: the object's type names the
 // informer), or nil when that informer is not accounted.

@@ -141,6 +141,12 @@ func (d *mutationDetector) unwatch(key registryKey) {
 // track records obj, entering the cache of the informer key (for typed
 // informers only the source is set: the key is the object's type). It
 // replaces the record of the object's previous version.
+// enter fingerprints obj, the last step of its way into a cache.
+func (d *mutationDetector) enter(key registryKey, obj any) any {
+	d.track(key, obj)
+	return obj
+}
+
 func (d *mutationDetector) track(key registryKey, obj any) {
 	if key.source == sourceTyped {
 		key.typ = reflect.TypeOf(obj)
