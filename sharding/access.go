@@ -2,7 +2,6 @@ package sharding
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -12,12 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// ErrForbidden is matched by the error CheckAccess returns when the API
-// server's authorizer denies something the ring needs; errors.As with an
-// *AccessError lists what.
-var ErrForbidden = errors.New("sharding: access denied")
-
-// AccessError lists the requests the ring needs and may not make.
+// AccessError lists the requests the ring needs and may not make (errors.As
+// finds it in CheckAccess's error).
 type AccessError struct {
 	Ring string
 	// Denied names each refused request, e.g. "patch configmaps in
@@ -26,11 +21,8 @@ type AccessError struct {
 }
 
 func (e *AccessError) Error() string {
-	return fmt.Sprintf("%v: ring %q may not %s", ErrForbidden, e.Ring, strings.Join(e.Denied, "; "))
+	return fmt.Sprintf("sharding: access denied: ring %q may not %s", e.Ring, strings.Join(e.Denied, "; "))
 }
-
-// Is makes errors.Is(err, ErrForbidden) true.
-func (e *AccessError) Is(target error) bool { return target == ErrForbidden }
 
 var leases = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
 
@@ -40,8 +32,7 @@ var leases = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: 
 // sharded resource and its children (the sharder labels them, the dispatchers
 // acknowledge drains). Call it before starting anything: without it, a
 // missing permission shows only later, as writes failing one by one and keys
-// that never move. A denial is an error matching ErrForbidden (an
-// *AccessError listing every denied request); a failed review is returned
+// that never move. A denial is an *AccessError listing every denied request; a failed review is returned
 // wrapped.
 func CheckAccess(ctx context.Context, client kubernetes.Interface, cfg Config, opts SharderOptions) error {
 	cfg = cfg.WithDefaults()

@@ -37,7 +37,7 @@ func TestRingOnAPIServer(t *testing.T) {
 	nobody, err := kubernetes.NewForConfig(nobodyConfig)
 	require.NoError(t, err)
 	err = sharding.CheckAccess(env.Context(), nobody, cfg, opts)
-	require.ErrorIs(t, err, sharding.ErrForbidden)
+	require.ErrorAs(t, err, new(*sharding.AccessError))
 	var denied *sharding.AccessError
 	require.ErrorAs(t, err, &denied)
 	require.Contains(t, denied.Denied, "patch configmaps in namespace "+env.Namespace())

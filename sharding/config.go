@@ -45,9 +45,9 @@ const MaxRingLength = validation.LabelValueMaxLength - len(barrierSuffix)
 
 // Defaults of Config, those of leader election (kube-controller-manager's).
 const (
-	DefaultLeaseDuration = leasetiming.DefaultLeaseDuration
-	DefaultRenewDeadline = leasetiming.DefaultRenewDeadline
-	DefaultRetryPeriod   = leasetiming.DefaultRetryPeriod
+	defaultLeaseDuration = leasetiming.DefaultLeaseDuration
+	defaultRenewDeadline = leasetiming.DefaultRenewDeadline
+	defaultRetryPeriod   = leasetiming.DefaultRetryPeriod
 )
 
 // Defaults of the ring's write rate (Config.WriteQPS and WriteBurst): a
@@ -57,8 +57,8 @@ const (
 // to three small patches each. docs/performance.md ("Sharding at scale") has
 // what the API server sustained when it was chosen.
 const (
-	DefaultWriteQPS   = 250
-	DefaultWriteBurst = 500
+	defaultWriteQPS   = 250
+	defaultWriteBurst = 500
 )
 
 // ErrInvalidConfig is matched (errors.Is) by every error reporting a Config
@@ -114,8 +114,7 @@ type Config struct {
 	// ring clients (NewRingClient: the sharder's label patches and children
 	// lists, the dispatchers' drain acknowledgements; NewLeaseClient: the
 	// ring's Leases), apart from the controllers' own client. Per process,
-	// not per ring. Defaults DefaultWriteQPS and
-	// DefaultWriteBurst. A metadata client given to NewSharder or the
+	// not per ring. Defaults 250 QPS and a burst of 500. A metadata client given to NewSharder or the
 	// Manager (ShardingOptions.Metadata) keeps its own limiter: it is the
 	// write rate then.
 	WriteQPS   float32
@@ -155,10 +154,10 @@ func (c Config) WithDefaults() Config {
 	t := c.timings().WithDefaults()
 	c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = t.LeaseDuration, t.RenewDeadline, t.RetryPeriod
 	if c.WriteQPS == 0 {
-		c.WriteQPS = DefaultWriteQPS
+		c.WriteQPS = defaultWriteQPS
 	}
 	if c.WriteBurst == 0 {
-		c.WriteBurst = DefaultWriteBurst
+		c.WriteBurst = defaultWriteBurst
 	}
 	if c.Mode == "" {
 		c.Mode = ModeLabels

@@ -80,8 +80,8 @@ func TestNewRingClient(t *testing.T) {
 	_, err = NewRingClient(nil, Config{Ring: "web", Identity: "a"})
 	assert.ErrorIs(t, err, ErrInvalidConfig)
 	d := Config{}.WithDefaults()
-	assert.Equal(t, float32(DefaultWriteQPS), d.WriteQPS)
-	assert.Equal(t, DefaultWriteBurst, d.WriteBurst)
+	assert.Equal(t, float32(defaultWriteQPS), d.WriteQPS)
+	assert.Equal(t, defaultWriteBurst, d.WriteBurst)
 
 	// The Lease client has the same budget, its own token bucket.
 	leases, err := NewLeaseClient(restCfg, Config{Ring: "web", Identity: "a", WriteQPS: 400})

@@ -47,7 +47,7 @@
 //     keys move once its Lease has gone unrenewed for LeaseDuration.
 //   - The ring writes through a client of its own (NewRingClient:
 //     Config.WriteQPS and WriteBurst, --shard-write-qps, apart from the
-//     controllers' client), the sharder with DefaultSharderWorkers patches in
+//     controllers' client), the sharder with 16 patches in
 //     flight and the keys without a live member first, so assigning or
 //     moving N objects takes about N / WriteQPS, not N / 20.
 //

@@ -73,7 +73,7 @@ func TestAddFlagsParse(t *testing.T) {
 	}))
 	assert.Equal(t, sharding.Config{Ring: "replicasets", Namespace: "ops", Identity: "rs-1",
 		LeaseDuration: 5 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second,
-		WriteQPS: 400, WriteBurst: sharding.DefaultWriteBurst, Mode: sharding.ModeLabels, HashField: sharding.HashUID}, cfg)
+		WriteQPS: 400, WriteBurst: 500, Mode: sharding.ModeLabels, HashField: sharding.HashUID}, cfg)
 	assert.True(t, cfg.Sharded())
 	require.NoError(t, cfg.ValidateFlags())
 }

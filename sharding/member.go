@@ -27,12 +27,11 @@ var (
 	// ErrNotMember is wrapped by Member.Check while the member does not
 	// hold its Lease.
 	ErrNotMember = errors.New("sharding: not a member of the ring")
-	// ErrDuplicateIdentity is matched by the error Member.Run returns when
-	// another live process renews the Lease of the same identity.
-	ErrDuplicateIdentity = errors.New("sharding: identity held by another live member")
 )
 
-// DuplicateIdentityError names the identity and the holder that kept it.
+// DuplicateIdentityError is the error Member.Run returns (errors.As finds
+// it) when another live process renews the Lease of the same identity: it
+// names the identity and the holder that kept it.
 type DuplicateIdentityError struct {
 	Ring, Identity string
 	// Holder is the holder identity written in the Lease by the other
@@ -41,12 +40,9 @@ type DuplicateIdentityError struct {
 }
 
 func (e *DuplicateIdentityError) Error() string {
-	return fmt.Sprintf("%v: ring %q, identity %q: Lease held and renewed by %q",
-		ErrDuplicateIdentity, e.Ring, e.Identity, e.Holder)
+	return fmt.Sprintf("sharding: identity held by another live member: ring %q, identity %q: Lease held and renewed by %q",
+		e.Ring, e.Identity, e.Holder)
 }
-
-// Is makes errors.Is(err, ErrDuplicateIdentity) true.
-func (e *DuplicateIdentityError) Is(target error) bool { return target == ErrDuplicateIdentity }
 
 // Member is one process's membership of a ring: it holds the Lease
 // <ring>.<identity> (labelled shard.ctrlkit.dev/ring=<ring>) and renews it

@@ -101,7 +101,7 @@ func TestMemberRefusesADuplicateIdentity(t *testing.T) {
 			return false
 		}
 	}, 20*time.Second, 50*time.Millisecond)
-	assert.ErrorIs(t, dup, sharding.ErrDuplicateIdentity)
+	assert.ErrorAs(t, dup, new(*sharding.DuplicateIdentityError))
 	assert.Equal(t, "a", dup.Identity)
 	assert.Contains(t, dup.Error(), `identity "a"`)
 }

@@ -32,8 +32,8 @@ type SharderOptions struct {
 	// all namespaces.
 	Namespace string
 	// Workers is how many keys move through the protocol in parallel: how
-	// many of the sharder's patches can be in flight. Default
-	// DefaultSharderWorkers; the ring client's write rate (Config.WriteQPS)
+	// many of the sharder's patches can be in flight. Default 16; the ring
+	// client's write rate (Config.WriteQPS)
 	// bounds their rate.
 	Workers int
 	// Metrics receives the ring's metrics; nil records none.
@@ -43,10 +43,10 @@ type SharderOptions struct {
 	Clock clock.WithTicker
 }
 
-// DefaultSharderWorkers is the default of SharderOptions.Workers: enough
+// defaultSharderWorkers is the default of SharderOptions.Workers: enough
 // patches in flight for the default write rate at a few milliseconds per
 // round trip, few enough not to crowd a small API server.
-const DefaultSharderWorkers = 16
+const defaultSharderWorkers = 16
 
 // Sharder writes the ring's assignments. Every member runs one; the leader
 // of the Lease <ring>-sharder is the only one writing (see the package
@@ -100,7 +100,7 @@ func NewSharder(client kubernetes.Interface, meta metadata.Interface, cfg Config
 		}
 	}
 	if opts.Workers == 0 {
-		opts.Workers = DefaultSharderWorkers
+		opts.Workers = defaultSharderWorkers
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}

@@ -103,7 +103,7 @@ watch:
 			both++
 		}
 	}
-	require.ErrorIs(t, second.err, sharding.ErrDuplicateIdentity)
+	require.ErrorAs(t, second.err, new(*sharding.DuplicateIdentityError))
 	t.Logf("%d samples over the second process's life: it led the sharder in %d, both did in %d", samples, secondLed, both)
 	assert.Zero(t, both, "two processes of one identity led the sharder at once")
 	assert.Zero(t, secondLed, "the second process took the sharder Lease the first holds")

@@ -420,7 +420,7 @@ func (c *chaos) reap() (ended, whys []string) {
 		switch {
 		case errors.Is(tm.runErr, sharding.ErrMembershipLost):
 			why = "membership lost"
-		case errors.Is(tm.runErr, sharding.ErrDuplicateIdentity):
+		case errors.As(tm.runErr, new(*sharding.DuplicateIdentityError)):
 			why = "duplicate identity"
 		case tm.runErr != nil:
 			why = tm.runErr.Error()
