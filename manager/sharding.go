@@ -319,7 +319,7 @@ func AddSharded[K sharding.Key, T informer.Object](m *Manager, c ShardedControll
 			Reason: fmt.Sprintf("%q is set but manager.Options.FeatureGate is nil", f)}
 	}
 	m.names[name] = struct{}{}
-	s.runnables = append(s.runnables, &shardedRunnable[K]{controller: c, newDispatcher: func(s *shardState) (dispatcher[K], error) {
+	s.runnables = append(s.runnables, &shardedRunnable[K]{controller: c, newDispatcher: func(s *shardState) (*sharding.Dispatcher[K], error) {
 		if s.currentMode() == sharding.ModeServer {
 			// Children need no barrier: they are cached whole (hashed by
 			// UID) or move with their owner's slot (by namespace).
@@ -347,15 +347,8 @@ type shardedRunnable[K sharding.Key] struct {
 	controller ShardedController[K]
 	// newDispatcher builds the dispatcher over the informers AddSharded was
 	// given (typed on the owners' object type), for the ring's mode.
-	newDispatcher func(s *shardState) (dispatcher[K], error)
-	dispatcher    dispatcher[K] // set by prepare
-}
-
-// dispatcher is a sharded controller's admission step, a
-// *sharding.Dispatcher (labels) or a *sharding.SlotDispatcher (server-side).
-type dispatcher[K sharding.Key] interface {
-	controller.Admission[K]
-	Run(ctx context.Context) error
+	newDispatcher func(s *shardState) (*sharding.Dispatcher[K], error)
+	dispatcher    *sharding.Dispatcher[K] // set by prepare
 }
 
 // preparer is a sharded controller's shardedRunnable.

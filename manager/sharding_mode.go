@@ -13,7 +13,6 @@ import (
 // server must serve shard selectors, else the ring runs on labels, saying
 // so. It is called before anything of the ring starts.
 func (s *shardState) chooseMode(ctx context.Context, client kubernetes.Interface) error {
-	defer func() { s.metrics.SetMode(s.cfg.Ring, s.currentMode()) }()
 	if s.cfg.Mode != sharding.ModeServer {
 		return nil
 	}

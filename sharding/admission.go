@@ -144,7 +144,7 @@ func (a *Assigner) Assign(obj metav1.Object) string {
 		ann = map[string]string{}
 	}
 	ann[HolderAnnotation(a.cfg.Ring)] = live[member]
-	delete(ann, BarrierAnnotation(a.cfg.Ring))
+	delete(ann, barrierAnnotation(a.cfg.Ring))
 	obj.SetAnnotations(ann)
 	return member
 }

@@ -19,10 +19,10 @@ import (
 // Label and annotation names. The ring's name is the suffix of every
 // per-ring key, so several rings can shard the same objects independently.
 const (
-	// LabelPrefix prefixes the assignment label: shard.ctrlkit.dev/<ring>.
-	LabelPrefix = "shard.ctrlkit.dev/"
-	// DrainLabelPrefix prefixes the drain label: drain.shard.ctrlkit.dev/<ring>.
-	DrainLabelPrefix = "drain.shard.ctrlkit.dev/"
+	// labelPrefix prefixes the assignment label: shard.ctrlkit.dev/<ring>.
+	labelPrefix = "shard.ctrlkit.dev/"
+	// drainLabelPrefix prefixes the drain label: drain.shard.ctrlkit.dev/<ring>.
+	drainLabelPrefix = "drain.shard.ctrlkit.dev/"
 	// RingLabel marks a member Lease with the name of its ring.
 	RingLabel = "lease.shard.ctrlkit.dev/ring"
 	// barrierSuffix ends the children-barrier annotation:
@@ -39,9 +39,9 @@ const (
 	servingSuffix = "-serving"
 )
 
-// MaxRingLength is the longest ring name: the barrier annotation's name part,
+// maxRingLength is the longest ring name: the barrier annotation's name part,
 // <ring>-children-rv, must fit in a label name's 63 characters.
-const MaxRingLength = validation.LabelValueMaxLength - len(barrierSuffix)
+const maxRingLength = validation.LabelValueMaxLength - len(barrierSuffix)
 
 // Defaults of Config, those of leader election (kube-controller-manager's).
 const (
@@ -87,7 +87,8 @@ type Config struct {
 	// (shard.ctrlkit.dev/<ring>) and the prefix of the member Leases
 	// (<ring>.<identity>) and of the sharder's Lease (<ring>-sharder). It
 	// must be a DNS-1123 label (it is also part of Lease names) of at most
-	// MaxRingLength characters. Required.
+	// 51 characters (the barrier annotation, <ring>-children-rv, must fit a
+	// label name's 63). Required.
 	Ring string
 	// Namespace holds the Leases. Default leaderelection.DefaultLeaseNamespace(), as for
 	// leader election: the namespace of the Pod the process runs in, else "ctrlkit-system"
@@ -186,9 +187,9 @@ func (c Config) Validate() error {
 	}
 	if msgs := validation.IsDNS1123Label(c.Ring); len(msgs) > 0 {
 		add("ring", "ring %q must be a DNS-1123 label, as it names Leases and ends label keys: %s", c.Ring, strings.Join(msgs, "; "))
-	} else if len(c.Ring) > MaxRingLength {
+	} else if len(c.Ring) > maxRingLength {
 		add("ring", "ring %q is %d characters, more than %d (the annotation %s<ring>%s must be a valid label key)",
-			c.Ring, len(c.Ring), MaxRingLength, LabelPrefix, barrierSuffix)
+			c.Ring, len(c.Ring), maxRingLength, labelPrefix, barrierSuffix)
 	}
 	if msgs := validation.IsValidLabelValue(c.Identity); c.Identity == "" || len(msgs) > 0 {
 		if c.Identity == "" {
@@ -253,14 +254,14 @@ func flatten(err error) []error {
 }
 
 // Label is the assignment label of ring: shard.ctrlkit.dev/<ring>.
-func Label(ring string) string { return LabelPrefix + ring }
+func Label(ring string) string { return labelPrefix + ring }
 
 // DrainLabel is the drain label of ring: drain.shard.ctrlkit.dev/<ring>.
-func DrainLabel(ring string) string { return DrainLabelPrefix + ring }
+func DrainLabel(ring string) string { return drainLabelPrefix + ring }
 
-// BarrierAnnotation is the children-barrier annotation of ring:
+// barrierAnnotation is the children-barrier annotation of ring:
 // shard.ctrlkit.dev/<ring>-children-rv.
-func BarrierAnnotation(ring string) string { return LabelPrefix + ring + barrierSuffix }
+func barrierAnnotation(ring string) string { return labelPrefix + ring + barrierSuffix }
 
 // HolderAnnotation is the annotation naming the member process an object of
 // ring is assigned to: the holder identity of the member's Lease (its
@@ -268,7 +269,7 @@ func BarrierAnnotation(ring string) string { return LabelPrefix + ring + barrier
 // A process restarted with the same identity does not reconcile the objects
 // assigned to its former incarnation until the sharder has assigned them
 // again.
-func HolderAnnotation(ring string) string { return LabelPrefix + ring + holderSuffix }
+func HolderAnnotation(ring string) string { return labelPrefix + ring + holderSuffix }
 
 // IdentityOfHolder returns the ring identity of a Lease holder of the ring:
 // a member Lease's holder, the sharder Lease's or a HolderAnnotation are

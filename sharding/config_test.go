@@ -17,7 +17,7 @@ func validConfig() Config {
 
 func TestConfigValidate(t *testing.T) {
 	require.NoError(t, validConfig().Validate())
-	long := strings.Repeat("r", MaxRingLength+1)
+	long := strings.Repeat("r", maxRingLength+1)
 	for _, tc := range []struct {
 		name  string
 		edit  func(*Config)
@@ -57,7 +57,7 @@ func TestConfigValidate(t *testing.T) {
 func TestNamesOfARing(t *testing.T) {
 	assert.Equal(t, "shard.ctrlkit.dev/web", Label("web"))
 	assert.Equal(t, "drain.shard.ctrlkit.dev/web", DrainLabel("web"))
-	assert.Equal(t, "shard.ctrlkit.dev/web-children-rv", BarrierAnnotation("web"))
+	assert.Equal(t, "shard.ctrlkit.dev/web-children-rv", barrierAnnotation("web"))
 	assert.Equal(t, "shard.ctrlkit.dev/web=a", Selector("web", "a"))
 	assert.Equal(t, "web.a.b", memberLeaseName("web", "a.b"))
 	id, ok := identityOf("web", "web.a.b")

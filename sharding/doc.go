@@ -5,17 +5,20 @@
 //
 // # Modes
 //
-// Every mode has the same ring of members (Member, member.go) and one elected
-// sharder; they differ in how an object's member is recorded:
+// Every mode has the same ring of members (Member, member.go), one elected
+// sharder (Sharder, sharder.go) and, per controller, one Dispatcher
+// (dispatcher.go), its admission step; they differ in how an object's
+// member is recorded, and each mode's files carry its prefix:
 //
-//   - label mode (the default; sharder.go, sharder_term.go, sharder_sync.go,
-//     barrier.go, children.go, dispatcher*.go): the sharder labels each
+//   - label mode (the default; label_*.go): the sharder labels each
 //     object for its member, and members' informers select their label;
+//     NewDispatcher;
 //   - admission-time assignment (admission.go, an option of label mode): a
 //     mutating webhook labels new objects as they are created;
-//   - server-side mode (Config.Mode ModeServer; slots.go, slot_*.go): the
-//     sharder records hash slots in the members' Leases and the API server
-//     filters each member's lists and watches; no object is written.
+//   - server-side mode (Config.Mode ModeServer; slot_*.go): the sharder
+//     records hash slots in the members' Leases and the API server filters
+//     each member's lists and watches; no object is written;
+//     NewSlotDispatcher.
 //
 // # Label mode
 //
@@ -80,7 +83,7 @@
 // (informer.ShardSet, ListOptions.ShardSelector) and records what it serves
 // (ServingAnnotation) once they have synced. A slot leaves a live member
 // before it reaches the next one, as a key is drained in label mode: the
-// member stops admitting its keys (SlotDispatcher), waits for their
+// member stops admitting its keys (its Dispatcher), waits for their
 // reconciles, then records it no longer serves it, and only then does the
 // sharder give it on. Children follow their owner only when the ring hashes
 // namespaces; hashed by UID, each member caches every child.

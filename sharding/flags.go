@@ -12,17 +12,17 @@ import (
 	"github.com/ctrlkit/ctrlkit/leaderelection"
 )
 
-// EnvPodName is the environment variable DefaultIdentity reads first: a
+// envPodName is the environment variable DefaultIdentity reads first: a
 // Deployment or StatefulSet sets it from the downward API
 // (fieldRef: metadata.name), so each replica joins under its Pod's name.
-const EnvPodName = "POD_NAME"
+const envPodName = "POD_NAME"
 
 // DefaultIdentity is the default of --shard-identity: $POD_NAME when set,
 // else the host name (a Pod's host name is its name too), lower-cased, since
 // an identity is a label value that must also fit a Lease name. It returns
 // "" when neither is known; ValidateFlags then names the flag to set.
 func DefaultIdentity() string {
-	id := os.Getenv(EnvPodName)
+	id := os.Getenv(envPodName)
 	if id == "" {
 		id, _ = os.Hostname()
 	}
@@ -71,7 +71,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"as for --leader-elect-resource-namespace.")
 	fs.StringVar(&c.Identity, "shard-identity", c.Identity, ""+
 		"This replica's name in the ring, unique among the live replicas: the value of the "+
-		"assignment label on the objects it owns. Default: $"+EnvPodName+", else the host name, "+
+		"assignment label on the objects it owns. Default: $"+envPodName+", else the host name, "+
 		"lower-cased.")
 	fs.DurationVar(&c.LeaseDuration, "shard-lease-duration", c.LeaseDuration, ""+
 		"How long after the last renewal of a member's Lease it observed the sharder waits "+

@@ -23,7 +23,7 @@ func newFlagSet(cfg *sharding.Config) *pflag.FlagSet {
 }
 
 func TestAddFlagsDefaults(t *testing.T) {
-	t.Setenv(sharding.EnvPodName, "Web-0")
+	t.Setenv("POD_NAME", "Web-0")
 	var cfg sharding.Config
 	fs := newFlagSet(&cfg)
 	for name, def := range map[string]string{
@@ -51,11 +51,11 @@ func TestAddFlagsDefaults(t *testing.T) {
 }
 
 func TestDefaultIdentity(t *testing.T) {
-	t.Setenv(sharding.EnvPodName, "")
+	t.Setenv("POD_NAME", "")
 	host, err := os.Hostname()
 	require.NoError(t, err)
 	assert.Equal(t, strings.ToLower(host), sharding.DefaultIdentity(), "the host name without $POD_NAME")
-	t.Setenv(sharding.EnvPodName, "Controller-7f9")
+	t.Setenv("POD_NAME", "Controller-7f9")
 	assert.Equal(t, "controller-7f9", sharding.DefaultIdentity())
 }
 
@@ -98,7 +98,7 @@ func TestValidateFlagsNamesTheFlag(t *testing.T) {
 		want string
 	}{
 		{[]string{"--shard-ring=Web_Ring"}, "--shard-ring", "must be a DNS-1123 label"},
-		{[]string{"--shard-ring=" + strings.Repeat("r", sharding.MaxRingLength+1)}, "--shard-ring", "more than 51"},
+		{[]string{"--shard-ring=" + strings.Repeat("r", 52)}, "--shard-ring", "more than 51"},
 		{[]string{"--shard-ring=web", "--shard-identity="}, "--shard-identity", "must not be empty"},
 		{[]string{"--shard-ring=web", "--shard-identity=Web_0"}, "--shard-identity", "Lease name"},
 		{[]string{"--shard-ring=web", "--shard-namespace=Ops"}, "--shard-namespace", "DNS-1123 label"},

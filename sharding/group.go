@@ -64,8 +64,8 @@ func (g *Group) NeedLeaderElection() bool { return false }
 // Member is the group's member, for probes (IsMember) and selectors.
 func (g *Group) Member() *Member { return g.member }
 
-// ErrGroupRunTwice is returned by a second Group.Run.
-var ErrGroupRunTwice = errors.New("sharding: group already ran")
+// errGroupRunTwice is returned by a second Group.Run.
+var errGroupRunTwice = errors.New("sharding: group already ran")
 
 // Run runs the group until ctx ends, membership is lost or a runnable fails,
 // and returns after everything it started has returned: nil when ctx ended,
@@ -73,7 +73,7 @@ var ErrGroupRunTwice = errors.New("sharding: group already ran")
 // else the first error of the sharder, the member or a runnable.
 func (g *Group) Run(ctx context.Context) error {
 	if !g.started.CompareAndSwap(false, true) {
-		return fmt.Errorf("%w: %s", ErrGroupRunTwice, g.name)
+		return fmt.Errorf("%w: %s", errGroupRunTwice, g.name)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

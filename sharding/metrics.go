@@ -142,8 +142,8 @@ func (m *Metrics) barrierTimedOut(ring, member string) {
 	}
 }
 
-// SetMode records the mode ring runs in (1 for it, 0 for the other).
-func (m *Metrics) SetMode(ring string, mode Mode) {
+// setMode records the mode ring runs in (1 for it, 0 for the other).
+func (m *Metrics) setMode(ring string, mode Mode) {
 	if m != nil {
 		for _, each := range []Mode{ModeLabels, ModeServer} {
 			v := 0.0

@@ -137,9 +137,10 @@ func (s *Sharder) IsLeader() bool { return s.elector.IsLeader() }
 func (s *Sharder) Holder() string { return s.holder }
 
 // Run contends for the sharder's Lease until ctx ends, sharding while it
-// leads. A sharder that loses the Lease stops writing at once and contends
+// leads. It records the ring's mode (ctrlkit_shard_mode) at once. A sharder that loses the Lease stops writing at once and contends
 // again; Run returns nil when ctx ends.
 func (s *Sharder) Run(ctx context.Context) error {
+	s.opts.Metrics.setMode(s.cfg.Ring, s.cfg.Mode)
 	logger := klog.FromContext(ctx).WithValues("ring", s.cfg.Ring, "sharder", s.cfg.Identity)
 	ctx = klog.NewContext(ctx, logger)
 	for {

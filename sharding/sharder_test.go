@@ -307,7 +307,7 @@ func TestSyncDrainsThenAssigns(t *testing.T) {
 	got := api.get(owners, name)
 	assert.Equal(t, "b", got.Labels[Label("r")])
 	assert.NotContains(t, got.Labels, DrainLabel("r"))
-	assert.Equal(t, "pods="+last, got.Annotations[BarrierAnnotation("r")])
+	assert.Equal(t, "pods="+last, got.Annotations[barrierAnnotation("r")])
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.handovers.WithLabelValues("r")))
 	assert.Equal(t, 0.0, testutil.ToFloat64(m.drainsPending.WithLabelValues("r")))
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.reassignments.WithLabelValues("r", reasonDrained)))
@@ -566,7 +566,7 @@ func TestSyncListsTheChildrenOfAHandover(t *testing.T) {
 	assert.Equal(t, "b", got.Labels[Label("r")])
 	late := api.get(pods, name+"-late").ResourceVersion
 	early := api.get(pods, name+"-early").ResourceVersion
-	assert.Equal(t, "pods="+max(late, early), got.Annotations[BarrierAnnotation("r")])
+	assert.Equal(t, "pods="+max(late, early), got.Annotations[barrierAnnotation("r")])
 }
 
 // An owner that never had a member lists nothing: its children can only be
@@ -652,7 +652,7 @@ func TestSyncRetriesAFailedRelabelFromAFreshList(t *testing.T) {
 	assert.Equal(t, 2, api.lists)
 	got := api.get(owners, "rs")
 	assert.Equal(t, "b", got.Labels[Label("r")])
-	assert.Equal(t, "pods="+api.get(pods, "rs-x").ResourceVersion, got.Annotations[BarrierAnnotation("r")],
+	assert.Equal(t, "pods="+api.get(pods, "rs-x").ResourceVersion, got.Annotations[barrierAnnotation("r")],
 		"the barrier names the version the lost reply wrote")
 }
 

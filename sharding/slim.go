@@ -14,7 +14,7 @@ import (
 // equal sub-objects then stores once for all objects.
 func slimMetadata(ring string) func(*metav1.PartialObjectMetadata) (*metav1.PartialObjectMetadata, error) {
 	labels := []string{Label(ring), DrainLabel(ring)}
-	annotations := []string{HolderAnnotation(ring), BarrierAnnotation(ring)}
+	annotations := []string{HolderAnnotation(ring), barrierAnnotation(ring)}
 	return func(m *metav1.PartialObjectMetadata) (*metav1.PartialObjectMetadata, error) {
 		out := &metav1.PartialObjectMetadata{
 			TypeMeta: m.TypeMeta,

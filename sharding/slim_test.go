@@ -18,7 +18,7 @@ func TestSlimMetadataKeepsWhatTheSharderReads(t *testing.T) {
 			Name: "web-1", GenerateName: "web-", Namespace: "default", UID: "pod-uid", ResourceVersion: "42",
 			Generation: 3, CreationTimestamp: now, DeletionTimestamp: &now, Finalizers: []string{"f"},
 			Labels:      map[string]string{"app": "web", Label("pods"): "m-1", DrainLabel("pods"): "true", Label("other"): "m-2"},
-			Annotations: map[string]string{"note": "x", HolderAnnotation("pods"): "m-1_abc", BarrierAnnotation("pods"): "pods=7"},
+			Annotations: map[string]string{"note": "x", HolderAnnotation("pods"): "m-1_abc", barrierAnnotation("pods"): "pods=7"},
 			OwnerReferences: []metav1.OwnerReference{
 				{APIVersion: "v1", Kind: "ConfigMap", Name: "cfg", UID: "cm-uid"},
 				ctrl,
@@ -32,7 +32,7 @@ func TestSlimMetadataKeepsWhatTheSharderReads(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "web-1", Namespace: "default", UID: "pod-uid", ResourceVersion: "42", DeletionTimestamp: &now,
 			Labels:          map[string]string{Label("pods"): "m-1", DrainLabel("pods"): "true"},
-			Annotations:     map[string]string{HolderAnnotation("pods"): "m-1_abc", BarrierAnnotation("pods"): "pods=7"},
+			Annotations:     map[string]string{HolderAnnotation("pods"): "m-1_abc", barrierAnnotation("pods"): "pods=7"},
 			OwnerReferences: []metav1.OwnerReference{ctrl},
 		},
 	}, out)

@@ -11,13 +11,11 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
-// SlotDispatcher is the admission step of one controller of a server-side
-// ring (controller.Controller's SetAdmission): a key is reconciled only
-// while its slot is admitted by the member's SlotKeeper, and a key refused
-// because its slot was not admitted yet is enqueued again once it is. Its
-// owners informer must follow the member's ShardSet. Run it for as long as
-// the controller runs.
-type SlotDispatcher[K Key] struct {
+// slotDispatcher is a Dispatcher in server-side mode: a key is reconciled
+// only while its slot is admitted by the member's SlotKeeper, and a key
+// refused because its slot was not admitted yet is enqueued again once it
+// is.
+type slotDispatcher[K Key] struct {
 	keeper  *SlotKeeper
 	field   HashField
 	owners  Source
@@ -34,10 +32,10 @@ type SlotDispatcher[K Key] struct {
 	refused map[K]int
 }
 
-// NewSlotDispatcher returns the dispatcher of a controller over owners (the
-// sharded resource, from the member's ShardSet factory); enqueue is the
-// controller's Enqueue.
-func NewSlotDispatcher[K Key, T informer.Object](keeper *SlotKeeper, owners informer.Informer[T], enqueue func(K)) (*SlotDispatcher[K], error) {
+// NewSlotDispatcher returns the server-side dispatcher of a controller over
+// owners (the sharded resource, from the member's ShardSet factory, which
+// follows the keeper's slots); enqueue is the controller's Enqueue.
+func NewSlotDispatcher[K Key, T informer.Object](keeper *SlotKeeper, owners informer.Informer[T], enqueue func(K)) (*Dispatcher[K], error) {
 	switch {
 	case keeper == nil:
 		return nil, &ConfigError{Field: "keeper", Rule: "slot keeper must not be nil"}
@@ -46,7 +44,7 @@ func NewSlotDispatcher[K Key, T informer.Object](keeper *SlotKeeper, owners info
 	case enqueue == nil:
 		return nil, &ConfigError{Field: "enqueue", Rule: "enqueue function must not be nil"}
 	}
-	d := &SlotDispatcher[K]{keeper: keeper, field: keeper.cfg.HashField, owners: owners, enqueue: enqueue,
+	d := &slotDispatcher[K]{keeper: keeper, field: keeper.cfg.HashField, owners: owners, enqueue: enqueue,
 		inFlight: map[K]int{}, deleted: map[string]int{}, refused: map[K]int{}}
 	d.watchOwners = func() (func(), error) {
 		reg, err := owners.AddHandler(informer.HandlerFuncs[T]{
@@ -73,7 +71,7 @@ func NewSlotDispatcher[K Key, T informer.Object](keeper *SlotKeeper, owners info
 		}
 		return func() { _ = owners.RemoveHandler(reg) }, nil
 	}
-	return d, nil
+	return &Dispatcher[K]{impl: d}, nil
 }
 
 // cacheKey is obj's informer key, "namespace/name" or "name".
@@ -83,7 +81,7 @@ func cacheKey(obj any) string {
 }
 
 // slotOf is the slot of an owner object, -1 when it has no metadata.
-func (d *SlotDispatcher[K]) slotOf(obj any) int {
+func (d *slotDispatcher[K]) slotOf(obj any) int {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return -1
@@ -96,7 +94,7 @@ func (d *SlotDispatcher[K]) slotOf(obj any) int {
 
 // Admit admits key when its owner is cached (or was seen deleted here) and
 // its slot is admitted.
-func (d *SlotDispatcher[K]) Admit(key K) bool {
+func (d *slotDispatcher[K]) Admit(key K) bool {
 	slot := -1
 	obj, cached, err := d.owners.Informer().GetIndexer().GetByKey(key.String())
 	if err == nil && cached {
@@ -124,7 +122,7 @@ func (d *SlotDispatcher[K]) Admit(key K) bool {
 }
 
 // Release ends the reconcile Admit started.
-func (d *SlotDispatcher[K]) Release(key K) {
+func (d *slotDispatcher[K]) Release(key K) {
 	d.mu.Lock()
 	slot, ok := d.inFlight[key]
 	delete(d.inFlight, key)
@@ -136,7 +134,7 @@ func (d *SlotDispatcher[K]) Release(key K) {
 
 // Run registers the dispatcher's handler and, each time the keeper admits
 // slots, enqueues the keys refused in them, until ctx ends.
-func (d *SlotDispatcher[K]) Run(ctx context.Context) error {
+func (d *slotDispatcher[K]) Run(ctx context.Context) error {
 	unwatch, err := d.watchOwners()
 	if err != nil {
 		return fmt.Errorf("sharding: slot dispatcher over %s: %w", d.owners.Name(), err)
@@ -168,7 +166,7 @@ func (d *SlotDispatcher[K]) Run(ctx context.Context) error {
 
 // enqueueRefused enqueues the keys refused in slots and forgets them, and
 // forgets those no longer cached (their slot left the member).
-func (d *SlotDispatcher[K]) enqueueRefused(slots slotSet) {
+func (d *slotDispatcher[K]) enqueueRefused(slots slotSet) {
 	d.mu.Lock()
 	var keys []K
 	for k, slot := range d.refused {

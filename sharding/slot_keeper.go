@@ -23,7 +23,7 @@ import (
 // ModeServer). It follows the slots the sharder records in the member's
 // Lease and, in this order,
 //
-//   - stops admitting the keys of a slot taken away (SlotDispatcher refuses
+//   - stops admitting the keys of a slot taken away (its Dispatcher refuses
 //     them from then on) and waits for their reconciles to end;
 //   - makes the member's ShardSet select exactly the assigned slots, so the
 //     informers following it list and watch them (a slot dropped leaves

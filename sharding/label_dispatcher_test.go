@@ -88,7 +88,7 @@ type dispatcherEnv struct {
 	env        *testkit.FakeEnv
 	cms        informer.Informer[*corev1.ConfigMap]
 	secrets    informer.Informer[*corev1.Secret]
-	dispatcher *Dispatcher[controller.Key]
+	dispatcher *labelDispatcher[controller.Key]
 	w          *dynWriter
 	log        *eventLog
 	enqueued   chan controller.Key
@@ -256,7 +256,7 @@ func TestDispatcherWaitsForTheChildrenBarrier(t *testing.T) {
 	require.NoError(t, err)
 	barrierRV := rv + 3 // two writes after the owner's create
 	_, err = ge.env.Client().CoreV1().ConfigMaps("default").Create(ctx, configMap("x", map[string]string{Label("r"): "m"},
-		map[string]string{BarrierAnnotation("r"): "secrets=" + strconv.FormatUint(barrierRV, 10) + ",pods=1"}), metav1.CreateOptions{})
+		map[string]string{barrierAnnotation("r"): "secrets=" + strconv.FormatUint(barrierRV, 10) + ",pods=1"}), metav1.CreateOptions{})
 	require.NoError(t, err)
 	eventually(t, func() bool { return ge.cached("x") != nil }, "x cached")
 	assert.False(t, ge.dispatcher.Admit(keyX), "held back by the barrier")
@@ -276,7 +276,7 @@ func TestDispatcherWaitsForTheChildrenBarrier(t *testing.T) {
 // member started watching) holds the key back for BarrierTimeout only.
 func TestDispatcherBarrierTimesOut(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
-	ge := newDispatcherEnv(t, clk, configMap("x", map[string]string{Label("r"): "m"}, map[string]string{BarrierAnnotation("r"): "secrets=999999999"}))
+	ge := newDispatcherEnv(t, clk, configMap("x", map[string]string{Label("r"): "m"}, map[string]string{barrierAnnotation("r"): "secrets=999999999"}))
 	eventually(t, func() bool { return ge.cached("x") != nil }, "x cached")
 	assert.False(t, ge.dispatcher.Admit(keyX))
 	// The ticker may start after a step; step until it has fired past the
@@ -350,7 +350,7 @@ func TestDispatcherThatNeverRunsStartsNothing(t *testing.T) {
 }
 
 // stateSize counts the dispatcher's per-key entries of each kind.
-func (d *Dispatcher[K]) stateSize() map[string]int {
+func (d *labelDispatcher[K]) stateSize() map[string]int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return map[string]int{"pendingAcks": len(d.pendingAcks), "inFlight": len(d.inFlight), "acking": len(d.acking),

@@ -12,7 +12,7 @@ import (
 // watch registers the owner handler and the children's version trackers.
 // The function it returns removes whatever was registered, and takes the
 // member's owned keys off the gauge; call it even when watch fails.
-func (d *Dispatcher[K]) watch() (unwatch func(), err error) {
+func (d *labelDispatcher[K]) watch() (unwatch func(), err error) {
 	var removes []func()
 	unwatch = func() {
 		for _, remove := range removes {
@@ -45,7 +45,7 @@ func (d *Dispatcher[K]) watch() (unwatch func(), err error) {
 // ownerHandler is the dispatcher's handler of the owners informer: a typed
 // handler like every other, so tombstones arrive unwrapped with their key
 // and objects of the wrong type are reported by the informer, not here.
-type ownerHandler[K Key, T informer.Object] struct{ d *Dispatcher[K] }
+type ownerHandler[K Key, T informer.Object] struct{ d *labelDispatcher[K] }
 
 func (h ownerHandler[K, T]) HandleAdd(obj T, _ bool) { h.d.ownerEvent(obj, 1) }
 func (h ownerHandler[K, T]) HandleUpdate(_, obj T)   { h.d.ownerEvent(obj, 0) }
@@ -58,7 +58,7 @@ func (h ownerHandler[K, T]) HandleDelete(obj T, info informer.DeleteInfo) {
 
 // ownerEvent counts the owned keys and starts drains; delta is +1 for an
 // add, 0 for an update.
-func (d *Dispatcher[K]) ownerEvent(m metav1.Object, delta int) {
+func (d *labelDispatcher[K]) ownerEvent(m metav1.Object, delta int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.owned += delta
@@ -77,7 +77,7 @@ func (d *Dispatcher[K]) ownerEvent(m metav1.Object, delta int) {
 // leaves the cache draining (the API server's watch gives the state before
 // the acknowledgement) or without this member's label (a fake's may give
 // the state after).
-func (d *Dispatcher[K]) ownerDeleted(k string, m metav1.Object, counted bool) {
+func (d *labelDispatcher[K]) ownerDeleted(k string, m metav1.Object, counted bool) {
 	d.mu.Lock()
 	r, again := d.recordDeletion(k, m, counted)
 	d.mu.Unlock()
@@ -88,7 +88,7 @@ func (d *Dispatcher[K]) ownerDeleted(k string, m metav1.Object, counted bool) {
 
 // recordDeletion is ownerDeleted's part under d.mu; it returns the refusal
 // of the key to enqueue again, if any.
-func (d *Dispatcher[K]) recordDeletion(k string, m metav1.Object, counted bool) (r refusal[K], again bool) {
+func (d *labelDispatcher[K]) recordDeletion(k string, m metav1.Object, counted bool) (r refusal[K], again bool) {
 	if counted {
 		d.owned--
 		d.metrics.ownedDelta(d.cfg.Ring, d.cfg.Identity, -1)

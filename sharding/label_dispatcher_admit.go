@@ -35,7 +35,7 @@ type waiting[K Key] struct {
 }
 
 // ownerState reads the cached owner of key.
-func (d *Dispatcher[K]) ownerState(key string) (obj metav1.Object, mine, draining bool) {
+func (d *labelDispatcher[K]) ownerState(key string) (obj metav1.Object, mine, draining bool) {
 	o, ok, err := d.owners.Informer().GetStore().GetByKey(key)
 	if err != nil || !ok {
 		return nil, false, false
@@ -51,13 +51,13 @@ func (d *Dispatcher[K]) ownerState(key string) (obj metav1.Object, mine, drainin
 // label and the holder the sharder stamped it for. A key stamped for an
 // earlier process of the same identity is not this one's: the sharder
 // assigns it again once it sees the Lease's new holder.
-func (d *Dispatcher[K]) assignedHere(m metav1.Object) bool {
+func (d *labelDispatcher[K]) assignedHere(m metav1.Object) bool {
 	return m.GetLabels()[Label(d.cfg.Ring)] == d.cfg.Identity && m.GetAnnotations()[HolderAnnotation(d.cfg.Ring)] == d.holder
 }
 
 // Admit reports whether a worker may reconcile key now; see Dispatcher. An
 // admitted key must be Released after its Reconcile.
-func (d *Dispatcher[K]) Admit(key K) bool {
+func (d *labelDispatcher[K]) Admit(key K) bool {
 	k := key.String()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -99,8 +99,8 @@ func (d *Dispatcher[K]) Admit(key K) bool {
 
 // barrierPassed reports whether obj's children barrier has been delivered, or
 // timed out; otherwise it remembers key to enqueue later. d.mu is held.
-func (d *Dispatcher[K]) barrierPassed(k string, key K, obj metav1.Object) bool {
-	f := parseBarrier(obj.GetAnnotations()[BarrierAnnotation(d.cfg.Ring)])
+func (d *labelDispatcher[K]) barrierPassed(k string, key K, obj metav1.Object) bool {
+	f := parseBarrier(obj.GetAnnotations()[barrierAnnotation(d.cfg.Ring)])
 	if len(f) == 0 || passed(f, d.trackers) {
 		delete(d.waiting, k)
 		return true
@@ -122,7 +122,7 @@ func (d *Dispatcher[K]) barrierPassed(k string, key K, obj metav1.Object) bool {
 
 // Release ends an admitted key's Reconcile; a drain that waited for it is
 // acknowledged now.
-func (d *Dispatcher[K]) Release(key K) {
+func (d *labelDispatcher[K]) Release(key K) {
 	k := key.String()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -134,7 +134,7 @@ func (d *Dispatcher[K]) Release(key K) {
 
 // releaseWaiting enqueues the held-back keys whose barrier has passed or
 // timed out, and forgets the deletions whose time is over.
-func (d *Dispatcher[K]) releaseWaiting() {
+func (d *labelDispatcher[K]) releaseWaiting() {
 	d.mu.Lock()
 	for k, del := range d.deleted {
 		if del.admitted && d.clock.Since(del.at) >= d.cfg.LeaseDuration {
@@ -156,7 +156,7 @@ func (d *Dispatcher[K]) releaseWaiting() {
 		}
 		// Kept until Admit lets the key through, so the time-out runs
 		// from the first refusal.
-		if passed(parseBarrier(obj.GetAnnotations()[BarrierAnnotation(d.cfg.Ring)]), d.trackers) ||
+		if passed(parseBarrier(obj.GetAnnotations()[barrierAnnotation(d.cfg.Ring)]), d.trackers) ||
 			d.clock.Since(p.since) >= d.timeout {
 			ready = append(ready, p.key)
 		}

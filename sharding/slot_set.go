@@ -123,12 +123,12 @@ func ParseSlotRecord(value string) (holder string, slots []int, err error) {
 // SlotsAnnotation is the annotation of a member Lease in which the sharder
 // of a server-side ring writes the slots assigned to the member:
 // shard.ctrlkit.dev/<ring>-slots, "<holder>:<slots>".
-func SlotsAnnotation(ring string) string { return LabelPrefix + ring + slotsSuffix }
+func SlotsAnnotation(ring string) string { return labelPrefix + ring + slotsSuffix }
 
 // ServingAnnotation is the annotation of a member Lease in which a member
 // of a server-side ring writes the slots it reconciles:
 // shard.ctrlkit.dev/<ring>-serving, "<holder>:<slots>".
-func ServingAnnotation(ring string) string { return LabelPrefix + ring + servingSuffix }
+func ServingAnnotation(ring string) string { return labelPrefix + ring + servingSuffix }
 
 // HashField is the object field a server-side ring hashes, as the API
 // server's shard selectors name it.

@@ -14,7 +14,7 @@ import (
 )
 
 // The sharder's steps of the protocol for one key (docs/design/sharding.md,
-// "The protocol"); the term in sharder.go feeds them keys.
+// "The protocol"); the term in label_term.go feeds them keys.
 
 // childPatchesInFlight bounds the parallel relabels of one owner's children.
 const childPatchesInFlight = 8
@@ -243,9 +243,9 @@ func (t *term) assign(ctx context.Context, owner *metav1.PartialObjectMetadata, 
 	}
 	ann := map[string]*string{HolderAnnotation(t.cfg.Ring): ptr(holder)}
 	if len(f) > 0 {
-		ann[BarrierAnnotation(t.cfg.Ring)] = ptr(f.String())
-	} else if _, ok := owner.GetAnnotations()[BarrierAnnotation(t.cfg.Ring)]; ok {
-		ann[BarrierAnnotation(t.cfg.Ring)] = nil
+		ann[barrierAnnotation(t.cfg.Ring)] = ptr(f.String())
+	} else if _, ok := owner.GetAnnotations()[barrierAnnotation(t.cfg.Ring)]; ok {
+		ann[barrierAnnotation(t.cfg.Ring)] = nil
 	}
 	_, err := t.w.patch(ctx, t.opts.Resource, owner.Namespace, owner.Name, metaPatch(owner.ResourceVersion,
 		map[string]*string{Label(t.cfg.Ring): ptr(member), DrainLabel(t.cfg.Ring): nil}, ann))

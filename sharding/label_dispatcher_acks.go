@@ -10,7 +10,7 @@ import (
 )
 
 // requestAck asks for the drain of k to be acknowledged. d.mu is held.
-func (d *Dispatcher[K]) requestAck(k string) {
+func (d *labelDispatcher[K]) requestAck(k string) {
 	if d.acks != nil {
 		d.acks.Add(k)
 		return
@@ -19,7 +19,7 @@ func (d *Dispatcher[K]) requestAck(k string) {
 }
 
 // processAck acknowledges the next drain of acks; false once acks shut down.
-func (d *Dispatcher[K]) processAck(ctx context.Context, acks kworkqueue.TypedRateLimitingInterface[string]) bool {
+func (d *labelDispatcher[K]) processAck(ctx context.Context, acks kworkqueue.TypedRateLimitingInterface[string]) bool {
 	k, shutdown := acks.Get()
 	if shutdown {
 		return false
@@ -40,7 +40,7 @@ func (d *Dispatcher[K]) processAck(ctx context.Context, acks kworkqueue.TypedRat
 // reconciled. A reply lost after the write succeeded is harmless: k stays
 // refused (draining while cached, then not cached), and the retry finds the
 // owner gone from the cache or fails its precondition.
-func (d *Dispatcher[K]) ack(ctx context.Context, k string) error {
+func (d *labelDispatcher[K]) ack(ctx context.Context, k string) error {
 	d.mu.Lock()
 	obj, mine, draining := d.ownerState(k)
 	// Already acknowledged at this version: the cache has not caught up.

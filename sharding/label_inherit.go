@@ -18,7 +18,7 @@ func Inherit(owner, child metav1.Object) {
 	}
 	var labels map[string]string
 	for k, v := range owner.GetLabels() {
-		if !strings.HasPrefix(k, LabelPrefix) {
+		if !strings.HasPrefix(k, labelPrefix) {
 			continue
 		}
 		if labels == nil {
