@@ -15,8 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
-
-	"github.com/ctrlkit/ctrlkit/controller"
 )
 
 func TestUserHealthAndReadinessChecks(t *testing.T) {
@@ -57,7 +55,7 @@ func TestUserHealthAndReadinessChecks(t *testing.T) {
 	assert.Equal(t, http.StatusInternalServerError, code)
 	assert.Contains(t, body, "worker-pool: no progress for 10m")
 
-	assert.ErrorIs(t, m.AddReadyzCheck("late", func(*http.Request) error { return nil }), controller.ErrAlreadyStarted)
+	assert.ErrorIs(t, m.AddReadyzCheck("late", func(*http.Request) error { return nil }), ErrAlreadyStarted)
 	require.NoError(t, stop())
 }
 

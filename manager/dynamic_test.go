@@ -115,5 +115,5 @@ func TestAddAfterShutdownRefuses(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 	c, _ := configMapController(t, context.Background(), mgr.Factory(), "too-late")
-	assert.ErrorIs(t, mgr.Add(c), controller.ErrAlreadyStarted)
+	assert.ErrorIs(t, mgr.Add(c), manager.ErrAlreadyStarted)
 }

@@ -65,7 +65,7 @@ func (m *Manager) notRestartable() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var names []string
-	for _, r := range m.leaders {
+	for _, r := range m.leaders.members {
 		if !restartable(r) {
 			names = append(names, fmt.Sprintf("%q", r.Name()))
 		}
@@ -96,12 +96,8 @@ func (m *Manager) onStartedLeading(leading context.Context) {
 	// reconciles in flight); a lost Lease cancels them plainly, at once.
 	stop := context.AfterFunc(m.ctrlCtx, func() { cancel(context.Cause(m.ctrlCtx)) })
 	defer stop()
-	t := &leaderTerm{ctx: ctx, stopped: make(chan struct{})}
-	m.term = t
-	for _, r := range m.leaders {
-		m.goLeaderLocked(t, r)
-	}
-	n := len(m.leaders)
+	m.leaders.startLocked(ctx)
+	n := len(m.leaders.members)
 	m.mu.Unlock()
 	m.log().Info("Started leading: starting the controllers that need leader election", "controllers", n)
 
@@ -109,40 +105,15 @@ func (m *Manager) onStartedLeading(leading context.Context) {
 	// returned: one added meanwhile (Add) starts in it.
 	<-ctx.Done()
 	m.mu.Lock()
-	m.term = nil
-	t.ending = true
-	if t.running == 0 {
-		close(t.stopped)
-	}
+	stopped := m.leaders.endLocked()
 	m.mu.Unlock()
 	if m.ctrlCtx.Err() == nil && m.shutdownTimeout >= 0 {
 		wait := m.leaderStopTimeout()
 		m.log().Info("Leadership ended: stopping the controllers that need leader election", "timeout", wait)
-		m.awaitLeaderWork(t.stopped, wait)
+		m.awaitLeaderWork(stopped, wait)
 	}
-	<-t.stopped
+	<-stopped
 	m.log().Info("Controllers that need leader election stopped")
-}
-
-// leaderTerm is one period of leadership: the Runnables that need leader
-// election run under its ctx, and stopped is closed once leadership ended
-// and every one of them returned. Guarded by m.mu.
-type leaderTerm struct {
-	ctx     context.Context
-	running int
-	ending  bool
-	stopped chan struct{}
-}
-
-// goLeaderLocked runs r in term t. m.mu is held.
-func (m *Manager) goLeaderLocked(t *leaderTerm, r Runnable) {
-	t.running++
-	m.goRunLocked(t.ctx, r, func() {
-		t.running--
-		if t.running == 0 && t.ending {
-			close(t.stopped)
-		}
-	})
 }
 
 // leaderStopTimeout is how long leader work may take to stop after a lost

@@ -12,6 +12,12 @@ import (
 // are told apart.
 var ErrInvalidOptions = errors.New("invalid manager options")
 
+// ErrAlreadyStarted is returned by a second Start, by what may be done only
+// before Start (AddSharded, AddHealthzCheck, AddReadyzCheck) and by Add once
+// Start is shutting down. It is the Manager's own: controller's
+// ErrAlreadyStarted is a controller's.
+var ErrAlreadyStarted = errors.New("manager already started")
+
 // OptionsError reports one invalid option given to a Manager, naming it as
 // the caller wrote it.
 type OptionsError struct {

@@ -78,22 +78,20 @@ type Manager struct {
 	probeHTTP  *http.Client
 	probeConns *connrotation.Dialer
 
-	mu        sync.Mutex
-	runnables []Runnable
-	names     map[string]struct{}
-	started   bool
-	stopping  bool // shutdown began: a late OnStartedLeading starts nothing
-	ctrlCtx   context.Context
-	leaders   []Runnable                    // those that need leader election, started in each term
-	late      []Runnable                    // added after Start took its list, before it ran it
-	term      *leaderTerm                   // the current leadership term; nil while not leading
-	runs      map[string]*running           // the Run in progress of each Runnable, by name (Remove)
-	live      map[*Runnable]context.Context // Run called and not returned, with its ctx: the /readyz set
-	fatal     chan error
-	runWG     sync.WaitGroup   // every Runnable.Run
-	servers   *serving.Servers // set by Start once listening
-	healthz   []namedCheck     // AddHealthzCheck's, fixed once started
-	readyz    []namedCheck     // AddReadyzCheck's, fixed once started
+	mu       sync.Mutex
+	always   *group // the Runnables every replica runs, started by Start
+	leaders  *group // those that need leader election, started in each term
+	names    map[string]struct{}
+	started  bool
+	stopping bool // shutdown began: a late OnStartedLeading starts nothing
+	ctrlCtx  context.Context
+	runs     map[string]*running           // the Run in progress of each Runnable, by name (Remove)
+	live     map[*Runnable]context.Context // Run called and not returned, with its ctx: the /readyz set
+	fatal    chan error
+	runWG    sync.WaitGroup   // every Runnable.Run
+	servers  *serving.Servers // set by Start once listening
+	healthz  []namedCheck     // AddHealthzCheck's, fixed once started
+	readyz   []namedCheck     // AddReadyzCheck's, fixed once started
 
 	running      atomic.Bool
 	cachesSynced atomic.Bool
@@ -164,6 +162,7 @@ func New(opts Options) (_ *Manager, err error) {
 		clock:           clock.RealClock{},
 		conns:           conns,
 	}
+	m.always, m.leaders = newGroup(m), newGroup(m)
 	if restCfg != nil {
 		if m.probeHTTP, m.probeConns, err = probeClient(restCfg); err != nil {
 			return nil, err

@@ -575,7 +575,7 @@ func TestRunnableErrorIsFatal(t *testing.T) {
 	err = m.Start(ctx)
 	require.Error(t, err)
 	assert.ErrorContains(t, err, `controller "broken": port in use`)
-	assert.ErrorIs(t, m.Start(ctx), controller.ErrAlreadyStarted)
+	assert.ErrorIs(t, m.Start(ctx), ErrAlreadyStarted)
 }
 
 func TestEventRecorderFor(t *testing.T) {

@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/ctrlkit/ctrlkit/controller"
 )
 
 // HealthzHandler serves /healthz: 200 "ok", or 500 naming the failure when
@@ -202,7 +200,7 @@ func (m *Manager) addCheck(list *[]namedCheck, endpoint, name string, check Chec
 	defer m.mu.Unlock()
 	switch {
 	case m.started:
-		return fmt.Errorf("manager: adding %s check %q: %w", endpoint, name, controller.ErrAlreadyStarted)
+		return fmt.Errorf("manager: adding %s check %q: %w", endpoint, name, ErrAlreadyStarted)
 	case name == "" || check == nil:
 		return &OptionsError{Field: "Manager.Add" + strings.ToUpper(endpoint[:1]) + endpoint[1:] + "Check",
 			Reason: fmt.Sprintf("needs a name and a check, got name %q", name)}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/featuregate"
@@ -65,6 +64,25 @@ func featureOf(r Runnable) featuregate.Feature {
 	return ""
 }
 
+// enabled reports whether r's feature gate (if any) lets it run, logging
+// the ones it keeps from running.
+func (m *Manager) enabled(r Runnable) bool {
+	if f := featureOf(r); f != "" && !m.gate.Enabled(f) {
+		m.log().Info("Not starting controller: its feature gate is disabled", "controller", r.Name(), "feature", f)
+		return false
+	}
+	return true
+}
+
+// groupOf is the group r runs in: the leaders' when it needs leader
+// election and the Manager has an election, else every replica's.
+func (m *Manager) groupOf(r Runnable) *group {
+	if m.elector != nil && needsLeader(r) {
+		return m.leaders
+	}
+	return m.always
+}
+
 // ErrUnknownRunnable is returned by Remove for a name the Manager does not
 // run.
 var ErrUnknownRunnable = errors.New("no such runnable")
@@ -78,12 +96,12 @@ var ErrUnknownRunnable = errors.New("no such runnable")
 // Added after Start, a Runnable starts at once: on every replica, or, when
 // it needs leader election, while this process leads (at once if it does
 // now, else when it wins the Lease). Once Start is shutting down, Add
-// returns an error matching controller.ErrAlreadyStarted. Remove stops one.
+// returns an error matching ErrAlreadyStarted. Remove stops one.
 func (m *Manager) Add(rs ...Runnable) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.stopping {
-		return fmt.Errorf("manager: adding controllers: %w: the manager is shutting down", controller.ErrAlreadyStarted)
+		return fmt.Errorf("manager: adding controllers: %w: the manager is shutting down", ErrAlreadyStarted)
 	}
 	seen := map[string]struct{}{}
 	for i, r := range rs {
@@ -105,31 +123,9 @@ func (m *Manager) Add(rs ...Runnable) error {
 	}
 	for _, r := range rs {
 		m.names[r.Name()] = struct{}{}
-		m.runnables = append(m.runnables, r)
-		if m.ctrlCtx != nil {
-			m.startLateLocked(r)
-		} else if m.started {
-			// Start is between taking its list and running it: it starts these then.
-			m.late = append(m.late, r)
-		}
+		m.groupOf(r).addLocked(r)
 	}
 	return nil
-}
-
-// startLateLocked starts r, added once Start runs. m.mu is held.
-func (m *Manager) startLateLocked(r Runnable) {
-	if f := featureOf(r); f != "" && !m.gate.Enabled(f) {
-		m.log().Info("Not starting controller: its feature gate is disabled", "controller", r.Name(), "feature", f)
-		return
-	}
-	if m.elector != nil && needsLeader(r) {
-		m.leaders = append(m.leaders, r)
-		if t := m.term; t != nil {
-			m.goLeaderLocked(t, r)
-		}
-		return
-	}
-	m.goRunLocked(m.ctrlCtx, r, nil)
 }
 
 // Remove stops the Runnable named name, if it runs, waits until its Run
@@ -147,10 +143,8 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 		return fmt.Errorf("manager: removing %q: %w", name, ErrUnknownRunnable)
 	}
 	delete(m.names, name)
-	byName := func(r Runnable) bool { return r.Name() == name }
-	m.runnables = slices.DeleteFunc(m.runnables, byName)
-	m.leaders = slices.DeleteFunc(m.leaders, byName)
-	m.late = slices.DeleteFunc(m.late, byName)
+	m.always.removeLocked(name)
+	m.leaders.removeLocked(name)
 	run := m.runs[name]
 	m.mu.Unlock()
 	if run == nil {

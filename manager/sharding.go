@@ -308,7 +308,7 @@ func AddSharded[K sharding.Key, T informer.Object](m *Manager, c ShardedControll
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.started {
-		return fmt.Errorf("manager: adding sharded controller %q: %w", c.Name(), controller.ErrAlreadyStarted)
+		return fmt.Errorf("manager: adding sharded controller %q: %w", c.Name(), ErrAlreadyStarted)
 	}
 	name := c.Name()
 	if _, dup := m.names[name]; dup {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"k8s.io/client-go/util/connrotation"
@@ -53,10 +52,9 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.mu.Lock()
 	if m.started {
 		m.mu.Unlock()
-		return fmt.Errorf("manager: %w", controller.ErrAlreadyStarted)
+		return fmt.Errorf("manager: %w", ErrAlreadyStarted)
 	}
 	m.started = true
-	rs := slices.Clone(m.runnables)
 	m.mu.Unlock()
 
 	logger := m.optLogger
@@ -78,7 +76,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		return err
 	}
 	r := &run{m: m, logger: logger, servers: servers}
-	if err := r.start(ctx, rs); err != nil {
+	if err := r.start(ctx); err != nil {
 		servers.Shutdown(logger)
 		return fmt.Errorf("manager: %w", err)
 	}
@@ -101,30 +99,24 @@ type run struct {
 	electorDone     chan error // the campaign's end; nil without an election
 }
 
-// start starts the events, the informers, the probe, the Runnables that do
-// not need leader election and the election: steps 1 and 2 of Start. It
+// start starts the events, the informers, the probe, the group of
+// Runnables every replica runs and the election: steps 1 and 2 of Start. It
 // fails only before starting anything.
-func (r *run) start(ctx context.Context, rs []Runnable) error {
+func (r *run) start(ctx context.Context) error {
 	m, logger := r.m, r.logger
 	// Each stage is stopped explicitly, in order (stop), so none of them
 	// inherits ctx's cancellation.
 	base := context.WithoutCancel(ctx)
 
-	enabled := func(rn Runnable) bool {
-		if f := featureOf(rn); f != "" && !m.gate.Enabled(f) {
-			logger.Info("Not starting controller: its feature gate is disabled", "controller", rn.Name(), "feature", f)
-			return false
-		}
-		return true
-	}
+	var ring []Runnable
 	if m.shard != nil {
-		group, err := m.shardGroup(enabled)
+		group, err := m.shardGroup(m.enabled)
 		if err != nil {
 			return err
 		}
-		rs = append(rs, group)
+		ring = append(ring, group)
 		if m.shard.assigner != nil {
-			rs = append(rs, m.shard.assigner)
+			ring = append(ring, m.shard.assigner)
 		}
 	}
 	m.events.Start(logger, m.identity())
@@ -135,54 +127,37 @@ func (r *run) start(ctx context.Context, rs []Runnable) error {
 		r.probe.Go(func() { m.probeAPIServer(probeCtx, m.probeEvery) })
 	}
 
-	var always, leaders, active []Runnable
-	for _, rn := range rs {
-		if !enabled(rn) {
-			continue
-		}
-		active = append(active, rn)
-		if m.elector != nil && needsLeader(rn) {
-			leaders = append(leaders, rn)
-		} else {
-			always = append(always, rn)
-		}
-	}
 	var ctrlCtx context.Context
 	ctrlCtx, r.stopControllers = context.WithCancelCause(base)
+	m.mu.Lock()
+	for _, rn := range ring {
+		m.groupOf(rn).addLocked(rn)
+	}
+	m.always.pruneLocked()
+	m.leaders.pruneLocked()
+	always, leaders := len(m.always.members), len(m.leaders.members)
 	// One error per Runnable and one more; Runnables added later report
 	// through reportFatal, which logs what does not fit.
-	r.fatal = make(chan error, len(rs)+1)
-	m.mu.Lock()
-	m.ctrlCtx, m.leaders, m.fatal = ctrlCtx, leaders, r.fatal
-	late := m.late
-	m.late = nil
-	m.mu.Unlock()
-
+	r.fatal = make(chan error, always+leaders+1)
+	m.ctrlCtx, m.fatal = ctrlCtx, r.fatal
 	r.syncDone = make(chan struct{})
 	go func() {
 		defer close(r.syncDone)
 		m.waitForCaches(ctrlCtx)
 	}()
-
-	m.mu.Lock()
-	for _, rn := range always {
-		m.goRunLocked(ctrlCtx, rn, nil)
-	}
-	for _, rn := range late { // added while Start was getting here
-		m.startLateLocked(rn)
-	}
+	m.always.startLocked(ctrlCtx)
 	m.mu.Unlock()
 
 	var electionCtx context.Context
 	electionCtx, r.endElection = context.WithCancel(base)
 	if m.elector != nil {
 		logger.Info("Contending for leadership", "identity", m.elector.Identity(),
-			"controllers", len(leaders), "controllersOnEveryReplica", len(always))
+			"controllers", leaders, "controllersOnEveryReplica", always)
 		r.electorDone = make(chan error, 1)
 		go func() { r.electorDone <- m.campaign(electionCtx) }()
 	}
 	m.running.Store(true)
-	logger.Info("Manager started", "controllers", len(active))
+	logger.Info("Manager started", "controllers", always+leaders)
 	return nil
 }
 
@@ -215,6 +190,7 @@ func (r *run) stop(first error) error {
 	// 1-3: stop intake, drain, stop controllers (leaders included).
 	m.mu.Lock()
 	m.stopping = true
+	m.always.endLocked()
 	m.mu.Unlock()
 	r.stopControllers(m.shutdownCause())
 	r.stopProbe()
