@@ -534,9 +534,15 @@ func TestLostLeaseStepsDownAndLeadsAgain(t *testing.T) {
 		assert.Equal(t, http.StatusOK, code, "%s while not leading: %s", path, body)
 	}
 
+	// Added between terms, a controller that needs leader election waits for the next one.
+	var late keyRecorder
+	require.NoError(t, m.Add(configMapController(t, m.Factory(), "added-between-terms", &late, controller.Options[controller.Key]{})))
+
 	failRenewals.Store(false)
 	require.Eventually(t, func() bool { return m.Elector().IsLeader() && terms.Load() >= 2 }, 20*time.Second, time.Millisecond,
 		"leading again runs the guarded controller again, over the cached objects")
+	require.Eventually(t, func() bool { return late.Count(controller.Key{Namespace: "ns", Name: "a"}) == 1 }, 10*time.Second, time.Millisecond,
+		"the controller added between terms runs in the new one")
 }
 
 func TestManagerCacheSyncTimeoutIsFatal(t *testing.T) {
