@@ -37,23 +37,7 @@ type DispatcherOptions struct {
 	Clock clock.WithTicker
 }
 
-// labelDispatcher is a Dispatcher in label mode, the member side of the
-// protocol for one controller. It
-//
-//   - refuses keys whose owner carries the drain label, and keys it does
-//     not cache unless it saw their owner deleted while assigned here (a
-//     key handed over leaves the cache too, and a retry, requeue or child
-//     event may still bring it: that is not a deletion);
-//   - acknowledges a drain, once the key is not being reconciled, by
-//     removing the assignment and drain labels in one patch preconditioned
-//     on the version that carried the drain label;
-//   - holds back the first Reconcile of a newly assigned owner until the
-//     child informers have delivered the children barrier, and enqueues it
-//     then.
-//
-// The owners' and children's informers must select the member's label
-// (informer.WithLabelSelector with Member.Selector). Run it (its handlers and
-// acknowledgement worker) for as long as the controller runs.
+// labelDispatcher is a Dispatcher in label mode (see NewDispatcher).
 type labelDispatcher[K Key] struct {
 	cfg      Config
 	holder   string // the member's Lease holder: the process the keys must be stamped for
@@ -86,10 +70,23 @@ type labelDispatcher[K Key] struct {
 	owned       int
 }
 
-// NewDispatcher returns the label-mode dispatcher of member's controller
-// over the owners informer (the sharded resource, selected by member's
-// label); enqueue is the controller's Enqueue, for keys held back by a
-// barrier.
+// NewDispatcher returns the label-mode Dispatcher of member's controller
+// over the owners informer (the sharded resource); enqueue is the
+// controller's Enqueue, for keys held back by a barrier. The Dispatcher
+//
+//   - refuses keys whose owner carries the drain label, and keys it does
+//     not cache unless it saw their owner deleted while assigned here (a
+//     key handed over leaves the cache too, and a retry, requeue or child
+//     event may still bring it: that is not a deletion);
+//   - acknowledges a drain, once the key is not being reconciled, by
+//     removing the assignment and drain labels in one patch preconditioned
+//     on the version that carried the drain label;
+//   - holds back the first Reconcile of a newly assigned owner until the
+//     child informers (opts.Children) have delivered the children barrier,
+//     and enqueues it then.
+//
+// The owners' and children's informers must select the member's label
+// (informer.WithLabelSelector with Member.Selector).
 func NewDispatcher[K Key, T informer.Object](member *Member, owners informer.Informer[T], enqueue func(K), opts DispatcherOptions) (*Dispatcher[K], error) {
 	bad := func(field, rule string) (*Dispatcher[K], error) { return nil, &ConfigError{Field: field, Rule: rule} }
 	switch {

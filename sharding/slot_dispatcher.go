@@ -11,10 +11,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
-// slotDispatcher is a Dispatcher in server-side mode: a key is reconciled
-// only while its slot is admitted by the member's SlotKeeper, and a key
-// refused because its slot was not admitted yet is enqueued again once it
-// is.
+// slotDispatcher is a Dispatcher in server-side mode (see NewSlotDispatcher).
 type slotDispatcher[K Key] struct {
 	keeper  *SlotKeeper
 	field   HashField
@@ -32,9 +29,12 @@ type slotDispatcher[K Key] struct {
 	refused map[K]int
 }
 
-// NewSlotDispatcher returns the server-side dispatcher of a controller over
+// NewSlotDispatcher returns the server-side Dispatcher of a controller over
 // owners (the sharded resource, from the member's ShardSet factory, which
-// follows the keeper's slots); enqueue is the controller's Enqueue.
+// follows the keeper's slots); enqueue is the controller's Enqueue. A key is
+// reconciled only while its slot is admitted by the member's SlotKeeper, and
+// a key refused because its slot was not admitted yet is enqueued again
+// once it is.
 func NewSlotDispatcher[K Key, T informer.Object](keeper *SlotKeeper, owners informer.Informer[T], enqueue func(K)) (*Dispatcher[K], error) {
 	switch {
 	case keeper == nil:
