@@ -19,6 +19,6 @@ printf '| binary | size | its library'"'"'s packages | OpenTelemetry | sharding 
 for b in webapp webapp-cr; do
 	lib='^github.com/ctrlkit/ctrlkit/'
 	[ "$b" = webapp-cr ] && lib='^sigs.k8s.io/controller-runtime/'
-	printf '| %s | %.1f MB | %s | %s | %s |\n' "$b" "$(echo "$(stat -c %s "$OUT/$b") / 1000000" | bc -l)" \
+	printf '| %s | %s | %s | %s | %s |\n' "$b" "$(stat -c %s "$OUT/$b" | awk '{ printf "%.1f MB", $1 / 1e6 }')" \
 		"$(sum "$OUT/$b" "$lib")" "$(sum "$OUT/$b" '^go.opentelemetry.io/')" "$(sum "$OUT/$b" '^github.com/ctrlkit/ctrlkit/sharding')"
 done
