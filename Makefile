@@ -53,9 +53,11 @@ tidy:
 	@if [ -f hack/bench/go.mod ]; then cd hack/bench && $(GO) mod tidy; fi
 
 ## generate: run the examples' go:generate lines: controller-gen (pinned in hack/tools/go.mod)
-## writes the deepcopy functions and CRD manifests of their API packages. Commit the result.
+## writes the deepcopy functions and CRD manifests of their API packages; and rewrite the table of
+## client-go's typed clients (internal/builtin) from kubernetes.Interface. Commit the result.
 generate:
 	$(GO) generate ./examples/...
+	$(GO) test ./internal/builtin -run TestGeneratedGetters -update
 
 ## surface: the exported names of the everyday packages (and all public ones), as the issues count them.
 surface:

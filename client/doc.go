@@ -26,14 +26,16 @@
 //
 // # How For finds the typed client
 //
-// T's group, version and kind come from client-go's scheme. The typed client is found by
-// reflection over kubernetes.Interface's getters, once per type: the getter whose Get
-// returns T (CoreV1().ConfigMaps for *corev1.ConfigMap); whether it takes a namespace gives
-// the scope and its name the resource. Requests then go through the clientset's own typed
+// T's group, version and kind come from client-go's scheme. The typed client comes from a table
+// of kubernetes.Interface's getters generated from the interface (internal/builtin): the
+// getter whose Get returns T (CoreV1().ConfigMaps for *corev1.ConfigMap); whether it takes a
+// namespace gives the scope and its name the resource. (Looking the getter up by method name
+// at run time would make the linker keep every exported method of client-go's types in every
+// binary.) Requests then go through the clientset's own typed
 // client, so a fake clientset records them and its reactors see them (a fake's RESTClient()
 // is nil, so a REST-client based approach would not work in tests). Get, Create, Update,
 // UpdateStatus, Patch and Delete are called through a generic interface assertion, List
-// through reflection (its list type differs per T). Apply sends an apply patch
+// through the table (its list type differs per T). Apply sends an apply patch
 // (application/apply-patch+yaml, what the generated Apply methods send too) built from T,
 // so no generated apply-configuration type is needed.
 //

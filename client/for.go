@@ -21,10 +21,11 @@ import (
 // *appsv1.Deployment) that sends its requests through cs, a real clientset or client-go's fake
 // (so reactors and recorded actions see them).
 //
-// There is no per-type code: T's group, version and kind come from client-go's scheme, and the
-// typed client serving T is found once per type by reflection over kubernetes.Interface's
-// getters (the getter whose Get returns T; whether it takes a namespace tells the scope, and
-// its name the resource). A T the clientset does not serve (a custom resource, a list type, a
+// There is no per-type code to write: T's group, version and kind come from client-go's scheme,
+// and the typed client serving T from a table of kubernetes.Interface's getters generated from
+// the interface (the getter whose Get returns T; whether it takes a namespace tells the scope,
+// and its name the resource), not looked up by method name at run time, which would keep every
+// method of client-go's types in the binary. A T the clientset does not serve (a custom resource, a list type, a
 // subresource type such as *autoscalingv1.Scale) is an error wrapping ErrUnsupportedType; use
 // customresource.NewClient for custom resources.
 func For[T Object](cs kubernetes.Interface) (Client[T], error) {
@@ -36,40 +37,26 @@ func For[T Object](cs kubernetes.Interface) (Client[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	group := reflect.ValueOf(cs).MethodByName(b.groupMethod)
-	if !group.IsValid() {
-		return nil, fmt.Errorf("client: for %s: clientset %T has no %s method: %w", t, cs, b.groupMethod, ErrUnsupportedType)
-	}
-	gc := group.Call(nil)[0]
-	if object.IsNilValue(gc) {
-		return nil, fmt.Errorf("client: for %s: clientset %T returned a nil %s client: %w", t, cs, b.groupMethod, ErrInvalidInput)
-	}
-	getter := gc.MethodByName(b.resourceMethod)
-	if !getter.IsValid() {
-		return nil, fmt.Errorf("client: for %s: %s client %T has no %s method: %w", t, b.groupMethod, gc.Interface(), b.resourceMethod, ErrUnsupportedType)
-	}
-	c := &typed[T]{b: b, getter: getter}
+	c := &typed[T]{b: b, cs: cs}
 	if !b.namespaced {
-		rc, list, err := c.resource("")
+		rc, err := c.resource("")
 		if err != nil {
 			return nil, err
 		}
-		c.cluster, c.clusterList = rc, list
+		c.cluster = rc
 	}
 	return c, nil
 }
 
 // binding is how T is served by kubernetes.Interface, found once per type.
 type binding struct {
-	t              reflect.Type
-	gvk            schema.GroupVersionKind
-	gvr            schema.GroupVersionResource
-	groupMethod    string // CoreV1
-	resourceMethod string // ConfigMaps
-	namespaced     bool   // the resource getter takes a namespace
-	hasStatus      bool   // the typed interface has UpdateStatus
-	listMethod     int    // index of List in the typed interface's method set
-	itemsField     []int  // index of Items in the list struct
+	t          reflect.Type
+	gvk        schema.GroupVersionKind
+	gvr        schema.GroupVersionResource
+	getter     builtin.Getter
+	namespaced bool  // the resource getter takes a namespace
+	hasStatus  bool  // the typed interface has UpdateStatus
+	itemsField []int // index of Items in the list struct
 }
 
 var bindings sync.Map // reflect.Type → *binding or error
@@ -111,12 +98,11 @@ func resolve(t reflect.Type) (*binding, error) {
 	}
 	gvk := gvks[0]
 	b := &binding{
-		t:              t,
-		gvk:            gvk,
-		gvr:            gvk.GroupVersion().WithResource(g.Resource()),
-		groupMethod:    g.GroupMethod,
-		resourceMethod: g.ResourceMethod,
-		namespaced:     g.Namespaced,
+		t:          t,
+		gvk:        gvk,
+		gvr:        gvk.GroupVersion().WithResource(g.Resource()),
+		getter:     g,
+		namespaced: g.Namespaced,
 	}
 	_, b.hasStatus = g.Iface.MethodByName("UpdateStatus")
 	list, ok := g.Iface.MethodByName("List")
@@ -127,7 +113,7 @@ func resolve(t reflect.Type) (*binding, error) {
 	if !ok || items.Type.Kind() != reflect.Slice || items.Type.Elem() != t.Elem() {
 		return nil, unsupported(fmt.Sprintf("its list type %s has no Items of %s", list.Type.Out(0), t.Elem()))
 	}
-	b.listMethod, b.itemsField = list.Index, items.Index
+	b.itemsField = items.Index
 	return b, nil
 }
 

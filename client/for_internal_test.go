@@ -47,13 +47,13 @@ func TestEveryTypedClientTypeResolves(t *testing.T) {
 			t.Errorf("%s (%s): %v", typ, where, err)
 			continue
 		}
-		if b.groupMethod+"."+b.resourceMethod != where {
-			t.Errorf("%s resolved to %s.%s, want %s", typ, b.groupMethod, b.resourceMethod, where)
+		if b.getter.GroupMethod+"."+b.getter.ResourceMethod != where {
+			t.Errorf("%s resolved to %s.%s, want %s", typ, b.getter.GroupMethod, b.getter.ResourceMethod, where)
 		}
 		for _, cs := range []kubernetes.Interface{real, fake.NewClientset()} {
-			group := reflect.ValueOf(cs).MethodByName(b.groupMethod).Call(nil)[0]
-			if !group.MethodByName(b.resourceMethod).IsValid() {
-				t.Errorf("%T has no %s.%s", cs, b.groupMethod, b.resourceMethod)
+			group := reflect.ValueOf(cs).MethodByName(b.getter.GroupMethod).Call(nil)[0]
+			if !group.MethodByName(b.getter.ResourceMethod).IsValid() {
+				t.Errorf("%T has no %s.%s", cs, b.getter.GroupMethod, b.getter.ResourceMethod)
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/ctrlkit/ctrlkit/internal/fencehook"
 	"github.com/ctrlkit/ctrlkit/internal/object"
@@ -19,12 +20,11 @@ import (
 // typed is the Client For returns: the clientset's own typed client for T, reached through
 // its getter.
 type typed[T Object] struct {
-	b      *binding
-	getter reflect.Value // e.g. cs.CoreV1().ConfigMaps, a method value
+	b  *binding
+	cs kubernetes.Interface
 
 	// The typed client of a cluster-scoped resource, built once.
-	cluster     typedOps[T]
-	clusterList reflect.Value
+	cluster typedOps[T]
 }
 
 var _ Client[*metav1.PartialObjectMetadata] = (*typed[*metav1.PartialObjectMetadata])(nil)
@@ -33,25 +33,21 @@ func (c *typed[T]) Resource() schema.GroupVersionResource     { return c.b.gvr }
 func (c *typed[T]) GroupVersionKind() schema.GroupVersionKind { return c.b.gvk }
 func (c *typed[T]) Namespaced() bool                          { return c.b.namespaced }
 
-// resource returns the typed client of namespace ns (the getter's answer) and its List
-// method.
-func (c *typed[T]) resource(ns string) (typedOps[T], reflect.Value, error) {
+// resource returns the typed client of namespace ns (the getter's answer, e.g.
+// cs.CoreV1().ConfigMaps(ns)).
+func (c *typed[T]) resource(ns string) (typedOps[T], error) {
 	if !c.b.namespaced && c.cluster != nil {
-		return c.cluster, c.clusterList, nil
+		return c.cluster, nil
 	}
-	var in []reflect.Value
-	if c.b.namespaced {
-		in = []reflect.Value{reflect.ValueOf(ns)}
+	out := c.b.getter.Client(c.cs, ns)
+	if object.IsNil(out) {
+		return nil, fmt.Errorf("client: %s: the clientset returned a nil typed client: %w", resourceName(c.b.gvr), ErrInvalidInput)
 	}
-	out := c.getter.Call(in)[0]
-	if object.IsNilValue(out) {
-		return nil, reflect.Value{}, fmt.Errorf("client: %s: the clientset returned a nil typed client: %w", resourceName(c.b.gvr), ErrInvalidInput)
-	}
-	ops, ok := out.Interface().(typedOps[T])
+	ops, ok := out.(typedOps[T])
 	if !ok {
-		return nil, reflect.Value{}, fmt.Errorf("client: %s: the typed client %T does not serve %s: %w", resourceName(c.b.gvr), out.Interface(), c.b.t, ErrUnsupportedType)
+		return nil, fmt.Errorf("client: %s: the typed client %T does not serve %s: %w", resourceName(c.b.gvr), out, c.b.t, ErrUnsupportedType)
 	}
-	return ops, out.Method(c.b.listMethod), nil
+	return ops, nil
 }
 
 // forObject validates obj and returns the typed client of its namespace.
@@ -63,7 +59,7 @@ func (c *typed[T]) forObject(verb string, obj T) (typedOps[T], error) {
 	if err := checkNamespace(verb, c.b.gvr, c.b.namespaced, obj.GetNamespace(), obj.GetName(), false); err != nil {
 		return nil, err
 	}
-	ops, _, err := c.resource(obj.GetNamespace())
+	ops, err := c.resource(obj.GetNamespace())
 	return ops, err
 }
 
@@ -72,7 +68,7 @@ func (c *typed[T]) Get(ctx context.Context, namespace, name string, opts metav1.
 	if err := checkNamespace("get", c.b.gvr, c.b.namespaced, namespace, name, false); err != nil {
 		return zero, err
 	}
-	ops, _, err := c.resource(namespace)
+	ops, err := c.resource(namespace)
 	if err != nil {
 		return zero, err
 	}
@@ -83,20 +79,20 @@ func (c *typed[T]) List(ctx context.Context, namespace string, opts metav1.ListO
 	if err := checkNamespace("list", c.b.gvr, c.b.namespaced, namespace, "", true); err != nil {
 		return nil, err
 	}
-	_, list, err := c.resource(namespace)
+	ops, err := c.resource(namespace)
 	if err != nil {
 		return nil, err
 	}
-	res := list.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(opts)})
-	if e := res[1].Interface(); e != nil {
-		return nil, e.(error)
+	res, err := c.b.getter.List(ctx, ops, opts)
+	if err != nil {
+		return nil, err
 	}
-	if object.IsNilValue(res[0]) {
+	if object.IsNil(res) {
 		return nil, fmt.Errorf("client: list %s: the typed client returned no list and no error", resourceName(c.b.gvr))
 	}
-	lv := res[0]
+	lv := reflect.ValueOf(res)
 	out := &List[T]{}
-	if lm, ok := lv.Interface().(metav1.ListInterface); ok {
+	if lm, ok := res.(metav1.ListInterface); ok {
 		out.ResourceVersion = lm.GetResourceVersion()
 		out.Continue = lm.GetContinue()
 		out.RemainingItemCount = lm.GetRemainingItemCount()
@@ -149,7 +145,7 @@ func (c *typed[T]) Patch(ctx context.Context, namespace, name string, pt types.P
 	if err := checkNamespace("patch", c.b.gvr, c.b.namespaced, namespace, name, false); err != nil {
 		return zero, err
 	}
-	ops, _, err := c.resource(namespace)
+	ops, err := c.resource(namespace)
 	if err != nil {
 		return zero, err
 	}
@@ -175,7 +171,7 @@ func (c *typed[T]) Delete(ctx context.Context, namespace, name string, opts meta
 	if err := checkNamespace("delete", c.b.gvr, c.b.namespaced, namespace, name, false); err != nil {
 		return err
 	}
-	ops, _, err := c.resource(namespace)
+	ops, err := c.resource(namespace)
 	if err != nil {
 		return err
 	}

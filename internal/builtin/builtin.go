@@ -1,10 +1,12 @@
 package builtin
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
@@ -17,6 +19,11 @@ type Getter struct {
 	ResourceMethod string       // Pods
 	Namespaced     bool         // the getter takes a namespace
 	Iface          reflect.Type // the typed interface, e.g. PodInterface
+	// Client is the getter: the typed client of namespace ns ("" and ignored for a
+	// cluster-scoped resource) from cs, e.g. cs.CoreV1().Pods(ns), as an Iface.
+	Client func(cs kubernetes.Interface, ns string) any
+	// List calls List on c, a client Client returned.
+	List func(ctx context.Context, c any, opts metav1.ListOptions) (runtime.Object, error)
 }
 
 // Resource is the resource a getter serves: its method's name in lower case, as client-go's
@@ -24,35 +31,19 @@ type Getter struct {
 func (g Getter) Resource() string { return strings.ToLower(g.ResourceMethod) }
 
 // Getters maps every type a typed client of kubernetes.Interface gets (*corev1.Pod) to that
-// client's getter. It depends only on the interface's static type, so it is built once per
-// process.
-var Getters = sync.OnceValue(func() map[reflect.Type]Getter {
-	out := map[reflect.Type]Getter{}
-	ci := reflect.TypeFor[kubernetes.Interface]()
-	str := reflect.TypeFor[string]()
-	for i := range ci.NumMethod() {
-		gm := ci.Method(i)
-		if gm.Type.NumIn() != 0 || gm.Type.NumOut() != 1 || gm.Type.Out(0).Kind() != reflect.Interface {
-			continue
-		}
-		gi := gm.Type.Out(0)
-		for j := range gi.NumMethod() {
-			rm := gi.Method(j)
-			ft := rm.Type
-			namespaced := ft.NumIn() == 1 && ft.In(0) == str
-			if (ft.NumIn() != 0 && !namespaced) || ft.NumOut() != 1 || ft.Out(0).Kind() != reflect.Interface {
-				continue
-			}
-			ri := ft.Out(0)
-			get, ok := ri.MethodByName("Get")
-			if !ok || get.Type.NumIn() != 3 || get.Type.NumOut() != 2 {
-				continue
-			}
-			out[get.Type.Out(0)] = Getter{GroupMethod: gm.Name, ResourceMethod: rm.Name, Namespaced: namespaced, Iface: ri}
-		}
+// client's getter. The table is generated (zz_generated_getters.go) rather than found by
+// reflection over method names, which would make the linker keep every exported method of
+// client-go's types in every binary.
+func Getters() map[reflect.Type]Getter { return getters }
+
+// listed returns a typed List's answer as a runtime.Object, nil when it failed (not a nil
+// pointer in an interface).
+func listed[L runtime.Object](l L, err error) (runtime.Object, error) {
+	if err != nil {
+		return nil, err
 	}
-	return out
-})
+	return l, nil
+}
 
 // scopes maps every built-in resource (in each group version client-go serves it) to whether
 // it is namespaced.
