@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/ctrlkit/ctrlkit/client"
@@ -310,4 +312,27 @@ func patchBodies(t *testing.T, env *testkit.FakeEnv) []string {
 // One sentinel across the two clients: errors.Is matches either package's name.
 func TestErrInvalidInputIsShared(t *testing.T) {
 	assert.ErrorIs(t, fmt.Errorf("wrapped: %w", customresource.ErrInvalidInput), client.ErrInvalidInput)
+}
+
+// noCoreV1 is a partial clientset that serves no core/v1 client, as a test double may be.
+type noCoreV1 struct {
+	kubernetes.Interface
+	typedNil bool
+}
+
+func (c noCoreV1) CoreV1() typedcorev1.CoreV1Interface {
+	if c.typedNil {
+		return (*typedcorev1.CoreV1Client)(nil)
+	}
+	return nil
+}
+
+// A clientset that returns no client for T's group is an error from For, naming the resource,
+// not a panic at the first call.
+func TestForAClientsetWithoutTheGroup(t *testing.T) {
+	for _, typedNil := range []bool{false, true} {
+		_, err := client.For[*corev1.ConfigMap](noCoreV1{typedNil: typedNil})
+		require.ErrorIs(t, err, client.ErrInvalidInput, "typed nil %v", typedNil)
+		assert.ErrorContains(t, err, "configmaps")
+	}
 }

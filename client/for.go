@@ -38,11 +38,12 @@ func For[T Object](cs kubernetes.Interface) (Client[T], error) {
 		return nil, err
 	}
 	c := &typed[T]{b: b, cs: cs}
+	// Once up front, so a clientset that does not serve T fails here, not at its first call.
+	rc, err := c.resource("")
+	if err != nil {
+		return nil, err
+	}
 	if !b.namespaced {
-		rc, err := c.resource("")
-		if err != nil {
-			return nil, err
-		}
 		c.cluster = rc
 	}
 	return c, nil

@@ -20,7 +20,8 @@ type Getter struct {
 	Namespaced     bool         // the getter takes a namespace
 	Iface          reflect.Type // the typed interface, e.g. PodInterface
 	// Client is the getter: the typed client of namespace ns ("" and ignored for a
-	// cluster-scoped resource) from cs, e.g. cs.CoreV1().Pods(ns), as an Iface.
+	// cluster-scoped resource) from cs, e.g. cs.CoreV1().Pods(ns), as an Iface; nil when cs
+	// returns no group client.
 	Client func(cs kubernetes.Interface, ns string) any
 	// List calls List on c, a client Client returned.
 	List func(ctx context.Context, c any, opts metav1.ListOptions) (runtime.Object, error)
@@ -35,6 +36,16 @@ func (g Getter) Resource() string { return strings.ToLower(g.ResourceMethod) }
 // reflection over method names, which would make the linker keep every exported method of
 // client-go's types in every binary.
 func Getters() map[reflect.Type]Getter { return getters }
+
+// isNil reports whether a group client is nil or a typed nil, which a clientset that does not
+// serve the group (a partial test double) may return: its getters would panic.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
+}
 
 // listed returns a typed List's answer as a runtime.Object, nil when it failed (not a nil
 // pointer in an interface).

@@ -94,7 +94,7 @@ func generateGetters() ([]byte, error) {
 			arg = "ns"
 		}
 		fmt.Fprintf(&body, "\treflect.TypeFor[%s](): {GroupMethod: %q, ResourceMethod: %q, Namespaced: %v, Iface: reflect.TypeFor[%s](),\n", obj, g.group, g.resource, g.namespaced, iface)
-		fmt.Fprintf(&body, "\t\tClient: func(cs kubernetes.Interface, ns string) any { return cs.%s().%s(%s) },\n", g.group, g.resource, arg)
+		fmt.Fprintf(&body, "\t\tClient: func(cs kubernetes.Interface, ns string) any { if g := cs.%s(); !isNil(g) { return g.%s(%s) }; return nil },\n", g.group, g.resource, arg)
 		fmt.Fprintf(&body, "\t\tList: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) { return listed(c.(%s).List(ctx, o)) }},\n", iface)
 	}
 	var src bytes.Buffer

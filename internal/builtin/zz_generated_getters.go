@@ -115,783 +115,1470 @@ import (
 var getters = map[reflect.Type]Getter{
 	reflect.TypeFor[*admissionregistrationv1.MutatingAdmissionPolicy](): {GroupMethod: "AdmissionregistrationV1", ResourceMethod: "MutatingAdmissionPolicies", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1.MutatingAdmissionPolicyInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.AdmissionregistrationV1().MutatingAdmissionPolicies()
+			if g := cs.AdmissionregistrationV1(); !isNil(g) {
+				return g.MutatingAdmissionPolicies()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1.MutatingAdmissionPolicyInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*admissionregistrationv1.MutatingAdmissionPolicyBinding](): {GroupMethod: "AdmissionregistrationV1", ResourceMethod: "MutatingAdmissionPolicyBindings", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1.MutatingAdmissionPolicyBindingInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.AdmissionregistrationV1().MutatingAdmissionPolicyBindings()
+			if g := cs.AdmissionregistrationV1(); !isNil(g) {
+				return g.MutatingAdmissionPolicyBindings()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1.MutatingAdmissionPolicyBindingInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*admissionregistrationv1.MutatingWebhookConfiguration](): {GroupMethod: "AdmissionregistrationV1", ResourceMethod: "MutatingWebhookConfigurations", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1.MutatingWebhookConfigurationInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.AdmissionregistrationV1().MutatingWebhookConfigurations()
+			if g := cs.AdmissionregistrationV1(); !isNil(g) {
+				return g.MutatingWebhookConfigurations()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1.MutatingWebhookConfigurationInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*admissionregistrationv1.ValidatingAdmissionPolicy](): {GroupMethod: "AdmissionregistrationV1", ResourceMethod: "ValidatingAdmissionPolicies", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1.ValidatingAdmissionPolicyInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.AdmissionregistrationV1().ValidatingAdmissionPolicies()
+			if g := cs.AdmissionregistrationV1(); !isNil(g) {
+				return g.ValidatingAdmissionPolicies()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1.ValidatingAdmissionPolicyInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](): {GroupMethod: "AdmissionregistrationV1", ResourceMethod: "ValidatingAdmissionPolicyBindings", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1.ValidatingAdmissionPolicyBindingInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
+			if g := cs.AdmissionregistrationV1(); !isNil(g) {
+				return g.ValidatingAdmissionPolicyBindings()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1.ValidatingAdmissionPolicyBindingInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*admissionregistrationv1.ValidatingWebhookConfiguration](): {GroupMethod: "AdmissionregistrationV1", ResourceMethod: "ValidatingWebhookConfigurations", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1.ValidatingWebhookConfigurationInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+			if g := cs.AdmissionregistrationV1(); !isNil(g) {
+				return g.ValidatingWebhookConfigurations()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1.ValidatingWebhookConfigurationInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*admissionregistrationv1alpha1.MutatingAdmissionPolicy](): {GroupMethod: "AdmissionregistrationV1alpha1", ResourceMethod: "MutatingAdmissionPolicies", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1alpha1.MutatingAdmissionPolicyInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.AdmissionregistrationV1alpha1().MutatingAdmissionPolicies()
+			if g := cs.AdmissionregistrationV1alpha1(); !isNil(g) {
+				return g.MutatingAdmissionPolicies()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1alpha1.MutatingAdmissionPolicyInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*admissionregistrationv1alpha1.MutatingAdmissionPolicyBinding](): {GroupMethod: "AdmissionregistrationV1alpha1", ResourceMethod: "MutatingAdmissionPolicyBindings", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1alpha1.MutatingAdmissionPolicyBindingInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.AdmissionregistrationV1alpha1().MutatingAdmissionPolicyBindings()
+			if g := cs.AdmissionregistrationV1alpha1(); !isNil(g) {
+				return g.MutatingAdmissionPolicyBindings()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1alpha1.MutatingAdmissionPolicyBindingInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*admissionregistrationv1alpha1.ValidatingAdmissionPolicy](): {GroupMethod: "AdmissionregistrationV1alpha1", ResourceMethod: "ValidatingAdmissionPolicies", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1alpha1.ValidatingAdmissionPolicyInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.AdmissionregistrationV1alpha1().ValidatingAdmissionPolicies()
+			if g := cs.AdmissionregistrationV1alpha1(); !isNil(g) {
+				return g.ValidatingAdmissionPolicies()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1alpha1.ValidatingAdmissionPolicyInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*admissionregistrationv1alpha1.ValidatingAdmissionPolicyBinding](): {GroupMethod: "AdmissionregistrationV1alpha1", ResourceMethod: "ValidatingAdmissionPolicyBindings", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1alpha1.ValidatingAdmissionPolicyBindingInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.AdmissionregistrationV1alpha1().ValidatingAdmissionPolicyBindings()
+			if g := cs.AdmissionregistrationV1alpha1(); !isNil(g) {
+				return g.ValidatingAdmissionPolicyBindings()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1alpha1.ValidatingAdmissionPolicyBindingInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*admissionregistrationv1beta1.MutatingAdmissionPolicy](): {GroupMethod: "AdmissionregistrationV1beta1", ResourceMethod: "MutatingAdmissionPolicies", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1beta1.MutatingAdmissionPolicyInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.AdmissionregistrationV1beta1().MutatingAdmissionPolicies()
+			if g := cs.AdmissionregistrationV1beta1(); !isNil(g) {
+				return g.MutatingAdmissionPolicies()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1beta1.MutatingAdmissionPolicyInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*admissionregistrationv1beta1.MutatingAdmissionPolicyBinding](): {GroupMethod: "AdmissionregistrationV1beta1", ResourceMethod: "MutatingAdmissionPolicyBindings", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1beta1.MutatingAdmissionPolicyBindingInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.AdmissionregistrationV1beta1().MutatingAdmissionPolicyBindings()
+			if g := cs.AdmissionregistrationV1beta1(); !isNil(g) {
+				return g.MutatingAdmissionPolicyBindings()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1beta1.MutatingAdmissionPolicyBindingInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*admissionregistrationv1beta1.MutatingWebhookConfiguration](): {GroupMethod: "AdmissionregistrationV1beta1", ResourceMethod: "MutatingWebhookConfigurations", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1beta1.MutatingWebhookConfigurationInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.AdmissionregistrationV1beta1().MutatingWebhookConfigurations()
+			if g := cs.AdmissionregistrationV1beta1(); !isNil(g) {
+				return g.MutatingWebhookConfigurations()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1beta1.MutatingWebhookConfigurationInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*admissionregistrationv1beta1.ValidatingAdmissionPolicy](): {GroupMethod: "AdmissionregistrationV1beta1", ResourceMethod: "ValidatingAdmissionPolicies", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1beta1.ValidatingAdmissionPolicyInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.AdmissionregistrationV1beta1().ValidatingAdmissionPolicies()
+			if g := cs.AdmissionregistrationV1beta1(); !isNil(g) {
+				return g.ValidatingAdmissionPolicies()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1beta1.ValidatingAdmissionPolicyInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*admissionregistrationv1beta1.ValidatingAdmissionPolicyBinding](): {GroupMethod: "AdmissionregistrationV1beta1", ResourceMethod: "ValidatingAdmissionPolicyBindings", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1beta1.ValidatingAdmissionPolicyBindingInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.AdmissionregistrationV1beta1().ValidatingAdmissionPolicyBindings()
+			if g := cs.AdmissionregistrationV1beta1(); !isNil(g) {
+				return g.ValidatingAdmissionPolicyBindings()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1beta1.ValidatingAdmissionPolicyBindingInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*admissionregistrationv1beta1.ValidatingWebhookConfiguration](): {GroupMethod: "AdmissionregistrationV1beta1", ResourceMethod: "ValidatingWebhookConfigurations", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1beta1.ValidatingWebhookConfigurationInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.AdmissionregistrationV1beta1().ValidatingWebhookConfigurations()
+			if g := cs.AdmissionregistrationV1beta1(); !isNil(g) {
+				return g.ValidatingWebhookConfigurations()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1beta1.ValidatingWebhookConfigurationInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*appsv1.ControllerRevision](): {GroupMethod: "AppsV1", ResourceMethod: "ControllerRevisions", Namespaced: true, Iface: reflect.TypeFor[typedappsv1.ControllerRevisionInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.AppsV1().ControllerRevisions(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.AppsV1(); !isNil(g) {
+				return g.ControllerRevisions(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1.ControllerRevisionInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*appsv1.DaemonSet](): {GroupMethod: "AppsV1", ResourceMethod: "DaemonSets", Namespaced: true, Iface: reflect.TypeFor[typedappsv1.DaemonSetInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.AppsV1().DaemonSets(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.AppsV1(); !isNil(g) {
+				return g.DaemonSets(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1.DaemonSetInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*appsv1.Deployment](): {GroupMethod: "AppsV1", ResourceMethod: "Deployments", Namespaced: true, Iface: reflect.TypeFor[typedappsv1.DeploymentInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.AppsV1().Deployments(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.AppsV1(); !isNil(g) {
+				return g.Deployments(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1.DeploymentInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*appsv1.ReplicaSet](): {GroupMethod: "AppsV1", ResourceMethod: "ReplicaSets", Namespaced: true, Iface: reflect.TypeFor[typedappsv1.ReplicaSetInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.AppsV1().ReplicaSets(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.AppsV1(); !isNil(g) {
+				return g.ReplicaSets(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1.ReplicaSetInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*appsv1.StatefulSet](): {GroupMethod: "AppsV1", ResourceMethod: "StatefulSets", Namespaced: true, Iface: reflect.TypeFor[typedappsv1.StatefulSetInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.AppsV1().StatefulSets(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.AppsV1(); !isNil(g) {
+				return g.StatefulSets(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1.StatefulSetInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*appsv1beta1.ControllerRevision](): {GroupMethod: "AppsV1beta1", ResourceMethod: "ControllerRevisions", Namespaced: true, Iface: reflect.TypeFor[typedappsv1beta1.ControllerRevisionInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.AppsV1beta1().ControllerRevisions(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.AppsV1beta1(); !isNil(g) {
+				return g.ControllerRevisions(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1beta1.ControllerRevisionInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*appsv1beta1.Deployment](): {GroupMethod: "AppsV1beta1", ResourceMethod: "Deployments", Namespaced: true, Iface: reflect.TypeFor[typedappsv1beta1.DeploymentInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.AppsV1beta1().Deployments(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.AppsV1beta1(); !isNil(g) {
+				return g.Deployments(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1beta1.DeploymentInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*appsv1beta1.StatefulSet](): {GroupMethod: "AppsV1beta1", ResourceMethod: "StatefulSets", Namespaced: true, Iface: reflect.TypeFor[typedappsv1beta1.StatefulSetInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.AppsV1beta1().StatefulSets(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.AppsV1beta1(); !isNil(g) {
+				return g.StatefulSets(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1beta1.StatefulSetInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*appsv1beta2.ControllerRevision](): {GroupMethod: "AppsV1beta2", ResourceMethod: "ControllerRevisions", Namespaced: true, Iface: reflect.TypeFor[typedappsv1beta2.ControllerRevisionInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.AppsV1beta2().ControllerRevisions(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.AppsV1beta2(); !isNil(g) {
+				return g.ControllerRevisions(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1beta2.ControllerRevisionInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*appsv1beta2.DaemonSet](): {GroupMethod: "AppsV1beta2", ResourceMethod: "DaemonSets", Namespaced: true, Iface: reflect.TypeFor[typedappsv1beta2.DaemonSetInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.AppsV1beta2().DaemonSets(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.AppsV1beta2(); !isNil(g) {
+				return g.DaemonSets(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1beta2.DaemonSetInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*appsv1beta2.Deployment](): {GroupMethod: "AppsV1beta2", ResourceMethod: "Deployments", Namespaced: true, Iface: reflect.TypeFor[typedappsv1beta2.DeploymentInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.AppsV1beta2().Deployments(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.AppsV1beta2(); !isNil(g) {
+				return g.Deployments(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1beta2.DeploymentInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*appsv1beta2.ReplicaSet](): {GroupMethod: "AppsV1beta2", ResourceMethod: "ReplicaSets", Namespaced: true, Iface: reflect.TypeFor[typedappsv1beta2.ReplicaSetInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.AppsV1beta2().ReplicaSets(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.AppsV1beta2(); !isNil(g) {
+				return g.ReplicaSets(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1beta2.ReplicaSetInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*appsv1beta2.StatefulSet](): {GroupMethod: "AppsV1beta2", ResourceMethod: "StatefulSets", Namespaced: true, Iface: reflect.TypeFor[typedappsv1beta2.StatefulSetInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.AppsV1beta2().StatefulSets(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.AppsV1beta2(); !isNil(g) {
+				return g.StatefulSets(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1beta2.StatefulSetInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*autoscalingv1.HorizontalPodAutoscaler](): {GroupMethod: "AutoscalingV1", ResourceMethod: "HorizontalPodAutoscalers", Namespaced: true, Iface: reflect.TypeFor[typedautoscalingv1.HorizontalPodAutoscalerInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.AutoscalingV1().HorizontalPodAutoscalers(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.AutoscalingV1(); !isNil(g) {
+				return g.HorizontalPodAutoscalers(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedautoscalingv1.HorizontalPodAutoscalerInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*autoscalingv2.HorizontalPodAutoscaler](): {GroupMethod: "AutoscalingV2", ResourceMethod: "HorizontalPodAutoscalers", Namespaced: true, Iface: reflect.TypeFor[typedautoscalingv2.HorizontalPodAutoscalerInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.AutoscalingV2().HorizontalPodAutoscalers(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.AutoscalingV2(); !isNil(g) {
+				return g.HorizontalPodAutoscalers(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedautoscalingv2.HorizontalPodAutoscalerInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*batchv1.CronJob](): {GroupMethod: "BatchV1", ResourceMethod: "CronJobs", Namespaced: true, Iface: reflect.TypeFor[typedbatchv1.CronJobInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.BatchV1().CronJobs(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.BatchV1(); !isNil(g) {
+				return g.CronJobs(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedbatchv1.CronJobInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*batchv1.Job](): {GroupMethod: "BatchV1", ResourceMethod: "Jobs", Namespaced: true, Iface: reflect.TypeFor[typedbatchv1.JobInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.BatchV1().Jobs(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.BatchV1(); !isNil(g) {
+				return g.Jobs(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedbatchv1.JobInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*batchv1beta1.CronJob](): {GroupMethod: "BatchV1beta1", ResourceMethod: "CronJobs", Namespaced: true, Iface: reflect.TypeFor[typedbatchv1beta1.CronJobInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.BatchV1beta1().CronJobs(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.BatchV1beta1(); !isNil(g) {
+				return g.CronJobs(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedbatchv1beta1.CronJobInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*certificatesv1.CertificateSigningRequest](): {GroupMethod: "CertificatesV1", ResourceMethod: "CertificateSigningRequests", Namespaced: false, Iface: reflect.TypeFor[typedcertificatesv1.CertificateSigningRequestInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CertificatesV1().CertificateSigningRequests() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CertificatesV1(); !isNil(g) {
+				return g.CertificateSigningRequests()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcertificatesv1.CertificateSigningRequestInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*certificatesv1.ClusterTrustBundle](): {GroupMethod: "CertificatesV1", ResourceMethod: "ClusterTrustBundles", Namespaced: false, Iface: reflect.TypeFor[typedcertificatesv1.ClusterTrustBundleInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CertificatesV1().ClusterTrustBundles() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CertificatesV1(); !isNil(g) {
+				return g.ClusterTrustBundles()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcertificatesv1.ClusterTrustBundleInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*certificatesv1.PodCertificateRequest](): {GroupMethod: "CertificatesV1", ResourceMethod: "PodCertificateRequests", Namespaced: true, Iface: reflect.TypeFor[typedcertificatesv1.PodCertificateRequestInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CertificatesV1().PodCertificateRequests(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CertificatesV1(); !isNil(g) {
+				return g.PodCertificateRequests(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcertificatesv1.PodCertificateRequestInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*certificatesv1alpha1.ClusterTrustBundle](): {GroupMethod: "CertificatesV1alpha1", ResourceMethod: "ClusterTrustBundles", Namespaced: false, Iface: reflect.TypeFor[typedcertificatesv1alpha1.ClusterTrustBundleInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CertificatesV1alpha1().ClusterTrustBundles() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CertificatesV1alpha1(); !isNil(g) {
+				return g.ClusterTrustBundles()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcertificatesv1alpha1.ClusterTrustBundleInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*certificatesv1beta1.CertificateSigningRequest](): {GroupMethod: "CertificatesV1beta1", ResourceMethod: "CertificateSigningRequests", Namespaced: false, Iface: reflect.TypeFor[typedcertificatesv1beta1.CertificateSigningRequestInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.CertificatesV1beta1().CertificateSigningRequests()
+			if g := cs.CertificatesV1beta1(); !isNil(g) {
+				return g.CertificateSigningRequests()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcertificatesv1beta1.CertificateSigningRequestInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*certificatesv1beta1.ClusterTrustBundle](): {GroupMethod: "CertificatesV1beta1", ResourceMethod: "ClusterTrustBundles", Namespaced: false, Iface: reflect.TypeFor[typedcertificatesv1beta1.ClusterTrustBundleInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CertificatesV1beta1().ClusterTrustBundles() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CertificatesV1beta1(); !isNil(g) {
+				return g.ClusterTrustBundles()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcertificatesv1beta1.ClusterTrustBundleInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*certificatesv1beta1.PodCertificateRequest](): {GroupMethod: "CertificatesV1beta1", ResourceMethod: "PodCertificateRequests", Namespaced: true, Iface: reflect.TypeFor[typedcertificatesv1beta1.PodCertificateRequestInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.CertificatesV1beta1().PodCertificateRequests(ns)
+			if g := cs.CertificatesV1beta1(); !isNil(g) {
+				return g.PodCertificateRequests(ns)
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcertificatesv1beta1.PodCertificateRequestInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*coordinationv1.Lease](): {GroupMethod: "CoordinationV1", ResourceMethod: "Leases", Namespaced: true, Iface: reflect.TypeFor[typedcoordinationv1.LeaseInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CoordinationV1().Leases(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CoordinationV1(); !isNil(g) {
+				return g.Leases(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcoordinationv1.LeaseInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*coordinationv1alpha2.LeaseCandidate](): {GroupMethod: "CoordinationV1alpha2", ResourceMethod: "LeaseCandidates", Namespaced: true, Iface: reflect.TypeFor[typedcoordinationv1alpha2.LeaseCandidateInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CoordinationV1alpha2().LeaseCandidates(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CoordinationV1alpha2(); !isNil(g) {
+				return g.LeaseCandidates(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcoordinationv1alpha2.LeaseCandidateInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*coordinationv1beta1.LeaseCandidate](): {GroupMethod: "CoordinationV1beta1", ResourceMethod: "LeaseCandidates", Namespaced: true, Iface: reflect.TypeFor[typedcoordinationv1beta1.LeaseCandidateInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CoordinationV1beta1().LeaseCandidates(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CoordinationV1beta1(); !isNil(g) {
+				return g.LeaseCandidates(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcoordinationv1beta1.LeaseCandidateInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*coordinationv1beta1.Lease](): {GroupMethod: "CoordinationV1beta1", ResourceMethod: "Leases", Namespaced: true, Iface: reflect.TypeFor[typedcoordinationv1beta1.LeaseInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CoordinationV1beta1().Leases(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CoordinationV1beta1(); !isNil(g) {
+				return g.Leases(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcoordinationv1beta1.LeaseInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*corev1.ComponentStatus](): {GroupMethod: "CoreV1", ResourceMethod: "ComponentStatuses", Namespaced: false, Iface: reflect.TypeFor[typedcorev1.ComponentStatusInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CoreV1().ComponentStatuses() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CoreV1(); !isNil(g) {
+				return g.ComponentStatuses()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.ComponentStatusInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*corev1.ConfigMap](): {GroupMethod: "CoreV1", ResourceMethod: "ConfigMaps", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.ConfigMapInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CoreV1().ConfigMaps(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CoreV1(); !isNil(g) {
+				return g.ConfigMaps(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.ConfigMapInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*corev1.Endpoints](): {GroupMethod: "CoreV1", ResourceMethod: "Endpoints", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.EndpointsInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CoreV1().Endpoints(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CoreV1(); !isNil(g) {
+				return g.Endpoints(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.EndpointsInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*corev1.Event](): {GroupMethod: "CoreV1", ResourceMethod: "Events", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.EventInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CoreV1().Events(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CoreV1(); !isNil(g) {
+				return g.Events(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.EventInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*corev1.LimitRange](): {GroupMethod: "CoreV1", ResourceMethod: "LimitRanges", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.LimitRangeInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CoreV1().LimitRanges(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CoreV1(); !isNil(g) {
+				return g.LimitRanges(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.LimitRangeInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*corev1.Namespace](): {GroupMethod: "CoreV1", ResourceMethod: "Namespaces", Namespaced: false, Iface: reflect.TypeFor[typedcorev1.NamespaceInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CoreV1().Namespaces() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CoreV1(); !isNil(g) {
+				return g.Namespaces()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.NamespaceInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*corev1.Node](): {GroupMethod: "CoreV1", ResourceMethod: "Nodes", Namespaced: false, Iface: reflect.TypeFor[typedcorev1.NodeInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CoreV1().Nodes() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CoreV1(); !isNil(g) {
+				return g.Nodes()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.NodeInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*corev1.PersistentVolumeClaim](): {GroupMethod: "CoreV1", ResourceMethod: "PersistentVolumeClaims", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.PersistentVolumeClaimInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CoreV1().PersistentVolumeClaims(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CoreV1(); !isNil(g) {
+				return g.PersistentVolumeClaims(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.PersistentVolumeClaimInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*corev1.PersistentVolume](): {GroupMethod: "CoreV1", ResourceMethod: "PersistentVolumes", Namespaced: false, Iface: reflect.TypeFor[typedcorev1.PersistentVolumeInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CoreV1().PersistentVolumes() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CoreV1(); !isNil(g) {
+				return g.PersistentVolumes()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.PersistentVolumeInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*corev1.PodTemplate](): {GroupMethod: "CoreV1", ResourceMethod: "PodTemplates", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.PodTemplateInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CoreV1().PodTemplates(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CoreV1(); !isNil(g) {
+				return g.PodTemplates(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.PodTemplateInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*corev1.Pod](): {GroupMethod: "CoreV1", ResourceMethod: "Pods", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.PodInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CoreV1().Pods(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CoreV1(); !isNil(g) {
+				return g.Pods(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.PodInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*corev1.ReplicationController](): {GroupMethod: "CoreV1", ResourceMethod: "ReplicationControllers", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.ReplicationControllerInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CoreV1().ReplicationControllers(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CoreV1(); !isNil(g) {
+				return g.ReplicationControllers(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.ReplicationControllerInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*corev1.ResourceQuota](): {GroupMethod: "CoreV1", ResourceMethod: "ResourceQuotas", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.ResourceQuotaInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CoreV1().ResourceQuotas(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CoreV1(); !isNil(g) {
+				return g.ResourceQuotas(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.ResourceQuotaInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*corev1.Secret](): {GroupMethod: "CoreV1", ResourceMethod: "Secrets", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.SecretInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CoreV1().Secrets(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CoreV1(); !isNil(g) {
+				return g.Secrets(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.SecretInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*corev1.ServiceAccount](): {GroupMethod: "CoreV1", ResourceMethod: "ServiceAccounts", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.ServiceAccountInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CoreV1().ServiceAccounts(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CoreV1(); !isNil(g) {
+				return g.ServiceAccounts(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.ServiceAccountInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*corev1.Service](): {GroupMethod: "CoreV1", ResourceMethod: "Services", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.ServiceInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.CoreV1().Services(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.CoreV1(); !isNil(g) {
+				return g.Services(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.ServiceInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*discoveryv1.EndpointSlice](): {GroupMethod: "DiscoveryV1", ResourceMethod: "EndpointSlices", Namespaced: true, Iface: reflect.TypeFor[typeddiscoveryv1.EndpointSliceInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.DiscoveryV1().EndpointSlices(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.DiscoveryV1(); !isNil(g) {
+				return g.EndpointSlices(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typeddiscoveryv1.EndpointSliceInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*discoveryv1beta1.EndpointSlice](): {GroupMethod: "DiscoveryV1beta1", ResourceMethod: "EndpointSlices", Namespaced: true, Iface: reflect.TypeFor[typeddiscoveryv1beta1.EndpointSliceInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.DiscoveryV1beta1().EndpointSlices(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.DiscoveryV1beta1(); !isNil(g) {
+				return g.EndpointSlices(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typeddiscoveryv1beta1.EndpointSliceInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*eventsv1.Event](): {GroupMethod: "EventsV1", ResourceMethod: "Events", Namespaced: true, Iface: reflect.TypeFor[typedeventsv1.EventInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.EventsV1().Events(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.EventsV1(); !isNil(g) {
+				return g.Events(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedeventsv1.EventInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*eventsv1beta1.Event](): {GroupMethod: "EventsV1beta1", ResourceMethod: "Events", Namespaced: true, Iface: reflect.TypeFor[typedeventsv1beta1.EventInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.EventsV1beta1().Events(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.EventsV1beta1(); !isNil(g) {
+				return g.Events(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedeventsv1beta1.EventInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*extensionsv1beta1.DaemonSet](): {GroupMethod: "ExtensionsV1beta1", ResourceMethod: "DaemonSets", Namespaced: true, Iface: reflect.TypeFor[typedextensionsv1beta1.DaemonSetInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.ExtensionsV1beta1().DaemonSets(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.ExtensionsV1beta1(); !isNil(g) {
+				return g.DaemonSets(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedextensionsv1beta1.DaemonSetInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*extensionsv1beta1.Deployment](): {GroupMethod: "ExtensionsV1beta1", ResourceMethod: "Deployments", Namespaced: true, Iface: reflect.TypeFor[typedextensionsv1beta1.DeploymentInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.ExtensionsV1beta1().Deployments(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.ExtensionsV1beta1(); !isNil(g) {
+				return g.Deployments(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedextensionsv1beta1.DeploymentInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*extensionsv1beta1.Ingress](): {GroupMethod: "ExtensionsV1beta1", ResourceMethod: "Ingresses", Namespaced: true, Iface: reflect.TypeFor[typedextensionsv1beta1.IngressInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.ExtensionsV1beta1().Ingresses(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.ExtensionsV1beta1(); !isNil(g) {
+				return g.Ingresses(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedextensionsv1beta1.IngressInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*extensionsv1beta1.NetworkPolicy](): {GroupMethod: "ExtensionsV1beta1", ResourceMethod: "NetworkPolicies", Namespaced: true, Iface: reflect.TypeFor[typedextensionsv1beta1.NetworkPolicyInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.ExtensionsV1beta1().NetworkPolicies(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.ExtensionsV1beta1(); !isNil(g) {
+				return g.NetworkPolicies(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedextensionsv1beta1.NetworkPolicyInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*extensionsv1beta1.ReplicaSet](): {GroupMethod: "ExtensionsV1beta1", ResourceMethod: "ReplicaSets", Namespaced: true, Iface: reflect.TypeFor[typedextensionsv1beta1.ReplicaSetInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.ExtensionsV1beta1().ReplicaSets(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.ExtensionsV1beta1(); !isNil(g) {
+				return g.ReplicaSets(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedextensionsv1beta1.ReplicaSetInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*flowcontrolv1.FlowSchema](): {GroupMethod: "FlowcontrolV1", ResourceMethod: "FlowSchemas", Namespaced: false, Iface: reflect.TypeFor[typedflowcontrolv1.FlowSchemaInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.FlowcontrolV1().FlowSchemas() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.FlowcontrolV1(); !isNil(g) {
+				return g.FlowSchemas()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedflowcontrolv1.FlowSchemaInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*flowcontrolv1.PriorityLevelConfiguration](): {GroupMethod: "FlowcontrolV1", ResourceMethod: "PriorityLevelConfigurations", Namespaced: false, Iface: reflect.TypeFor[typedflowcontrolv1.PriorityLevelConfigurationInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.FlowcontrolV1().PriorityLevelConfigurations() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.FlowcontrolV1(); !isNil(g) {
+				return g.PriorityLevelConfigurations()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedflowcontrolv1.PriorityLevelConfigurationInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*flowcontrolv1beta1.FlowSchema](): {GroupMethod: "FlowcontrolV1beta1", ResourceMethod: "FlowSchemas", Namespaced: false, Iface: reflect.TypeFor[typedflowcontrolv1beta1.FlowSchemaInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.FlowcontrolV1beta1().FlowSchemas() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.FlowcontrolV1beta1(); !isNil(g) {
+				return g.FlowSchemas()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedflowcontrolv1beta1.FlowSchemaInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*flowcontrolv1beta1.PriorityLevelConfiguration](): {GroupMethod: "FlowcontrolV1beta1", ResourceMethod: "PriorityLevelConfigurations", Namespaced: false, Iface: reflect.TypeFor[typedflowcontrolv1beta1.PriorityLevelConfigurationInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.FlowcontrolV1beta1().PriorityLevelConfigurations()
+			if g := cs.FlowcontrolV1beta1(); !isNil(g) {
+				return g.PriorityLevelConfigurations()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedflowcontrolv1beta1.PriorityLevelConfigurationInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*flowcontrolv1beta2.FlowSchema](): {GroupMethod: "FlowcontrolV1beta2", ResourceMethod: "FlowSchemas", Namespaced: false, Iface: reflect.TypeFor[typedflowcontrolv1beta2.FlowSchemaInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.FlowcontrolV1beta2().FlowSchemas() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.FlowcontrolV1beta2(); !isNil(g) {
+				return g.FlowSchemas()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedflowcontrolv1beta2.FlowSchemaInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*flowcontrolv1beta2.PriorityLevelConfiguration](): {GroupMethod: "FlowcontrolV1beta2", ResourceMethod: "PriorityLevelConfigurations", Namespaced: false, Iface: reflect.TypeFor[typedflowcontrolv1beta2.PriorityLevelConfigurationInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.FlowcontrolV1beta2().PriorityLevelConfigurations()
+			if g := cs.FlowcontrolV1beta2(); !isNil(g) {
+				return g.PriorityLevelConfigurations()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedflowcontrolv1beta2.PriorityLevelConfigurationInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*flowcontrolv1beta3.FlowSchema](): {GroupMethod: "FlowcontrolV1beta3", ResourceMethod: "FlowSchemas", Namespaced: false, Iface: reflect.TypeFor[typedflowcontrolv1beta3.FlowSchemaInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.FlowcontrolV1beta3().FlowSchemas() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.FlowcontrolV1beta3(); !isNil(g) {
+				return g.FlowSchemas()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedflowcontrolv1beta3.FlowSchemaInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*flowcontrolv1beta3.PriorityLevelConfiguration](): {GroupMethod: "FlowcontrolV1beta3", ResourceMethod: "PriorityLevelConfigurations", Namespaced: false, Iface: reflect.TypeFor[typedflowcontrolv1beta3.PriorityLevelConfigurationInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.FlowcontrolV1beta3().PriorityLevelConfigurations()
+			if g := cs.FlowcontrolV1beta3(); !isNil(g) {
+				return g.PriorityLevelConfigurations()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedflowcontrolv1beta3.PriorityLevelConfigurationInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*apiserverinternalv1alpha1.StorageVersion](): {GroupMethod: "InternalV1alpha1", ResourceMethod: "StorageVersions", Namespaced: false, Iface: reflect.TypeFor[typedapiserverinternalv1alpha1.StorageVersionInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.InternalV1alpha1().StorageVersions() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.InternalV1alpha1(); !isNil(g) {
+				return g.StorageVersions()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedapiserverinternalv1alpha1.StorageVersionInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*lifecyclev1alpha1.EvictionRequest](): {GroupMethod: "LifecycleV1alpha1", ResourceMethod: "EvictionRequests", Namespaced: true, Iface: reflect.TypeFor[typedlifecyclev1alpha1.EvictionRequestInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.LifecycleV1alpha1().EvictionRequests(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.LifecycleV1alpha1(); !isNil(g) {
+				return g.EvictionRequests(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedlifecyclev1alpha1.EvictionRequestInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*lifecyclev1alpha1.Eviction](): {GroupMethod: "LifecycleV1alpha1", ResourceMethod: "Evictions", Namespaced: true, Iface: reflect.TypeFor[typedlifecyclev1alpha1.EvictionInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.LifecycleV1alpha1().Evictions(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.LifecycleV1alpha1(); !isNil(g) {
+				return g.Evictions(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedlifecyclev1alpha1.EvictionInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*networkingv1.IPAddress](): {GroupMethod: "NetworkingV1", ResourceMethod: "IPAddresses", Namespaced: false, Iface: reflect.TypeFor[typednetworkingv1.IPAddressInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.NetworkingV1().IPAddresses() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.NetworkingV1(); !isNil(g) {
+				return g.IPAddresses()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednetworkingv1.IPAddressInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*networkingv1.IngressClass](): {GroupMethod: "NetworkingV1", ResourceMethod: "IngressClasses", Namespaced: false, Iface: reflect.TypeFor[typednetworkingv1.IngressClassInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.NetworkingV1().IngressClasses() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.NetworkingV1(); !isNil(g) {
+				return g.IngressClasses()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednetworkingv1.IngressClassInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*networkingv1.Ingress](): {GroupMethod: "NetworkingV1", ResourceMethod: "Ingresses", Namespaced: true, Iface: reflect.TypeFor[typednetworkingv1.IngressInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.NetworkingV1().Ingresses(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.NetworkingV1(); !isNil(g) {
+				return g.Ingresses(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednetworkingv1.IngressInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*networkingv1.NetworkPolicy](): {GroupMethod: "NetworkingV1", ResourceMethod: "NetworkPolicies", Namespaced: true, Iface: reflect.TypeFor[typednetworkingv1.NetworkPolicyInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.NetworkingV1().NetworkPolicies(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.NetworkingV1(); !isNil(g) {
+				return g.NetworkPolicies(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednetworkingv1.NetworkPolicyInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*networkingv1.ServiceCIDR](): {GroupMethod: "NetworkingV1", ResourceMethod: "ServiceCIDRs", Namespaced: false, Iface: reflect.TypeFor[typednetworkingv1.ServiceCIDRInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.NetworkingV1().ServiceCIDRs() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.NetworkingV1(); !isNil(g) {
+				return g.ServiceCIDRs()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednetworkingv1.ServiceCIDRInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*networkingv1beta1.IPAddress](): {GroupMethod: "NetworkingV1beta1", ResourceMethod: "IPAddresses", Namespaced: false, Iface: reflect.TypeFor[typednetworkingv1beta1.IPAddressInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.NetworkingV1beta1().IPAddresses() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.NetworkingV1beta1(); !isNil(g) {
+				return g.IPAddresses()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednetworkingv1beta1.IPAddressInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*networkingv1beta1.IngressClass](): {GroupMethod: "NetworkingV1beta1", ResourceMethod: "IngressClasses", Namespaced: false, Iface: reflect.TypeFor[typednetworkingv1beta1.IngressClassInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.NetworkingV1beta1().IngressClasses() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.NetworkingV1beta1(); !isNil(g) {
+				return g.IngressClasses()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednetworkingv1beta1.IngressClassInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*networkingv1beta1.Ingress](): {GroupMethod: "NetworkingV1beta1", ResourceMethod: "Ingresses", Namespaced: true, Iface: reflect.TypeFor[typednetworkingv1beta1.IngressInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.NetworkingV1beta1().Ingresses(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.NetworkingV1beta1(); !isNil(g) {
+				return g.Ingresses(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednetworkingv1beta1.IngressInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*networkingv1beta1.ServiceCIDR](): {GroupMethod: "NetworkingV1beta1", ResourceMethod: "ServiceCIDRs", Namespaced: false, Iface: reflect.TypeFor[typednetworkingv1beta1.ServiceCIDRInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.NetworkingV1beta1().ServiceCIDRs() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.NetworkingV1beta1(); !isNil(g) {
+				return g.ServiceCIDRs()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednetworkingv1beta1.ServiceCIDRInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*nodev1.RuntimeClass](): {GroupMethod: "NodeV1", ResourceMethod: "RuntimeClasses", Namespaced: false, Iface: reflect.TypeFor[typednodev1.RuntimeClassInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.NodeV1().RuntimeClasses() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.NodeV1(); !isNil(g) {
+				return g.RuntimeClasses()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednodev1.RuntimeClassInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*nodev1alpha1.RuntimeClass](): {GroupMethod: "NodeV1alpha1", ResourceMethod: "RuntimeClasses", Namespaced: false, Iface: reflect.TypeFor[typednodev1alpha1.RuntimeClassInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.NodeV1alpha1().RuntimeClasses() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.NodeV1alpha1(); !isNil(g) {
+				return g.RuntimeClasses()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednodev1alpha1.RuntimeClassInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*nodev1beta1.RuntimeClass](): {GroupMethod: "NodeV1beta1", ResourceMethod: "RuntimeClasses", Namespaced: false, Iface: reflect.TypeFor[typednodev1beta1.RuntimeClassInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.NodeV1beta1().RuntimeClasses() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.NodeV1beta1(); !isNil(g) {
+				return g.RuntimeClasses()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednodev1beta1.RuntimeClassInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*policyv1.PodDisruptionBudget](): {GroupMethod: "PolicyV1", ResourceMethod: "PodDisruptionBudgets", Namespaced: true, Iface: reflect.TypeFor[typedpolicyv1.PodDisruptionBudgetInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.PolicyV1().PodDisruptionBudgets(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.PolicyV1(); !isNil(g) {
+				return g.PodDisruptionBudgets(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedpolicyv1.PodDisruptionBudgetInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*policyv1beta1.PodDisruptionBudget](): {GroupMethod: "PolicyV1beta1", ResourceMethod: "PodDisruptionBudgets", Namespaced: true, Iface: reflect.TypeFor[typedpolicyv1beta1.PodDisruptionBudgetInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.PolicyV1beta1().PodDisruptionBudgets(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.PolicyV1beta1(); !isNil(g) {
+				return g.PodDisruptionBudgets(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedpolicyv1beta1.PodDisruptionBudgetInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*rbacv1.ClusterRoleBinding](): {GroupMethod: "RbacV1", ResourceMethod: "ClusterRoleBindings", Namespaced: false, Iface: reflect.TypeFor[typedrbacv1.ClusterRoleBindingInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.RbacV1().ClusterRoleBindings() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.RbacV1(); !isNil(g) {
+				return g.ClusterRoleBindings()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1.ClusterRoleBindingInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*rbacv1.ClusterRole](): {GroupMethod: "RbacV1", ResourceMethod: "ClusterRoles", Namespaced: false, Iface: reflect.TypeFor[typedrbacv1.ClusterRoleInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.RbacV1().ClusterRoles() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.RbacV1(); !isNil(g) {
+				return g.ClusterRoles()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1.ClusterRoleInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*rbacv1.RoleBinding](): {GroupMethod: "RbacV1", ResourceMethod: "RoleBindings", Namespaced: true, Iface: reflect.TypeFor[typedrbacv1.RoleBindingInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.RbacV1().RoleBindings(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.RbacV1(); !isNil(g) {
+				return g.RoleBindings(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1.RoleBindingInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*rbacv1.Role](): {GroupMethod: "RbacV1", ResourceMethod: "Roles", Namespaced: true, Iface: reflect.TypeFor[typedrbacv1.RoleInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.RbacV1().Roles(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.RbacV1(); !isNil(g) {
+				return g.Roles(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1.RoleInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*rbacv1alpha1.ClusterRoleBinding](): {GroupMethod: "RbacV1alpha1", ResourceMethod: "ClusterRoleBindings", Namespaced: false, Iface: reflect.TypeFor[typedrbacv1alpha1.ClusterRoleBindingInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.RbacV1alpha1().ClusterRoleBindings() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.RbacV1alpha1(); !isNil(g) {
+				return g.ClusterRoleBindings()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1alpha1.ClusterRoleBindingInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*rbacv1alpha1.ClusterRole](): {GroupMethod: "RbacV1alpha1", ResourceMethod: "ClusterRoles", Namespaced: false, Iface: reflect.TypeFor[typedrbacv1alpha1.ClusterRoleInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.RbacV1alpha1().ClusterRoles() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.RbacV1alpha1(); !isNil(g) {
+				return g.ClusterRoles()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1alpha1.ClusterRoleInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*rbacv1alpha1.RoleBinding](): {GroupMethod: "RbacV1alpha1", ResourceMethod: "RoleBindings", Namespaced: true, Iface: reflect.TypeFor[typedrbacv1alpha1.RoleBindingInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.RbacV1alpha1().RoleBindings(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.RbacV1alpha1(); !isNil(g) {
+				return g.RoleBindings(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1alpha1.RoleBindingInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*rbacv1alpha1.Role](): {GroupMethod: "RbacV1alpha1", ResourceMethod: "Roles", Namespaced: true, Iface: reflect.TypeFor[typedrbacv1alpha1.RoleInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.RbacV1alpha1().Roles(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.RbacV1alpha1(); !isNil(g) {
+				return g.Roles(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1alpha1.RoleInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*rbacv1beta1.ClusterRoleBinding](): {GroupMethod: "RbacV1beta1", ResourceMethod: "ClusterRoleBindings", Namespaced: false, Iface: reflect.TypeFor[typedrbacv1beta1.ClusterRoleBindingInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.RbacV1beta1().ClusterRoleBindings() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.RbacV1beta1(); !isNil(g) {
+				return g.ClusterRoleBindings()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1beta1.ClusterRoleBindingInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*rbacv1beta1.ClusterRole](): {GroupMethod: "RbacV1beta1", ResourceMethod: "ClusterRoles", Namespaced: false, Iface: reflect.TypeFor[typedrbacv1beta1.ClusterRoleInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.RbacV1beta1().ClusterRoles() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.RbacV1beta1(); !isNil(g) {
+				return g.ClusterRoles()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1beta1.ClusterRoleInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*rbacv1beta1.RoleBinding](): {GroupMethod: "RbacV1beta1", ResourceMethod: "RoleBindings", Namespaced: true, Iface: reflect.TypeFor[typedrbacv1beta1.RoleBindingInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.RbacV1beta1().RoleBindings(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.RbacV1beta1(); !isNil(g) {
+				return g.RoleBindings(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1beta1.RoleBindingInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*rbacv1beta1.Role](): {GroupMethod: "RbacV1beta1", ResourceMethod: "Roles", Namespaced: true, Iface: reflect.TypeFor[typedrbacv1beta1.RoleInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.RbacV1beta1().Roles(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.RbacV1beta1(); !isNil(g) {
+				return g.Roles(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1beta1.RoleInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*resourcev1.DeviceClass](): {GroupMethod: "ResourceV1", ResourceMethod: "DeviceClasses", Namespaced: false, Iface: reflect.TypeFor[typedresourcev1.DeviceClassInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.ResourceV1().DeviceClasses() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.ResourceV1(); !isNil(g) {
+				return g.DeviceClasses()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1.DeviceClassInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*resourcev1.DeviceTaintRule](): {GroupMethod: "ResourceV1", ResourceMethod: "DeviceTaintRules", Namespaced: false, Iface: reflect.TypeFor[typedresourcev1.DeviceTaintRuleInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.ResourceV1().DeviceTaintRules() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.ResourceV1(); !isNil(g) {
+				return g.DeviceTaintRules()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1.DeviceTaintRuleInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*resourcev1.ResourceClaimTemplate](): {GroupMethod: "ResourceV1", ResourceMethod: "ResourceClaimTemplates", Namespaced: true, Iface: reflect.TypeFor[typedresourcev1.ResourceClaimTemplateInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.ResourceV1().ResourceClaimTemplates(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.ResourceV1(); !isNil(g) {
+				return g.ResourceClaimTemplates(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1.ResourceClaimTemplateInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*resourcev1.ResourceClaim](): {GroupMethod: "ResourceV1", ResourceMethod: "ResourceClaims", Namespaced: true, Iface: reflect.TypeFor[typedresourcev1.ResourceClaimInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.ResourceV1().ResourceClaims(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.ResourceV1(); !isNil(g) {
+				return g.ResourceClaims(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1.ResourceClaimInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*resourcev1.ResourceSlice](): {GroupMethod: "ResourceV1", ResourceMethod: "ResourceSlices", Namespaced: false, Iface: reflect.TypeFor[typedresourcev1.ResourceSliceInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.ResourceV1().ResourceSlices() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.ResourceV1(); !isNil(g) {
+				return g.ResourceSlices()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1.ResourceSliceInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*resourcev1alpha3.DeviceTaintRule](): {GroupMethod: "ResourceV1alpha3", ResourceMethod: "DeviceTaintRules", Namespaced: false, Iface: reflect.TypeFor[typedresourcev1alpha3.DeviceTaintRuleInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.ResourceV1alpha3().DeviceTaintRules() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.ResourceV1alpha3(); !isNil(g) {
+				return g.DeviceTaintRules()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1alpha3.DeviceTaintRuleInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*resourcev1alpha3.ResourcePoolStatusRequest](): {GroupMethod: "ResourceV1alpha3", ResourceMethod: "ResourcePoolStatusRequests", Namespaced: false, Iface: reflect.TypeFor[typedresourcev1alpha3.ResourcePoolStatusRequestInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.ResourceV1alpha3().ResourcePoolStatusRequests()
+			if g := cs.ResourceV1alpha3(); !isNil(g) {
+				return g.ResourcePoolStatusRequests()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1alpha3.ResourcePoolStatusRequestInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*resourcev1beta1.DeviceClass](): {GroupMethod: "ResourceV1beta1", ResourceMethod: "DeviceClasses", Namespaced: false, Iface: reflect.TypeFor[typedresourcev1beta1.DeviceClassInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.ResourceV1beta1().DeviceClasses() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.ResourceV1beta1(); !isNil(g) {
+				return g.DeviceClasses()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1beta1.DeviceClassInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*resourcev1beta1.ResourceClaimTemplate](): {GroupMethod: "ResourceV1beta1", ResourceMethod: "ResourceClaimTemplates", Namespaced: true, Iface: reflect.TypeFor[typedresourcev1beta1.ResourceClaimTemplateInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.ResourceV1beta1().ResourceClaimTemplates(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.ResourceV1beta1(); !isNil(g) {
+				return g.ResourceClaimTemplates(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1beta1.ResourceClaimTemplateInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*resourcev1beta1.ResourceClaim](): {GroupMethod: "ResourceV1beta1", ResourceMethod: "ResourceClaims", Namespaced: true, Iface: reflect.TypeFor[typedresourcev1beta1.ResourceClaimInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.ResourceV1beta1().ResourceClaims(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.ResourceV1beta1(); !isNil(g) {
+				return g.ResourceClaims(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1beta1.ResourceClaimInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*resourcev1beta1.ResourceSlice](): {GroupMethod: "ResourceV1beta1", ResourceMethod: "ResourceSlices", Namespaced: false, Iface: reflect.TypeFor[typedresourcev1beta1.ResourceSliceInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.ResourceV1beta1().ResourceSlices() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.ResourceV1beta1(); !isNil(g) {
+				return g.ResourceSlices()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1beta1.ResourceSliceInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*resourcev1beta2.DeviceClass](): {GroupMethod: "ResourceV1beta2", ResourceMethod: "DeviceClasses", Namespaced: false, Iface: reflect.TypeFor[typedresourcev1beta2.DeviceClassInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.ResourceV1beta2().DeviceClasses() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.ResourceV1beta2(); !isNil(g) {
+				return g.DeviceClasses()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1beta2.DeviceClassInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*resourcev1beta2.DeviceTaintRule](): {GroupMethod: "ResourceV1beta2", ResourceMethod: "DeviceTaintRules", Namespaced: false, Iface: reflect.TypeFor[typedresourcev1beta2.DeviceTaintRuleInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.ResourceV1beta2().DeviceTaintRules() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.ResourceV1beta2(); !isNil(g) {
+				return g.DeviceTaintRules()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1beta2.DeviceTaintRuleInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*resourcev1beta2.ResourceClaimTemplate](): {GroupMethod: "ResourceV1beta2", ResourceMethod: "ResourceClaimTemplates", Namespaced: true, Iface: reflect.TypeFor[typedresourcev1beta2.ResourceClaimTemplateInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.ResourceV1beta2().ResourceClaimTemplates(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.ResourceV1beta2(); !isNil(g) {
+				return g.ResourceClaimTemplates(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1beta2.ResourceClaimTemplateInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*resourcev1beta2.ResourceClaim](): {GroupMethod: "ResourceV1beta2", ResourceMethod: "ResourceClaims", Namespaced: true, Iface: reflect.TypeFor[typedresourcev1beta2.ResourceClaimInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.ResourceV1beta2().ResourceClaims(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.ResourceV1beta2(); !isNil(g) {
+				return g.ResourceClaims(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1beta2.ResourceClaimInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*resourcev1beta2.ResourceSlice](): {GroupMethod: "ResourceV1beta2", ResourceMethod: "ResourceSlices", Namespaced: false, Iface: reflect.TypeFor[typedresourcev1beta2.ResourceSliceInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.ResourceV1beta2().ResourceSlices() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.ResourceV1beta2(); !isNil(g) {
+				return g.ResourceSlices()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1beta2.ResourceSliceInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*schedulingv1.PriorityClass](): {GroupMethod: "SchedulingV1", ResourceMethod: "PriorityClasses", Namespaced: false, Iface: reflect.TypeFor[typedschedulingv1.PriorityClassInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.SchedulingV1().PriorityClasses() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.SchedulingV1(); !isNil(g) {
+				return g.PriorityClasses()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedschedulingv1.PriorityClassInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*schedulingv1alpha3.CompositePodGroup](): {GroupMethod: "SchedulingV1alpha3", ResourceMethod: "CompositePodGroups", Namespaced: true, Iface: reflect.TypeFor[typedschedulingv1alpha3.CompositePodGroupInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.SchedulingV1alpha3().CompositePodGroups(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.SchedulingV1alpha3(); !isNil(g) {
+				return g.CompositePodGroups(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedschedulingv1alpha3.CompositePodGroupInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*schedulingv1alpha3.PodGroup](): {GroupMethod: "SchedulingV1alpha3", ResourceMethod: "PodGroups", Namespaced: true, Iface: reflect.TypeFor[typedschedulingv1alpha3.PodGroupInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.SchedulingV1alpha3().PodGroups(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.SchedulingV1alpha3(); !isNil(g) {
+				return g.PodGroups(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedschedulingv1alpha3.PodGroupInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*schedulingv1alpha3.Workload](): {GroupMethod: "SchedulingV1alpha3", ResourceMethod: "Workloads", Namespaced: true, Iface: reflect.TypeFor[typedschedulingv1alpha3.WorkloadInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.SchedulingV1alpha3().Workloads(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.SchedulingV1alpha3(); !isNil(g) {
+				return g.Workloads(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedschedulingv1alpha3.WorkloadInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*schedulingv1beta1.PodGroup](): {GroupMethod: "SchedulingV1beta1", ResourceMethod: "PodGroups", Namespaced: true, Iface: reflect.TypeFor[typedschedulingv1beta1.PodGroupInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.SchedulingV1beta1().PodGroups(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.SchedulingV1beta1(); !isNil(g) {
+				return g.PodGroups(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedschedulingv1beta1.PodGroupInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*schedulingv1beta1.PriorityClass](): {GroupMethod: "SchedulingV1beta1", ResourceMethod: "PriorityClasses", Namespaced: false, Iface: reflect.TypeFor[typedschedulingv1beta1.PriorityClassInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.SchedulingV1beta1().PriorityClasses() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.SchedulingV1beta1(); !isNil(g) {
+				return g.PriorityClasses()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedschedulingv1beta1.PriorityClassInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*schedulingv1beta1.Workload](): {GroupMethod: "SchedulingV1beta1", ResourceMethod: "Workloads", Namespaced: true, Iface: reflect.TypeFor[typedschedulingv1beta1.WorkloadInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.SchedulingV1beta1().Workloads(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.SchedulingV1beta1(); !isNil(g) {
+				return g.Workloads(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedschedulingv1beta1.WorkloadInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*storagev1.CSIDriver](): {GroupMethod: "StorageV1", ResourceMethod: "CSIDrivers", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1.CSIDriverInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.StorageV1().CSIDrivers() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.StorageV1(); !isNil(g) {
+				return g.CSIDrivers()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1.CSIDriverInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*storagev1.CSINode](): {GroupMethod: "StorageV1", ResourceMethod: "CSINodes", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1.CSINodeInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.StorageV1().CSINodes() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.StorageV1(); !isNil(g) {
+				return g.CSINodes()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1.CSINodeInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*storagev1.CSIStorageCapacity](): {GroupMethod: "StorageV1", ResourceMethod: "CSIStorageCapacities", Namespaced: true, Iface: reflect.TypeFor[typedstoragev1.CSIStorageCapacityInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.StorageV1().CSIStorageCapacities(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.StorageV1(); !isNil(g) {
+				return g.CSIStorageCapacities(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1.CSIStorageCapacityInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*storagev1.StorageClass](): {GroupMethod: "StorageV1", ResourceMethod: "StorageClasses", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1.StorageClassInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.StorageV1().StorageClasses() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.StorageV1(); !isNil(g) {
+				return g.StorageClasses()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1.StorageClassInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*storagev1.VolumeAttachment](): {GroupMethod: "StorageV1", ResourceMethod: "VolumeAttachments", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1.VolumeAttachmentInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.StorageV1().VolumeAttachments() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.StorageV1(); !isNil(g) {
+				return g.VolumeAttachments()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1.VolumeAttachmentInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*storagev1.VolumeAttributesClass](): {GroupMethod: "StorageV1", ResourceMethod: "VolumeAttributesClasses", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1.VolumeAttributesClassInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.StorageV1().VolumeAttributesClasses() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.StorageV1(); !isNil(g) {
+				return g.VolumeAttributesClasses()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1.VolumeAttributesClassInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*storagev1alpha1.CSIStorageCapacity](): {GroupMethod: "StorageV1alpha1", ResourceMethod: "CSIStorageCapacities", Namespaced: true, Iface: reflect.TypeFor[typedstoragev1alpha1.CSIStorageCapacityInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.StorageV1alpha1().CSIStorageCapacities(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.StorageV1alpha1(); !isNil(g) {
+				return g.CSIStorageCapacities(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1alpha1.CSIStorageCapacityInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*storagev1alpha1.VolumeAttachment](): {GroupMethod: "StorageV1alpha1", ResourceMethod: "VolumeAttachments", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1alpha1.VolumeAttachmentInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.StorageV1alpha1().VolumeAttachments() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.StorageV1alpha1(); !isNil(g) {
+				return g.VolumeAttachments()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1alpha1.VolumeAttachmentInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*storagev1alpha1.VolumeAttributesClass](): {GroupMethod: "StorageV1alpha1", ResourceMethod: "VolumeAttributesClasses", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1alpha1.VolumeAttributesClassInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.StorageV1alpha1().VolumeAttributesClasses() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.StorageV1alpha1(); !isNil(g) {
+				return g.VolumeAttributesClasses()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1alpha1.VolumeAttributesClassInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*storagev1beta1.CSIDriver](): {GroupMethod: "StorageV1beta1", ResourceMethod: "CSIDrivers", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1beta1.CSIDriverInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.StorageV1beta1().CSIDrivers() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.StorageV1beta1(); !isNil(g) {
+				return g.CSIDrivers()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1beta1.CSIDriverInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*storagev1beta1.CSINode](): {GroupMethod: "StorageV1beta1", ResourceMethod: "CSINodes", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1beta1.CSINodeInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.StorageV1beta1().CSINodes() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.StorageV1beta1(); !isNil(g) {
+				return g.CSINodes()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1beta1.CSINodeInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*storagev1beta1.CSIStorageCapacity](): {GroupMethod: "StorageV1beta1", ResourceMethod: "CSIStorageCapacities", Namespaced: true, Iface: reflect.TypeFor[typedstoragev1beta1.CSIStorageCapacityInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.StorageV1beta1().CSIStorageCapacities(ns) },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.StorageV1beta1(); !isNil(g) {
+				return g.CSIStorageCapacities(ns)
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1beta1.CSIStorageCapacityInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*storagev1beta1.StorageClass](): {GroupMethod: "StorageV1beta1", ResourceMethod: "StorageClasses", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1beta1.StorageClassInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.StorageV1beta1().StorageClasses() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.StorageV1beta1(); !isNil(g) {
+				return g.StorageClasses()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1beta1.StorageClassInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*storagev1beta1.VolumeAttachment](): {GroupMethod: "StorageV1beta1", ResourceMethod: "VolumeAttachments", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1beta1.VolumeAttachmentInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.StorageV1beta1().VolumeAttachments() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.StorageV1beta1(); !isNil(g) {
+				return g.VolumeAttachments()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1beta1.VolumeAttachmentInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*storagev1beta1.VolumeAttributesClass](): {GroupMethod: "StorageV1beta1", ResourceMethod: "VolumeAttributesClasses", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1beta1.VolumeAttributesClassInterface](),
-		Client: func(cs kubernetes.Interface, ns string) any { return cs.StorageV1beta1().VolumeAttributesClasses() },
+		Client: func(cs kubernetes.Interface, ns string) any {
+			if g := cs.StorageV1beta1(); !isNil(g) {
+				return g.VolumeAttributesClasses()
+			}
+			return nil
+		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1beta1.VolumeAttributesClassInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*storagemigrationv1.StorageVersionMigration](): {GroupMethod: "StoragemigrationV1", ResourceMethod: "StorageVersionMigrations", Namespaced: false, Iface: reflect.TypeFor[typedstoragemigrationv1.StorageVersionMigrationInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.StoragemigrationV1().StorageVersionMigrations()
+			if g := cs.StoragemigrationV1(); !isNil(g) {
+				return g.StorageVersionMigrations()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragemigrationv1.StorageVersionMigrationInterface).List(ctx, o))
 		}},
 	reflect.TypeFor[*storagemigrationv1beta1.StorageVersionMigration](): {GroupMethod: "StoragemigrationV1beta1", ResourceMethod: "StorageVersionMigrations", Namespaced: false, Iface: reflect.TypeFor[typedstoragemigrationv1beta1.StorageVersionMigrationInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
-			return cs.StoragemigrationV1beta1().StorageVersionMigrations()
+			if g := cs.StoragemigrationV1beta1(); !isNil(g) {
+				return g.StorageVersionMigrations()
+			}
+			return nil
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragemigrationv1beta1.StorageVersionMigrationInterface).List(ctx, o))
