@@ -158,7 +158,7 @@ func TestForEveryServedType(t *testing.T) {
 		if served[ptr] || gvk.Version == runtime.APIVersionInternal {
 			continue
 		}
-		_, gvr, inf, err := f.resolveTyped(ptr, f.shared)
+		_, gvr, inf, err := f.resolveTyped(ptr, f.shared, f.cfg.namespace, f.cfg.tweak)
 		if err != nil {
 			require.ErrorIs(t, err, ErrUnsupportedType)
 			continue

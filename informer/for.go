@@ -1,19 +1,25 @@
 package informer
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/informers"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/ctrlkit/ctrlkit/internal/builtin"
 	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
@@ -70,7 +76,7 @@ func For[T Object](f *Factory, opts ...ScopeOption[T]) (Informer[T], error) {
 	}
 	inf, err := lookupOrCreate(f, registryKey{source: sourceTyped, typ: t}, sc, func() (*sharedInformer[T], error) {
 		if !sc.narrowed() && f.hold == nil {
-			gvk, gvr, shared, err := f.resolveTyped(t, f.shared)
+			gvk, gvr, shared, err := f.resolveTyped(t, f.shared, f.cfg.namespace, f.cfg.tweak)
 			if err != nil {
 				return nil, err
 			}
@@ -105,7 +111,7 @@ func newScopedTyped[T Object](f *Factory, t reflect.Type, sc scope) (*sharedInfo
 		// factory that is never started. Its namespaces' factories get no
 		// informer name (see InNamespaceSet).
 		var err error
-		if gvk, gvr, _, err = f.resolveTyped(t, informers.NewSharedInformerFactory(f.client, 0)); err != nil {
+		if gvk, gvr, _, err = f.resolveTyped(t, informers.NewSharedInformerFactory(f.client, 0), "", nil); err != nil {
 			return nil, err
 		}
 		name = nil
@@ -118,7 +124,7 @@ func newScopedTyped[T Object](f *Factory, t reflect.Type, sc scope) (*sharedInfo
 			informers.WithTransform(f.checkNamespace(object.TypeName(t), ns, f.transform)),
 			informers.WithInformerName(name))
 		name = nil
-		g, r, inf, err := f.resolveTyped(t, factory)
+		g, r, inf, err := f.resolveTyped(t, factory, ns, tweak)
 		if sc.set == nil {
 			// With a set, this runs in its goroutine later too: keep the
 			// resolution made above.
@@ -207,8 +213,14 @@ func (f *Factory) checkNamespace(what, ns string, next cache.TransformFunc) cach
 	}
 }
 
-// resolveTyped finds the client-go informer serving Go type t.
-func (f *Factory) resolveTyped(t reflect.Type, shared informers.SharedInformerFactory) (schema.GroupVersionKind, schema.GroupVersionResource, cache.SharedIndexInformer, error) {
+// resolveTyped finds the informer serving Go type t in the client-go factory shared, whose
+// namespace and list options are ns and tweak, building it there if it is not yet.
+//
+// The informer is built from the typed client's List and Watch, as client-go's generated
+// informers are, not looked up by resource (shared.ForResource): that switch over every
+// built-in resource would link every generated informer, lister and typed client into every
+// binary (docs/performance.md, "Binary size").
+func (f *Factory) resolveTyped(t reflect.Type, shared informers.SharedInformerFactory, ns string, tweak func(*metav1.ListOptions)) (schema.GroupVersionKind, schema.GroupVersionResource, cache.SharedIndexInformer, error) {
 	unsupported := func(reason string) error {
 		return fmt.Errorf("informer for %s: %w: %s", object.TypeName(t), ErrUnsupportedType, reason)
 	}
@@ -220,16 +232,56 @@ func (f *Factory) resolveTyped(t reflect.Type, shared informers.SharedInformerFa
 		return schema.GroupVersionKind{}, schema.GroupVersionResource{}, nil, unsupported("not a runtime.Object")
 	}
 	gvks, unversioned, err := scheme.Scheme.ObjectKinds(obj)
-	if err != nil || unversioned {
+	if err != nil || unversioned || len(gvks) == 0 {
 		return schema.GroupVersionKind{}, schema.GroupVersionResource{}, nil, unsupported("not registered in client-go's scheme")
 	}
-	for _, gvk := range gvks {
-		gvr, _ := meta.UnsafeGuessKindToResource(gvk)
-		generic, err := shared.ForResource(gvr)
-		if err != nil {
-			continue
-		}
-		return gvk, gvr, generic.Informer(), nil
+	g, ok := builtin.Getters()[t]
+	if !ok {
+		return schema.GroupVersionKind{}, schema.GroupVersionResource{}, nil, unsupported(fmt.Sprintf("client-go has no informer for %v", gvks))
 	}
-	return schema.GroupVersionKind{}, schema.GroupVersionResource{}, nil, unsupported(fmt.Sprintf("client-go has no informer for %v", gvks))
+	gvk := gvks[0]
+	gvr := gvk.GroupVersion().WithResource(g.Resource())
+	inf := shared.InformerFor(obj, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return newTypedInformer(g, cs, gvr, obj, ns, tweak, resync, shared.InformerName())
+	})
+	return gvk, gvr, inf, nil
+}
+
+// newTypedInformer builds the informer of a built-in resource over its typed client, as
+// client-go's generated New<Kind>InformerWithOptions does: the same list and watch calls, the
+// namespace index, watch-list semantics as the client supports them, and the informer's
+// identity under name (nil: none).
+func newTypedInformer(g builtin.Getter, cs kubernetes.Interface, gvr schema.GroupVersionResource, obj runtime.Object, ns string,
+	tweak func(*metav1.ListOptions), resync time.Duration, name *cache.InformerName) cache.SharedIndexInformer {
+	options := func(opts metav1.ListOptions) metav1.ListOptions {
+		if tweak != nil {
+			tweak(&opts)
+		}
+		return opts
+	}
+	list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		c := g.Client(cs, ns)
+		if c == nil {
+			return nil, fmt.Errorf("list %s: the clientset returned no %s client", gvr.GroupResource(), g.GroupMethod)
+		}
+		return g.List(ctx, c, options(opts))
+	}
+	watchFn := func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		c := g.Client(cs, ns)
+		if c == nil {
+			return nil, fmt.Errorf("watch %s: the clientset returned no %s client", gvr.GroupResource(), g.GroupMethod)
+		}
+		return g.Watch(ctx, c, options(opts))
+	}
+	lw := &cache.ListWatch{
+		ListFunc:             func(opts metav1.ListOptions) (runtime.Object, error) { return list(context.Background(), opts) },
+		WatchFunc:            func(opts metav1.ListOptions) (watch.Interface, error) { return watchFn(context.Background(), opts) },
+		ListWithContextFunc:  list,
+		WatchFuncWithContext: watchFn,
+	}
+	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, cs), obj, cache.SharedIndexInformerOptions{
+		ResyncPeriod: resync,
+		Indexers:     cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		Identifier:   name.WithResource(gvr),
+	})
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 )
@@ -25,6 +26,8 @@ type Getter struct {
 	Client func(cs kubernetes.Interface, ns string) any
 	// List calls List on c, a client Client returned.
 	List func(ctx context.Context, c any, opts metav1.ListOptions) (runtime.Object, error)
+	// Watch calls Watch on c, a client Client returned.
+	Watch func(ctx context.Context, c any, opts metav1.ListOptions) (watch.Interface, error)
 }
 
 // Resource is the resource a getter serves: its method's name in lower case, as client-go's

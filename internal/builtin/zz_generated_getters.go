@@ -58,6 +58,7 @@ import (
 	storagemigrationv1beta1 "k8s.io/api/storagemigration/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	typedadmissionregistrationv1 "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
 	typedadmissionregistrationv1alpha1 "k8s.io/client-go/kubernetes/typed/admissionregistration/v1alpha1"
@@ -122,6 +123,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1.MutatingAdmissionPolicyInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedadmissionregistrationv1.MutatingAdmissionPolicyInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*admissionregistrationv1.MutatingAdmissionPolicyBinding](): {GroupMethod: "AdmissionregistrationV1", ResourceMethod: "MutatingAdmissionPolicyBindings", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1.MutatingAdmissionPolicyBindingInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -132,6 +136,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1.MutatingAdmissionPolicyBindingInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedadmissionregistrationv1.MutatingAdmissionPolicyBindingInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*admissionregistrationv1.MutatingWebhookConfiguration](): {GroupMethod: "AdmissionregistrationV1", ResourceMethod: "MutatingWebhookConfigurations", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1.MutatingWebhookConfigurationInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -142,6 +149,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1.MutatingWebhookConfigurationInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedadmissionregistrationv1.MutatingWebhookConfigurationInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*admissionregistrationv1.ValidatingAdmissionPolicy](): {GroupMethod: "AdmissionregistrationV1", ResourceMethod: "ValidatingAdmissionPolicies", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1.ValidatingAdmissionPolicyInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -152,6 +162,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1.ValidatingAdmissionPolicyInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedadmissionregistrationv1.ValidatingAdmissionPolicyInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](): {GroupMethod: "AdmissionregistrationV1", ResourceMethod: "ValidatingAdmissionPolicyBindings", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1.ValidatingAdmissionPolicyBindingInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -162,6 +175,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1.ValidatingAdmissionPolicyBindingInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedadmissionregistrationv1.ValidatingAdmissionPolicyBindingInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*admissionregistrationv1.ValidatingWebhookConfiguration](): {GroupMethod: "AdmissionregistrationV1", ResourceMethod: "ValidatingWebhookConfigurations", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1.ValidatingWebhookConfigurationInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -172,6 +188,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1.ValidatingWebhookConfigurationInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedadmissionregistrationv1.ValidatingWebhookConfigurationInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*admissionregistrationv1alpha1.MutatingAdmissionPolicy](): {GroupMethod: "AdmissionregistrationV1alpha1", ResourceMethod: "MutatingAdmissionPolicies", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1alpha1.MutatingAdmissionPolicyInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -182,6 +201,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1alpha1.MutatingAdmissionPolicyInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedadmissionregistrationv1alpha1.MutatingAdmissionPolicyInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*admissionregistrationv1alpha1.MutatingAdmissionPolicyBinding](): {GroupMethod: "AdmissionregistrationV1alpha1", ResourceMethod: "MutatingAdmissionPolicyBindings", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1alpha1.MutatingAdmissionPolicyBindingInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -192,6 +214,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1alpha1.MutatingAdmissionPolicyBindingInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedadmissionregistrationv1alpha1.MutatingAdmissionPolicyBindingInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*admissionregistrationv1alpha1.ValidatingAdmissionPolicy](): {GroupMethod: "AdmissionregistrationV1alpha1", ResourceMethod: "ValidatingAdmissionPolicies", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1alpha1.ValidatingAdmissionPolicyInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -202,6 +227,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1alpha1.ValidatingAdmissionPolicyInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedadmissionregistrationv1alpha1.ValidatingAdmissionPolicyInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*admissionregistrationv1alpha1.ValidatingAdmissionPolicyBinding](): {GroupMethod: "AdmissionregistrationV1alpha1", ResourceMethod: "ValidatingAdmissionPolicyBindings", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1alpha1.ValidatingAdmissionPolicyBindingInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -212,6 +240,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1alpha1.ValidatingAdmissionPolicyBindingInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedadmissionregistrationv1alpha1.ValidatingAdmissionPolicyBindingInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*admissionregistrationv1beta1.MutatingAdmissionPolicy](): {GroupMethod: "AdmissionregistrationV1beta1", ResourceMethod: "MutatingAdmissionPolicies", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1beta1.MutatingAdmissionPolicyInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -222,6 +253,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1beta1.MutatingAdmissionPolicyInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedadmissionregistrationv1beta1.MutatingAdmissionPolicyInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*admissionregistrationv1beta1.MutatingAdmissionPolicyBinding](): {GroupMethod: "AdmissionregistrationV1beta1", ResourceMethod: "MutatingAdmissionPolicyBindings", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1beta1.MutatingAdmissionPolicyBindingInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -232,6 +266,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1beta1.MutatingAdmissionPolicyBindingInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedadmissionregistrationv1beta1.MutatingAdmissionPolicyBindingInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*admissionregistrationv1beta1.MutatingWebhookConfiguration](): {GroupMethod: "AdmissionregistrationV1beta1", ResourceMethod: "MutatingWebhookConfigurations", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1beta1.MutatingWebhookConfigurationInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -242,6 +279,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1beta1.MutatingWebhookConfigurationInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedadmissionregistrationv1beta1.MutatingWebhookConfigurationInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*admissionregistrationv1beta1.ValidatingAdmissionPolicy](): {GroupMethod: "AdmissionregistrationV1beta1", ResourceMethod: "ValidatingAdmissionPolicies", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1beta1.ValidatingAdmissionPolicyInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -252,6 +292,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1beta1.ValidatingAdmissionPolicyInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedadmissionregistrationv1beta1.ValidatingAdmissionPolicyInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*admissionregistrationv1beta1.ValidatingAdmissionPolicyBinding](): {GroupMethod: "AdmissionregistrationV1beta1", ResourceMethod: "ValidatingAdmissionPolicyBindings", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1beta1.ValidatingAdmissionPolicyBindingInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -262,6 +305,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1beta1.ValidatingAdmissionPolicyBindingInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedadmissionregistrationv1beta1.ValidatingAdmissionPolicyBindingInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*admissionregistrationv1beta1.ValidatingWebhookConfiguration](): {GroupMethod: "AdmissionregistrationV1beta1", ResourceMethod: "ValidatingWebhookConfigurations", Namespaced: false, Iface: reflect.TypeFor[typedadmissionregistrationv1beta1.ValidatingWebhookConfigurationInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -272,6 +318,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedadmissionregistrationv1beta1.ValidatingWebhookConfigurationInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedadmissionregistrationv1beta1.ValidatingWebhookConfigurationInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*appsv1.ControllerRevision](): {GroupMethod: "AppsV1", ResourceMethod: "ControllerRevisions", Namespaced: true, Iface: reflect.TypeFor[typedappsv1.ControllerRevisionInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -282,6 +331,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1.ControllerRevisionInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedappsv1.ControllerRevisionInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*appsv1.DaemonSet](): {GroupMethod: "AppsV1", ResourceMethod: "DaemonSets", Namespaced: true, Iface: reflect.TypeFor[typedappsv1.DaemonSetInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -292,6 +344,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1.DaemonSetInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedappsv1.DaemonSetInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*appsv1.Deployment](): {GroupMethod: "AppsV1", ResourceMethod: "Deployments", Namespaced: true, Iface: reflect.TypeFor[typedappsv1.DeploymentInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -302,6 +357,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1.DeploymentInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedappsv1.DeploymentInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*appsv1.ReplicaSet](): {GroupMethod: "AppsV1", ResourceMethod: "ReplicaSets", Namespaced: true, Iface: reflect.TypeFor[typedappsv1.ReplicaSetInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -312,6 +370,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1.ReplicaSetInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedappsv1.ReplicaSetInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*appsv1.StatefulSet](): {GroupMethod: "AppsV1", ResourceMethod: "StatefulSets", Namespaced: true, Iface: reflect.TypeFor[typedappsv1.StatefulSetInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -322,6 +383,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1.StatefulSetInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedappsv1.StatefulSetInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*appsv1beta1.ControllerRevision](): {GroupMethod: "AppsV1beta1", ResourceMethod: "ControllerRevisions", Namespaced: true, Iface: reflect.TypeFor[typedappsv1beta1.ControllerRevisionInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -332,6 +396,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1beta1.ControllerRevisionInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedappsv1beta1.ControllerRevisionInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*appsv1beta1.Deployment](): {GroupMethod: "AppsV1beta1", ResourceMethod: "Deployments", Namespaced: true, Iface: reflect.TypeFor[typedappsv1beta1.DeploymentInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -342,6 +409,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1beta1.DeploymentInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedappsv1beta1.DeploymentInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*appsv1beta1.StatefulSet](): {GroupMethod: "AppsV1beta1", ResourceMethod: "StatefulSets", Namespaced: true, Iface: reflect.TypeFor[typedappsv1beta1.StatefulSetInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -352,6 +422,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1beta1.StatefulSetInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedappsv1beta1.StatefulSetInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*appsv1beta2.ControllerRevision](): {GroupMethod: "AppsV1beta2", ResourceMethod: "ControllerRevisions", Namespaced: true, Iface: reflect.TypeFor[typedappsv1beta2.ControllerRevisionInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -362,6 +435,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1beta2.ControllerRevisionInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedappsv1beta2.ControllerRevisionInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*appsv1beta2.DaemonSet](): {GroupMethod: "AppsV1beta2", ResourceMethod: "DaemonSets", Namespaced: true, Iface: reflect.TypeFor[typedappsv1beta2.DaemonSetInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -372,6 +448,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1beta2.DaemonSetInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedappsv1beta2.DaemonSetInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*appsv1beta2.Deployment](): {GroupMethod: "AppsV1beta2", ResourceMethod: "Deployments", Namespaced: true, Iface: reflect.TypeFor[typedappsv1beta2.DeploymentInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -382,6 +461,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1beta2.DeploymentInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedappsv1beta2.DeploymentInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*appsv1beta2.ReplicaSet](): {GroupMethod: "AppsV1beta2", ResourceMethod: "ReplicaSets", Namespaced: true, Iface: reflect.TypeFor[typedappsv1beta2.ReplicaSetInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -392,6 +474,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1beta2.ReplicaSetInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedappsv1beta2.ReplicaSetInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*appsv1beta2.StatefulSet](): {GroupMethod: "AppsV1beta2", ResourceMethod: "StatefulSets", Namespaced: true, Iface: reflect.TypeFor[typedappsv1beta2.StatefulSetInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -402,6 +487,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedappsv1beta2.StatefulSetInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedappsv1beta2.StatefulSetInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*autoscalingv1.HorizontalPodAutoscaler](): {GroupMethod: "AutoscalingV1", ResourceMethod: "HorizontalPodAutoscalers", Namespaced: true, Iface: reflect.TypeFor[typedautoscalingv1.HorizontalPodAutoscalerInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -412,6 +500,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedautoscalingv1.HorizontalPodAutoscalerInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedautoscalingv1.HorizontalPodAutoscalerInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*autoscalingv2.HorizontalPodAutoscaler](): {GroupMethod: "AutoscalingV2", ResourceMethod: "HorizontalPodAutoscalers", Namespaced: true, Iface: reflect.TypeFor[typedautoscalingv2.HorizontalPodAutoscalerInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -422,6 +513,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedautoscalingv2.HorizontalPodAutoscalerInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedautoscalingv2.HorizontalPodAutoscalerInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*batchv1.CronJob](): {GroupMethod: "BatchV1", ResourceMethod: "CronJobs", Namespaced: true, Iface: reflect.TypeFor[typedbatchv1.CronJobInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -432,6 +526,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedbatchv1.CronJobInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedbatchv1.CronJobInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*batchv1.Job](): {GroupMethod: "BatchV1", ResourceMethod: "Jobs", Namespaced: true, Iface: reflect.TypeFor[typedbatchv1.JobInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -442,6 +539,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedbatchv1.JobInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedbatchv1.JobInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*batchv1beta1.CronJob](): {GroupMethod: "BatchV1beta1", ResourceMethod: "CronJobs", Namespaced: true, Iface: reflect.TypeFor[typedbatchv1beta1.CronJobInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -452,6 +552,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedbatchv1beta1.CronJobInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedbatchv1beta1.CronJobInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*certificatesv1.CertificateSigningRequest](): {GroupMethod: "CertificatesV1", ResourceMethod: "CertificateSigningRequests", Namespaced: false, Iface: reflect.TypeFor[typedcertificatesv1.CertificateSigningRequestInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -462,6 +565,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcertificatesv1.CertificateSigningRequestInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcertificatesv1.CertificateSigningRequestInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*certificatesv1.ClusterTrustBundle](): {GroupMethod: "CertificatesV1", ResourceMethod: "ClusterTrustBundles", Namespaced: false, Iface: reflect.TypeFor[typedcertificatesv1.ClusterTrustBundleInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -472,6 +578,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcertificatesv1.ClusterTrustBundleInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcertificatesv1.ClusterTrustBundleInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*certificatesv1.PodCertificateRequest](): {GroupMethod: "CertificatesV1", ResourceMethod: "PodCertificateRequests", Namespaced: true, Iface: reflect.TypeFor[typedcertificatesv1.PodCertificateRequestInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -482,6 +591,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcertificatesv1.PodCertificateRequestInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcertificatesv1.PodCertificateRequestInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*certificatesv1alpha1.ClusterTrustBundle](): {GroupMethod: "CertificatesV1alpha1", ResourceMethod: "ClusterTrustBundles", Namespaced: false, Iface: reflect.TypeFor[typedcertificatesv1alpha1.ClusterTrustBundleInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -492,6 +604,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcertificatesv1alpha1.ClusterTrustBundleInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcertificatesv1alpha1.ClusterTrustBundleInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*certificatesv1beta1.CertificateSigningRequest](): {GroupMethod: "CertificatesV1beta1", ResourceMethod: "CertificateSigningRequests", Namespaced: false, Iface: reflect.TypeFor[typedcertificatesv1beta1.CertificateSigningRequestInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -502,6 +617,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcertificatesv1beta1.CertificateSigningRequestInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcertificatesv1beta1.CertificateSigningRequestInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*certificatesv1beta1.ClusterTrustBundle](): {GroupMethod: "CertificatesV1beta1", ResourceMethod: "ClusterTrustBundles", Namespaced: false, Iface: reflect.TypeFor[typedcertificatesv1beta1.ClusterTrustBundleInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -512,6 +630,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcertificatesv1beta1.ClusterTrustBundleInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcertificatesv1beta1.ClusterTrustBundleInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*certificatesv1beta1.PodCertificateRequest](): {GroupMethod: "CertificatesV1beta1", ResourceMethod: "PodCertificateRequests", Namespaced: true, Iface: reflect.TypeFor[typedcertificatesv1beta1.PodCertificateRequestInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -522,6 +643,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcertificatesv1beta1.PodCertificateRequestInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcertificatesv1beta1.PodCertificateRequestInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*coordinationv1.Lease](): {GroupMethod: "CoordinationV1", ResourceMethod: "Leases", Namespaced: true, Iface: reflect.TypeFor[typedcoordinationv1.LeaseInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -532,6 +656,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcoordinationv1.LeaseInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcoordinationv1.LeaseInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*coordinationv1alpha2.LeaseCandidate](): {GroupMethod: "CoordinationV1alpha2", ResourceMethod: "LeaseCandidates", Namespaced: true, Iface: reflect.TypeFor[typedcoordinationv1alpha2.LeaseCandidateInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -542,6 +669,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcoordinationv1alpha2.LeaseCandidateInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcoordinationv1alpha2.LeaseCandidateInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*coordinationv1beta1.LeaseCandidate](): {GroupMethod: "CoordinationV1beta1", ResourceMethod: "LeaseCandidates", Namespaced: true, Iface: reflect.TypeFor[typedcoordinationv1beta1.LeaseCandidateInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -552,6 +682,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcoordinationv1beta1.LeaseCandidateInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcoordinationv1beta1.LeaseCandidateInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*coordinationv1beta1.Lease](): {GroupMethod: "CoordinationV1beta1", ResourceMethod: "Leases", Namespaced: true, Iface: reflect.TypeFor[typedcoordinationv1beta1.LeaseInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -562,6 +695,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcoordinationv1beta1.LeaseInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcoordinationv1beta1.LeaseInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*corev1.ComponentStatus](): {GroupMethod: "CoreV1", ResourceMethod: "ComponentStatuses", Namespaced: false, Iface: reflect.TypeFor[typedcorev1.ComponentStatusInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -572,6 +708,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.ComponentStatusInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcorev1.ComponentStatusInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*corev1.ConfigMap](): {GroupMethod: "CoreV1", ResourceMethod: "ConfigMaps", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.ConfigMapInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -582,6 +721,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.ConfigMapInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcorev1.ConfigMapInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*corev1.Endpoints](): {GroupMethod: "CoreV1", ResourceMethod: "Endpoints", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.EndpointsInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -592,6 +734,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.EndpointsInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcorev1.EndpointsInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*corev1.Event](): {GroupMethod: "CoreV1", ResourceMethod: "Events", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.EventInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -602,6 +747,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.EventInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcorev1.EventInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*corev1.LimitRange](): {GroupMethod: "CoreV1", ResourceMethod: "LimitRanges", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.LimitRangeInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -612,6 +760,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.LimitRangeInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcorev1.LimitRangeInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*corev1.Namespace](): {GroupMethod: "CoreV1", ResourceMethod: "Namespaces", Namespaced: false, Iface: reflect.TypeFor[typedcorev1.NamespaceInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -622,6 +773,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.NamespaceInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcorev1.NamespaceInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*corev1.Node](): {GroupMethod: "CoreV1", ResourceMethod: "Nodes", Namespaced: false, Iface: reflect.TypeFor[typedcorev1.NodeInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -632,6 +786,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.NodeInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcorev1.NodeInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*corev1.PersistentVolumeClaim](): {GroupMethod: "CoreV1", ResourceMethod: "PersistentVolumeClaims", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.PersistentVolumeClaimInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -642,6 +799,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.PersistentVolumeClaimInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcorev1.PersistentVolumeClaimInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*corev1.PersistentVolume](): {GroupMethod: "CoreV1", ResourceMethod: "PersistentVolumes", Namespaced: false, Iface: reflect.TypeFor[typedcorev1.PersistentVolumeInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -652,6 +812,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.PersistentVolumeInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcorev1.PersistentVolumeInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*corev1.PodTemplate](): {GroupMethod: "CoreV1", ResourceMethod: "PodTemplates", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.PodTemplateInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -662,6 +825,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.PodTemplateInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcorev1.PodTemplateInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*corev1.Pod](): {GroupMethod: "CoreV1", ResourceMethod: "Pods", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.PodInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -672,6 +838,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.PodInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcorev1.PodInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*corev1.ReplicationController](): {GroupMethod: "CoreV1", ResourceMethod: "ReplicationControllers", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.ReplicationControllerInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -682,6 +851,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.ReplicationControllerInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcorev1.ReplicationControllerInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*corev1.ResourceQuota](): {GroupMethod: "CoreV1", ResourceMethod: "ResourceQuotas", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.ResourceQuotaInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -692,6 +864,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.ResourceQuotaInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcorev1.ResourceQuotaInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*corev1.Secret](): {GroupMethod: "CoreV1", ResourceMethod: "Secrets", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.SecretInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -702,6 +877,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.SecretInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcorev1.SecretInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*corev1.ServiceAccount](): {GroupMethod: "CoreV1", ResourceMethod: "ServiceAccounts", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.ServiceAccountInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -712,6 +890,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.ServiceAccountInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcorev1.ServiceAccountInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*corev1.Service](): {GroupMethod: "CoreV1", ResourceMethod: "Services", Namespaced: true, Iface: reflect.TypeFor[typedcorev1.ServiceInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -722,6 +903,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedcorev1.ServiceInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedcorev1.ServiceInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*discoveryv1.EndpointSlice](): {GroupMethod: "DiscoveryV1", ResourceMethod: "EndpointSlices", Namespaced: true, Iface: reflect.TypeFor[typeddiscoveryv1.EndpointSliceInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -732,6 +916,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typeddiscoveryv1.EndpointSliceInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typeddiscoveryv1.EndpointSliceInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*discoveryv1beta1.EndpointSlice](): {GroupMethod: "DiscoveryV1beta1", ResourceMethod: "EndpointSlices", Namespaced: true, Iface: reflect.TypeFor[typeddiscoveryv1beta1.EndpointSliceInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -742,6 +929,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typeddiscoveryv1beta1.EndpointSliceInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typeddiscoveryv1beta1.EndpointSliceInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*eventsv1.Event](): {GroupMethod: "EventsV1", ResourceMethod: "Events", Namespaced: true, Iface: reflect.TypeFor[typedeventsv1.EventInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -752,6 +942,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedeventsv1.EventInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedeventsv1.EventInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*eventsv1beta1.Event](): {GroupMethod: "EventsV1beta1", ResourceMethod: "Events", Namespaced: true, Iface: reflect.TypeFor[typedeventsv1beta1.EventInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -762,6 +955,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedeventsv1beta1.EventInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedeventsv1beta1.EventInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*extensionsv1beta1.DaemonSet](): {GroupMethod: "ExtensionsV1beta1", ResourceMethod: "DaemonSets", Namespaced: true, Iface: reflect.TypeFor[typedextensionsv1beta1.DaemonSetInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -772,6 +968,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedextensionsv1beta1.DaemonSetInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedextensionsv1beta1.DaemonSetInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*extensionsv1beta1.Deployment](): {GroupMethod: "ExtensionsV1beta1", ResourceMethod: "Deployments", Namespaced: true, Iface: reflect.TypeFor[typedextensionsv1beta1.DeploymentInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -782,6 +981,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedextensionsv1beta1.DeploymentInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedextensionsv1beta1.DeploymentInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*extensionsv1beta1.Ingress](): {GroupMethod: "ExtensionsV1beta1", ResourceMethod: "Ingresses", Namespaced: true, Iface: reflect.TypeFor[typedextensionsv1beta1.IngressInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -792,6 +994,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedextensionsv1beta1.IngressInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedextensionsv1beta1.IngressInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*extensionsv1beta1.NetworkPolicy](): {GroupMethod: "ExtensionsV1beta1", ResourceMethod: "NetworkPolicies", Namespaced: true, Iface: reflect.TypeFor[typedextensionsv1beta1.NetworkPolicyInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -802,6 +1007,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedextensionsv1beta1.NetworkPolicyInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedextensionsv1beta1.NetworkPolicyInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*extensionsv1beta1.ReplicaSet](): {GroupMethod: "ExtensionsV1beta1", ResourceMethod: "ReplicaSets", Namespaced: true, Iface: reflect.TypeFor[typedextensionsv1beta1.ReplicaSetInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -812,6 +1020,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedextensionsv1beta1.ReplicaSetInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedextensionsv1beta1.ReplicaSetInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*flowcontrolv1.FlowSchema](): {GroupMethod: "FlowcontrolV1", ResourceMethod: "FlowSchemas", Namespaced: false, Iface: reflect.TypeFor[typedflowcontrolv1.FlowSchemaInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -822,6 +1033,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedflowcontrolv1.FlowSchemaInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedflowcontrolv1.FlowSchemaInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*flowcontrolv1.PriorityLevelConfiguration](): {GroupMethod: "FlowcontrolV1", ResourceMethod: "PriorityLevelConfigurations", Namespaced: false, Iface: reflect.TypeFor[typedflowcontrolv1.PriorityLevelConfigurationInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -832,6 +1046,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedflowcontrolv1.PriorityLevelConfigurationInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedflowcontrolv1.PriorityLevelConfigurationInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*flowcontrolv1beta1.FlowSchema](): {GroupMethod: "FlowcontrolV1beta1", ResourceMethod: "FlowSchemas", Namespaced: false, Iface: reflect.TypeFor[typedflowcontrolv1beta1.FlowSchemaInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -842,6 +1059,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedflowcontrolv1beta1.FlowSchemaInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedflowcontrolv1beta1.FlowSchemaInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*flowcontrolv1beta1.PriorityLevelConfiguration](): {GroupMethod: "FlowcontrolV1beta1", ResourceMethod: "PriorityLevelConfigurations", Namespaced: false, Iface: reflect.TypeFor[typedflowcontrolv1beta1.PriorityLevelConfigurationInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -852,6 +1072,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedflowcontrolv1beta1.PriorityLevelConfigurationInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedflowcontrolv1beta1.PriorityLevelConfigurationInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*flowcontrolv1beta2.FlowSchema](): {GroupMethod: "FlowcontrolV1beta2", ResourceMethod: "FlowSchemas", Namespaced: false, Iface: reflect.TypeFor[typedflowcontrolv1beta2.FlowSchemaInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -862,6 +1085,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedflowcontrolv1beta2.FlowSchemaInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedflowcontrolv1beta2.FlowSchemaInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*flowcontrolv1beta2.PriorityLevelConfiguration](): {GroupMethod: "FlowcontrolV1beta2", ResourceMethod: "PriorityLevelConfigurations", Namespaced: false, Iface: reflect.TypeFor[typedflowcontrolv1beta2.PriorityLevelConfigurationInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -872,6 +1098,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedflowcontrolv1beta2.PriorityLevelConfigurationInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedflowcontrolv1beta2.PriorityLevelConfigurationInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*flowcontrolv1beta3.FlowSchema](): {GroupMethod: "FlowcontrolV1beta3", ResourceMethod: "FlowSchemas", Namespaced: false, Iface: reflect.TypeFor[typedflowcontrolv1beta3.FlowSchemaInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -882,6 +1111,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedflowcontrolv1beta3.FlowSchemaInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedflowcontrolv1beta3.FlowSchemaInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*flowcontrolv1beta3.PriorityLevelConfiguration](): {GroupMethod: "FlowcontrolV1beta3", ResourceMethod: "PriorityLevelConfigurations", Namespaced: false, Iface: reflect.TypeFor[typedflowcontrolv1beta3.PriorityLevelConfigurationInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -892,6 +1124,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedflowcontrolv1beta3.PriorityLevelConfigurationInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedflowcontrolv1beta3.PriorityLevelConfigurationInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*apiserverinternalv1alpha1.StorageVersion](): {GroupMethod: "InternalV1alpha1", ResourceMethod: "StorageVersions", Namespaced: false, Iface: reflect.TypeFor[typedapiserverinternalv1alpha1.StorageVersionInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -902,6 +1137,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedapiserverinternalv1alpha1.StorageVersionInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedapiserverinternalv1alpha1.StorageVersionInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*lifecyclev1alpha1.EvictionRequest](): {GroupMethod: "LifecycleV1alpha1", ResourceMethod: "EvictionRequests", Namespaced: true, Iface: reflect.TypeFor[typedlifecyclev1alpha1.EvictionRequestInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -912,6 +1150,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedlifecyclev1alpha1.EvictionRequestInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedlifecyclev1alpha1.EvictionRequestInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*lifecyclev1alpha1.Eviction](): {GroupMethod: "LifecycleV1alpha1", ResourceMethod: "Evictions", Namespaced: true, Iface: reflect.TypeFor[typedlifecyclev1alpha1.EvictionInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -922,6 +1163,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedlifecyclev1alpha1.EvictionInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedlifecyclev1alpha1.EvictionInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*networkingv1.IPAddress](): {GroupMethod: "NetworkingV1", ResourceMethod: "IPAddresses", Namespaced: false, Iface: reflect.TypeFor[typednetworkingv1.IPAddressInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -932,6 +1176,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednetworkingv1.IPAddressInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typednetworkingv1.IPAddressInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*networkingv1.IngressClass](): {GroupMethod: "NetworkingV1", ResourceMethod: "IngressClasses", Namespaced: false, Iface: reflect.TypeFor[typednetworkingv1.IngressClassInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -942,6 +1189,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednetworkingv1.IngressClassInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typednetworkingv1.IngressClassInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*networkingv1.Ingress](): {GroupMethod: "NetworkingV1", ResourceMethod: "Ingresses", Namespaced: true, Iface: reflect.TypeFor[typednetworkingv1.IngressInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -952,6 +1202,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednetworkingv1.IngressInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typednetworkingv1.IngressInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*networkingv1.NetworkPolicy](): {GroupMethod: "NetworkingV1", ResourceMethod: "NetworkPolicies", Namespaced: true, Iface: reflect.TypeFor[typednetworkingv1.NetworkPolicyInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -962,6 +1215,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednetworkingv1.NetworkPolicyInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typednetworkingv1.NetworkPolicyInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*networkingv1.ServiceCIDR](): {GroupMethod: "NetworkingV1", ResourceMethod: "ServiceCIDRs", Namespaced: false, Iface: reflect.TypeFor[typednetworkingv1.ServiceCIDRInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -972,6 +1228,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednetworkingv1.ServiceCIDRInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typednetworkingv1.ServiceCIDRInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*networkingv1beta1.IPAddress](): {GroupMethod: "NetworkingV1beta1", ResourceMethod: "IPAddresses", Namespaced: false, Iface: reflect.TypeFor[typednetworkingv1beta1.IPAddressInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -982,6 +1241,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednetworkingv1beta1.IPAddressInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typednetworkingv1beta1.IPAddressInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*networkingv1beta1.IngressClass](): {GroupMethod: "NetworkingV1beta1", ResourceMethod: "IngressClasses", Namespaced: false, Iface: reflect.TypeFor[typednetworkingv1beta1.IngressClassInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -992,6 +1254,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednetworkingv1beta1.IngressClassInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typednetworkingv1beta1.IngressClassInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*networkingv1beta1.Ingress](): {GroupMethod: "NetworkingV1beta1", ResourceMethod: "Ingresses", Namespaced: true, Iface: reflect.TypeFor[typednetworkingv1beta1.IngressInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1002,6 +1267,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednetworkingv1beta1.IngressInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typednetworkingv1beta1.IngressInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*networkingv1beta1.ServiceCIDR](): {GroupMethod: "NetworkingV1beta1", ResourceMethod: "ServiceCIDRs", Namespaced: false, Iface: reflect.TypeFor[typednetworkingv1beta1.ServiceCIDRInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1012,6 +1280,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednetworkingv1beta1.ServiceCIDRInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typednetworkingv1beta1.ServiceCIDRInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*nodev1.RuntimeClass](): {GroupMethod: "NodeV1", ResourceMethod: "RuntimeClasses", Namespaced: false, Iface: reflect.TypeFor[typednodev1.RuntimeClassInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1022,6 +1293,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednodev1.RuntimeClassInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typednodev1.RuntimeClassInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*nodev1alpha1.RuntimeClass](): {GroupMethod: "NodeV1alpha1", ResourceMethod: "RuntimeClasses", Namespaced: false, Iface: reflect.TypeFor[typednodev1alpha1.RuntimeClassInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1032,6 +1306,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednodev1alpha1.RuntimeClassInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typednodev1alpha1.RuntimeClassInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*nodev1beta1.RuntimeClass](): {GroupMethod: "NodeV1beta1", ResourceMethod: "RuntimeClasses", Namespaced: false, Iface: reflect.TypeFor[typednodev1beta1.RuntimeClassInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1042,6 +1319,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typednodev1beta1.RuntimeClassInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typednodev1beta1.RuntimeClassInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*policyv1.PodDisruptionBudget](): {GroupMethod: "PolicyV1", ResourceMethod: "PodDisruptionBudgets", Namespaced: true, Iface: reflect.TypeFor[typedpolicyv1.PodDisruptionBudgetInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1052,6 +1332,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedpolicyv1.PodDisruptionBudgetInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedpolicyv1.PodDisruptionBudgetInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*policyv1beta1.PodDisruptionBudget](): {GroupMethod: "PolicyV1beta1", ResourceMethod: "PodDisruptionBudgets", Namespaced: true, Iface: reflect.TypeFor[typedpolicyv1beta1.PodDisruptionBudgetInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1062,6 +1345,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedpolicyv1beta1.PodDisruptionBudgetInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedpolicyv1beta1.PodDisruptionBudgetInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*rbacv1.ClusterRoleBinding](): {GroupMethod: "RbacV1", ResourceMethod: "ClusterRoleBindings", Namespaced: false, Iface: reflect.TypeFor[typedrbacv1.ClusterRoleBindingInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1072,6 +1358,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1.ClusterRoleBindingInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedrbacv1.ClusterRoleBindingInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*rbacv1.ClusterRole](): {GroupMethod: "RbacV1", ResourceMethod: "ClusterRoles", Namespaced: false, Iface: reflect.TypeFor[typedrbacv1.ClusterRoleInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1082,6 +1371,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1.ClusterRoleInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedrbacv1.ClusterRoleInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*rbacv1.RoleBinding](): {GroupMethod: "RbacV1", ResourceMethod: "RoleBindings", Namespaced: true, Iface: reflect.TypeFor[typedrbacv1.RoleBindingInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1092,6 +1384,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1.RoleBindingInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedrbacv1.RoleBindingInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*rbacv1.Role](): {GroupMethod: "RbacV1", ResourceMethod: "Roles", Namespaced: true, Iface: reflect.TypeFor[typedrbacv1.RoleInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1102,6 +1397,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1.RoleInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedrbacv1.RoleInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*rbacv1alpha1.ClusterRoleBinding](): {GroupMethod: "RbacV1alpha1", ResourceMethod: "ClusterRoleBindings", Namespaced: false, Iface: reflect.TypeFor[typedrbacv1alpha1.ClusterRoleBindingInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1112,6 +1410,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1alpha1.ClusterRoleBindingInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedrbacv1alpha1.ClusterRoleBindingInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*rbacv1alpha1.ClusterRole](): {GroupMethod: "RbacV1alpha1", ResourceMethod: "ClusterRoles", Namespaced: false, Iface: reflect.TypeFor[typedrbacv1alpha1.ClusterRoleInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1122,6 +1423,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1alpha1.ClusterRoleInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedrbacv1alpha1.ClusterRoleInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*rbacv1alpha1.RoleBinding](): {GroupMethod: "RbacV1alpha1", ResourceMethod: "RoleBindings", Namespaced: true, Iface: reflect.TypeFor[typedrbacv1alpha1.RoleBindingInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1132,6 +1436,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1alpha1.RoleBindingInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedrbacv1alpha1.RoleBindingInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*rbacv1alpha1.Role](): {GroupMethod: "RbacV1alpha1", ResourceMethod: "Roles", Namespaced: true, Iface: reflect.TypeFor[typedrbacv1alpha1.RoleInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1142,6 +1449,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1alpha1.RoleInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedrbacv1alpha1.RoleInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*rbacv1beta1.ClusterRoleBinding](): {GroupMethod: "RbacV1beta1", ResourceMethod: "ClusterRoleBindings", Namespaced: false, Iface: reflect.TypeFor[typedrbacv1beta1.ClusterRoleBindingInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1152,6 +1462,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1beta1.ClusterRoleBindingInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedrbacv1beta1.ClusterRoleBindingInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*rbacv1beta1.ClusterRole](): {GroupMethod: "RbacV1beta1", ResourceMethod: "ClusterRoles", Namespaced: false, Iface: reflect.TypeFor[typedrbacv1beta1.ClusterRoleInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1162,6 +1475,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1beta1.ClusterRoleInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedrbacv1beta1.ClusterRoleInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*rbacv1beta1.RoleBinding](): {GroupMethod: "RbacV1beta1", ResourceMethod: "RoleBindings", Namespaced: true, Iface: reflect.TypeFor[typedrbacv1beta1.RoleBindingInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1172,6 +1488,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1beta1.RoleBindingInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedrbacv1beta1.RoleBindingInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*rbacv1beta1.Role](): {GroupMethod: "RbacV1beta1", ResourceMethod: "Roles", Namespaced: true, Iface: reflect.TypeFor[typedrbacv1beta1.RoleInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1182,6 +1501,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedrbacv1beta1.RoleInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedrbacv1beta1.RoleInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*resourcev1.DeviceClass](): {GroupMethod: "ResourceV1", ResourceMethod: "DeviceClasses", Namespaced: false, Iface: reflect.TypeFor[typedresourcev1.DeviceClassInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1192,6 +1514,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1.DeviceClassInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedresourcev1.DeviceClassInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*resourcev1.DeviceTaintRule](): {GroupMethod: "ResourceV1", ResourceMethod: "DeviceTaintRules", Namespaced: false, Iface: reflect.TypeFor[typedresourcev1.DeviceTaintRuleInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1202,6 +1527,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1.DeviceTaintRuleInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedresourcev1.DeviceTaintRuleInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*resourcev1.ResourceClaimTemplate](): {GroupMethod: "ResourceV1", ResourceMethod: "ResourceClaimTemplates", Namespaced: true, Iface: reflect.TypeFor[typedresourcev1.ResourceClaimTemplateInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1212,6 +1540,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1.ResourceClaimTemplateInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedresourcev1.ResourceClaimTemplateInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*resourcev1.ResourceClaim](): {GroupMethod: "ResourceV1", ResourceMethod: "ResourceClaims", Namespaced: true, Iface: reflect.TypeFor[typedresourcev1.ResourceClaimInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1222,6 +1553,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1.ResourceClaimInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedresourcev1.ResourceClaimInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*resourcev1.ResourceSlice](): {GroupMethod: "ResourceV1", ResourceMethod: "ResourceSlices", Namespaced: false, Iface: reflect.TypeFor[typedresourcev1.ResourceSliceInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1232,6 +1566,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1.ResourceSliceInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedresourcev1.ResourceSliceInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*resourcev1alpha3.DeviceTaintRule](): {GroupMethod: "ResourceV1alpha3", ResourceMethod: "DeviceTaintRules", Namespaced: false, Iface: reflect.TypeFor[typedresourcev1alpha3.DeviceTaintRuleInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1242,6 +1579,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1alpha3.DeviceTaintRuleInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedresourcev1alpha3.DeviceTaintRuleInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*resourcev1alpha3.ResourcePoolStatusRequest](): {GroupMethod: "ResourceV1alpha3", ResourceMethod: "ResourcePoolStatusRequests", Namespaced: false, Iface: reflect.TypeFor[typedresourcev1alpha3.ResourcePoolStatusRequestInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1252,6 +1592,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1alpha3.ResourcePoolStatusRequestInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedresourcev1alpha3.ResourcePoolStatusRequestInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*resourcev1beta1.DeviceClass](): {GroupMethod: "ResourceV1beta1", ResourceMethod: "DeviceClasses", Namespaced: false, Iface: reflect.TypeFor[typedresourcev1beta1.DeviceClassInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1262,6 +1605,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1beta1.DeviceClassInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedresourcev1beta1.DeviceClassInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*resourcev1beta1.ResourceClaimTemplate](): {GroupMethod: "ResourceV1beta1", ResourceMethod: "ResourceClaimTemplates", Namespaced: true, Iface: reflect.TypeFor[typedresourcev1beta1.ResourceClaimTemplateInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1272,6 +1618,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1beta1.ResourceClaimTemplateInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedresourcev1beta1.ResourceClaimTemplateInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*resourcev1beta1.ResourceClaim](): {GroupMethod: "ResourceV1beta1", ResourceMethod: "ResourceClaims", Namespaced: true, Iface: reflect.TypeFor[typedresourcev1beta1.ResourceClaimInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1282,6 +1631,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1beta1.ResourceClaimInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedresourcev1beta1.ResourceClaimInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*resourcev1beta1.ResourceSlice](): {GroupMethod: "ResourceV1beta1", ResourceMethod: "ResourceSlices", Namespaced: false, Iface: reflect.TypeFor[typedresourcev1beta1.ResourceSliceInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1292,6 +1644,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1beta1.ResourceSliceInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedresourcev1beta1.ResourceSliceInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*resourcev1beta2.DeviceClass](): {GroupMethod: "ResourceV1beta2", ResourceMethod: "DeviceClasses", Namespaced: false, Iface: reflect.TypeFor[typedresourcev1beta2.DeviceClassInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1302,6 +1657,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1beta2.DeviceClassInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedresourcev1beta2.DeviceClassInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*resourcev1beta2.DeviceTaintRule](): {GroupMethod: "ResourceV1beta2", ResourceMethod: "DeviceTaintRules", Namespaced: false, Iface: reflect.TypeFor[typedresourcev1beta2.DeviceTaintRuleInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1312,6 +1670,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1beta2.DeviceTaintRuleInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedresourcev1beta2.DeviceTaintRuleInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*resourcev1beta2.ResourceClaimTemplate](): {GroupMethod: "ResourceV1beta2", ResourceMethod: "ResourceClaimTemplates", Namespaced: true, Iface: reflect.TypeFor[typedresourcev1beta2.ResourceClaimTemplateInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1322,6 +1683,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1beta2.ResourceClaimTemplateInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedresourcev1beta2.ResourceClaimTemplateInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*resourcev1beta2.ResourceClaim](): {GroupMethod: "ResourceV1beta2", ResourceMethod: "ResourceClaims", Namespaced: true, Iface: reflect.TypeFor[typedresourcev1beta2.ResourceClaimInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1332,6 +1696,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1beta2.ResourceClaimInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedresourcev1beta2.ResourceClaimInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*resourcev1beta2.ResourceSlice](): {GroupMethod: "ResourceV1beta2", ResourceMethod: "ResourceSlices", Namespaced: false, Iface: reflect.TypeFor[typedresourcev1beta2.ResourceSliceInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1342,6 +1709,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedresourcev1beta2.ResourceSliceInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedresourcev1beta2.ResourceSliceInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*schedulingv1.PriorityClass](): {GroupMethod: "SchedulingV1", ResourceMethod: "PriorityClasses", Namespaced: false, Iface: reflect.TypeFor[typedschedulingv1.PriorityClassInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1352,6 +1722,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedschedulingv1.PriorityClassInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedschedulingv1.PriorityClassInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*schedulingv1alpha3.CompositePodGroup](): {GroupMethod: "SchedulingV1alpha3", ResourceMethod: "CompositePodGroups", Namespaced: true, Iface: reflect.TypeFor[typedschedulingv1alpha3.CompositePodGroupInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1362,6 +1735,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedschedulingv1alpha3.CompositePodGroupInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedschedulingv1alpha3.CompositePodGroupInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*schedulingv1alpha3.PodGroup](): {GroupMethod: "SchedulingV1alpha3", ResourceMethod: "PodGroups", Namespaced: true, Iface: reflect.TypeFor[typedschedulingv1alpha3.PodGroupInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1372,6 +1748,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedschedulingv1alpha3.PodGroupInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedschedulingv1alpha3.PodGroupInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*schedulingv1alpha3.Workload](): {GroupMethod: "SchedulingV1alpha3", ResourceMethod: "Workloads", Namespaced: true, Iface: reflect.TypeFor[typedschedulingv1alpha3.WorkloadInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1382,6 +1761,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedschedulingv1alpha3.WorkloadInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedschedulingv1alpha3.WorkloadInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*schedulingv1beta1.PodGroup](): {GroupMethod: "SchedulingV1beta1", ResourceMethod: "PodGroups", Namespaced: true, Iface: reflect.TypeFor[typedschedulingv1beta1.PodGroupInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1392,6 +1774,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedschedulingv1beta1.PodGroupInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedschedulingv1beta1.PodGroupInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*schedulingv1beta1.PriorityClass](): {GroupMethod: "SchedulingV1beta1", ResourceMethod: "PriorityClasses", Namespaced: false, Iface: reflect.TypeFor[typedschedulingv1beta1.PriorityClassInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1402,6 +1787,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedschedulingv1beta1.PriorityClassInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedschedulingv1beta1.PriorityClassInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*schedulingv1beta1.Workload](): {GroupMethod: "SchedulingV1beta1", ResourceMethod: "Workloads", Namespaced: true, Iface: reflect.TypeFor[typedschedulingv1beta1.WorkloadInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1412,6 +1800,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedschedulingv1beta1.WorkloadInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedschedulingv1beta1.WorkloadInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*storagev1.CSIDriver](): {GroupMethod: "StorageV1", ResourceMethod: "CSIDrivers", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1.CSIDriverInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1422,6 +1813,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1.CSIDriverInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedstoragev1.CSIDriverInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*storagev1.CSINode](): {GroupMethod: "StorageV1", ResourceMethod: "CSINodes", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1.CSINodeInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1432,6 +1826,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1.CSINodeInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedstoragev1.CSINodeInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*storagev1.CSIStorageCapacity](): {GroupMethod: "StorageV1", ResourceMethod: "CSIStorageCapacities", Namespaced: true, Iface: reflect.TypeFor[typedstoragev1.CSIStorageCapacityInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1442,6 +1839,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1.CSIStorageCapacityInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedstoragev1.CSIStorageCapacityInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*storagev1.StorageClass](): {GroupMethod: "StorageV1", ResourceMethod: "StorageClasses", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1.StorageClassInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1452,6 +1852,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1.StorageClassInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedstoragev1.StorageClassInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*storagev1.VolumeAttachment](): {GroupMethod: "StorageV1", ResourceMethod: "VolumeAttachments", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1.VolumeAttachmentInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1462,6 +1865,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1.VolumeAttachmentInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedstoragev1.VolumeAttachmentInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*storagev1.VolumeAttributesClass](): {GroupMethod: "StorageV1", ResourceMethod: "VolumeAttributesClasses", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1.VolumeAttributesClassInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1472,6 +1878,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1.VolumeAttributesClassInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedstoragev1.VolumeAttributesClassInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*storagev1alpha1.CSIStorageCapacity](): {GroupMethod: "StorageV1alpha1", ResourceMethod: "CSIStorageCapacities", Namespaced: true, Iface: reflect.TypeFor[typedstoragev1alpha1.CSIStorageCapacityInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1482,6 +1891,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1alpha1.CSIStorageCapacityInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedstoragev1alpha1.CSIStorageCapacityInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*storagev1alpha1.VolumeAttachment](): {GroupMethod: "StorageV1alpha1", ResourceMethod: "VolumeAttachments", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1alpha1.VolumeAttachmentInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1492,6 +1904,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1alpha1.VolumeAttachmentInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedstoragev1alpha1.VolumeAttachmentInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*storagev1alpha1.VolumeAttributesClass](): {GroupMethod: "StorageV1alpha1", ResourceMethod: "VolumeAttributesClasses", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1alpha1.VolumeAttributesClassInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1502,6 +1917,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1alpha1.VolumeAttributesClassInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedstoragev1alpha1.VolumeAttributesClassInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*storagev1beta1.CSIDriver](): {GroupMethod: "StorageV1beta1", ResourceMethod: "CSIDrivers", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1beta1.CSIDriverInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1512,6 +1930,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1beta1.CSIDriverInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedstoragev1beta1.CSIDriverInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*storagev1beta1.CSINode](): {GroupMethod: "StorageV1beta1", ResourceMethod: "CSINodes", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1beta1.CSINodeInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1522,6 +1943,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1beta1.CSINodeInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedstoragev1beta1.CSINodeInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*storagev1beta1.CSIStorageCapacity](): {GroupMethod: "StorageV1beta1", ResourceMethod: "CSIStorageCapacities", Namespaced: true, Iface: reflect.TypeFor[typedstoragev1beta1.CSIStorageCapacityInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1532,6 +1956,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1beta1.CSIStorageCapacityInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedstoragev1beta1.CSIStorageCapacityInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*storagev1beta1.StorageClass](): {GroupMethod: "StorageV1beta1", ResourceMethod: "StorageClasses", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1beta1.StorageClassInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1542,6 +1969,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1beta1.StorageClassInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedstoragev1beta1.StorageClassInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*storagev1beta1.VolumeAttachment](): {GroupMethod: "StorageV1beta1", ResourceMethod: "VolumeAttachments", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1beta1.VolumeAttachmentInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1552,6 +1982,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1beta1.VolumeAttachmentInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedstoragev1beta1.VolumeAttachmentInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*storagev1beta1.VolumeAttributesClass](): {GroupMethod: "StorageV1beta1", ResourceMethod: "VolumeAttributesClasses", Namespaced: false, Iface: reflect.TypeFor[typedstoragev1beta1.VolumeAttributesClassInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1562,6 +1995,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragev1beta1.VolumeAttributesClassInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedstoragev1beta1.VolumeAttributesClassInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*storagemigrationv1.StorageVersionMigration](): {GroupMethod: "StoragemigrationV1", ResourceMethod: "StorageVersionMigrations", Namespaced: false, Iface: reflect.TypeFor[typedstoragemigrationv1.StorageVersionMigrationInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1572,6 +2008,9 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragemigrationv1.StorageVersionMigrationInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedstoragemigrationv1.StorageVersionMigrationInterface).Watch(ctx, o)
 		}},
 	reflect.TypeFor[*storagemigrationv1beta1.StorageVersionMigration](): {GroupMethod: "StoragemigrationV1beta1", ResourceMethod: "StorageVersionMigrations", Namespaced: false, Iface: reflect.TypeFor[typedstoragemigrationv1beta1.StorageVersionMigrationInterface](),
 		Client: func(cs kubernetes.Interface, ns string) any {
@@ -1582,5 +2021,8 @@ var getters = map[reflect.Type]Getter{
 		},
 		List: func(ctx context.Context, c any, o metav1.ListOptions) (runtime.Object, error) {
 			return listed(c.(typedstoragemigrationv1beta1.StorageVersionMigrationInterface).List(ctx, o))
+		},
+		Watch: func(ctx context.Context, c any, o metav1.ListOptions) (watch.Interface, error) {
+			return c.(typedstoragemigrationv1beta1.StorageVersionMigrationInterface).Watch(ctx, o)
 		}},
 }
