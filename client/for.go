@@ -7,11 +7,9 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/ctrlkit/ctrlkit/internal/builtin"
 	"github.com/ctrlkit/ctrlkit/internal/object"
@@ -82,26 +80,15 @@ func resolve(t reflect.Type) (*binding, error) {
 	unsupported := func(reason string) error {
 		return fmt.Errorf("client: for %s: %w: %s", t, ErrUnsupportedType, reason)
 	}
-	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
-		return nil, unsupported("not a pointer to an API struct")
+	bt, err := builtin.Of(t)
+	if err != nil {
+		return nil, unsupported(err.Error())
 	}
-	obj, ok := reflect.New(t.Elem()).Interface().(runtime.Object)
-	if !ok {
-		return nil, unsupported("not a runtime.Object")
-	}
-	gvks, unversioned, err := scheme.Scheme.ObjectKinds(obj)
-	if err != nil || unversioned || len(gvks) == 0 {
-		return nil, unsupported("not registered in client-go's scheme (for a custom resource use customresource.NewClient)")
-	}
-	g, ok := builtin.Getters()[t]
-	if !ok {
-		return nil, unsupported(fmt.Sprintf("kubernetes.Interface has no typed client for %v", gvks))
-	}
-	gvk := gvks[0]
+	g := bt.Getter
 	b := &binding{
 		t:          t,
-		gvk:        gvk,
-		gvr:        gvk.GroupVersion().WithResource(g.Resource()),
+		gvk:        bt.GVK,
+		gvr:        bt.GVR,
 		getter:     g,
 		namespaced: g.Namespaced,
 	}

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/internal/builtin"
@@ -221,26 +220,12 @@ func (f *Factory) checkNamespace(what, ns string, next cache.TransformFunc) cach
 // built-in resource would link every generated informer, lister and typed client into every
 // binary (docs/performance.md, "Binary size").
 func (f *Factory) resolveTyped(t reflect.Type, shared informers.SharedInformerFactory, ns string, tweak func(*metav1.ListOptions)) (schema.GroupVersionKind, schema.GroupVersionResource, cache.SharedIndexInformer, error) {
-	unsupported := func(reason string) error {
-		return fmt.Errorf("informer for %s: %w: %s", object.TypeName(t), ErrUnsupportedType, reason)
+	bt, err := builtin.Of(t)
+	if err != nil {
+		return schema.GroupVersionKind{}, schema.GroupVersionResource{}, nil, fmt.Errorf("informer for %s: %w: %w", object.TypeName(t), ErrUnsupportedType, err)
 	}
-	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
-		return schema.GroupVersionKind{}, schema.GroupVersionResource{}, nil, unsupported("not a pointer to an API struct")
-	}
-	obj, ok := reflect.New(t.Elem()).Interface().(runtime.Object)
-	if !ok {
-		return schema.GroupVersionKind{}, schema.GroupVersionResource{}, nil, unsupported("not a runtime.Object")
-	}
-	gvks, unversioned, err := scheme.Scheme.ObjectKinds(obj)
-	if err != nil || unversioned || len(gvks) == 0 {
-		return schema.GroupVersionKind{}, schema.GroupVersionResource{}, nil, unsupported("not registered in client-go's scheme")
-	}
-	g, ok := builtin.Getters()[t]
-	if !ok {
-		return schema.GroupVersionKind{}, schema.GroupVersionResource{}, nil, unsupported(fmt.Sprintf("client-go has no informer for %v", gvks))
-	}
-	gvk := gvks[0]
-	gvr := gvk.GroupVersion().WithResource(g.Resource())
+	g, gvk, gvr := bt.Getter, bt.GVK, bt.GVR
+	obj := reflect.New(t.Elem()).Interface().(runtime.Object)
 	inf := shared.InformerFor(obj, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return newTypedInformer(g, cs, gvr, obj, ns, tweak, resync, shared.InformerName())
 	})

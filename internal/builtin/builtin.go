@@ -2,6 +2,8 @@ package builtin
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -39,6 +41,34 @@ func (g Getter) Resource() string { return strings.ToLower(g.ResourceMethod) }
 // reflection over method names, which would make the linker keep every exported method of
 // client-go's types in every binary.
 func Getters() map[reflect.Type]Getter { return getters }
+
+// Type is a built-in API type as kubernetes.Interface serves it.
+type Type struct {
+	GVK    schema.GroupVersionKind     // from client-go's scheme (its first kind)
+	GVR    schema.GroupVersionResource // GVK's group and version, the getter's resource
+	Getter Getter                      // its typed client
+}
+
+// Of resolves t, such as *corev1.Pod, to its kind, resource and typed client. The error says
+// why t is not a built-in type the clientset serves; callers wrap it with their own sentinel.
+func Of(t reflect.Type) (Type, error) {
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return Type{}, errors.New("not a pointer to an API struct")
+	}
+	obj, ok := reflect.New(t.Elem()).Interface().(runtime.Object)
+	if !ok {
+		return Type{}, errors.New("not a runtime.Object")
+	}
+	gvks, unversioned, err := scheme.Scheme.ObjectKinds(obj)
+	if err != nil || unversioned || len(gvks) == 0 {
+		return Type{}, errors.New("not registered in client-go's scheme (a custom resource has customresource.NewClient and informer.ForResource)")
+	}
+	g, ok := getters[t]
+	if !ok {
+		return Type{}, fmt.Errorf("kubernetes.Interface has no typed client for %v", gvks)
+	}
+	return Type{GVK: gvks[0], GVR: gvks[0].GroupVersion().WithResource(g.Resource()), Getter: g}, nil
+}
 
 // isNil reports whether a group client is nil or a typed nil, which a clientset that does not
 // serve the group (a partial test double) may return: its getters would panic.

@@ -73,3 +73,20 @@ func TestEveryGetterServesItsType(t *testing.T) {
 		}
 	}
 }
+
+func TestOf(t *testing.T) {
+	bt, err := Of(reflect.TypeFor[*appsv1.ReplicaSet]())
+	if err != nil || bt.GVK != appsv1.SchemeGroupVersion.WithKind("ReplicaSet") ||
+		bt.GVR != appsv1.SchemeGroupVersion.WithResource("replicasets") || bt.Getter.ResourceMethod != "ReplicaSets" {
+		t.Errorf("Of(*ReplicaSet) = %+v, %v", bt, err)
+	}
+	for typ, want := range map[reflect.Type]string{
+		reflect.TypeFor[corev1.Pod]():      "not a pointer to an API struct",
+		reflect.TypeFor[*corev1.Binding](): "kubernetes.Interface has no typed client for [/v1, Kind=Binding]",
+		reflect.TypeFor[*struct{}]():       "not a runtime.Object",
+	} {
+		if _, err := Of(typ); err == nil || err.Error() != want {
+			t.Errorf("Of(%v) = %v, want %q", typ, err, want)
+		}
+	}
+}
