@@ -58,6 +58,10 @@ func (g *group) startLocked(ctx context.Context) {
 func (g *group) endLocked() <-chan struct{} {
 	g.ctx = nil
 	run := g.cur
+	if run == nil { // never started: nothing runs
+		run = &groupRun{stopped: make(chan struct{})}
+		g.cur = run
+	}
 	run.ending = true
 	if run.running == 0 {
 		close(run.stopped)

@@ -52,22 +52,31 @@ type Type struct {
 // Of resolves t, such as *corev1.Pod, to its kind, resource and typed client. The error says
 // why t is not a built-in type the clientset serves; callers wrap it with their own sentinel.
 func Of(t reflect.Type) (Type, error) {
-	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
-		return Type{}, errors.New("not a pointer to an API struct")
-	}
-	obj, ok := reflect.New(t.Elem()).Interface().(runtime.Object)
-	if !ok {
-		return Type{}, errors.New("not a runtime.Object")
-	}
-	gvks, unversioned, err := scheme.Scheme.ObjectKinds(obj)
-	if err != nil || unversioned || len(gvks) == 0 {
-		return Type{}, errors.New("not registered in client-go's scheme (a custom resource has customresource.NewClient and informer.ForResource)")
+	gvks, err := kindsOf(t)
+	if err != nil {
+		return Type{}, err
 	}
 	g, ok := getters[t]
 	if !ok {
 		return Type{}, fmt.Errorf("kubernetes.Interface has no typed client for %v", gvks)
 	}
 	return Type{GVK: gvks[0], GVR: gvks[0].GroupVersion().WithResource(g.Resource()), Getter: g}, nil
+}
+
+// kindsOf returns the kinds client-go's scheme knows Go type t by, or why it knows none.
+func kindsOf(t reflect.Type) ([]schema.GroupVersionKind, error) {
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil, errors.New("not a pointer to an API struct")
+	}
+	obj, ok := reflect.New(t.Elem()).Interface().(runtime.Object)
+	if !ok {
+		return nil, errors.New("not a runtime.Object")
+	}
+	gvks, unversioned, err := scheme.Scheme.ObjectKinds(obj)
+	if err != nil || unversioned || len(gvks) == 0 {
+		return nil, errors.New("not registered in client-go's scheme (a custom resource has customresource.NewClient and informer.ForResource)")
+	}
+	return gvks, nil
 }
 
 // isNil reports whether a group client is nil or a typed nil, which a clientset that does not
@@ -93,15 +102,8 @@ func listed[L runtime.Object](l L, err error) (runtime.Object, error) {
 // it is namespaced.
 var scopes = sync.OnceValue(func() map[schema.GroupVersionResource]bool {
 	out := map[schema.GroupVersionResource]bool{}
-	for t, g := range Getters() {
-		if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
-			continue
-		}
-		obj, ok := reflect.New(t.Elem()).Interface().(runtime.Object)
-		if !ok {
-			continue
-		}
-		gvks, _, err := scheme.Scheme.ObjectKinds(obj)
+	for t, g := range getters {
+		gvks, err := kindsOf(t)
 		if err != nil {
 			continue
 		}
