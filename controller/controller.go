@@ -55,6 +55,10 @@ type Controller[K comparable] struct {
 	fenceOn     []fenceDecl                              // FenceOn, and each Watch's informer
 	fences      atomic.Pointer[fenceTable[K]]            // set by Run when fenceOpts != nil
 	admission   Admission[K]                             // SetAdmission; set before Run
+	freshness   Freshness                                // Options.Freshness
+	freshOn     []versioner                              // FenceOn's informers, judged by Freshness
+	lagging     atomic.Pointer[string]                   // what the gate waits for (Stats.Lagging)
+	brk         atomic.Pointer[breaker[K]]               // the running Run's, with Freshness.MaxLag
 	deb         atomic.Pointer[debouncer[K]]             // the running Run's, with Options.Debounce
 
 	// q is the running queue: nil before Run, then set once under mu. The
@@ -172,6 +176,12 @@ type Stats struct {
 	// wait for (testkit.WaitForQuiet does), though Idle leaves it out; 0 once
 	// Run returned.
 	Settling int
+	// Stale is how many keys are held because a cache the controller reads lags behind the API
+	// server beyond Options.Freshness.MaxLag; they are queued again once it caught up.
+	Stale int
+	// Lagging says which informers lag and by how much, while Options.Freshness holds work
+	// (the gate before the workers start, or MaxLag); "" otherwise.
+	Lagging string
 }
 
 // Idle reports whether nothing is ready, nothing is running and no key is
@@ -200,6 +210,13 @@ func (c *Controller[K]) Stats() Stats {
 	}
 	if d := c.deb.Load(); d != nil {
 		s.Settling = d.settling()
+	}
+	if b := c.brk.Load(); b != nil {
+		s.Stale = b.heldKeys()
+		s.Lagging = b.describe()
+	}
+	if l := c.lagging.Load(); l != nil {
+		s.Lagging = *l
 	}
 	return s
 }
@@ -283,6 +300,22 @@ func (c *Controller[K]) Run(ctx context.Context) error {
 		q.shutDown()
 		return err
 	}
+	if c.freshness.Gate {
+		if err := c.gate(ctx, logger); err != nil {
+			q.shutDown()
+			return nil // only ctx ends the gate
+		}
+	}
+	var brk *breaker[K]
+	if c.freshness.MaxLag > 0 {
+		brk = newBreaker(c, q, logger)
+		c.brk.Store(brk)
+		defer c.brk.Store(nil)
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		defer bg.Wait()
+		defer stopWatch()
+		bg.Go(func() { brk.watch(watchCtx) })
+	}
 
 	var passes sync.WaitGroup // WithResyncPeriod's; they end with ctx, as Run does from here
 	defer passes.Wait()
@@ -292,7 +325,7 @@ func (c *Controller[K]) Run(ctx context.Context) error {
 		}
 	}
 	logger.V(2).Info("Starting workers", "workers", c.workers)
-	steps := c.pipeline(ft, deb)
+	steps := c.pipeline(ft, deb, brk)
 	// The Reconciles' context is Run's, except that a graceful shutdown
 	// leaves it alive for the drain (Options.DrainTimeout).
 	rctx, stopReconciles := context.WithCancelCause(context.WithoutCancel(ctx))

@@ -392,7 +392,7 @@ func TestRePanicPropagatesAfterDone(t *testing.T) {
 	var recovered any
 	func() {
 		defer func() { recovered = recover() }()
-		c.worker(context.Background(), context.Background(), q, c.pipeline(nil, nil), klog.Background())
+		c.worker(context.Background(), context.Background(), q, c.pipeline(nil, nil, nil), klog.Background())
 	}()
 	assert.Equal(t, "crash", recovered)
 	assert.Equal(t, 0, c.Stats().InFlight)

@@ -265,7 +265,7 @@ func ExampleWithMetrics() {
 	<-stopped
 	fmt.Println("reconciles counted:", counterValue(reg, "controller_runtime_reconcile_total", "audit", "success"))
 	// Output:
-	// before Run: {Queued:1 InFlight:0 Retrying:0 SlowRetrying:0 Fenced:0 Settling:0}
+	// before Run: {Queued:1 InFlight:0 Retrying:0 SlowRetrying:0 Fenced:0 Settling:0 Stale:0 Lagging:}
 	// reconciles counted: 1
 }
 

@@ -54,6 +54,7 @@ func FenceOn[T informer.Object, K comparable](c *Controller[K], inf informer.Inf
 		return fmt.Errorf("controller %q: fencing on %s: %w", c.name, inf.Name(), ErrAlreadyStarted)
 	}
 	c.fenceOn = append(c.fenceOn, fenceDecl{mk: func() *fenceTarget { return newFenceTarget(inf) }})
+	c.freshOn = append(c.freshOn, versionerOf(inf))
 	return nil
 }
 

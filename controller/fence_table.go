@@ -8,10 +8,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/ctrlkit/ctrlkit/internal/versions"
 	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
@@ -121,7 +121,7 @@ func newFenceTable[K comparable](opts *Fences, clk clock.Clock) *fenceTable[K] {
 // already. It reports whether the fence is open.
 func (ft *fenceTable[K]) add(key K, t *fenceTarget, namespace, name, rv string, kind fenceKind) bool {
 	if kind != goneFence {
-		if _, err := resourceversion.CompareResourceVersion(rv, rv); err != nil {
+		if !versions.Comparable(rv) {
 			ft.badRV.Do(func() {
 				ft.logger.Info("Not fencing: the resourceVersion is not an integer, so the cache cannot be compared with it (logged once)",
 					"informer", t.name, "object", klog.KRef(namespace, name), "resourceVersion", rv)
@@ -202,18 +202,11 @@ func (ft *fenceTable[K]) dropLocked(k K, ref objRef) bool {
 	return ft.releaseLocked(k, kf)
 }
 
-// rvAtLeast reports whether have is want or newer. A version that is not an integer cannot
-// be compared, and then nothing waits: a fence never blocks on what it cannot judge.
-func rvAtLeast(have, want string) bool {
-	c, err := resourceversion.CompareResourceVersion(have, want)
-	return err != nil || c >= 0
-}
-
-// rvNewer reports whether have is newer than want, or cannot be compared with it.
-func rvNewer(have, want string) bool {
-	c, err := resourceversion.CompareResourceVersion(have, want)
-	return err != nil || c > 0
-}
+// rvAtLeast and rvNewer are internal/versions': a fence never blocks on a version it cannot judge.
+var (
+	rvAtLeast = versions.AtLeast
+	rvNewer   = versions.Newer
+)
 
 // observe is every event (and the cache look after a fence is recorded): it releases the
 // fences the object's new state satisfies. A delete (deleted) is remembered while Reconciles

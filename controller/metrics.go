@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	kworkqueue "k8s.io/client-go/util/workqueue"
@@ -54,6 +55,7 @@ var allResults = []string{resultSuccess, resultError, resultRequeue, resultReque
 //	ctrlkit_controller_slow_retry_keys{controller}              gauge, keys retried slowly now (Stats.SlowRetrying)
 //	ctrlkit_controller_fence_timeouts_total{controller}         write fences released by their TTL (Options.Fences)
 //	ctrlkit_controller_paced_total{controller,pace}             keys held back by Options.Debounce, MinInterval or Limiters
+//	ctrlkit_controller_cache_lag_seconds{controller,informer}    gauge, how long an informer has not reached a consistent read, once beyond Options.Freshness.MaxLag (0 when caught up)
 //
 // QueueMetrics gives its queue metrics to a queue built by hand.
 type Metrics struct {
@@ -70,6 +72,7 @@ type Metrics struct {
 	slowRetryKeys    *prometheus.GaugeVec
 	fenceTimeouts    *prometheus.CounterVec
 	paced            *prometheus.CounterVec
+	cacheLag         *prometheus.GaugeVec
 
 	depth          *prometheus.GaugeVec
 	adds           *prometheus.CounterVec
@@ -118,6 +121,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		slowRetries:      counter("ctrlkit_controller_slow_retries_total", "Failed reconciles of keys past their retries, put back after the slow retry interval, per controller", ctl),
 		slowRetryKeys:    gauge("ctrlkit_controller_slow_retry_keys", "Keys past their retries that are retried at the slow interval until they succeed, per controller", ctl),
 		fenceTimeouts:    counter("ctrlkit_controller_fence_timeouts_total", "Write fences released by their TTL instead of by the informer showing the write, per controller", ctl),
+		cacheLag:         gauge("ctrlkit_controller_cache_lag_seconds", "How long an informer a controller reads has not reached a consistent read of the API server, once beyond Options.Freshness.MaxLag (0 once caught up), per controller and informer", []string{"controller", "informer"}),
 		paced:            counter("ctrlkit_controller_paced_total", "Keys held back by pacing: their events settling (debounce), Options.MinInterval (min-interval) or a Limiter (its name), per controller and pace", []string{"controller", "pace"}),
 
 		depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -133,7 +137,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{
 		m.reconcileTotal, m.reconcileErrors, m.terminalErrors, m.panics, m.reconcileTime, m.timeouts,
-		m.workers, m.activeWorkers, m.retriesExhausted, m.slowRetries, m.slowRetryKeys, m.fenceTimeouts, m.paced,
+		m.workers, m.activeWorkers, m.retriesExhausted, m.slowRetries, m.slowRetryKeys, m.fenceTimeouts, m.paced, m.cacheLag,
 		m.depth, m.adds, m.latency, m.workDuration, m.unfinished, m.longestRunning, m.retries,
 	} {
 		if err := reg.Register(c); err != nil {
@@ -163,6 +167,7 @@ type controllerMetrics struct {
 	slowKeys  prometheus.Gauge
 	fenceTTL  prometheus.Counter
 	pacedVec  *prometheus.CounterVec
+	lagVec    *prometheus.GaugeVec
 	name      string
 }
 
@@ -183,6 +188,7 @@ func (m *Metrics) forController(name string, workers int) *controllerMetrics {
 		slowKeys:  m.slowRetryKeys.WithLabelValues(name),
 		fenceTTL:  m.fenceTimeouts.WithLabelValues(name),
 		pacedVec:  m.paced,
+		lagVec:    m.cacheLag,
 		name:      name,
 	}
 	// Creating every child now makes the series visible (at 0) from the first
@@ -192,6 +198,13 @@ func (m *Metrics) forController(name string, workers int) *controllerMetrics {
 	}
 	m.workers.WithLabelValues(name).Set(float64(workers))
 	return cm
+}
+
+// cacheLag sets how long informer has lagged (0: caught up).
+func (cm *controllerMetrics) cacheLag(informer string, lag time.Duration) {
+	if cm != nil {
+		cm.lagVec.WithLabelValues(cm.name, informer).Set(lag.Seconds())
+	}
 }
 
 // paced counts a key held back by pace (debounce, min-interval or a

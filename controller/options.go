@@ -198,6 +198,11 @@ type Options[K comparable] struct {
 	// write (see Fence, FenceGone, FenceOn and Fences.Auto). nil means Fence
 	// records nothing and the worker loop checks for no fence.
 	Fences *Fences
+
+	// Freshness holds work while the caches the controller reads are behind the API server:
+	// a gate before the workers start, and a bound on lag (see Freshness). The zero value
+	// turns both off.
+	Freshness Freshness
 }
 
 // New validates opts and builds a controller named name (the name is used in
@@ -242,6 +247,10 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		return bad("RateLimiter", "set together with Queue; a prebuilt queue brings its own rate limiter")
 	case opts.Fences != nil && opts.Fences.TTL < 0:
 		return bad("Fences.TTL", fmt.Sprintf("%v is negative", opts.Fences.TTL))
+	case opts.Freshness.validate() != nil:
+		err := opts.Freshness.validate().(*OptionsError)
+		err.Controller = name
+		return nil, err
 	case opts.Provenance != nil && opts.Queue != nil && !isReasonsQueue[K](opts.Queue):
 		return bad("Provenance", fmt.Sprintf("set with a Queue (%T) that keeps no reasons; use a ctrlkit workqueue built WithProvenance", opts.Queue))
 	}
@@ -275,6 +284,7 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		provenance:  opts.Provenance != nil,
 		tracing:     newTracing[K](opts.TracerProvider),
 		fenceOpts:   opts.Fences,
+		freshness:   opts.Freshness,
 	}
 	if c.provenance {
 		c.provLevel = opts.Provenance.LogLevel

@@ -20,6 +20,7 @@ type watched[K comparable] interface {
 	name() string
 	id() any       // informerID of the informer
 	ownKeys() bool // a Watch other than an Owns watches it
+	versioner() versioner
 	register(q queue[K], provenance bool, ft *fenceTable[K]) (registration, error)
 }
 
@@ -34,9 +35,10 @@ type watchedInformer[T informer.Object, K comparable] struct {
 	mapsOwn int
 }
 
-func (w *watchedInformer[T, K]) name() string  { return w.inf.Name() }
-func (w *watchedInformer[T, K]) id() any       { return informerID(w.inf) }
-func (w *watchedInformer[T, K]) ownKeys() bool { return w.mapsOwn > 0 }
+func (w *watchedInformer[T, K]) name() string         { return w.inf.Name() }
+func (w *watchedInformer[T, K]) id() any              { return informerID(w.inf) }
+func (w *watchedInformer[T, K]) ownKeys() bool        { return w.mapsOwn > 0 }
+func (w *watchedInformer[T, K]) versioner() versioner { return versionerOf(w.inf) }
 
 // watchesOwnKeys reports whether a Watch of c other than an Owns watches the
 // informer id names: its objects' events then enqueue their own keys.

@@ -12,16 +12,20 @@ import (
 )
 
 // pipeline builds the worker pipeline's steps for one Run, in their order:
-// admit (Admission), pace (debounce, MinInterval, Limiters), hold (write fences), decorate the context (reconcile
+// admit (Admission), pace (debounce, MinInterval, Limiters), hold (a lagging cache:
+// Freshness.MaxLag; write fences), decorate the context (reconcile
 // ID, logger, provenance; tracing; timeout). A feature that is off adds no
 // step, so it costs the loop nothing.
-func (c *Controller[K]) pipeline(ft *fenceTable[K], d *debouncer[K]) []step[K] {
+func (c *Controller[K]) pipeline(ft *fenceTable[K], d *debouncer[K], b *breaker[K]) []step[K] {
 	var steps []step[K]
 	if c.admission != nil {
 		steps = append(steps, admitStep[K]{c: c, a: c.admission})
 	}
 	if d != nil || c.minInterval > 0 || len(c.limiters) > 0 {
 		steps = append(steps, newPaceStep(c, d))
+	}
+	if b != nil {
+		steps = append(steps, staleStep[K]{b: b, carry: c.provenance})
 	}
 	if ft != nil {
 		steps = append(steps, fenceStep[K]{ft: ft, carry: c.provenance})

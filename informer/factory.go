@@ -361,7 +361,7 @@ func lookupOrCreate[T Object](f *Factory, key registryKey, sc scope, create func
 		undo()
 		return nil, err
 	}
-	inf.scope = sc
+	inf.scope, inf.src = sc, key.source
 	if f.detector != nil {
 		if err := f.detector.watch(key, inf.name, inf.gvk.Kind, inf.inf); err != nil {
 			undo()

@@ -91,6 +91,8 @@ type sharedInformer[T Object] struct {
 	inf  cache.SharedIndexInformer
 	// scope is what For was asked to narrow the informer to (zero when not).
 	scope scope
+	// src is the client it lists and watches through (VersionOf lists the same way).
+	src source
 
 	// idxMu makes AddIndex's check-then-add atomic, since client-go refuses
 	// a name that already exists.

@@ -6,15 +6,15 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/rest"
+
+	"github.com/ctrlkit/ctrlkit/internal/versions"
 )
 
 // Staleness is how far one informer's cache lags the API server, as of the
@@ -147,23 +147,9 @@ func (f *Factory) checkStaleness(ctx context.Context) {
 	}
 }
 
-// lag is server minus informer, 0 when the informer is ahead, -1 when the
-// two cannot be compared.
-func lag(server, informer string) int64 {
-	c, err := resourceversion.CompareResourceVersion(server, informer)
-	if err != nil {
-		return -1
-	}
-	if c <= 0 {
-		return 0
-	}
-	s, err1 := strconv.ParseUint(server, 10, 64)
-	i, err2 := strconv.ParseUint(informer, 10, 64)
-	if err1 != nil || err2 != nil || s-i > 1<<62 {
-		return -1
-	}
-	return int64(s - i)
-}
+// lag is internal/versions' Lag: server minus informer, 0 when the informer is ahead, -1
+// when the two cannot be compared.
+var lag = versions.Lag
 
 // serverResourceVersion lists one object of gvr (in namespace ns, falling
 // back to the whole cluster for a cluster-scoped resource) and returns the

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ctrlkit/ctrlkit/controller"
 )
 
 // HealthzHandler serves /healthz: 200 "ok", or 500 naming the failure when
@@ -59,7 +61,7 @@ func (m *Manager) ReadyzHandler() http.Handler {
 		checks := m.checks(&m.readyz)
 		if failed := runChecks(checks, r); len(failed) > 0 {
 			if verbose {
-				writeVerbose(w, http.StatusServiceUnavailable, append([]string{"[+]synced ok"}, checkLines(checks, r)...))
+				writeVerbose(w, http.StatusServiceUnavailable, append([]string{m.syncedLine()}, checkLines(checks, r)...))
 				return
 			}
 			http.Error(w, strings.Join(failed, "\n"), http.StatusServiceUnavailable)
@@ -71,7 +73,7 @@ func (m *Manager) ReadyzHandler() http.Handler {
 			m.beenReady.Store(true)
 		}
 		if verbose {
-			writeVerbose(w, http.StatusOK, append([]string{"[+]synced ok"}, checkLines(checks, r)...))
+			writeVerbose(w, http.StatusOK, append([]string{m.syncedLine()}, checkLines(checks, r)...))
 			return
 		}
 		writeOK(w)
@@ -114,14 +116,10 @@ func (m *Manager) checks(list *[]namedCheck) []namedCheck {
 	return slices.Clone(*list)
 }
 
-func (m *Manager) ready() error {
-	if !m.running.Load() {
-		return errors.New("manager not running")
-	}
-	if !m.cachesSynced.Load() {
-		return errors.New("informer caches not synced")
-	}
+// liveRunnables returns the Runnables running now and not being stopped.
+func (m *Manager) liveRunnables() []Runnable {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	live := make([]Runnable, 0, len(m.live))
 	for r, ctx := range m.live {
 		// One being stopped (shutdown, a lost Lease, Remove) is not one readiness waits for:
@@ -130,7 +128,36 @@ func (m *Manager) ready() error {
 			live = append(live, *r)
 		}
 	}
-	m.mu.Unlock()
+	return live
+}
+
+// syncedLine is /readyz?verbose's line for a Manager whose caches synced: with what a
+// controller's Options.Freshness holds work for (a cache lagging behind the API server), which
+// does not take readiness away: it strikes every replica at once, as a Lease refusal does.
+func (m *Manager) syncedLine() string {
+	var lagging []string
+	for _, r := range m.liveRunnables() {
+		if s, ok := r.(interface{ Stats() controller.Stats }); ok {
+			if l := s.Stats().Lagging; l != "" {
+				lagging = append(lagging, "controller "+r.Name()+": "+l)
+			}
+		}
+	}
+	if len(lagging) == 0 {
+		return "[+]synced ok"
+	}
+	slices.Sort(lagging)
+	return "[+]synced ok, but: " + strings.Join(lagging, "; ")
+}
+
+func (m *Manager) ready() error {
+	if !m.running.Load() {
+		return errors.New("manager not running")
+	}
+	if !m.cachesSynced.Load() {
+		return errors.New("informer caches not synced")
+	}
+	live := m.liveRunnables()
 	var unsynced []string
 	for _, r := range live {
 		if s, ok := r.(interface{ HasSynced() bool }); ok && !s.HasSynced() {

@@ -24,13 +24,14 @@ const (
 	TriggerManual                          // an explicit Enqueue call
 	TriggerFence                           // a write fence of the key was released or timed out
 	TriggerPaced                           // pacing held the key back (Options.Debounce, MinInterval, Limiters)
+	TriggerStale                           // held while a cache lagged behind the API server (Options.Freshness.MaxLag)
 	numTriggerKinds
 )
 
 // The queue counts at most workqueue.CauseKinds kinds: a compile error if there are more.
 var _ [workqueue.CauseKinds - numTriggerKinds]struct{}
 
-var triggerNames = [numTriggerKinds]string{"unspecified", "event", "resync", "retry", "requeue", "requeueAfter", "manual", "fence", "paced"}
+var triggerNames = [numTriggerKinds]string{"unspecified", "event", "resync", "retry", "requeue", "requeueAfter", "manual", "fence", "paced", "stale"}
 
 // String returns the kind's name as logs show it, such as "event" or "requeueAfter".
 func (k TriggerKind) String() string {

@@ -1,0 +1,346 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/provenance"
+)
+
+// Freshness is when a controller acts only on a fresh enough view of the cluster
+// (Options.Freshness; docs/stale-caches.md). Both parts ask one question of each informer the
+// controller watches (Watch, Owns) or fences on (FenceOn): has its cache reached a consistent
+// read of the API server (informer.Version)? The zero value turns both off, as in
+// controller-runtime.
+type Freshness struct {
+	// Gate makes each Run start its workers only once every such informer has reached a
+	// consistent read taken after its caches synced: on a leader, after the Lease was won; on
+	// a process just started, after its first lists, which an API server may serve from a
+	// watch cache that lags (resourceVersion "0"). A new leader then does not act on what its
+	// caches held while it was a standby, nor a restarted process on the past. Run waits as
+	// long as it takes and logs which informer lags; the caches of quiet resources, which hear
+	// of later resourceVersions only from bookmarks, are compared with a consistent list
+	// after a second instead.
+	Gate bool
+	// MaxLag holds the controller's keys while an informer it reads has not reached a
+	// consistent read taken more than MaxLag ago: a partitioned watch, an API server whose
+	// watch cache fell behind. The controller takes a read of each informer every MaxLag/4;
+	// before it holds anything, a consistent list confirms that the cache really lags (a quiet
+	// resource's may be current). Held keys are queued again, with a "stale" trigger in their
+	// provenance, as soon as the caches caught up. Logs, Stats.Lagging, the metric
+	// ctrlkit_controller_cache_lag_seconds and a Manager's /readyz?verbose name the informer
+	// and by how much; readiness itself is kept, as a lost Lease keeps it. 0: no bound. A
+	// positive value under a second is an OptionsError.
+	MaxLag time.Duration
+}
+
+func (f Freshness) validate() error {
+	if f.MaxLag < 0 || (f.MaxLag > 0 && f.MaxLag < time.Second) {
+		return &OptionsError{Field: "Freshness.MaxLag", Reason: fmt.Sprintf("%v: want 0 (no bound) or at least a second", f.MaxLag)}
+	}
+	return nil
+}
+
+// versioner takes a consistent read of one informer the controller reads.
+type versioner struct {
+	id   any // informerID
+	name string
+	take func(ctx context.Context) (*informer.Version, error)
+}
+
+func versionerOf[T informer.Object](inf informer.Informer[T]) versioner {
+	return versioner{id: informerID(inf), name: inf.Name(), take: func(ctx context.Context) (*informer.Version, error) {
+		return informer.VersionOf(ctx, inf)
+	}}
+}
+
+// readInformers returns the informers Freshness judges: the watched ones and FenceOn's, once
+// each.
+func (c *Controller[K]) readInformers() []versioner {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []versioner
+	seen := map[any]bool{}
+	add := func(v versioner) {
+		if !seen[v.id] {
+			seen[v.id] = true
+			out = append(out, v)
+		}
+	}
+	for _, w := range c.watches {
+		add(w.versioner())
+	}
+	for _, v := range c.freshOn {
+		add(v)
+	}
+	return out
+}
+
+// takeVersion takes v's read, trying again with a growing interval (a second to 30 s) while
+// the API server does not answer, until ctx ends.
+func (c *Controller[K]) takeVersion(ctx context.Context, logger klog.Logger, v versioner) (*informer.Version, error) {
+	delay := time.Second
+	for {
+		ver, err := v.take(ctx)
+		if err == nil {
+			return ver, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		logger.Info("Could not read the API server's state of an informer's resource; trying again", "informer", v.name, "err", err, "after", delay)
+		t := c.clock.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C():
+		}
+		delay = min(2*delay, 30*time.Second)
+	}
+}
+
+// gate is Freshness.Gate: it returns once every informer c reads has reached a consistent read
+// taken now, or with ctx's error.
+func (c *Controller[K]) gate(ctx context.Context, logger klog.Logger) error {
+	start := c.clock.Now()
+	vs := c.readInformers()
+	versions := make([]*informer.Version, 0, len(vs))
+	for _, v := range vs {
+		ver, err := c.takeVersion(ctx, logger, v)
+		if err != nil {
+			return err
+		}
+		versions = append(versions, ver)
+	}
+	defer c.lagging.Store(nil)
+	for _, ver := range versions {
+		if ver.Reached() {
+			continue
+		}
+		msg := "the workers wait for informer " + ver.Name() + " to reach the API server's state: " + ver.Lagging()
+		logger.V(2).Info("Waiting for a cache to reach the API server's state before starting the workers", "informer", ver.Name(), "lagging", ver.Lagging())
+		c.lagging.Store(&msg)
+		if err := ver.Wait(klog.NewContext(ctx, logger)); err != nil {
+			return err
+		}
+	}
+	logger.V(2).Info("The caches reached the API server's state", "informers", len(versions), "waited", c.clock.Since(start))
+	return nil
+}
+
+// breaker is Freshness.MaxLag for one Run: it watches every informer c reads and holds the
+// keys that come to the workers while one lags (staleStep).
+type breaker[K comparable] struct {
+	c      *Controller[K]
+	q      queue[K]
+	vs     []versioner
+	maxLag time.Duration
+	logger klog.Logger
+
+	open atomic.Bool // some informer lags: keys are held
+	mu   sync.Mutex
+	held map[K]provenance.Reasons // the keys held, with why they were queued
+	// carry holds the reasons of released keys until they come back (provenance only).
+	carry    map[K]provenance.Reasons
+	carrying atomic.Int64
+	// lags is, by informer, how far it lags now; empty while closed.
+	lags map[string]string
+}
+
+func newBreaker[K comparable](c *Controller[K], q queue[K], logger klog.Logger) *breaker[K] {
+	return &breaker[K]{
+		c: c, q: q, vs: c.readInformers(), maxLag: c.freshness.MaxLag, logger: logger,
+		held: map[K]provenance.Reasons{}, carry: map[K]provenance.Reasons{}, lags: map[string]string{},
+	}
+}
+
+// watch is the breaker's loop, until ctx ends. Each informer has at most one read in
+// flight: the oldest its cache has not reached.
+func (b *breaker[K]) watch(ctx context.Context) {
+	period := b.maxLag / 4
+	tick := b.c.clock.NewTicker(min(period, time.Second))
+	defer tick.Stop()
+	type state struct {
+		ver         *informer.Version
+		taken       time.Time // on the controller's clock
+		nextRead    time.Time
+		nextConfirm time.Time
+	}
+	st := make([]state, len(b.vs))
+	for {
+		now := b.c.clock.Now()
+		for i, v := range b.vs {
+			s := &st[i]
+			if s.ver != nil && s.ver.Reached() {
+				s.ver = nil
+				b.caughtUp(v.name)
+			}
+			if s.ver == nil {
+				if now.Before(s.nextRead) {
+					continue
+				}
+				s.nextRead = now.Add(period)
+				rctx, cancel := context.WithTimeout(ctx, min(period, 10*time.Second))
+				ver, err := v.take(rctx)
+				cancel()
+				if err != nil {
+					if ctx.Err() == nil {
+						b.logger.V(2).Info("Could not read the API server's state of an informer's resource", "informer", v.name, "err", err)
+					}
+					continue
+				}
+				s.ver, s.taken, s.nextConfirm = ver, now, now.Add(b.maxLag)
+				continue
+			}
+			lag := now.Sub(s.taken)
+			if lag <= b.maxLag {
+				continue
+			}
+			if !now.Before(s.nextConfirm) {
+				s.nextConfirm = now.Add(period)
+				ok, err := s.ver.Confirm(klog.NewContext(ctx, b.logger))
+				switch {
+				case ok:
+					s.ver = nil
+					b.caughtUp(v.name)
+					continue
+				case err != nil:
+					if ctx.Err() == nil {
+						b.logger.V(2).Info("Could not compare a cache with the API server", "informer", v.name, "err", err)
+					}
+				}
+			}
+			b.lagsBehind(v.name, lag, s.ver.Lagging())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C():
+		}
+	}
+}
+
+// lagsBehind records that informer lags by lag, opening the breaker.
+func (b *breaker[K]) lagsBehind(name string, lag time.Duration, detail string) {
+	lag = lag.Truncate(time.Second)
+	b.c.cm.cacheLag(name, lag)
+	b.mu.Lock()
+	_, known := b.lags[name]
+	if !known {
+		// Logged before anything shows the breaker open.
+		b.logger.Info("Holding keys: a cache lags behind the API server beyond Freshness.MaxLag", "informer", name, "lag", lag, "maxLag", b.maxLag, "lagging", detail)
+	}
+	b.lags[name] = fmt.Sprintf("informer %s lags by %v (%s)", name, lag, detail)
+	b.open.Store(true)
+	b.mu.Unlock()
+}
+
+// caughtUp records that informer reached the API server's state, closing the breaker when no
+// other lags, and queues the held keys again.
+func (b *breaker[K]) caughtUp(name string) {
+	b.mu.Lock()
+	if _, ok := b.lags[name]; !ok {
+		b.mu.Unlock()
+		return
+	}
+	b.c.cm.cacheLag(name, 0)
+	delete(b.lags, name)
+	if len(b.lags) > 0 {
+		b.mu.Unlock()
+		b.logger.Info("A cache caught up with the API server; others still lag", "informer", name)
+		return
+	}
+	b.open.Store(false)
+	held := b.held
+	b.held = map[K]provenance.Reasons{}
+	for k, why := range held {
+		if !why.IsZero() {
+			b.carry[k] = why
+		}
+	}
+	b.carrying.Store(int64(len(b.carry)))
+	b.mu.Unlock()
+	b.logger.Info("Resuming: the caches caught up with the API server", "informer", name, "held", len(held))
+	for k := range held {
+		b.q.add(k, addSpec{trigger: provenance.Trigger{Kind: provenance.TriggerStale}})
+	}
+}
+
+// hold keeps key while the breaker is open; false when it closed meanwhile.
+func (b *breaker[K]) hold(key K, why provenance.Reasons) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.open.Load() {
+		return false
+	}
+	r := b.held[key]
+	r.Merge(why)
+	b.held[key] = r
+	return true
+}
+
+// takeCarry returns the reasons key was held with, merged before why.
+func (b *breaker[K]) takeCarry(key K, why provenance.Reasons) provenance.Reasons {
+	if b.carrying.Load() == 0 {
+		return why
+	}
+	b.mu.Lock()
+	r, ok := b.carry[key]
+	if ok {
+		delete(b.carry, key)
+		b.carrying.Store(int64(len(b.carry)))
+	}
+	b.mu.Unlock()
+	if !ok {
+		return why
+	}
+	r.Merge(why)
+	return r
+}
+
+// heldKeys is Stats.Stale.
+func (b *breaker[K]) heldKeys() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.held)
+}
+
+// describe is Stats.Lagging while the breaker is open.
+func (b *breaker[K]) describe() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]string, 0, len(b.lags))
+	for _, s := range b.lags {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return strings.Join(out, "; ")
+}
+
+// staleStep holds keys while the breaker is open.
+type staleStep[K comparable] struct {
+	b     *breaker[K]
+	carry bool // provenance: a released key's reasons join the next ones
+}
+
+func (s staleStep[K]) enter(w *work[K]) bool {
+	if s.carry {
+		w.why = s.b.takeCarry(w.key, w.why)
+	}
+	if s.b.open.Load() && s.b.hold(w.key, w.why) {
+		w.logger.V(4).Info("Holding the key until the caches catch up with the API server", "key", w.key)
+		return false
+	}
+	return true
+}
+
+func (staleStep[K]) exit(*work[K]) {}
