@@ -160,6 +160,18 @@
 // informer already showed the object deleted after the write.
 // docs/design/fences.md has the design, docs/performance.md the cost.
 //
+// # A fresh enough view: Freshness
+//
+// Fences cover a controller's own writes; Options.Freshness covers everyone
+// else's. With Freshness.Gate, a Run starts its workers only once every
+// informer it watches or fences on has reached a consistent read of the API
+// server taken after its caches synced (informer.Version): a new leader does
+// not act on what its caches held as a standby, nor a restarted process on a
+// first list served from a lagging watch cache. With Freshness.MaxLag, keys
+// are held (Stats.Stale) while an informer has not reached a read older than
+// the bound, and run once it caught up, with a "stale" trigger. Both are off
+// by default; docs/stale-caches.md says when to turn them on.
+//
 // # Tracing
 //
 // With Options.TracerProvider every Reconcile runs in its own span

@@ -211,7 +211,8 @@ func (p *versionPart) confirm(ctx context.Context) (bool, error) {
 }
 
 // Wait returns once the cache has reached the version (Reached, or Confirm after Reached stayed
-// false for a second, then at growing intervals up to 30 s), or with ctx's error. A failed
+// false for a second, then at intervals growing up to 30 s, back to a second whenever the
+// cache moves), or with ctx's error. A failed
 // Confirm is retried at the same intervals; each unsuccessful one is logged at V(2) with the
 // logger in ctx. It is how controller.Options.Freshness holds a
 // controller's workers until the caches caught up.
@@ -223,6 +224,7 @@ func (v *Version) Wait(ctx context.Context) error {
 	poll := 10 * time.Millisecond
 	every := time.Second
 	next := clk.Now().Add(every)
+	seen := v.applied()
 	for {
 		t := clk.NewTimer(poll)
 		select {
@@ -235,6 +237,12 @@ func (v *Version) Wait(ctx context.Context) error {
 			return nil
 		}
 		poll = min(2*poll, time.Second)
+		if now := v.applied(); now != seen {
+			// The cache moved (a partition healed, a watch resumed): compare again soon
+			// rather than at the interval the wait had grown to.
+			seen, every = now, time.Second
+			next = minTime(next, clk.Now().Add(every))
+		}
 		if clk.Now().Before(next) {
 			continue
 		}
@@ -251,6 +259,23 @@ func (v *Version) Wait(ctx context.Context) error {
 		every = min(2*every, 30*time.Second)
 		next = clk.Now().Add(every)
 	}
+}
+
+// applied is what the informer has applied in each part, to see it move.
+func (v *Version) applied() string {
+	var b strings.Builder
+	for _, p := range v.parts {
+		b.WriteString(p.inf.LastSyncResourceVersion())
+		b.WriteByte(',')
+	}
+	return b.String()
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // versionParts returns the client-go informers of s's scope with their server lists; none
