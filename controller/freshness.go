@@ -28,7 +28,7 @@ type Freshness struct {
 	// caches held while it was a standby, nor a restarted process on the past. Run waits as
 	// long as it takes and logs which informer lags; the caches of quiet resources, which hear
 	// of later resourceVersions only from bookmarks, are compared with a consistent list
-	// after a second instead.
+	// after 100 ms instead.
 	Gate bool
 	// MaxLag holds the controller's keys while an informer it reads has not reached a
 	// consistent read taken more than MaxLag ago: a partitioned watch, an API server whose

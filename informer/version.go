@@ -211,8 +211,8 @@ func (p *versionPart) confirm(ctx context.Context) (bool, error) {
 }
 
 // Wait returns once the cache has reached the version (Reached, or Confirm after Reached stayed
-// false for a second, then at intervals growing up to 30 s, back to a second whenever the
-// cache moves), or with ctx's error. A failed
+// false for 100 ms, then at intervals doubling up to 30 s, back to 100 ms whenever the cache
+// moves), or with ctx's error. A failed
 // Confirm is retried at the same intervals; each unsuccessful one is logged at V(2) with the
 // logger in ctx. It is how controller.Options.Freshness holds a
 // controller's workers until the caches caught up.
@@ -222,7 +222,7 @@ func (v *Version) Wait(ctx context.Context) error {
 	}
 	clk := v.f.clock()
 	poll := 10 * time.Millisecond
-	every := time.Second
+	every := firstConfirm
 	next := clk.Now().Add(every)
 	seen := v.applied()
 	for {
@@ -240,7 +240,7 @@ func (v *Version) Wait(ctx context.Context) error {
 		if now := v.applied(); now != seen {
 			// The cache moved (a partition healed, a watch resumed): compare again soon
 			// rather than at the interval the wait had grown to.
-			seen, every = now, time.Second
+			seen, every = now, firstConfirm
 			next = minTime(next, clk.Now().Add(every))
 		}
 		if clk.Now().Before(next) {
@@ -270,6 +270,11 @@ func (v *Version) applied() string {
 	}
 	return b.String()
 }
+
+// firstConfirm is how long Wait lets events and bookmarks bring the cache to the version
+// before it compares the cache with a list: long enough for the events of a busy resource, which
+// arrive within milliseconds, short enough not to slow down a failover.
+const firstConfirm = 100 * time.Millisecond
 
 func minTime(a, b time.Time) time.Time {
 	if b.Before(a) {

@@ -67,6 +67,12 @@ type Options struct {
 	// Logger is for the informer event handlers, which have no context. Default
 	// klog.Background(). Reconcile logs through its context's logger.
 	Logger klog.Logger
+	// Freshness holds syncs while the caches are behind the API server
+	// (controller.Options.Freshness). kube-controller-manager has no such guard, and the zero
+	// value keeps its behaviour, as the binary does: its demo races a simulated kubelet that
+	// binds Pods at once. The simulator's tests show what the gate and MaxLag are for
+	// (TestSimReplicaSetActsOnAStaleCache against TestSimReplicaSetWithTheGateWaitsOutAStaleCache).
+	Freshness controller.Freshness
 }
 
 // ReplicaSetController keeps the number of Pods of every ReplicaSet at spec.replicas, the way
@@ -159,7 +165,8 @@ func NewReplicaSetController(f *informer.Factory, client kubernetes.Interface, o
 		Provenance: &controller.Provenance{},
 		// Status writes are fenced (updateStatus): a sync never reads the ReplicaSet its own
 		// previous status write replaced.
-		Fences: &controller.Fences{},
+		Fences:    &controller.Fences{},
+		Freshness: opts.Freshness,
 	})
 	if err != nil {
 		return nil, err

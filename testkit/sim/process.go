@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,13 +22,18 @@ import (
 
 // proc is one process: its connection and what stops it.
 type proc struct {
-	p       *Process
-	conn    *fakecluster.Connection
-	dead    atomic.Bool
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	lag     atomic.Bool // its cache still lags (StaleRestart)
-	leading atomic.Bool // its controllers run (always, without an election); see leads
+	p      *Process
+	conn   *fakecluster.Connection
+	dead   atomic.Bool
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	lag    atomic.Bool // its cache still lags (StaleRestart)
+	// lagRV and lagged are the lag's snapshot's resourceVersion and the resources that lag
+	// (empty: all), for Scenario.StaleBound; set before lag.
+	lagRV   int64
+	lagged  map[schema.GroupVersionResource]bool
+	caught  map[schema.GroupVersionResource]bool // the lagging resources caught up so far; under the world's mu
+	leading atomic.Bool                          // its controllers run (always, without an election); see leads
 }
 
 // leads reports whether pr's controllers run now: its Manager's election says, else the
@@ -88,6 +94,12 @@ func (w *world) startProcess(slot int, snapshot *fakecluster.Snapshot, hold time
 	})
 	if snapshot != nil {
 		catchUp := conn.Lag(snapshot, resources...)
+		pr.lagRV, _ = strconv.ParseInt(snapshot.ResourceVersion(), 10, 64)
+		pr.lagged = make(map[schema.GroupVersionResource]bool, len(resources))
+		pr.caught = map[schema.GroupVersionResource]bool{}
+		for _, r := range resources {
+			pr.lagged[r] = true
+		}
 		pr.lag.Store(true)
 		w.after(hold, func() {
 			w.record("process %d: its cache catches up", n) // first: what it sets off comes after
@@ -95,6 +107,9 @@ func (w *world) startProcess(slot int, snapshot *fakecluster.Snapshot, hold time
 			// they missed in the same order in every run.
 			for _, gvr := range w.resources() {
 				catchUp(gvr)
+				w.mu.Lock()
+				pr.caught[gvr] = true
+				w.mu.Unlock()
 				time.Sleep(10*latency + offGrid)
 			}
 			catchUp()

@@ -64,6 +64,13 @@ type Scenario struct {
 	// controller that gates its work on a fresh cache. Off by default: a controller that
 	// checks live before it acts (a quorum read, a conditional delete) rightly writes then.
 	NoActionOnStaleCache bool
+	// StaleBound, with NoActionOnStaleCache, makes a write a problem only once the process's
+	// cache has missed a write (anyone's, its own included) for longer than StaleBound: the
+	// oracle for a controller that bounds how stale a view it acts on
+	// (controller.Options.Freshness.MaxLag) rather than never acting while its connection lags.
+	// A cache that lags behind a snapshot of the world but has missed no write of the resources
+	// that lag is current, and acting on it is no problem. 0: any write while the cache lags.
+	StaleBound time.Duration
 
 	// Invariants must hold once the world is quiet after the workload.
 	Invariants []Invariant

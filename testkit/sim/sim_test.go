@@ -145,6 +145,25 @@ func TestNoActionOnStaleCache(t *testing.T) {
 	assert.Empty(t, sim.Run(t, s, r.Seed, sim.StaleRestart(30*time.Second)).Problems, "the fixed controller passes the other oracles")
 }
 
+// StaleBound narrows NoActionOnStaleCache to writes made on a cache that has missed a write for
+// longer than the bound: a bound longer than the run reports nothing, a tiny one the first write
+// on a cache behind the world.
+func TestStaleBound(t *testing.T) {
+	s := corpus.All()[2].Scenario(true)
+	s.NoActionOnStaleCache = true
+	f := sim.StaleRestart(30 * time.Second)
+	r := sim.Explore(t, s, f, 50)
+	require.NotNil(t, r)
+	s.StaleBound = time.Hour
+	assert.Empty(t, sim.Run(t, s, r.Seed, f).Problems, "no write on a cache that missed a write for an hour")
+	s.StaleBound = time.Nanosecond
+	r = sim.Explore(t, s, f, 50)
+	require.NotNil(t, r, "a write on a cache that has missed one, within 50 seeds")
+	assert.True(t, slices.ContainsFunc(r.Problems, func(p string) bool {
+		return strings.Contains(p, "acted on a cache that had missed a write for") && strings.Contains(p, "(bound 1ns)")
+	}), "%s", strings.Join(r.Problems, "\n"))
+}
+
 // The world's garbage collector deletes what lost its owners, finishes a foreground deletion
 // once the dependents are gone and an orphaning one once they no longer name the owner, and
 // leaves a cluster-scoped object that names a namespaced owner alone.

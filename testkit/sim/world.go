@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,6 +70,7 @@ type world struct {
 	procs       []*proc // by replica slot; nil while a slot's process restarts
 	incarnation int
 	keepSnaps   bool                    // a fault reads past states (StaleRestart)
+	written     []loggedWrite           // with keepSnaps: every write, for Scenario.StaleBound
 	snapshots   []*fakecluster.Snapshot // after each write of the world, oldest first, when kept
 	maxWrites   int                     // the processes' writes past which the run is stopped
 	runaway     atomic.Bool
@@ -318,10 +320,12 @@ func (w *world) observe(pr *proc, actor string, a clienttesting.Action, obj runt
 	}
 	who := actor
 	stale := false
+	var missed time.Duration // how long the process's cache has missed a write (StaleBound)
 	if pr != nil {
 		who = fmt.Sprintf("process %d", pr.p.Incarnation)
 		if stale = pr.lag.Load(); stale {
 			who += " (its cache lags)" // a write made on the word of a stale cache, or checked live
+			missed = w.missedLocked(pr)
 		}
 		w.res.writes++
 		ch := w.res.changes[key]
@@ -336,12 +340,23 @@ func (w *world) observe(pr *proc, actor string, a clienttesting.Action, obj runt
 	w.res.world++
 	if snap != nil {
 		w.snapshots = append(w.snapshots, snap)
+		rv, _ := strconv.ParseInt(snap.ResourceVersion(), 10, 64)
+		w.written = append(w.written, loggedWrite{at: time.Now(), gvr: gvr, rv: rv})
 	}
 	w.res.Trace = append(w.res.Trace, fmt.Sprintf("%9s %s: %s %s %s", w.since(), who, verb, what, nsName(ns, name)))
 	procWrites, worldWrites := w.res.writes, w.res.world
 	w.mu.Unlock()
-	if stale && w.s.NoActionOnStaleCache && w.staleAction.CompareAndSwap(false, true) {
-		w.problem("process %d acted while its cache lags: %s %s %s", pr.p.Incarnation, verb, what, nsName(ns, name))
+	switch {
+	case !stale || !w.s.NoActionOnStaleCache:
+	case w.s.StaleBound == 0:
+		if w.staleAction.CompareAndSwap(false, true) {
+			w.problem("process %d acted while its cache lags: %s %s %s", pr.p.Incarnation, verb, what, nsName(ns, name))
+		}
+	case missed > w.s.StaleBound:
+		if w.staleAction.CompareAndSwap(false, true) {
+			w.problem("process %d acted on a cache that had missed a write for %v (bound %v): %s %s %s",
+				pr.p.Incarnation, missed.Round(time.Millisecond), w.s.StaleBound, verb, what, nsName(ns, name))
+		}
 	}
 	if pr != nil && procWrites > w.maxWrites && w.runaway.CompareAndSwap(false, true) {
 		pr.dead.Store(true)
@@ -397,6 +412,26 @@ func (w *world) problem(format string, args ...any) {
 }
 
 // since is the virtual time since the run started, for the trace.
+// loggedWrite is one write to the world, for Scenario.StaleBound.
+type loggedWrite struct {
+	at  time.Time
+	gvr schema.GroupVersionResource
+	rv  int64 // the world's resourceVersion just after it
+}
+
+// missedLocked is how long ago the first write pr's lagging cache has not seen was made (a
+// write after its snapshot to a resource that lags and has not caught up yet); 0 when it has
+// missed none. Called with
+// w.mu held.
+func (w *world) missedLocked(pr *proc) time.Duration {
+	for _, lw := range w.written {
+		if lw.rv > pr.lagRV && (len(pr.lagged) == 0 || pr.lagged[lw.gvr]) && !pr.caught[lw.gvr] {
+			return time.Since(lw.at)
+		}
+	}
+	return 0
+}
+
 func (w *world) since() string {
 	return "+" + time.Since(w.start).Round(time.Millisecond).String()
 }
