@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
@@ -12,7 +13,7 @@ import (
 // BenchmarkLoop measures the worker loop's own cost per key: b.N distinct
 // keys are enqueued and reconciled by a Reconciler that does nothing, with
 // 1 or 8 workers, with and without Prometheus metrics, with and without
-// provenance, with fences on (none recorded).
+// provenance, with fences on (none recorded), with Freshness on (no lag).
 func BenchmarkLoop(b *testing.B) {
 	for _, bc := range []struct {
 		name       string
@@ -20,12 +21,14 @@ func BenchmarkLoop(b *testing.B) {
 		metrics    bool
 		provenance bool
 		fences     bool
+		freshness  bool
 	}{
-		{"workers=1", 1, false, false, false},
-		{"workers=8", 8, false, false, false},
-		{"workers=8/metrics", 8, true, false, false},
-		{"workers=8/provenance", 8, false, true, false},
-		{"workers=8/fences", 8, false, false, true},
+		{"workers=1", 1, false, false, false, false},
+		{"workers=8", 8, false, false, false, false},
+		{"workers=8/metrics", 8, true, false, false, false},
+		{"workers=8/provenance", 8, false, true, false, false},
+		{"workers=8/fences", 8, false, false, true, false},
+		{"workers=8/freshness", 8, false, false, false, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var done atomic.Int64
@@ -46,6 +49,11 @@ func BenchmarkLoop(b *testing.B) {
 			if bc.fences {
 				// Fences on, none recorded: the cost every key pays for the check.
 				opts.Fences = &Fences{}
+			}
+			if bc.freshness {
+				// The gate and the breaker on, nothing lagging: the cost every key pays for
+				// the breaker's step.
+				opts.Freshness = Freshness{Gate: true, MaxLag: time.Minute}
 			}
 			if bc.metrics {
 				m, err := NewMetrics(prometheus.NewRegistry())
