@@ -42,6 +42,10 @@ type versionPart struct {
 	list      serverList
 	rv        string      // the consistent read's; "" when the server gave none
 	confirmed atomic.Bool // Confirm found the cache at rv or later
+	// gone reports whether the scope no longer has this part (a namespace left an
+	// InNamespaceSet, a shard left an InShardSet): its informer stopped, and nothing waits on
+	// it. nil for a fixed scope.
+	gone func() bool
 }
 
 // serverList lists the informer's resource in one part of its scope, as its informer does.
@@ -75,7 +79,8 @@ func VersionOf[T Object](ctx context.Context, inf Informer[T]) (*Version, error)
 func (v *Version) Name() string { return v.name }
 
 // Reached reports, without a request, whether the informer has applied the version or a later
-// one in every part of its scope, or Confirm found it has. An informer hears of later
+// one in every part of its scope, or Confirm found it has. A part the scope no longer has (a
+// namespace that left an InNamespaceSet) counts as reached. An informer hears of later
 // resourceVersions from events and from watch bookmarks (kube-apiserver sends one about every
 // minute), so the informer of a quiet resource may be current without Reached knowing it.
 // A resourceVersion that is not an integer cannot be judged: it counts as reached.
@@ -89,7 +94,7 @@ func (v *Version) Reached() bool {
 }
 
 func (p *versionPart) reached() bool {
-	if p.confirmed.Load() {
+	if p.confirmed.Load() || (p.gone != nil && p.gone()) {
 		return true
 	}
 	return versions.Reached(p.inf.LastSyncResourceVersion(), p.rv)
@@ -296,7 +301,9 @@ func (s *sharedInformer[T]) versionParts() []*versionPart {
 			if list == nil {
 				return nil
 			}
-			parts = append(parts, &versionPart{where: where, inf: view.byNS[where], list: list})
+			inf := view.byNS[where]
+			gone := func() bool { return m.view.Load().byNS[where] != inf }
+			parts = append(parts, &versionPart{where: where, inf: inf, list: list, gone: gone})
 		}
 		return parts
 	}

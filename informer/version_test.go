@@ -227,3 +227,32 @@ func TestVersionWithoutResourceVersions(t *testing.T) {
 	assert.True(t, v.Reached())
 	require.NoError(t, v.Wait(ctx))
 }
+
+// A namespace that leaves an InNamespaceSet while its cache lags is not waited for: its informer
+// stopped, and the version is reached once the namespaces left are.
+func TestVersionOfANamespaceSetThatShrinks(t *testing.T) {
+	c := newVersionCluster(t)
+	set, err := informer.NewNamespaceSet("a", "b")
+	require.NoError(t, err)
+	s := versionShape{
+		name: "typed in a namespace set", resource: configMaps,
+		build: func(t *testing.T, f *informer.Factory) func(context.Context) (*informer.Version, error) {
+			inf, err := informer.For(f, informer.InNamespaceSet[*corev1.ConfigMap](set))
+			return versionOf(t, inf, err)
+		},
+	}
+	version, _ := startLagging(t, c, s)
+	createConfigMap("b", nil)(t, c, 1) // b's cache misses it; a's misses nothing
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v, err := version(ctx)
+	require.NoError(t, err)
+	assert.False(t, v.Reached())
+	assert.Contains(t, v.Lagging(), "b: the cache is at")
+	ok, err := v.Confirm(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok, "b's cache lags")
+
+	set.Remove("b")
+	require.NoError(t, v.Wait(ctx), "a is confirmed, b is gone")
+}
