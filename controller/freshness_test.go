@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ctrlkit/ctrlkit/informer"
@@ -106,6 +107,71 @@ func TestFreshnessGateHoldsTheWorkersUntilTheCacheCaughtUp(t *testing.T) {
 	}
 	assert.Empty(t, ctl.Stats().Lagging)
 	assert.Contains(t, messages(logs), "Waiting for a cache to reach the API server's state before starting the workers")
+}
+
+// The gate over every source of informer a controller watches: typed, metadata-only and
+// unstructured, namespaced and cluster-scoped.
+func TestFreshnessGateOverEveryShape(t *testing.T) {
+	namespaces := corev1.SchemeGroupVersion.WithResource("namespaces")
+	for _, tc := range []struct {
+		name     string
+		resource schema.GroupVersionResource
+		watch    func(t *testing.T, f *informer.Factory, c *Controller[Key])
+		write    func(t *testing.T, c *fakecluster.Cluster)
+	}{
+		{"typed", configMapsGVR, func(t *testing.T, f *informer.Factory, c *Controller[Key]) {
+			inf, err := informer.For[*corev1.ConfigMap](f)
+			require.NoError(t, err)
+			require.NoError(t, Watch(c, inf, EnqueueObject[*corev1.ConfigMap]))
+		}, createNew},
+		{"metadata", configMapsGVR, func(t *testing.T, f *informer.Factory, c *Controller[Key]) {
+			inf, err := informer.ForMetadata(f, configMapsGVR)
+			require.NoError(t, err)
+			require.NoError(t, Watch(c, inf, EnqueueObject[*metav1.PartialObjectMetadata]))
+		}, createNew},
+		{"unstructured cluster-scoped", namespaces, func(t *testing.T, f *informer.Factory, c *Controller[Key]) {
+			inf, err := informer.ForResource[*unstructured.Unstructured](f, namespaces)
+			require.NoError(t, err)
+			require.NoError(t, Watch(c, inf, EnqueueObject[*unstructured.Unstructured]))
+		}, func(t *testing.T, c *fakecluster.Cluster) {
+			_, err := c.Clientset().CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "new"}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFreshCluster(t)
+			conn := c.Connect()
+			catchUp := conn.Lag(c.Snapshot(), tc.resource)
+			f := informer.NewFactory(conn.Clientset(), informer.Options{DynamicClient: conn.Dynamic(), MetadataClient: conn.Metadata()})
+			t.Cleanup(f.Shutdown)
+			var mu sync.Mutex
+			var keys []Key
+			ctl, err := New("fresh", ReconcilerFunc[Key](func(_ context.Context, k Key) (Result, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				keys = append(keys, k)
+				return Result{}, nil
+			}), Options[Key]{Freshness: Freshness{Gate: true}})
+			require.NoError(t, err)
+			tc.watch(t, f, ctl)
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			f.Start(ctx)
+			tc.write(t, c)
+			stop := startController(t, context.Background(), ctl)
+			defer stop()
+			require.Eventually(t, func() bool { return ctl.Stats().Lagging != "" }, 10*time.Second, time.Millisecond)
+			mu.Lock()
+			assert.Empty(t, keys, "reconciled while the gate waits")
+			mu.Unlock()
+			catchUp()
+			require.Eventually(t, func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return slices.ContainsFunc(keys, func(k Key) bool { return k.Name == "new" })
+			}, 10*time.Second, time.Millisecond)
+		})
+	}
 }
 
 // Without the gate, the same controller reconciles from the past: what the gate is for.
