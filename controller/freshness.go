@@ -122,12 +122,13 @@ func (c *Controller[K]) gate(ctx context.Context, logger klog.Logger) error {
 		versions = append(versions, ver)
 	}
 	defer c.lagging.Store(nil)
-	for _, ver := range versions {
+	for i, ver := range versions {
 		if ver.Reached() {
 			continue
 		}
-		msg := "the workers wait for informer " + ver.Name() + " to reach the API server's state: " + ver.Lagging()
-		logger.V(2).Info("Waiting for a cache to reach the API server's state before starting the workers", "informer", ver.Name(), "lagging", ver.Lagging())
+		name := vs[i].name
+		msg := "the workers wait for informer " + name + " to reach the API server's state: " + ver.Lagging()
+		logger.V(2).Info("Waiting for a cache to reach the API server's state before starting the workers", "informer", name, "lagging", ver.Lagging())
 		c.lagging.Store(&msg)
 		if err := ver.Wait(klog.NewContext(ctx, logger)); err != nil {
 			return err

@@ -75,9 +75,6 @@ func VersionOf[T Object](ctx context.Context, inf Informer[T]) (*Version, error)
 	return v, nil
 }
 
-// Name is the informer's.
-func (v *Version) Name() string { return v.name }
-
 // Reached reports, without a request, whether the informer has applied the version or a later
 // one in every part of its scope, or Confirm found it has. A part the scope no longer has (a
 // namespace that left an InNamespaceSet) counts as reached. An informer hears of later
