@@ -154,6 +154,15 @@
 // with the API server's (Factory.Staleness). docs/sizing.md says what each
 // option saves.
 //
+// # Has the cache caught up?
+//
+// VersionOf takes a consistent read of an informer's resource in its scope
+// (a list of one object, in each of its namespaces) and returns it as a
+// Version: Reached tells without a request whether the cache has applied it,
+// Confirm compares the cache with a consistent list (how the cache of a quiet
+// resource, behind the cluster's resourceVersion yet current, proves it), Wait
+// returns once it has. controller.Options.Freshness is built on it.
+//
 // # Informer metrics
 //
 // Options.InformerName gives the factory a process-unique name under which
