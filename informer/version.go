@@ -52,9 +52,9 @@ type versionPart struct {
 type serverList func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
 
 // VersionOf takes a consistent read of inf's resource now, in inf's scope, and returns it as a
-// Version. An Informer not built by a Factory, or whose client returned no resourceVersion
-// (client-go's plain fake clientsets do not), has nothing to compare: its Version is always
-// reached.
+// Version. An Informer not built by a Factory, or whose client returned no resourceVersion, has
+// nothing to compare: its Version is always reached. client-go's plain fake clientset stamps
+// lists, not objects: Confirm then compares the cache with the list by keys alone.
 func VersionOf[T Object](ctx context.Context, inf Informer[T]) (*Version, error) {
 	s, ok := inf.(*sharedInformer[T])
 	if !ok {
