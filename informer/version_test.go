@@ -87,6 +87,16 @@ var versionShapes = []versionShape{
 		write: createConfigMap("a", map[string]string{"app": "web"}),
 	},
 	{
+		name: "typed in a shard set of two shards", resource: configMaps,
+		build: func(t *testing.T, f *informer.Factory) func(context.Context) (*informer.Version, error) {
+			set, err := informer.NewShardSet(lowerShard, upperShard)
+			require.NoError(t, err)
+			inf, err := informer.For(f, informer.InShardSet[*corev1.ConfigMap](set))
+			return versionOf(t, inf, err)
+		},
+		write: createConfigMap("a", nil),
+	},
+	{
 		name: "metadata", resource: configMaps,
 		build: func(t *testing.T, f *informer.Factory) func(context.Context) (*informer.Version, error) {
 			inf, err := informer.ForMetadata(f, configMaps)
