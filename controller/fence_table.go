@@ -85,12 +85,11 @@ type fenceTable[K comparable] struct {
 	mu    sync.Mutex
 	keys  map[K]*keyFences
 	objs  map[objRef][]K
-	carry map[K]provenance.Reasons // reasons of released keys, until the worker takes the key
 	held  int
+	carry carried[K] // reasons of released keys, until the worker takes the key
 
-	open     atomic.Int64 // len(objs): events skip the lock when no fence is open
-	carrying atomic.Int64 // len(carry)
-	badRV    sync.Once
+	open  atomic.Int64 // len(objs): events skip the lock when no fence is open
+	badRV sync.Once
 
 	// reconciling counts the Reconciles running with a recorder; while there are any, deletes
 	// remembers the deletes the informers show (fence_deletes.go).
@@ -112,7 +111,6 @@ func newFenceTable[K comparable](opts *Fences, clk clock.Clock) *fenceTable[K] {
 		byType:  make(map[reflect.Type]*fenceTarget),
 		keys:    make(map[K]*keyFences),
 		objs:    make(map[objRef][]K),
-		carry:   make(map[K]provenance.Reasons),
 	}
 }
 
@@ -266,12 +264,7 @@ func (ft *fenceTable[K]) releaseLocked(k K, kf *keyFences) bool {
 		return false
 	}
 	ft.held--
-	if !kf.why.IsZero() {
-		r := ft.carry[k]
-		r.Merge(kf.why)
-		ft.carry[k] = r
-		ft.carrying.Store(int64(len(ft.carry)))
-	}
+	ft.carry.put(k, kf.why)
 	return true
 }
 
@@ -297,21 +290,7 @@ func (ft *fenceTable[K]) hold(key K, why provenance.Reasons) bool {
 
 // takeCarry returns the reasons a released key was held with, merged before why.
 func (ft *fenceTable[K]) takeCarry(key K, why provenance.Reasons) provenance.Reasons {
-	if ft.carrying.Load() == 0 {
-		return why
-	}
-	ft.mu.Lock()
-	r, ok := ft.carry[key]
-	if ok {
-		delete(ft.carry, key)
-		ft.carrying.Store(int64(len(ft.carry)))
-	}
-	ft.mu.Unlock()
-	if !ok {
-		return why
-	}
-	r.Merge(why)
-	return r
+	return ft.carry.take(key, why)
 }
 
 // heldKeys is how many keys wait for their fences now.

@@ -90,8 +90,7 @@ func (ft *fenceTable[K]) unregister() {
 		kf.held, kf.why = false, provenance.Reasons{}
 	}
 	ft.held = 0
-	clear(ft.carry)
-	ft.carrying.Store(0)
+	ft.carry.reset()
 	ft.deletes = nil
 	ft.remembered.Store(0)
 }

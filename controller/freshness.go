@@ -151,8 +151,7 @@ type breaker[K comparable] struct {
 	mu   sync.Mutex
 	held map[K]provenance.Reasons // the keys held, with why they were queued
 	// carry holds the reasons of released keys until they come back (provenance only).
-	carry    map[K]provenance.Reasons
-	carrying atomic.Int64
+	carry carried[K]
 	// lags is, by informer, how far it lags now; empty while closed.
 	lags map[string]string
 }
@@ -160,7 +159,7 @@ type breaker[K comparable] struct {
 func newBreaker[K comparable](c *Controller[K], q queue[K], logger klog.Logger) *breaker[K] {
 	return &breaker[K]{
 		c: c, q: q, vs: c.readInformers(), maxLag: c.freshness.MaxLag, logger: logger,
-		held: map[K]provenance.Reasons{}, carry: map[K]provenance.Reasons{}, lags: map[string]string{},
+		held: map[K]provenance.Reasons{}, lags: map[string]string{},
 	}
 }
 
@@ -264,11 +263,8 @@ func (b *breaker[K]) caughtUp(name string) {
 	held := b.held
 	b.held = map[K]provenance.Reasons{}
 	for k, why := range held {
-		if !why.IsZero() {
-			b.carry[k] = why
-		}
+		b.carry.put(k, why)
 	}
-	b.carrying.Store(int64(len(b.carry)))
 	b.mu.Unlock()
 	b.logger.Info("Resuming: the caches caught up with the API server", "informer", name, "held", len(held))
 	for k := range held {
@@ -287,25 +283,6 @@ func (b *breaker[K]) hold(key K, why provenance.Reasons) bool {
 	r.Merge(why)
 	b.held[key] = r
 	return true
-}
-
-// takeCarry returns the reasons key was held with, merged before why.
-func (b *breaker[K]) takeCarry(key K, why provenance.Reasons) provenance.Reasons {
-	if b.carrying.Load() == 0 {
-		return why
-	}
-	b.mu.Lock()
-	r, ok := b.carry[key]
-	if ok {
-		delete(b.carry, key)
-		b.carrying.Store(int64(len(b.carry)))
-	}
-	b.mu.Unlock()
-	if !ok {
-		return why
-	}
-	r.Merge(why)
-	return r
 }
 
 // heldKeys is Stats.Stale.
@@ -335,7 +312,7 @@ type staleStep[K comparable] struct {
 
 func (s staleStep[K]) enter(w *work[K]) bool {
 	if s.carry {
-		w.why = s.b.takeCarry(w.key, w.why)
+		w.why = s.b.carry.take(w.key, w.why)
 	}
 	if s.b.open.Load() && s.b.hold(w.key, w.why) {
 		w.logger.V(4).Info("Holding the key until the caches catch up with the API server", "key", w.key)
