@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -65,17 +64,12 @@ func TestFreshnessGateAcrossAFailoverAPIServer(t *testing.T) {
 	require.NoError(t, b.stop())
 }
 
-// gatedReplica is a Manager with leader election and one leader-only controller with
-// Freshness.Gate, recording whether each Reconcile saw the "hidden-0" ConfigMap.
+// gatedReplica is a replica (started and stopped as the leader election test's) whose one
+// leader-only controller has Freshness.Gate, recording whether each Reconcile saw the
+// "hidden-0" ConfigMap.
 type gatedReplica struct {
-	id  string
-	mgr *manager.Manager
+	*replica
 	rec *sightRecorder
-
-	cancel context.CancelFunc
-	done   chan error
-	once   sync.Once
-	err    error
 }
 
 func newGatedReplica(t *testing.T, cl *cluster, name string, p *watchPartition) *gatedReplica {
@@ -98,36 +92,12 @@ func newGatedReplica(t *testing.T, cl *cluster, name string, p *watchPartition) 
 	require.NoError(t, err)
 	cms, err := informer.For[*corev1.ConfigMap](factory)
 	require.NoError(t, err)
-	r := &gatedReplica{id: "replica-" + name, mgr: mgr, rec: &sightRecorder{lister: cms.Lister(), namespace: cl.namespace, seen: map[string]bool{}}}
+	r := &gatedReplica{replica: &replica{id: "replica-" + name, mgr: mgr}, rec: &sightRecorder{lister: cms.Lister(), namespace: cl.namespace, seen: map[string]bool{}}}
 	c, err := controller.New("gated", controller.Reconciler[controller.Key](r.rec), controller.Options[controller.Key]{Freshness: controller.Freshness{Gate: true}})
 	require.NoError(t, err)
 	require.NoError(t, controller.Watch(c, cms, controller.EnqueueObject))
 	require.NoError(t, mgr.Add(c))
 	return r
-}
-
-func (r *gatedReplica) start(t *testing.T) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel, r.done = cancel, make(chan error, 1)
-	go func() { r.done <- r.mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		if err := r.stop(); err != nil {
-			t.Errorf("replica %s: %v", r.id, err)
-		}
-	})
-}
-
-func (r *gatedReplica) stop() error {
-	r.once.Do(func() {
-		r.cancel()
-		select {
-		case r.err = <-r.done:
-		case <-time.After(apiWait):
-			r.err = context.DeadlineExceeded
-		}
-	})
-	return r.err
 }
 
 // sightRecorder records the ConfigMaps reconciled and the Reconciles that did not find
