@@ -54,7 +54,7 @@ type serverList func(ctx context.Context, opts metav1.ListOptions) (runtime.Obje
 // VersionOf takes a consistent read of inf's resource now, in inf's scope, and returns it as a
 // Version. An Informer not built by a Factory, or whose client returned no resourceVersion, has
 // nothing to compare: its Version is always reached. client-go's plain fake clientset stamps
-// lists, not objects: Confirm then compares the cache with the list by keys alone.
+// lists, not objects: Confirm then checks only that every listed object is cached.
 func VersionOf[T Object](ctx context.Context, inf Informer[T]) (*Version, error) {
 	s, ok := inf.(*sharedInformer[T])
 	if !ok {
