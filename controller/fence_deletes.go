@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ctrlkit/ctrlkit/internal/fencehook"
+	"github.com/ctrlkit/ctrlkit/internal/versions"
 )
 
 // A write and a delete of the same object race: the Reconcile updates an object, someone (or the
@@ -66,7 +67,7 @@ func (ft *fenceTable[K]) rememberLocked(ref objRef, rv string) {
 // no event releases waits out the TTL instead.
 func (ft *fenceTable[K]) deletedSinceLocked(ref objRef, rv string) bool {
 	d, ok := ft.deletes[ref]
-	return ok && d.rv != "" && rvAtLeast(d.rv, rv)
+	return ok && d.rv != "" && versions.AtLeast(d.rv, rv)
 }
 
 // forgetDeletes prunes the deletes remembered for longer than the TTL.

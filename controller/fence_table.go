@@ -53,9 +53,9 @@ func (f *fenceRec) satisfiedBy(rv string, deleting, deleted bool) bool {
 	case f.kind == goneFence:
 		return deleting
 	case f.kind == removedFence:
-		return rvNewer(rv, f.rv)
+		return versions.Newer(rv, f.rv)
 	default:
-		return rvAtLeast(rv, f.rv)
+		return versions.AtLeast(rv, f.rv)
 	}
 }
 
@@ -157,7 +157,7 @@ func (ft *fenceTable[K]) add(key K, t *fenceTarget, namespace, name, rv string, 
 		switch {
 		case kind != versionFence:
 			f.kind, f.rv = kind, rv
-		case f.kind == versionFence && !rvAtLeast(f.rv, rv):
+		case f.kind == versionFence && !versions.AtLeast(f.rv, rv):
 			f.rv = rv
 		}
 	}
@@ -199,12 +199,6 @@ func (ft *fenceTable[K]) dropLocked(k K, ref objRef) bool {
 	ft.setObjLocked(ref, slices.DeleteFunc(ft.objs[ref], func(x K) bool { return x == k }))
 	return ft.releaseLocked(k, kf)
 }
-
-// rvAtLeast and rvNewer are internal/versions': a fence never blocks on a version it cannot judge.
-var (
-	rvAtLeast = versions.AtLeast
-	rvNewer   = versions.Newer
-)
 
 // observe is every event (and the cache look after a fence is recorded): it releases the
 // fences the object's new state satisfies. A delete (deleted) is remembered while Reconciles

@@ -128,18 +128,6 @@ func TestCacheMemoryDropsAStoppedInformer(t *testing.T) {
 	require.Empty(t, f.CacheMemory().Informers)
 }
 
-func TestStalenessLag(t *testing.T) {
-	for _, tc := range []struct {
-		server, informer string
-		want             int64
-	}{
-		{"120", "100", 20}, {"100", "100", 0}, {"99", "100", 0}, {"1000", "999", 1},
-		{"", "100", -1}, {"100", "", -1}, {"abc", "100", -1}, {"012", "10", -1},
-	} {
-		require.Equal(t, tc.want, lag(tc.server, tc.informer), "lag(%q, %q)", tc.server, tc.informer)
-	}
-}
-
 // Metadata and custom-resource informers are accounted for as typed ones:
 // each under its own name, deletions included, and a degradable custom
 // resource keeps its metadata only once degraded.

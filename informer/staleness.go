@@ -139,17 +139,13 @@ func (f *Factory) checkStaleness(ctx context.Context) {
 		}
 		res.ServerResourceVersion, res.Err = f.staleness.serverResourceVersion(ctx, t.inf.GVR(), ns)
 		if res.Err == nil {
-			res.Lag = lag(res.ServerResourceVersion, res.InformerResourceVersion)
+			res.Lag = versions.Lag(res.ServerResourceVersion, res.InformerResourceVersion)
 		}
 		f.staleness.mu.Lock()
 		f.staleness.last[t.key] = res
 		f.staleness.mu.Unlock()
 	}
 }
-
-// lag is internal/versions' Lag: server minus informer, 0 when the informer is ahead, -1
-// when the two cannot be compared.
-var lag = versions.Lag
 
 // serverResourceVersion lists one object of gvr (in namespace ns, falling
 // back to the whole cluster for a cluster-scoped resource) and returns the

@@ -21,6 +21,21 @@ func TestReached(t *testing.T) {
 	}
 }
 
+// Lag as the staleness check reports it.
+func TestLag(t *testing.T) {
+	for _, tc := range []struct {
+		server, informer string
+		want             int64
+	}{
+		{"120", "100", 20}, {"100", "100", 0}, {"99", "100", 0}, {"1000", "999", 1},
+		{"", "100", -1}, {"100", "", -1}, {"abc", "100", -1}, {"012", "10", -1},
+	} {
+		if got := Lag(tc.server, tc.informer); got != tc.want {
+			t.Errorf("Lag(%q, %q) = %d, want %d", tc.server, tc.informer, got, tc.want)
+		}
+	}
+}
+
 func TestCompare(t *testing.T) {
 	for _, tc := range []struct {
 		have, want     string
