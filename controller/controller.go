@@ -65,6 +65,8 @@ type Controller[K comparable] struct {
 	// hot path (Enqueue from informer handlers) reads it without the lock.
 	q atomic.Pointer[liveQueue[K]]
 
+	dynamic dynamicWatches[K] // WatchUntil's (dynamic.go)
+
 	mu      sync.Mutex
 	watches []watched[K] // one per informer (sources.go)
 	waits   []source
@@ -285,6 +287,8 @@ func (c *Controller[K]) Run(ctx context.Context) error {
 	}
 	regs, err := c.register(watched, ft)
 	defer c.unregister(logger, regs)
+	c.dynamic.start(watched, c.provenance, logger)
+	defer c.dynamic.stop()
 	if err != nil {
 		q.shutDown()
 		return err

@@ -142,6 +142,13 @@ func (m *Manager) syncedLine() string {
 				lagging = append(lagging, "controller "+r.Name()+": "+l)
 			}
 		}
+		// A multicluster.Fleet's clusters that are not ready: one cluster
+		// must not take the others' work, nor the webhooks, away.
+		if n, ok := r.(interface{ ReadyNote() string }); ok {
+			if note := n.ReadyNote(); note != "" {
+				lagging = append(lagging, r.Name()+": "+note)
+			}
+		}
 	}
 	if len(lagging) == 0 {
 		return "[+]synced ok"

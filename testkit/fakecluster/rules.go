@@ -24,6 +24,11 @@ import (
 // is the last reactor of the chain and runs under the clientset's lock, so each read-check-write
 // below is atomic with respect to every other request.
 func (c *Cluster) react(action clienttesting.Action) (bool, runtime.Object, error) {
+	if isServerVersion(action) {
+		// Discovery's ServerVersion (GET /version): answered, as a server
+		// does; the fake discovery client supplies the version itself.
+		return true, nil, nil
+	}
 	gvr, ns, ki, err := c.resolve(action)
 	if err != nil {
 		return true, nil, err
@@ -416,4 +421,12 @@ func generationFields(u map[string]any, ki kindInfo) map[string]any {
 		}
 	}
 	return c
+}
+
+// isServerVersion reports whether action is the fake discovery client's
+// ServerVersion: a bare get of the resource "version", in no group.
+func isServerVersion(action clienttesting.Action) bool {
+	r := action.GetResource()
+	_, isImpl := action.(clienttesting.ActionImpl)
+	return isImpl && action.GetVerb() == "get" && r.Group == "" && r.Version == "" && r.Resource == "version"
 }

@@ -1,0 +1,387 @@
+package multicluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/connrotation"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/object"
+)
+
+var (
+	// ErrInvalidOptions is matched by the errors for bad input: Options,
+	// cluster names, connections, wirings.
+	ErrInvalidOptions = errors.New("invalid multicluster options")
+	// ErrNotEngaged is matched by Fleet.Get's error for a cluster that is not
+	// engaged (never, or not any more).
+	ErrNotEngaged = errors.New("cluster not engaged")
+)
+
+// Options configure a Fleet. Only Provider is required.
+type Options struct {
+	// Provider engages and disengages the clusters.
+	Provider Provider
+
+	// Cache configures each cluster's informer factory, as
+	// manager.Options.Cache does the Manager's: scopes, transforms, memory
+	// budgets (each cluster's own), the release grace. Its clients are the
+	// cluster's; its Logger, when unset, is the Fleet's with the cluster's
+	// name.
+	Cache informer.Options
+
+	// ProbeInterval is how often each engaged cluster's API server is asked
+	// for its version, to tell an unreachable cluster (Cluster.Err,
+	// ReadyNote, the ctrlkit_multicluster_cluster_ready metric) and to drop
+	// the connections an outage left dead once it answers again, so its
+	// informers catch up at once. 0 means 10s; negative is an error.
+	ProbeInterval time.Duration
+
+	// Registerer receives the Fleet's metrics; nil registers none.
+	Registerer prometheus.Registerer
+
+	// Logger; the zero Logger means the one in Run's context.
+	Logger klog.Logger
+
+	// Clock drives the probes; nil means the real clock.
+	Clock clock.WithTicker
+}
+
+const defaultProbeInterval = 10 * time.Second
+
+// Fleet engages clusters from a Provider and runs, in each, the informers
+// of the controllers wired to it (Watch, Owns): one controller, one queue,
+// many clusters. It is a manager.Runnable (on every replica, as caches are:
+// NeedLeaderElection is false).
+type Fleet struct {
+	opts     Options
+	logger   klog.Logger
+	clock    clock.WithTicker
+	engageMu sync.Mutex // serializes Engage
+
+	mu       sync.Mutex
+	ctx      context.Context // Run's; nil before
+	stopped  bool            // Run returned
+	clusters map[string]*Cluster
+	wirings  []wiring
+	wg       sync.WaitGroup // every cluster's goroutines
+
+	// engaged is clusters as a lock-free snapshot for Admit on the worker
+	// path; replaced under mu.
+	engaged atomic.Pointer[map[string]*Cluster]
+}
+
+// New returns a Fleet; it engages nothing until Run.
+func New(opts Options) (*Fleet, error) {
+	if opts.Provider == nil {
+		return nil, fmt.Errorf("multicluster: %w: no Provider", ErrInvalidOptions)
+	}
+	if opts.ProbeInterval < 0 {
+		return nil, fmt.Errorf("multicluster: %w: ProbeInterval %v is negative", ErrInvalidOptions, opts.ProbeInterval)
+	}
+	if opts.ProbeInterval == 0 {
+		opts.ProbeInterval = defaultProbeInterval
+	}
+	f := &Fleet{opts: opts, clock: opts.Clock, clusters: map[string]*Cluster{}}
+	if f.clock == nil {
+		f.clock = clock.RealClock{}
+	}
+	empty := map[string]*Cluster{}
+	f.engaged.Store(&empty)
+	if opts.Registerer != nil {
+		if err := opts.Registerer.Register(&collector{f: f}); err != nil {
+			return nil, fmt.Errorf("multicluster: registering metrics: %w", err)
+		}
+	}
+	return f, nil
+}
+
+// Name is the Fleet's name as a manager.Runnable.
+func (f *Fleet) Name() string { return "multicluster-fleet" }
+
+// NeedLeaderElection is false: a Fleet's caches run on every replica, so a
+// standby that takes over finds them warm.
+func (f *Fleet) NeedLeaderElection() bool { return false }
+
+// Run runs the Provider until ctx ends, then disengages every cluster and
+// returns once their informers and goroutines have stopped. A Fleet runs
+// once.
+func (f *Fleet) Run(ctx context.Context) error {
+	f.mu.Lock()
+	if f.ctx != nil {
+		f.mu.Unlock()
+		return fmt.Errorf("multicluster: %w: the Fleet runs once", ErrInvalidOptions)
+	}
+	f.ctx = ctx
+	f.logger = f.opts.Logger
+	if f.logger.GetSink() == nil {
+		f.logger = klog.FromContext(ctx)
+	}
+	f.mu.Unlock()
+	err := f.opts.Provider.Run(ctx, f)
+	if err == nil {
+		<-ctx.Done()
+	}
+	f.mu.Lock()
+	f.stopped = true
+	all := slices.Collect(maps.Values(f.clusters))
+	f.mu.Unlock()
+	for _, cl := range all {
+		cl.cancel()
+	}
+	f.wg.Wait()
+	if err != nil {
+		return fmt.Errorf("multicluster: provider: %w", err)
+	}
+	return nil
+}
+
+// Engage engages the cluster name until ctx ends (see Engager).
+func (f *Fleet) Engage(ctx context.Context, name string, conn Connection) error {
+	if name == "" || strings.Contains(name, "/") {
+		return fmt.Errorf("multicluster: %w: cluster name %q is empty or has a '/'", ErrInvalidOptions, name)
+	}
+	if conn.Client == nil && conn.Config == nil {
+		return fmt.Errorf("multicluster: cluster %q: %w: a Connection needs a Config or a Client", name, ErrInvalidOptions)
+	}
+	f.engageMu.Lock()
+	defer f.engageMu.Unlock()
+	f.mu.Lock()
+	if f.ctx == nil || f.stopped {
+		f.mu.Unlock()
+		return fmt.Errorf("multicluster: engaging cluster %q: %w: the Fleet is not running", name, ErrInvalidOptions)
+	}
+	old := f.clusters[name]
+	f.mu.Unlock()
+	if old != nil {
+		// Engaged again (a rotated credential): the old one goes first, so
+		// its informers never feed the queue beside the new one's.
+		old.cancel()
+		<-old.done
+	}
+	cl, err := f.newCluster(name, conn)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithCancel(f.ctx)
+	cl.ctx, cl.cancel = cctx, cancel
+	stop := context.AfterFunc(ctx, cancel)
+	f.mu.Lock()
+	if f.stopped {
+		f.mu.Unlock()
+		stop()
+		cancel()
+		return fmt.Errorf("multicluster: engaging cluster %q: %w: the Fleet is not running", name, ErrInvalidOptions)
+	}
+	f.clusters[name] = cl
+	f.publish()
+	wirings := slices.Clone(f.wirings)
+	f.wg.Add(1)
+	f.mu.Unlock()
+	cl.logger.V(1).Info("Engaging cluster")
+	for _, w := range wirings {
+		cl.attach(w)
+	}
+	cl.Factory.Start(cctx)
+	go func() {
+		defer f.wg.Done()
+		defer close(cl.done)
+		defer stop()
+		cl.probe(cctx, f.clock, f.opts.ProbeInterval)
+		// Disengaged: the watches went with cctx (controller.WatchUntil);
+		// now the informers stop and the cluster leaves.
+		cl.Factory.Shutdown()
+		f.mu.Lock()
+		if f.clusters[name] == cl {
+			delete(f.clusters, name)
+			f.publish()
+		}
+		f.mu.Unlock()
+		cl.logger.V(1).Info("Disengaged cluster")
+	}()
+	return nil
+}
+
+// publish replaces the Admit snapshot; called with f.mu held.
+func (f *Fleet) publish() {
+	m := maps.Clone(f.clusters)
+	f.engaged.Store(&m)
+}
+
+// Get returns the engaged cluster name, for a Reconcile to read its
+// listers and write with its clients: an error matching ErrNotEngaged when
+// it is not (a key of a cluster disengaged while it waited).
+func (f *Fleet) Get(name string) (*Cluster, error) {
+	if cl, ok := (*f.engaged.Load())[name]; ok {
+		return cl, nil
+	}
+	return nil, fmt.Errorf("multicluster: cluster %q: %w", name, ErrNotEngaged)
+}
+
+// Clusters returns the names of the engaged clusters, sorted.
+func (f *Fleet) Clusters() []string {
+	return slices.Sorted(maps.Keys(*f.engaged.Load()))
+}
+
+// ReadyNote names the engaged clusters that are not ready (Cluster.Err),
+// "" when none: a manager.Manager shows it on /readyz?verbose
+// ("[+]synced ok, but: ...") without taking readiness away, since one
+// unreachable cluster must not stop the work on the others nor the
+// process's webhooks.
+func (f *Fleet) ReadyNote() string {
+	var notes []string
+	for _, name := range f.Clusters() {
+		cl, err := f.Get(name)
+		if err != nil {
+			continue
+		}
+		if err := cl.Err(); err != nil {
+			notes = append(notes, "cluster "+name+": "+err.Error())
+		}
+	}
+	return strings.Join(notes, "; ")
+}
+
+// Cluster is one engaged cluster: its clients and informer factory, valid
+// until it is disengaged (Context ends then).
+type Cluster struct {
+	// Name is the Provider's name for the cluster.
+	Name string
+	// Config is the Connection's; nil for a cluster engaged with clients.
+	Config   *rest.Config
+	Client   kubernetes.Interface
+	Dynamic  dynamic.Interface
+	Metadata metadata.Interface
+	// Factory holds the cluster's informers: ask it for the informers a
+	// Reconcile reads (those a Watch or Owns built are shared). It is shut
+	// down when the cluster is disengaged.
+	Factory *informer.Factory
+
+	logger klog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	dialer *connrotation.Dialer // nil for given clients
+	// unreachable is the probe's last failure; nil once it answered.
+	unreachable atomic.Pointer[error]
+	// attachErr is the last wiring that could not be built here.
+	attachErr atomic.Pointer[error]
+}
+
+// Context ends when the cluster is disengaged (and when the Fleet stops):
+// the lifetime of anything a Reconcile starts for this cluster alone.
+func (c *Cluster) Context() context.Context { return c.ctx }
+
+// Err says why the cluster is not ready: its API server did not answer the
+// last probe, a wiring could not be built here, or its informers have not
+// synced yet. nil when it is ready.
+func (c *Cluster) Err() error {
+	if p := c.unreachable.Load(); p != nil {
+		return fmt.Errorf("unreachable: %w", *p)
+	}
+	if p := c.attachErr.Load(); p != nil {
+		return *p
+	}
+	if !c.Factory.HasSynced() {
+		return errors.New("caches not synced")
+	}
+	return nil
+}
+
+func (f *Fleet) newCluster(name string, conn Connection) (*Cluster, error) {
+	cl := &Cluster{Name: name, Config: conn.Config, Client: conn.Client, Dynamic: conn.Dynamic, Metadata: conn.Metadata,
+		done: make(chan struct{}), logger: f.logger.WithValues("cluster", name)}
+	if conn.Client == nil {
+		cfg := rest.CopyConfig(conn.Config)
+		if cfg.QPS == 0 && cfg.RateLimiter == nil {
+			cfg.QPS = -1 // as manager.GetConfig: the server's priority and fairness decide, not client-go's 5 QPS
+		}
+		if cfg.Dial == nil {
+			// Dead connections after an outage are closed once the
+			// probe gets an answer again (as a Manager does).
+			cl.dialer = connrotation.NewDialer((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
+			cfg.Dial = cl.dialer.DialContext
+		}
+		var err error
+		if cl.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+			return nil, fmt.Errorf("multicluster: cluster %q: client: %w", name, err)
+		}
+		if cl.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+			return nil, fmt.Errorf("multicluster: cluster %q: dynamic client: %w", name, err)
+		}
+		if cl.Metadata, err = metadata.NewForConfig(cfg); err != nil {
+			return nil, fmt.Errorf("multicluster: cluster %q: metadata client: %w", name, err)
+		}
+	}
+	opts := f.opts.Cache
+	opts.DynamicClient, opts.MetadataClient = cl.Dynamic, cl.Metadata
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = cl.logger
+	}
+	cl.Factory = informer.NewFactory(cl.Client, opts)
+	return cl, nil
+}
+
+// probe asks the cluster's API server for its version every interval until
+// ctx ends, recording whether it answers.
+func (c *Cluster) probe(ctx context.Context, clk clock.WithTicker, interval time.Duration) {
+	t := clk.NewTicker(interval)
+	defer t.Stop()
+	for {
+		c.ask(ctx, interval)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
+}
+
+func (c *Cluster) ask(ctx context.Context, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	d := c.Client.Discovery()
+	if d == nil {
+		return
+	}
+	rc := d.RESTClient()
+	var err error
+	if object.IsNil(rc) {
+		_, err = d.ServerVersion() // a fake's discovery
+	} else {
+		err = rc.Get().AbsPath("/version").Do(ctx).Error()
+	}
+	if c.ctx.Err() != nil {
+		return // disengaged meanwhile
+	}
+	if err != nil {
+		if c.unreachable.Swap(&err) == nil {
+			c.logger.Info("Cluster unreachable; its informers retry with backoff", "err", err)
+		}
+		return
+	}
+	if c.unreachable.Swap(nil) != nil {
+		c.logger.Info("Cluster reachable again")
+		if c.dialer != nil {
+			// Requests and watches still on connections the outage left
+			// dead fail now and are retried on new ones.
+			c.dialer.CloseAll()
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package multicluster_test
+
+import (
+	"context"
+	goruntime "runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/multicluster"
+	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
+)
+
+const (
+	wait      = 20 * time.Second
+	pollEvery = 5 * time.Millisecond
+)
+
+// fake returns a Connection to a new in-memory cluster seeded with objs.
+func fake(t *testing.T, objs ...runtime.Object) (multicluster.Connection, *fakecluster.Cluster) {
+	t.Helper()
+	fc, err := fakecluster.New(objs...)
+	require.NoError(t, err)
+	return multicluster.Connection{Client: fc.Clientset(), Dynamic: fc.Dynamic(), Metadata: fc.Metadata()}, fc
+}
+
+// run runs each runnable until the test ends, then stops them and waits.
+func run(t *testing.T, runnables ...interface{ Run(context.Context) error }) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, r := range runnables {
+		wg.Go(func() {
+			if err := r.Run(ctx); err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+}
+
+// keys records the keys a Reconcile saw.
+type keys struct {
+	mu   sync.Mutex
+	seen map[multicluster.Key]int
+}
+
+func (k *keys) add(key multicluster.Key) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.seen == nil {
+		k.seen = map[multicluster.Key]int{}
+	}
+	k.seen[key]++
+}
+
+func (k *keys) count(key multicluster.Key) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.seen[key]
+}
+
+func key(cluster, ns, name string) multicluster.Key {
+	return multicluster.Key{Cluster: cluster, Key: controller.Key{Namespace: ns, Name: name}}
+}
+
+// goroutines counts the goroutines from a goroutine of its own, as
+// require.Eventually's condition runs: counts taken either way compare.
+func goroutines() int {
+	n := make(chan int)
+	go func() { n <- goruntime.NumGoroutine() }()
+	return <-n
+}
+
+var metav1Create = metav1.CreateOptions{}
+
+// startable runs a manager.Manager as run's runnables.
+type startable struct{ m interface{ Start(context.Context) error } }
+
+func (s startable) Run(ctx context.Context) error { return s.m.Start(ctx) }

@@ -1,0 +1,157 @@
+package multicluster
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/object"
+	"github.com/ctrlkit/ctrlkit/predicate"
+)
+
+// wiring is one Watch or Owns: what it builds in each engaged cluster.
+type wiring struct {
+	name  string // for errors: controller and informer
+	build func(cl *Cluster) error
+}
+
+// attach builds w in the cluster, recording a failure as the cluster's Err:
+// one cluster that lacks a resource must not stop the others.
+func (c *Cluster) attach(w wiring) {
+	if err := w.build(c); err != nil {
+		err = fmt.Errorf("%s: %w", w.name, err)
+		c.attachErr.Store(&err)
+		c.logger.Error(err, "Cannot watch in this cluster")
+	}
+}
+
+// add records w and builds it in every engaged cluster.
+func (f *Fleet) add(w wiring) {
+	f.mu.Lock()
+	f.wirings = append(f.wirings, w)
+	clusters := f.clusters
+	live := make([]*Cluster, 0, len(clusters))
+	for _, cl := range clusters {
+		live = append(live, cl)
+	}
+	f.mu.Unlock()
+	for _, cl := range live {
+		cl.attach(w)
+	}
+}
+
+// For returns the informer of T in a cluster, for Watch and Owns: the
+// cluster's Factory's informer.For[T] with opts.
+func For[T informer.Object](opts ...informer.ScopeOption[T]) func(*Cluster) (informer.Informer[T], error) {
+	return func(cl *Cluster) (informer.Informer[T], error) { return informer.For[T](cl.Factory, opts...) }
+}
+
+// NewController is controller.New for a controller over f's clusters: the
+// clusters take turns in its queue (Options.Flows defaults to FlowByCluster)
+// and a key whose cluster is not engaged any more is dropped before its
+// Reconcile (an Admission step). Each Reconcile's logger carries the
+// cluster's name. Wire it with Watch and Owns, and run it as any controller
+// (manager.Manager.Add) beside f.
+func NewController(f *Fleet, name string, r controller.Reconciler[Key], opts controller.Options[Key]) (*controller.Controller[Key], error) {
+	if f == nil || r == nil {
+		return nil, fmt.Errorf("multicluster: controller %q: %w: nil Fleet or Reconciler", name, ErrInvalidOptions)
+	}
+	if opts.Flows == nil {
+		opts.Flows = FlowByCluster
+	}
+	c, err := controller.New(name, controller.Reconciler[Key](clusterLogger{r}), opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.SetAdmission(admission{f}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// clusterLogger adds the key's cluster to the Reconcile's logger.
+type clusterLogger struct{ r controller.Reconciler[Key] }
+
+func (c clusterLogger) Reconcile(ctx context.Context, key Key) (controller.Result, error) {
+	return c.r.Reconcile(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("cluster", key.Cluster)), key)
+}
+
+// admission drops the keys of clusters that are not engaged.
+type admission struct{ f *Fleet }
+
+func (a admission) Admit(key Key) bool {
+	_, ok := (*a.f.engaged.Load())[key.Cluster]
+	return ok
+}
+
+func (admission) Release(Key) {}
+
+// Watch is controller.Watch in every cluster f engages, now and later:
+// inf builds the cluster's informer (For[T], or a closure over
+// informer.ForResource for a custom resource), and the keys mapFn returns
+// for its objects are enqueued with the cluster's name. The watch ends
+// with the cluster (controller.WatchUntil). Options are controller.Watch's
+// but WithResyncPeriod. A cluster where inf fails is named by Cluster.Err;
+// the others are not held back.
+//
+//	multicluster.Watch(fleet, c, multicluster.For[*corev1.ConfigMap](), controller.EnqueueObject)
+func Watch[T informer.Object](f *Fleet, c *controller.Controller[Key], inf func(*Cluster) (informer.Informer[T], error), mapFn func(T) []controller.Key, opts ...controller.WatchOption[T]) error {
+	if f == nil || c == nil || inf == nil || mapFn == nil {
+		return fmt.Errorf("multicluster: Watch: %w: nil Fleet, controller, informer or mapping function", ErrInvalidOptions)
+	}
+	f.add(wiring{name: "controller " + c.Name(), build: func(cl *Cluster) error {
+		i, err := inf(cl)
+		if err != nil {
+			return err
+		}
+		return controller.WatchUntil(cl.ctx, c, i, inCluster(cl.Name, mapFn), opts...)
+	}})
+	return nil
+}
+
+// Owns is controller.Owns in every cluster f engages: events of a child
+// (children's objects) enqueue the key of its controlling owner among
+// owners' objects of the same cluster, whatever the scopes (a cluster-scoped
+// owner of namespaced children enqueues its name alone); resync updates are
+// dropped. An owner the cache does not show enqueues nothing once owners
+// synced, so owners must be watched too (Watch with
+// controller.EnqueueObject), as in controller-runtime's For + Owns.
+func Owns[T, O informer.Object](f *Fleet, c *controller.Controller[Key], children func(*Cluster) (informer.Informer[T], error), owners func(*Cluster) (informer.Informer[O], error), opts ...controller.WatchOption[T]) error {
+	if f == nil || c == nil || children == nil || owners == nil {
+		return fmt.Errorf("multicluster: Owns: %w: nil Fleet, controller or informer", ErrInvalidOptions)
+	}
+	opts = append([]controller.WatchOption[T]{controller.WithPredicates(predicate.ResourceVersionChanged[T]())}, opts...)
+	f.add(wiring{name: "controller " + c.Name(), build: func(cl *Cluster) error {
+		ch, err := children(cl)
+		if err != nil {
+			return err
+		}
+		ow, err := owners(cl)
+		if err != nil {
+			return err
+		}
+		if object.IsNil(ch) || object.IsNil(ow) {
+			return fmt.Errorf("%w: nil informer", ErrInvalidOptions)
+		}
+		return controller.WatchUntil(cl.ctx, c, ch, inCluster(cl.Name, controller.EnqueueControllerOf[T](ow)), opts...)
+	}})
+	return nil
+}
+
+// inCluster maps with fn and puts the cluster's name on each key.
+func inCluster[T informer.Object](cluster string, fn func(T) []controller.Key) func(T) []Key {
+	return func(obj T) []Key {
+		keys := fn(obj)
+		if len(keys) == 0 {
+			return nil
+		}
+		out := make([]Key, len(keys))
+		for i, k := range keys {
+			out[i] = Key{Cluster: cluster, Key: k}
+		}
+		return out
+	}
+}
