@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -373,6 +374,13 @@ func (c *Cluster) ask(ctx context.Context, timeout time.Duration) {
 	if err != nil {
 		if c.unreachable.Swap(&err) == nil {
 			c.logger.Info("Cluster unreachable; its informers retry with backoff", "err", err)
+		}
+		if _, answered := err.(apierrors.APIStatus); !answered && c.dialer != nil {
+			// No answer at all: the connection may be one an outage left
+			// dead (a load balancer or NAT that forgot it), which the
+			// next ask would wait on too. Requests and watches on it fail
+			// now and are retried on new connections.
+			c.dialer.CloseAll()
 		}
 		return
 	}

@@ -83,6 +83,8 @@ func goroutines() int {
 var metav1Create = metav1.CreateOptions{}
 
 // startable runs a manager.Manager as run's runnables.
-type startable struct{ m interface{ Start(context.Context) error } }
+type startable struct {
+	m interface{ Start(context.Context) error }
+}
 
 func (s startable) Run(ctx context.Context) error { return s.m.Start(ctx) }
