@@ -208,6 +208,12 @@ func (f *Fleet) Engage(ctx context.Context, name string, conn Connection) error 
 		// Disengaged: the watches went with cctx (controller.WatchUntil);
 		// now the informers stop and the cluster leaves.
 		cl.Factory.Shutdown()
+		if cl.dialer != nil {
+			// The connections are the cluster's alone: an idle one would
+			// keep its goroutines and buffers until client-go's idle
+			// timeout.
+			cl.dialer.CloseAll()
+		}
 		f.mu.Lock()
 		if f.clusters[name] == cl {
 			delete(f.clusters, name)
