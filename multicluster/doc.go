@@ -51,6 +51,14 @@
 // answers again, the connections its outage left dead are closed so its
 // watches resume at once, as the Manager does for its own API server.
 //
+// # Sharding
+//
+// With Options.Sharding the replicas running a Fleet split its clusters:
+// each is a member of a ring (sharding's member Leases), each cluster is
+// given to one live member by rendezvous hashing, and a claim Lease per
+// cluster keeps it from being engaged by two replicas at once while it moves
+// (see Sharding).
+//
 // # Metrics
 //
 // With Options.Registerer: ctrlkit_multicluster_clusters (engaged clusters)

@@ -62,6 +62,10 @@ type Options struct {
 
 	// Clock drives the probes; nil means the real clock.
 	Clock clock.WithTicker
+
+	// Sharding, when set, spreads the clusters over the replicas running
+	// this Fleet: each engages only the clusters the ring gives it.
+	Sharding *Sharding
 }
 
 const defaultProbeInterval = 10 * time.Second
@@ -82,6 +86,9 @@ type Fleet struct {
 	clusters map[string]*Cluster
 	wirings  []wiring
 	wg       sync.WaitGroup // every cluster's goroutines
+
+	// keeper engages the clusters this replica holds (Options.Sharding).
+	keeper *keeper
 
 	// engaged is clusters as a lock-free snapshot for Admit on the worker
 	// path; replaced under mu.
@@ -105,6 +112,13 @@ func New(opts Options) (*Fleet, error) {
 	}
 	empty := map[string]*Cluster{}
 	f.engaged.Store(&empty)
+	if opts.Sharding != nil {
+		k, err := newKeeper(f, opts.Sharding)
+		if err != nil {
+			return nil, err
+		}
+		f.keeper = k
+	}
 	if opts.Registerer != nil {
 		if err := opts.Registerer.Register(&collector{f: f}); err != nil {
 			return nil, fmt.Errorf("multicluster: registering metrics: %w", err)
@@ -135,10 +149,24 @@ func (f *Fleet) Run(ctx context.Context) error {
 		f.logger = klog.FromContext(ctx)
 	}
 	f.mu.Unlock()
+	var keeperErr error
+	var kwg sync.WaitGroup
+	if f.keeper != nil {
+		kctx, stopKeeper := context.WithCancel(ctx)
+		defer kwg.Wait()
+		defer stopKeeper()
+		kwg.Go(func() {
+			if keeperErr = f.keeper.run(kctx); keeperErr != nil {
+				stopKeeper()
+			}
+		})
+		ctx = kctx
+	}
 	err := f.opts.Provider.Run(ctx, f)
 	if err == nil {
 		<-ctx.Done()
 	}
+	kwg.Wait()
 	f.mu.Lock()
 	f.stopped = true
 	all := slices.Collect(maps.Values(f.clusters))
@@ -150,10 +178,12 @@ func (f *Fleet) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("multicluster: provider: %w", err)
 	}
-	return nil
+	return keeperErr
 }
 
-// Engage engages the cluster name until ctx ends (see Engager).
+// Engage engages the cluster name until ctx ends (see Engager). With
+// Options.Sharding, the cluster is engaged on the one replica the ring
+// gives it to, once no other holds it (see Sharding).
 func (f *Fleet) Engage(ctx context.Context, name string, conn Connection) error {
 	if name == "" || strings.Contains(name, "/") {
 		return fmt.Errorf("multicluster: %w: cluster name %q is empty or has a '/'", ErrInvalidOptions, name)
@@ -161,13 +191,24 @@ func (f *Fleet) Engage(ctx context.Context, name string, conn Connection) error 
 	if conn.Client == nil && conn.Config == nil {
 		return fmt.Errorf("multicluster: cluster %q: %w: a Connection needs a Config or a Client", name, ErrInvalidOptions)
 	}
-	f.engageMu.Lock()
-	defer f.engageMu.Unlock()
 	f.mu.Lock()
 	if f.ctx == nil || f.stopped {
 		f.mu.Unlock()
 		return fmt.Errorf("multicluster: engaging cluster %q: %w: the Fleet is not running", name, ErrInvalidOptions)
 	}
+	f.mu.Unlock()
+	if f.keeper != nil {
+		f.keeper.offer(ctx, name, conn)
+		return nil
+	}
+	return f.engage(ctx, name, conn)
+}
+
+// engage builds and starts the cluster name until ctx ends.
+func (f *Fleet) engage(ctx context.Context, name string, conn Connection) error {
+	f.engageMu.Lock()
+	defer f.engageMu.Unlock()
+	f.mu.Lock()
 	old := f.clusters[name]
 	f.mu.Unlock()
 	if old != nil {
@@ -205,8 +246,18 @@ func (f *Fleet) Engage(ctx context.Context, name string, conn Connection) error 
 		defer close(cl.done)
 		defer stop()
 		cl.probe(cctx, f.clock, f.opts.ProbeInterval)
-		// Disengaged: the watches went with cctx (controller.WatchUntil);
-		// now the informers stop and the cluster leaves.
+		// Disengaged: no key of the cluster is admitted any more, and the
+		// reconciles in flight finish before anything of it goes (with
+		// Sharding, before another replica may take it).
+		cl.drain()
+		f.mu.Lock()
+		if f.clusters[name] == cl {
+			delete(f.clusters, name)
+			f.publish()
+		}
+		f.mu.Unlock()
+		// The watches went with cctx (controller.WatchUntil); now the
+		// informers stop.
 		cl.Factory.Shutdown()
 		if cl.dialer != nil {
 			// The connections are the cluster's alone: an idle one would
@@ -214,12 +265,6 @@ func (f *Fleet) Engage(ctx context.Context, name string, conn Connection) error 
 			// timeout.
 			cl.dialer.CloseAll()
 		}
-		f.mu.Lock()
-		if f.clusters[name] == cl {
-			delete(f.clusters, name)
-			f.publish()
-		}
-		f.mu.Unlock()
 		cl.logger.V(1).Info("Disengaged cluster")
 	}()
 	return nil
@@ -289,6 +334,50 @@ type Cluster struct {
 	unreachable atomic.Pointer[error]
 	// attachErr is the last wiring that could not be built here.
 	attachErr atomic.Pointer[error]
+
+	// flight counts the reconciles of this cluster's keys in progress
+	// (admission); closing refuses new ones once it is disengaged.
+	flight  sync.Mutex
+	closing bool
+	active  int
+	idle    chan struct{} // closed when active drops to 0 while closing
+}
+
+// enter admits a reconcile of the cluster unless it is being disengaged.
+func (c *Cluster) enter() bool {
+	c.flight.Lock()
+	defer c.flight.Unlock()
+	if c.closing {
+		return false
+	}
+	c.active++
+	return true
+}
+
+// exit ends a reconcile enter admitted.
+func (c *Cluster) exit() {
+	c.flight.Lock()
+	defer c.flight.Unlock()
+	c.active--
+	if c.active == 0 && c.idle != nil {
+		close(c.idle)
+		c.idle = nil
+	}
+}
+
+// drain refuses new reconciles of the cluster and waits for those in
+// flight to return.
+func (c *Cluster) drain() {
+	c.flight.Lock()
+	c.closing = true
+	if c.active == 0 {
+		c.flight.Unlock()
+		return
+	}
+	idle := make(chan struct{})
+	c.idle = idle
+	c.flight.Unlock()
+	<-idle
 }
 
 // Context ends when the cluster is disengaged (and when the Fleet stops):

@@ -19,6 +19,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/manager"
 	"github.com/ctrlkit/ctrlkit/multicluster"
+	"github.com/ctrlkit/ctrlkit/sharding"
 )
 
 // An unreachable cluster beside a reachable one: the reachable one is
@@ -99,6 +100,12 @@ func TestBadInputIsAnError(t *testing.T) {
 		err = fleet.Run(context.Background())
 		assert.ErrorIs(t, err, multicluster.ErrInvalidOptions, "cluster %q", name)
 	}
+
+	_, err = multicluster.New(multicluster.Options{Provider: multicluster.NewList(nil), Sharding: &multicluster.Sharding{}})
+	assert.ErrorIs(t, err, multicluster.ErrInvalidOptions, "Sharding without a client")
+	hub, _ := fake(t)
+	_, err = multicluster.New(multicluster.Options{Provider: multicluster.NewList(nil), Sharding: &multicluster.Sharding{Client: hub.Client}})
+	assert.ErrorIs(t, err, sharding.ErrInvalidConfig, "Sharding without a ring")
 
 	fleet, err := multicluster.New(multicluster.Options{Provider: multicluster.NewList(nil)})
 	require.NoError(t, err)

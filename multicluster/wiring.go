@@ -3,6 +3,7 @@ package multicluster
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"k8s.io/klog/v2"
 
@@ -66,7 +67,7 @@ func NewController(f *Fleet, name string, r controller.Reconciler[Key], opts con
 	if err != nil {
 		return nil, err
 	}
-	if err := c.SetAdmission(admission{f}); err != nil {
+	if err := c.SetAdmission(&admission{f: f, in: map[Key]*Cluster{}}); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -79,15 +80,37 @@ func (c clusterLogger) Reconcile(ctx context.Context, key Key) (controller.Resul
 	return c.r.Reconcile(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("cluster", key.Cluster)), key)
 }
 
-// admission drops the keys of clusters that are not engaged.
-type admission struct{ f *Fleet }
-
-func (a admission) Admit(key Key) bool {
-	_, ok := (*a.f.engaged.Load())[key.Cluster]
-	return ok
+// admission drops the keys of clusters that are not engaged, and counts
+// the reconciles of each cluster in flight, so that a cluster disengaged
+// leaves (and, with Sharding, moves) only once they returned.
+type admission struct {
+	f *Fleet
+	// in holds the cluster each admitted key entered, for its Release: the
+	// cluster may be engaged again (another *Cluster) by then.
+	mu sync.Mutex
+	in map[Key]*Cluster
 }
 
-func (admission) Release(Key) {}
+func (a *admission) Admit(key Key) bool {
+	cl, ok := (*a.f.engaged.Load())[key.Cluster]
+	if !ok || !cl.enter() {
+		return false
+	}
+	a.mu.Lock()
+	a.in[key] = cl
+	a.mu.Unlock()
+	return true
+}
+
+func (a *admission) Release(key Key) {
+	a.mu.Lock()
+	cl := a.in[key]
+	delete(a.in, key)
+	a.mu.Unlock()
+	if cl != nil {
+		cl.exit()
+	}
+}
 
 // Watch is controller.Watch in every cluster f engages, now and later:
 // inf builds the cluster's informer (For[T], or a closure over
