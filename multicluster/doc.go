@@ -23,8 +23,9 @@
 // changes (KubeconfigFiles reads one from kubeconfig files); Secrets engages
 // the clusters whose kubeconfigs are Secrets in a namespace, the common
 // pattern of fleet managers (Cluster API writes one per workload cluster),
-// and follows them as they are created, rotated and deleted. A Provider of
-// one's own (a cluster inventory) implements Run.
+// and follows them as they are created, rotated and deleted;
+// ClusterProfiles does the same for the cluster inventory API's
+// ClusterProfiles (KEP-4322). A Provider of one's own implements Run.
 //
 // # Lifetimes
 //

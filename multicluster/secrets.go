@@ -1,13 +1,13 @@
 package multicluster
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
@@ -55,10 +55,11 @@ func (s *Secrets) Run(ctx context.Context, e Engager) error {
 	if err != nil {
 		return fmt.Errorf("multicluster: Secrets: %w", err)
 	}
-	w := &secretWatch{s: s, e: e, ctx: ctx, logger: logger, engaged: map[string]*secretCluster{}}
+	w := newFollower(ctx, e, logger)
+	defer w.stop()
 	reg, err := inf.AddHandler(informer.HandlerFuncs[*corev1.Secret]{
-		OnAdd:    func(obj *corev1.Secret, _ bool) { w.apply(obj) },
-		OnUpdate: func(_, obj *corev1.Secret) { w.apply(obj) },
+		OnAdd:    func(obj *corev1.Secret, _ bool) { s.apply(w, obj) },
+		OnUpdate: func(_, obj *corev1.Secret) { s.apply(w, obj) },
 		OnDelete: func(obj *corev1.Secret) { w.remove(obj.Name) },
 	})
 	if err != nil {
@@ -67,80 +68,96 @@ func (s *Secrets) Run(ctx context.Context, e Engager) error {
 	defer func() { _ = inf.RemoveHandler(reg) }()
 	f.Start(ctx)
 	<-ctx.Done()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, sc := range w.engaged {
-		sc.cancel()
-	}
 	return nil
 }
 
-// secretWatch engages the cluster of each Secret it is handed.
-type secretWatch struct {
-	s      *Secrets
+func (s *Secrets) apply(w *follower, secret *corev1.Secret) {
+	key := s.Key
+	if key == "" {
+		key = DefaultSecretKey
+	}
+	name := secret.Name
+	if s.ClusterName != nil {
+		name = s.ClusterName(secret)
+	}
+	data := secret.Data[key]
+	if len(data) == 0 {
+		w.apply(secret.Name, name, "", nil, fmt.Errorf("the Secret has no kubeconfig in data key %q", key))
+		return
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	if err != nil {
+		err = fmt.Errorf("the kubeconfig of the Secret (data key %q) cannot be read: %w", key, err)
+	}
+	w.apply(secret.Name, name, string(data), cfg, err)
+}
+
+// follower engages the cluster each object of a Provider's (a Secret, a
+// ClusterProfile) describes, engaging it again when what it says changes
+// and disengaging it when the object goes.
+type follower struct {
 	e      Engager
 	ctx    context.Context
 	logger klog.Logger
 
 	mu      sync.Mutex
-	engaged map[string]*secretCluster // by Secret name
+	engaged map[string]*followed // by object
 }
 
-// secretCluster is the cluster a Secret engaged, with the kubeconfig it was
-// engaged with.
-type secretCluster struct {
-	name       string
-	kubeconfig []byte
-	cancel     context.CancelFunc
+// followed is the cluster an object engaged, with what it was engaged from.
+type followed struct {
+	name        string
+	fingerprint string
+	cancel      context.CancelFunc
 }
 
-func (w *secretWatch) apply(secret *corev1.Secret) {
-	key := w.s.Key
-	if key == "" {
-		key = DefaultSecretKey
-	}
-	name := secret.Name
-	if w.s.ClusterName != nil {
-		name = w.s.ClusterName(secret)
-	}
-	data := secret.Data[key]
+func newFollower(ctx context.Context, e Engager, logger klog.Logger) *follower {
+	return &follower{e: e, ctx: ctx, logger: logger, engaged: map[string]*followed{}}
+}
+
+// apply engages cluster from object's cfg, unless it is engaged with the
+// same fingerprint already; an error (the object says nothing usable) is
+// logged, naming the object, and disengages what it engaged before.
+func (w *follower) apply(object, cluster, fingerprint string, cfg *rest.Config, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if sc, ok := w.engaged[secret.Name]; ok && sc.name == name && bytes.Equal(sc.kubeconfig, data) {
-		return // a resync, or a change that is not the kubeconfig's
+	if f, ok := w.engaged[object]; ok && err == nil && f.name == cluster && f.fingerprint == fingerprint {
+		return // a resync, or a change that is not the connection's
 	}
-	logger := w.logger.WithValues("secret", secret.Name, "cluster", name)
-	if len(data) == 0 {
-		logger.Error(nil, "Secret has no kubeconfig: engaging nothing for it", "key", key)
-		w.disengage(secret.Name)
-		return
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	logger := w.logger.WithValues("object", object, "cluster", cluster)
+	w.disengage(object) // a cluster renamed leaves under its old name
 	if err != nil {
-		logger.Error(err, "Secret's kubeconfig cannot be read: engaging nothing for it", "key", key)
-		w.disengage(secret.Name)
+		logger.Error(err, "Engaging nothing for it until it is fixed")
 		return
 	}
-	w.disengage(secret.Name) // a cluster renamed by ClusterName leaves under its old name
 	ctx, cancel := context.WithCancel(w.ctx)
-	if err := w.e.Engage(ctx, name, Connection{Config: cfg}); err != nil {
+	if err := w.e.Engage(ctx, cluster, Connection{Config: cfg}); err != nil {
 		cancel()
-		logger.Error(err, "Cannot engage the Secret's cluster")
+		logger.Error(err, "Cannot engage the cluster")
 		return
 	}
-	w.engaged[secret.Name] = &secretCluster{name: name, kubeconfig: bytes.Clone(data), cancel: cancel}
+	w.engaged[object] = &followed{name: cluster, fingerprint: fingerprint, cancel: cancel}
 }
 
-func (w *secretWatch) remove(secretName string) {
+func (w *follower) remove(object string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.disengage(secretName)
+	w.disengage(object)
+}
+
+// stop disengages every cluster.
+func (w *follower) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for object := range w.engaged {
+		w.disengage(object)
+	}
 }
 
 // disengage is called with w.mu held.
-func (w *secretWatch) disengage(secretName string) {
-	if sc, ok := w.engaged[secretName]; ok {
-		sc.cancel()
-		delete(w.engaged, secretName)
+func (w *follower) disengage(object string) {
+	if f, ok := w.engaged[object]; ok {
+		f.cancel()
+		delete(w.engaged, object)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -17,9 +18,10 @@ import (
 
 // engagements is an Engager that records what a Provider engages.
 type engagements struct {
-	mu   sync.Mutex
-	live map[string]string // cluster → host, while its context lasts
-	all  []string          // every Engage, "name host"
+	mu      sync.Mutex
+	live    map[string]string // cluster → host, while its context lasts
+	all     []string          // every Engage, "name host"
+	configs map[string]*rest.Config
 }
 
 func (e *engagements) Engage(ctx context.Context, name string, conn multicluster.Connection) error {
@@ -29,6 +31,10 @@ func (e *engagements) Engage(ctx context.Context, name string, conn multicluster
 		e.live = map[string]string{}
 	}
 	e.live[name] = conn.Config.Host
+	if e.configs == nil {
+		e.configs = map[string]*rest.Config{}
+	}
+	e.configs[name] = conn.Config
 	e.all = append(e.all, name+" "+conn.Config.Host)
 	context.AfterFunc(ctx, func() {
 		e.mu.Lock()
