@@ -62,8 +62,9 @@
 //
 // # Metrics
 //
-// With Options.Registerer: ctrlkit_multicluster_clusters (engaged clusters)
-// and ctrlkit_multicluster_cluster_ready{cluster} (1 ready, 0 not).
+// With Options.Registerer: ctrlkit_multicluster_clusters (engaged clusters),
+// ctrlkit_multicluster_cluster_ready{cluster} (1 ready, 0 not) and
+// ctrlkit_multicluster_cache_bytes{cluster}.
 // Each cluster's cache memory is its Factory's (Factory.CacheMemory), and
 // Options.Cache's memory budgets apply to each cluster alone.
 package multicluster

@@ -82,6 +82,17 @@ ctrlkit_multicluster_clusters 2
 	require.Eventually(t, func() bool {
 		return testutil.GatherAndCompare(reg, strings.NewReader(want), "ctrlkit_multicluster_cluster_ready", "ctrlkit_multicluster_clusters") == nil
 	}, wait, pollEvery)
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	bytes := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() == "ctrlkit_multicluster_cache_bytes" {
+			for _, m := range mf.GetMetric() {
+				bytes[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	assert.Greater(t, bytes["up"], bytes["down"], "the reachable cluster's cache holds its ConfigMap, the unreachable one's nothing")
 }
 
 func TestBadInputIsAnError(t *testing.T) {

@@ -8,6 +8,9 @@ var (
 	readyDesc = prometheus.NewDesc("ctrlkit_multicluster_cluster_ready",
 		"1 when the engaged cluster answers its probe and its caches synced, else 0 (its reason is on /readyz?verbose).",
 		[]string{"cluster"}, nil)
+	cacheDesc = prometheus.NewDesc("ctrlkit_multicluster_cache_bytes",
+		"Bytes the engaged cluster's informer caches hold, as its Factory accounts them (informer.Factory.CacheMemory).",
+		[]string{"cluster"}, nil)
 )
 
 // collector reads the Fleet at each scrape: a disengaged cluster's series
@@ -17,6 +20,7 @@ type collector struct{ f *Fleet }
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- clustersDesc
 	ch <- readyDesc
+	ch <- cacheDesc
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -28,5 +32,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			v = 0
 		}
 		ch <- prometheus.MustNewConstMetric(readyDesc, prometheus.GaugeValue, v, name)
+		ch <- prometheus.MustNewConstMetric(cacheDesc, prometheus.GaugeValue, float64(cl.Factory.CacheMemory().Bytes), name)
 	}
 }
