@@ -10,7 +10,6 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/internal/object"
-	"github.com/ctrlkit/ctrlkit/predicate"
 )
 
 // WatchUntil is Watch for an informer that comes and goes while the
@@ -34,26 +33,15 @@ func WatchUntil[T informer.Object, K comparable](ctx context.Context, c *Control
 	if object.IsNil(inf) || mapFn == nil {
 		return &OptionsError{Controller: c.name, Field: "WatchUntil", Reason: "nil informer or mapping function"}
 	}
-	var cfg watchConfig[T]
-	for _, o := range opts {
-		if o != nil {
-			o.applyToWatch(&cfg)
-		}
-	}
-	for i, p := range cfg.predicates {
-		if err := predicate.Validate(p); err != nil {
-			return fmt.Errorf("controller %q: watching %s: %w: predicate %d: %w", c.name, inf.Name(), ErrInvalidOptions, i, err)
-		}
+	cfg, err := configure(c, inf, opts)
+	if err != nil {
+		return err
 	}
 	if cfg.resyncPeriod != 0 {
 		return fmt.Errorf("controller %q: watching %s: %w: WithResyncPeriod is not supported by WatchUntil", c.name, inf.Name(), ErrInvalidOptions)
 	}
-	w := &watchedInformer[T, K]{inf: inf, periods: []time.Duration{0}, mapsOwn: 1}
-	w.handlers = append(w.handlers, func(q queue[K], provenance bool) informer.Handler[T] {
-		h := enqueueMapped(q, mapFn, inf.Name(), provenance)
-		h.initial, h.resync = cfg.initialPriority, cfg.resyncPriority
-		return watchHandler(cfg.observers, h, cfg.predicates)
-	})
+	w := &watchedInformer[T, K]{inf: inf, periods: []time.Duration{0}, mapsOwn: 1,
+		handlers: []func(q queue[K], provenance bool) informer.Handler[T]{handlerOf(cfg, inf, mapFn)}}
 	return c.dynamic.add(ctx, w)
 }
 

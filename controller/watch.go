@@ -54,16 +54,9 @@ func watch[T informer.Object, K comparable](c *Controller[K], inf informer.Infor
 	if inf == nil || mapFn == nil {
 		return &OptionsError{Controller: c.name, Field: "Watch", Reason: "nil informer or mapping function"}
 	}
-	var cfg watchConfig[T]
-	for _, o := range opts {
-		if o != nil {
-			o.applyToWatch(&cfg)
-		}
-	}
-	for i, p := range cfg.predicates {
-		if err := predicate.Validate(p); err != nil {
-			return fmt.Errorf("controller %q: watching %s: %w: predicate %d: %w", c.name, inf.Name(), ErrInvalidOptions, i, err)
-		}
+	cfg, err := configure(c, inf, opts)
+	if err != nil {
+		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -74,16 +67,37 @@ func watch[T informer.Object, K comparable](c *Controller[K], inf informer.Infor
 		return fmt.Errorf("controller %q: watching %s: %w: resync period %v is negative", c.name, inf.Name(), ErrInvalidOptions, cfg.resyncPeriod)
 	}
 	w := watchOf(c, inf)
-	w.handlers = append(w.handlers, func(q queue[K], provenance bool) informer.Handler[T] {
-		h := enqueueMapped(q, mapFn, inf.Name(), provenance)
-		h.initial, h.resync = cfg.initialPriority, cfg.resyncPriority
-		return watchHandler(cfg.observers, h, cfg.predicates)
-	})
+	w.handlers = append(w.handlers, handlerOf(cfg, inf, mapFn))
 	w.periods = append(w.periods, cfg.resyncPeriod)
 	if mapsOwn {
 		w.mapsOwn++
 	}
 	return nil
+}
+
+// configure applies a Watch's options and checks their predicates.
+func configure[T informer.Object, K comparable](c *Controller[K], inf informer.Informer[T], opts []WatchOption[T]) (watchConfig[T], error) {
+	var cfg watchConfig[T]
+	for _, o := range opts {
+		if o != nil {
+			o.applyToWatch(&cfg)
+		}
+	}
+	for i, p := range cfg.predicates {
+		if err := predicate.Validate(p); err != nil {
+			return cfg, fmt.Errorf("controller %q: watching %s: %w: predicate %d: %w", c.name, inf.Name(), ErrInvalidOptions, i, err)
+		}
+	}
+	return cfg, nil
+}
+
+// handlerOf builds, for each Run's queue, the handler of one Watch of inf.
+func handlerOf[T informer.Object, K comparable](cfg watchConfig[T], inf informer.Informer[T], mapFn func(T) []K) func(q queue[K], provenance bool) informer.Handler[T] {
+	return func(q queue[K], provenance bool) informer.Handler[T] {
+		h := enqueueMapped(q, mapFn, inf.Name(), provenance)
+		h.initial, h.resync = cfg.initialPriority, cfg.resyncPriority
+		return watchHandler(cfg.observers, h, cfg.predicates)
+	}
 }
 
 // WithResyncPeriod makes this Watch see every cached object again every d,

@@ -49,6 +49,19 @@ func annotate(t *testing.T, fleet *multicluster.Fleet, seen *keys) controller.Re
 	})
 }
 
+// annotating returns a Fleet with opts and, wired to it, the annotate
+// controller watching ConfigMaps, and what it reconciled.
+func annotating(t *testing.T, opts multicluster.Options) (*multicluster.Fleet, *controller.Controller[multicluster.Key], *keys) {
+	t.Helper()
+	fleet, err := multicluster.New(opts)
+	require.NoError(t, err)
+	seen := &keys{}
+	c, err := multicluster.NewController(fleet, "annotate", annotate(t, fleet, seen), controller.Options[multicluster.Key]{})
+	require.NoError(t, err)
+	require.NoError(t, multicluster.Watch(fleet, c, multicluster.For[*corev1.ConfigMap](), controller.EnqueueObject))
+	return fleet, c, seen
+}
+
 func annotated(t *testing.T, fleet *multicluster.Fleet, cluster, ns, name string) func() bool {
 	return func() bool {
 		cl, err := fleet.Get(cluster)
@@ -65,13 +78,7 @@ func TestOneControllerReconcilesEveryEngagedCluster(t *testing.T) {
 	for _, name := range []string{"east", "west", "north"} {
 		clusters[name], _ = fake(t, configMap("default", "shared"), configMap("default", "only-"+name))
 	}
-	list := multicluster.NewList(clusters)
-	fleet, err := multicluster.New(multicluster.Options{Provider: list})
-	require.NoError(t, err)
-	var seen keys
-	c, err := multicluster.NewController(fleet, "annotate", annotate(t, fleet, &seen), controller.Options[multicluster.Key]{})
-	require.NoError(t, err)
-	require.NoError(t, multicluster.Watch(fleet, c, multicluster.For[*corev1.ConfigMap](), controller.EnqueueObject))
+	fleet, c, seen := annotating(t, multicluster.Options{Provider: multicluster.NewList(clusters)})
 	run(t, fleet, c)
 
 	for _, name := range []string{"east", "west", "north"} {
@@ -98,12 +105,7 @@ func TestOneControllerReconcilesEveryEngagedCluster(t *testing.T) {
 func TestEngageAndDisengageWhileRunning(t *testing.T) {
 	first, _ := fake(t, configMap("default", "a"))
 	list := multicluster.NewList(map[string]multicluster.Connection{"first": first})
-	fleet, err := multicluster.New(multicluster.Options{Provider: list})
-	require.NoError(t, err)
-	var seen keys
-	c, err := multicluster.NewController(fleet, "annotate", annotate(t, fleet, &seen), controller.Options[multicluster.Key]{})
-	require.NoError(t, err)
-	require.NoError(t, multicluster.Watch(fleet, c, multicluster.For[*corev1.ConfigMap](), controller.EnqueueObject))
+	fleet, c, seen := annotating(t, multicluster.Options{Provider: list})
 	run(t, fleet, c)
 	require.Eventually(t, annotated(t, fleet, "first", "default", "a"), wait, pollEvery)
 	require.Eventually(t, func() bool { return c.Stats().Idle() && c.Stats().Idle() }, wait, pollEvery)

@@ -38,12 +38,7 @@ func TestAnUnreachableClusterHoldsNoOtherBack(t *testing.T) {
 		"down": {Config: &rest.Config{Host: down.URL}},
 	})
 	reg := prometheus.NewPedanticRegistry()
-	fleet, err := multicluster.New(multicluster.Options{Provider: list, Registerer: reg, ProbeInterval: 50 * time.Millisecond})
-	require.NoError(t, err)
-	var seen keys
-	c, err := multicluster.NewController(fleet, "annotate", annotate(t, fleet, &seen), controller.Options[multicluster.Key]{})
-	require.NoError(t, err)
-	require.NoError(t, multicluster.Watch(fleet, c, multicluster.For[*corev1.ConfigMap](), controller.EnqueueObject))
+	fleet, c, _ := annotating(t, multicluster.Options{Provider: list, Registerer: reg, ProbeInterval: 50 * time.Millisecond})
 
 	mgr, err := manager.New(manager.Options{Client: up.Client, HealthProbeAddr: "127.0.0.1:0"})
 	require.NoError(t, err)
@@ -134,12 +129,7 @@ func TestBadInputIsAnError(t *testing.T) {
 func TestEngagingANameAgainReplacesTheCluster(t *testing.T) {
 	old, oldFake := fake(t, configMap("default", "x"))
 	list := multicluster.NewList(map[string]multicluster.Connection{"c": old})
-	fleet, err := multicluster.New(multicluster.Options{Provider: list})
-	require.NoError(t, err)
-	var seen keys
-	c, err := multicluster.NewController(fleet, "annotate", annotate(t, fleet, &seen), controller.Options[multicluster.Key]{})
-	require.NoError(t, err)
-	require.NoError(t, multicluster.Watch(fleet, c, multicluster.For[*corev1.ConfigMap](), controller.EnqueueObject))
+	fleet, c, seen := annotating(t, multicluster.Options{Provider: list})
 	run(t, fleet, c)
 	require.Eventually(t, annotated(t, fleet, "c", "default", "x"), wait, pollEvery)
 	first, err := fleet.Get("c")
