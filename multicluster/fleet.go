@@ -151,21 +151,20 @@ func (f *Fleet) Run(ctx context.Context) error {
 	f.mu.Unlock()
 	var keeperErr error
 	var kwg sync.WaitGroup
+	ctx, stop := context.WithCancel(ctx) // the keeper's and the Provider's
+	defer stop()
 	if f.keeper != nil {
-		kctx, stopKeeper := context.WithCancel(ctx)
-		defer kwg.Wait()
-		defer stopKeeper()
 		kwg.Go(func() {
-			if keeperErr = f.keeper.run(kctx); keeperErr != nil {
-				stopKeeper()
+			if keeperErr = f.keeper.run(ctx); keeperErr != nil {
+				stop() // a duplicate identity: nothing will work
 			}
 		})
-		ctx = kctx
 	}
 	err := f.opts.Provider.Run(ctx, f)
 	if err == nil {
 		<-ctx.Done()
 	}
+	stop()
 	kwg.Wait()
 	f.mu.Lock()
 	f.stopped = true

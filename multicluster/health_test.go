@@ -113,6 +113,12 @@ func TestBadInputIsAnError(t *testing.T) {
 	_, err = multicluster.New(multicluster.Options{Provider: multicluster.NewList(nil), Sharding: &multicluster.Sharding{Client: hub.Client}})
 	assert.ErrorIs(t, err, sharding.ErrInvalidConfig, "Sharding without a ring")
 
+	sharded, err := multicluster.New(multicluster.Options{
+		Provider: multicluster.NewList(map[string]multicluster.Connection{"a/b": hub}),
+		Sharding: &multicluster.Sharding{Client: hub.Client, Config: sharding.Config{Ring: "r", Identity: "m", Namespace: "default"}}})
+	require.NoError(t, err)
+	assert.ErrorIs(t, sharded.Run(context.Background()), multicluster.ErrInvalidOptions, "a sharded Fleet's Provider failing ends Run")
+
 	fleet, err := multicluster.New(multicluster.Options{Provider: multicluster.NewList(nil)})
 	require.NoError(t, err)
 	up, _ := fake(t)
