@@ -57,12 +57,12 @@ type shardedReplica struct {
 	wg     sync.WaitGroup
 }
 
-// Three replicas share 30 clusters: a join, a graceful leave and a kill (a
+// Three replicas share 300 clusters: a join, a graceful leave and a kill (a
 // replica cut off from the hub) move clusters between them, and no cluster
 // is ever engaged, nor reconciled, by two replicas at once.
 func TestShardedFleetMovesClustersWithoutOverlap(t *testing.T) {
 	hub := testkit.NewAPIServer(t)
-	const n = 30
+	const n = 300
 	conns := map[string]multicluster.Connection{}
 	for i := range n {
 		conns[fmt.Sprintf("c%02d", i)], _ = fake(t, configMap("default", "x"))
