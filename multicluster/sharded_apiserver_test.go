@@ -154,17 +154,23 @@ func TestShardedFleetMovesClustersWithoutOverlap(t *testing.T) {
 	add(r1)
 	require.Eventually(t, covered(r0, r1), time.Minute, 10*time.Millisecond, "two replicas share the clusters")
 
+	began := time.Now()
 	r2 := start("r2")
 	add(r2)
 	require.Eventually(t, covered(r0, r1, r2), time.Minute, 10*time.Millisecond, "a third joins and takes its share")
+	t.Logf("join: shares settled in %v", time.Since(began).Round(time.Millisecond))
 
+	began = time.Now()
 	r1.stop() // a graceful leave: its clusters move at once
 	require.Eventually(t, covered(r0, r2), time.Minute, 10*time.Millisecond, "the leaver's clusters move")
+	t.Logf("leave: its clusters moved in %v", time.Since(began).Round(time.Millisecond))
 
+	began = time.Now()
 	r2.outage.Cut() // a kill, as the hub sees it: r2 cannot renew
 	require.Eventually(t, func() bool { return len(r2.fleet.Clusters()) == 0 }, time.Minute, 10*time.Millisecond,
 		"a replica cut off from the hub disengages every cluster")
 	require.Eventually(t, covered(r0), time.Minute, 10*time.Millisecond, "the survivor takes them after the Lease expired")
+	t.Logf("kill: the survivor held every cluster %v after the cut (LeaseDuration 3s)", time.Since(began).Round(time.Millisecond))
 	r2.outage.Restore()
 	require.Eventually(t, covered(r0, r2), time.Minute, 10*time.Millisecond, "the cut-off replica joins again")
 
