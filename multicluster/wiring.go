@@ -53,9 +53,10 @@ func For[T informer.Object](opts ...informer.ScopeOption[T]) func(*Cluster) (inf
 // NewController is controller.New for a controller over f's clusters: the
 // clusters take turns in its queue (Options.Flows defaults to FlowByCluster)
 // and a key whose cluster is not engaged any more is dropped before its
-// Reconcile (an Admission step). Each Reconcile's logger carries the
-// cluster's name. Wire it with Watch and Owns, and run it as any controller
-// (manager.Manager.Add) beside f.
+// Reconcile (an Admission step: the controller's one, so replicas split
+// clusters with Options.Sharding, not a sharding dispatcher). Each
+// Reconcile's logger carries the cluster's name. Wire it with Watch and Owns,
+// and run it as any controller (manager.Manager.Add) beside f.
 func NewController(f *Fleet, name string, r controller.Reconciler[Key], opts controller.Options[Key]) (*controller.Controller[Key], error) {
 	if f == nil || r == nil {
 		return nil, fmt.Errorf("multicluster: controller %q: %w: nil Fleet or Reconciler", name, ErrInvalidOptions)
