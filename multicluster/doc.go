@@ -37,7 +37,11 @@
 // the old one, which is disengaged first. The controller's watches of a
 // cluster are controller.WatchUntil's: the controller does not wait for a
 // cluster's caches, so a cluster that cannot be reached holds none of the
-// others back.
+// others back. A cluster's own keys wait for them instead: until the
+// informers built when it was engaged have synced (lists read after the
+// engagement), its keys are held and then queued again, so no Reconcile
+// takes the objects of an empty cache for missing (the gate a leader passes
+// after winning its Lease, per cluster).
 //
 // # Health
 //

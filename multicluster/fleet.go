@@ -240,6 +240,7 @@ func (f *Fleet) engage(ctx context.Context, name string, conn Connection) error 
 		cl.attach(w)
 	}
 	cl.Factory.Start(cctx)
+	f.wg.Go(func() { cl.gate(cctx) })
 	go func() {
 		defer f.wg.Done()
 		defer close(cl.done)
@@ -334,12 +335,60 @@ type Cluster struct {
 	// attachErr is the last wiring that could not be built here.
 	attachErr atomic.Pointer[error]
 
+	// synced is closed once the informers built at engagement synced: their
+	// lists were read after the cluster was engaged, so its keys reconcile
+	// on a view no older than that (the gate). held are the keys refused
+	// before, by the controller that refused them, enqueued again then.
+	synced chan struct{}
+	heldMu sync.Mutex
+	held   map[*admission]map[Key]struct{}
+
 	// flight counts the reconciles of this cluster's keys in progress
 	// (admission); closing refuses new ones once it is disengaged.
 	flight  sync.Mutex
 	closing bool
 	active  int
 	idle    chan struct{} // closed when active drops to 0 while closing
+}
+
+// gate closes synced once the informers built at engagement synced, and
+// hands the keys held meanwhile back to their controllers.
+func (c *Cluster) gate(ctx context.Context) {
+	if err := c.Factory.WaitForCacheSync(ctx); err != nil {
+		return // disengaged first
+	}
+	c.heldMu.Lock()
+	close(c.synced)
+	held := c.held
+	c.held = nil
+	c.heldMu.Unlock()
+	for a, keys := range held {
+		for k := range keys {
+			a.c.Enqueue(k)
+		}
+	}
+}
+
+// hold keeps key for a's controller until the cluster synced, and reports
+// whether it did (false: synced, go on).
+func (c *Cluster) hold(a *admission, key Key) bool {
+	select {
+	case <-c.synced:
+		return false
+	default:
+	}
+	c.heldMu.Lock()
+	defer c.heldMu.Unlock()
+	if c.held == nil { // synced meanwhile
+		return false
+	}
+	keys := c.held[a]
+	if keys == nil {
+		keys = map[Key]struct{}{}
+		c.held[a] = keys
+	}
+	keys[key] = struct{}{}
+	return true
 }
 
 // enter admits a reconcile of the cluster unless it is being disengaged.
@@ -401,7 +450,8 @@ func (c *Cluster) Err() error {
 
 func (f *Fleet) newCluster(name string, conn Connection) (*Cluster, error) {
 	cl := &Cluster{Name: name, Config: conn.Config, Client: conn.Client, Dynamic: conn.Dynamic, Metadata: conn.Metadata,
-		done: make(chan struct{}), logger: f.logger.WithValues("cluster", name)}
+		done: make(chan struct{}), logger: f.logger.WithValues("cluster", name),
+		synced: make(chan struct{}), held: map[*admission]map[Key]struct{}{}}
 	if conn.Client == nil {
 		cfg := rest.CopyConfig(conn.Config)
 		if cfg.QPS == 0 && cfg.RateLimiter == nil {

@@ -10,6 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/multicluster"
@@ -142,4 +145,40 @@ func TestEngageAndDisengageWhileRunning(t *testing.T) {
 	require.Eventually(t, func() bool { return seen.count(key("first", "default", "a")) >= 2 }, wait, pollEvery)
 	require.Eventually(t, func() bool { return c.Stats().Idle() && c.Stats().Idle() }, wait, pollEvery)
 	assert.Equal(t, reconciled, seen.count(key("second", "default", "b")))
+}
+
+// A key of a cluster whose caches have not synced since it was engaged (a
+// hub event mapped to it, an Enqueue) waits for them: a Reconcile never
+// reads an empty cache and takes the cluster's objects for missing.
+func TestKeysOfAClusterWaitForItsCachesToSync(t *testing.T) {
+	slow, fc := fake(t, configMap("default", "a"))
+	release := make(chan struct{})
+	block := func(clienttesting.Action) (bool, runtime.Object, error) {
+		<-release
+		return false, nil, nil
+	}
+	fc.Clientset().PrependReactor("list", "configmaps", block)
+	fc.Clientset().PrependWatchReactor("configmaps", func(clienttesting.Action) (bool, watch.Interface, error) {
+		<-release
+		return false, nil, nil
+	})
+	fleet, c, seen := annotating(t, multicluster.Options{Provider: multicluster.NewList(map[string]multicluster.Connection{"slow": slow})})
+	run(t, fleet, c)
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	require.Eventually(t, func() bool { _, err := fleet.Get("slow"); return err == nil }, wait, pollEvery)
+	c.Enqueue(key("slow", "default", "a"))
+	require.Eventually(t, func() bool { return c.Stats().Idle() && c.Stats().Idle() }, wait, pollEvery)
+	assert.Zero(t, seen.count(key("slow", "default", "a")), "held until the cluster's caches synced")
+	cl, err := fleet.Get("slow")
+	require.NoError(t, err)
+	assert.ErrorContains(t, cl.Err(), "not synced")
+
+	close(release)
+	require.Eventually(t, annotated(t, fleet, "slow", "default", "a"), wait, pollEvery)
 }

@@ -68,7 +68,7 @@ func NewController(f *Fleet, name string, r controller.Reconciler[Key], opts con
 	if err != nil {
 		return nil, err
 	}
-	if err := c.SetAdmission(&admission{f: f, in: map[Key]*Cluster{}}); err != nil {
+	if err := c.SetAdmission(&admission{f: f, c: c, in: map[Key]*Cluster{}}); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -81,11 +81,16 @@ func (c clusterLogger) Reconcile(ctx context.Context, key Key) (controller.Resul
 	return c.r.Reconcile(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("cluster", key.Cluster)), key)
 }
 
-// admission drops the keys of clusters that are not engaged, and counts
+// admission drops the keys of clusters that are not engaged, holds those
+// of clusters whose caches have not synced since they were engaged (and
+// enqueues them again once they have: a Reconcile never reads a cache
+// emptier than the cluster was when engaged, as on a leader that just won
+// its Lease), and counts
 // the reconciles of each cluster in flight, so that a cluster disengaged
 // leaves (and, with Sharding, moves) only once they returned.
 type admission struct {
 	f *Fleet
+	c *controller.Controller[Key] // set once built
 	// in holds the cluster each admitted key entered, for its Release: the
 	// cluster may be engaged again (another *Cluster) by then.
 	mu sync.Mutex
@@ -94,7 +99,7 @@ type admission struct {
 
 func (a *admission) Admit(key Key) bool {
 	cl, ok := (*a.f.engaged.Load())[key.Cluster]
-	if !ok || !cl.enter() {
+	if !ok || cl.hold(a, key) || !cl.enter() {
 		return false
 	}
 	a.mu.Lock()
