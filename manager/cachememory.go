@@ -3,7 +3,9 @@ package manager
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -99,13 +101,33 @@ type debugInformers struct {
 	Memory    informer.CacheMemory
 	Staleness []informer.Staleness    `json:",omitempty"`
 	Budgets   []informer.MemoryBudget `json:",omitempty"`
+	// Clusters are the factories of the clusters a running
+	// multicluster.Fleet engaged, by cluster.
+	Clusters map[string]debugInformers `json:",omitempty"`
+}
+
+func debugPage(f *informer.Factory) debugInformers {
+	return debugInformers{Memory: f.CacheMemory(), Staleness: f.Staleness(), Budgets: f.MemoryBudgets()}
 }
 
 // DebugInformersHandler serves DebugInformersPath: the informers by bytes,
-// each with its top namespaces, lag and budget.
+// each with its top namespaces, lag and budget; then, for a running Runnable
+// with a Factories method (multicluster.Fleet), each engaged cluster's.
 func (m *Manager) DebugInformersHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		page := debugInformers{Memory: m.factory.CacheMemory(), Staleness: m.factory.Staleness(), Budgets: m.factory.MemoryBudgets()}
+		page := debugPage(m.factory)
+		for _, run := range m.liveRunnables() {
+			if fs, ok := run.(interface {
+				Factories() map[string]*informer.Factory
+			}); ok {
+				for name, f := range fs.Factories() {
+					if page.Clusters == nil {
+						page.Clusters = map[string]debugInformers{}
+					}
+					page.Clusters[name] = debugPage(f)
+				}
+			}
+		}
 		if r.URL.Query().Get("format") == "json" {
 			w.Header().Set("Content-Type", "application/json")
 			enc := json.NewEncoder(w)
@@ -176,6 +198,9 @@ func (p debugInformers) text() string {
 			}
 			fmt.Fprintf(&b, "  %s: %s of %s (%s), %s\n", name, bytesize.Format(bu.Used), bytesize.Format(bu.Bytes), bu.Policy, state)
 		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Clusters)) {
+		fmt.Fprintf(&b, "\n\n== Cluster %s\n\n%s", name, p.Clusters[name].text())
 	}
 	return b.String()
 }

@@ -278,6 +278,18 @@ func (f *Fleet) Get(name string) (*Cluster, error) {
 	return nil, fmt.Errorf("multicluster: cluster %q: %w", name, ErrNotEngaged)
 }
 
+// Factories returns the informer factories of the engaged clusters, by
+// cluster: a manager.Manager running the Fleet shows each on
+// /debug/informers after its own.
+func (f *Fleet) Factories() map[string]*informer.Factory {
+	engaged := *f.engaged.Load()
+	out := make(map[string]*informer.Factory, len(engaged))
+	for name, cl := range engaged {
+		out[name] = cl.Factory
+	}
+	return out
+}
+
 // Clusters returns the names of the engaged clusters, sorted.
 func (f *Fleet) Clusters() []string {
 	return slices.Sorted(maps.Keys(*f.engaged.Load()))

@@ -2,6 +2,7 @@ package multicluster_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -88,6 +89,22 @@ ctrlkit_multicluster_clusters 2
 		}
 	}
 	assert.Greater(t, bytes["up"], bytes["down"], "the reachable cluster's cache holds its ConfigMap, the unreachable one's nothing")
+
+	// /debug/informers shows each cluster's informers after the Manager's.
+	rec := httptest.NewRecorder()
+	mgr.DebugInformersHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, manager.DebugInformersPath, nil))
+	assert.Contains(t, rec.Body.String(), "== Cluster down")
+	assert.Regexp(t, `== Cluster up\n\nInformer caches: 1 informers.*\n\nRESOURCE.*\nconfigmaps\s+cluster\s+1\s`, rec.Body.String())
+	rec = httptest.NewRecorder()
+	mgr.DebugInformersHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, manager.DebugInformersPath+"?format=json", nil))
+	var page struct {
+		Clusters map[string]struct {
+			Memory struct{ Informers []struct{ Resource string } }
+		}
+	}
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &page))
+	require.Contains(t, page.Clusters, "up")
+	assert.Equal(t, "configmaps", page.Clusters["up"].Memory.Informers[0].Resource)
 }
 
 func TestBadInputIsAnError(t *testing.T) {
