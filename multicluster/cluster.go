@@ -9,11 +9,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/connrotation"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -54,6 +58,11 @@ type Cluster struct {
 	synced chan struct{}
 	heldMu sync.Mutex
 	held   map[*admission]map[Key]struct{}
+
+	// events is the cluster's event broadcaster, built at the first
+	// EventRecorder and shut down with the cluster.
+	eventsMu sync.Mutex
+	events   record.EventBroadcaster
 
 	// flight counts the reconciles of this cluster's keys in progress
 	// (admission); closing refuses new ones once it is disengaged.
@@ -138,6 +147,33 @@ func (c *Cluster) drain() {
 	c.idle = idle
 	c.flight.Unlock()
 	<-idle
+}
+
+// EventRecorder returns a recorder of Events into this cluster (where
+// `kubectl describe` there shows them), as component: what a Reconcile
+// says about the cluster's objects belongs in the cluster, not the hub. The
+// cluster's broadcaster is built at the first call and shut down with the
+// cluster; after that, events are dropped.
+func (c *Cluster) EventRecorder(component string) record.EventRecorder {
+	c.eventsMu.Lock()
+	defer c.eventsMu.Unlock()
+	if c.events == nil {
+		c.events = record.NewBroadcaster(record.WithContext(c.ctx))
+		c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.Client.CoreV1().Events("")})
+		if c.ctx.Err() != nil {
+			c.events.Shutdown()
+		}
+	}
+	return c.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
+}
+
+// stopEvents shuts the event broadcaster down, if one was built.
+func (c *Cluster) stopEvents() {
+	c.eventsMu.Lock()
+	defer c.eventsMu.Unlock()
+	if c.events != nil {
+		c.events.Shutdown()
+	}
 }
 
 // Context ends when the cluster is disengaged (and when the Fleet stops):

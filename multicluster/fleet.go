@@ -249,7 +249,8 @@ func (f *Fleet) engage(ctx context.Context, name string, conn Connection) error 
 		}
 		f.mu.Unlock()
 		// The watches went with cctx (controller.WatchUntil); now the
-		// informers stop.
+		// events and the informers stop.
+		cl.stopEvents()
 		cl.Factory.Shutdown()
 		if cl.dialer != nil {
 			// The connections are the cluster's alone: an idle one would

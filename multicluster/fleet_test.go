@@ -122,6 +122,14 @@ func TestEngageAndDisengageWhileRunning(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return cl.Err() == nil }, wait, pollEvery)
 	assert.Greater(t, goroutines(), baseline, "the second cluster runs informers")
+	// Events into the cluster itself, from a broadcaster that leaves with it.
+	cm, err := cl.Client.CoreV1().ConfigMaps("default").Get(context.Background(), "b", metav1.GetOptions{})
+	require.NoError(t, err)
+	cl.EventRecorder("fleet-test").Event(cm, corev1.EventTypeNormal, "Annotated", "annotated in cluster second")
+	require.Eventually(t, func() bool {
+		evs, err := fc.Clientset().CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
+		return err == nil && len(evs.Items) == 1 && evs.Items[0].Source.Component == "fleet-test" && evs.Items[0].InvolvedObject.Name == "b"
+	}, wait, pollEvery)
 
 	list.Remove("second")
 	require.Eventually(t, func() bool { _, err := fleet.Get("second"); return err != nil }, wait, pollEvery)
