@@ -49,9 +49,11 @@ type factory struct {
 	logger    klog.Logger
 	client    kubernetes.Interface
 	hasClient bool
-	table     *hashcons.Table   // nil with Options.DisableSharing
-	detector  *mutationDetector // nil without Options.MutationDetector
-	steps     []step            // an object's way into a cache (buildSteps)
+	table     *hashcons.Table // nil with Options.DisableSharing
+	// tableShared is set when table is another factory's (Options.ShareWith).
+	tableShared bool
+	detector    *mutationDetector // nil without Options.MutationDetector
+	steps       []step            // an object's way into a cache (buildSteps)
 	// name is the reserved name of Options.InformerName; nil without one. Set
 	// by NewFactory; the Shutdown of the client-go factories given it
 	// releases it.
@@ -135,7 +137,11 @@ func NewFactory(client kubernetes.Interface, opts Options) *Factory {
 		client: client, hasClient: client != nil, stop: make(chan struct{}), cfg: opts.config()}}
 	f.logger = f.cfg.logger
 	f.ctx = klog.NewContext(context.Background(), f.logger)
-	if !f.cfg.noSharing {
+	switch {
+	case f.cfg.noSharing:
+	case opts.ShareWith != nil && opts.ShareWith.table != nil:
+		f.table, f.tableShared = opts.ShareWith.table, true
+	default:
 		f.table = hashcons.New()
 	}
 	f.budgets = f.newBudgets()

@@ -85,7 +85,7 @@ func (f *Factory) CacheMemory() CacheMemory {
 	slices.SortFunc(out.Informers, func(a, b InformerMemory) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Scope, b.Scope))
 	})
-	if f.table != nil && !f.cfg.noAccounting {
+	if f.table != nil && !f.tableShared && !f.cfg.noAccounting {
 		out.TableBytes = f.table.TableBytes()
 	}
 	out.Bytes = out.TableBytes

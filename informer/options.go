@@ -209,6 +209,15 @@ type Options struct {
 	// of the objects' duplicated parts.
 	DisableSharing bool
 
+	// ShareWith makes this factory share sub-objects through the table of
+	// that factory instead of one of its own: factories of similar clusters
+	// (a multicluster.Fleet's) store a sub-object identical across them once,
+	// and the table's fixed admission filter once. This factory's
+	// CacheMemory then reports no TableBytes: the table is the other's.
+	// Ignored with DisableSharing, or when that factory has sharing
+	// disabled.
+	ShareWith *Factory
+
 	// DisableAccounting turns off the estimate of what each informer's
 	// cache holds (Factory.CacheMemory, the ctrlkit_informer_objects and
 	// ctrlkit_informer_bytes metrics, memory budgets). Accounting sizes each

@@ -128,3 +128,51 @@ func TestWithoutSharing(t *testing.T) {
 		t.Fatal("sharing is not the default")
 	}
 }
+
+// Factories of three clusters sharing one table (Options.ShareWith) store a
+// sub-object identical across them once; only the table's owner reports
+// its bytes.
+func TestShareWithAnotherFactory(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pod := func() *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "1",
+			Labels: map[string]string{"app": "web", "tier": "frontend"}}}
+	}
+	owner := NewFactory(fake.NewClientset(pod()), Options{})
+	defer owner.Shutdown()
+	other := NewFactory(fake.NewClientset(pod()), Options{ShareWith: owner})
+	defer other.Shutdown()
+	third := NewFactory(fake.NewClientset(pod()), Options{ShareWith: owner})
+	defer third.Shutdown()
+	if other.table != owner.table {
+		t.Fatal("ShareWith did not share the table")
+	}
+	var labels []map[string]string
+	// One at a time: a sub-object is shared from the second time the
+	// table sees it, so the second and third clusters' copies are one.
+	for _, f := range []*Factory{owner, other, third} {
+		pods, err := For[*corev1.Pod](f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Start(ctx)
+		if err := f.WaitForCacheSync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		p, err := pods.Lister().Get("ns", "web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		labels = append(labels, p.Labels)
+	}
+	if reflect.ValueOf(labels[1]).Pointer() != reflect.ValueOf(labels[2]).Pointer() {
+		t.Error("the clusters' identical labels are separate maps")
+	}
+	if owner.CacheMemory().TableBytes == 0 || other.CacheMemory().TableBytes != 0 {
+		t.Errorf("TableBytes: owner %d, other %d; want the owner's alone", owner.CacheMemory().TableBytes, other.CacheMemory().TableBytes)
+	}
+	if NewFactory(fake.NewClientset(), Options{ShareWith: NewFactory(fake.NewClientset(), Options{DisableSharing: true})}).table == nil {
+		t.Error("ShareWith a factory without sharing: this one keeps a table of its own")
+	}
+}

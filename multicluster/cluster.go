@@ -224,6 +224,9 @@ func (f *Fleet) newCluster(name string, conn Connection) (*Cluster, error) {
 	}
 	opts := f.opts.Cache
 	opts.DynamicClient, opts.MetadataClient = cl.Dynamic, cl.Metadata
+	if opts.ShareWith == nil {
+		opts.ShareWith = f.tables
+	}
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = cl.logger
 	}

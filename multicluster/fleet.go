@@ -36,7 +36,9 @@ type Options struct {
 	// manager.Options.Cache does the Manager's: scopes, transforms, memory
 	// budgets (each cluster's own), the release grace. Its clients are the
 	// cluster's; its Logger, when unset, is the Fleet's with the cluster's
-	// name.
+	// name; its ShareWith, when unset, is a factory of the Fleet's, so the
+	// clusters share one sharing table: a sub-object identical across
+	// clusters is stored once, and the table's fixed part once.
 	Cache informer.Options
 
 	// ProbeInterval is how often each engaged cluster's API server is asked
@@ -79,6 +81,9 @@ type Fleet struct {
 	wirings  []wiring
 	wg       sync.WaitGroup // every cluster's goroutines
 
+	// tables owns the clusters' factories' sharing table (ShareWith).
+	tables *informer.Factory
+
 	// keeper engages the clusters this replica holds (Options.Sharding).
 	keeper *keeper
 
@@ -98,7 +103,10 @@ func New(opts Options) (*Fleet, error) {
 	if opts.ProbeInterval == 0 {
 		opts.ProbeInterval = defaultProbeInterval
 	}
-	f := &Fleet{opts: opts, clock: opts.Clock, clusters: map[string]*Cluster{}}
+	f := &Fleet{opts: opts, clock: opts.Clock, clusters: map[string]*Cluster{},
+		// Never started: it holds the sharing table of every cluster's
+		// factory, so a sub-object identical across clusters is stored once.
+		tables: informer.NewFactory(nil, informer.Options{})}
 	if f.clock == nil {
 		f.clock = clock.RealClock{}
 	}
