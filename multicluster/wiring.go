@@ -124,7 +124,10 @@ func (a *admission) Release(key Key) {
 // for its objects are enqueued with the cluster's name. The watch ends
 // with the cluster (controller.WatchUntil). Options are controller.Watch's
 // but WithResyncPeriod. A cluster where inf fails is named by Cluster.Err;
-// the others are not held back.
+// the others are not held back. Wire before the Fleet runs: a cluster's
+// keys wait for the informers built when it was engaged (see
+// NewController), and a Watch added later is not among them in the clusters
+// engaged already.
 //
 //	multicluster.Watch(fleet, c, multicluster.For[*corev1.ConfigMap](), controller.EnqueueObject)
 func Watch[T informer.Object](f *Fleet, c *controller.Controller[Key], inf func(*Cluster) (informer.Informer[T], error), mapFn func(T) []controller.Key, opts ...controller.WatchOption[T]) error {
