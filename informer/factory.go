@@ -44,14 +44,13 @@ type Factory struct {
 
 // factory is the state a Factory and its views share.
 type factory struct {
-	cfg       factoryConfig
-	ctx       context.Context // carries the logger for the error handler
-	logger    klog.Logger
-	client    kubernetes.Interface
-	hasClient bool
-	table     *hashcons.Table // nil with Options.DisableSharing
-	// tableShared is set when table is another factory's (Options.ShareWith).
-	tableShared bool
+	cfg         factoryConfig
+	ctx         context.Context // carries the logger for the error handler
+	logger      klog.Logger
+	client      kubernetes.Interface
+	hasClient   bool
+	table       *hashcons.Table   // nil with Options.DisableSharing
+	tableShared bool              // table is another factory's (Options.ShareWith)
 	detector    *mutationDetector // nil without Options.MutationDetector
 	steps       []step            // an object's way into a cache (buildSteps)
 	// name is the reserved name of Options.InformerName; nil without one. Set
@@ -137,13 +136,7 @@ func NewFactory(client kubernetes.Interface, opts Options) *Factory {
 		client: client, hasClient: client != nil, stop: make(chan struct{}), cfg: opts.config()}}
 	f.logger = f.cfg.logger
 	f.ctx = klog.NewContext(context.Background(), f.logger)
-	switch {
-	case f.cfg.noSharing:
-	case opts.ShareWith != nil && opts.ShareWith.table != nil:
-		f.table, f.tableShared = opts.ShareWith.table, true
-	default:
-		f.table = hashcons.New()
-	}
+	f.table, f.tableShared = sharingTable(f.cfg.noSharing, opts.ShareWith)
 	f.budgets = f.newBudgets()
 	f.staleness = f.newStaleness()
 	if f.cfg.mutationDetector {

@@ -241,6 +241,19 @@ func (m *meter) snapshot() InformerMemory {
 	return out
 }
 
+// sharingTable is a new factory's sharing table: none without sharing,
+// with's when given one that shares (shared is then true), else its own.
+func sharingTable(disabled bool, with *Factory) (t *hashcons.Table, shared bool) {
+	switch {
+	case disabled:
+		return nil, false
+	case with != nil && with.table != nil:
+		return with.table, true
+	default:
+		return hashcons.New(), false
+	}
+}
+
 // shareStep shares the object's sub-objects with the other cached objects
 // (the factory's table), charging the shared ones to its informer's meter,
 // and records the object's size there.
