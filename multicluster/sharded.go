@@ -173,10 +173,10 @@ func (k *keeper) run(ctx context.Context) error {
 // work runs while this replica holds its member Lease.
 func (k *keeper) work(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	l, err := k.client.CoordinationV1().Leases(k.cfg.Namespace).Get(ctx, k.cfg.Ring+"."+k.cfg.Identity, metav1.GetOptions{})
-	if err == nil && l.Spec.HolderIdentity != nil {
+	l, err := k.client.CoordinationV1().Leases(k.cfg.Namespace).Get(ctx, k.memberLease(k.cfg.Identity), metav1.GetOptions{})
+	if err == nil && holderOf(l) != "" {
 		k.mu.Lock()
-		k.holder = *l.Spec.HolderIdentity
+		k.holder = holderOf(l)
 		k.mu.Unlock()
 	}
 	defer k.leave(logger)
@@ -211,7 +211,7 @@ func (k *keeper) leave(logger klog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), k.cfg.RetryPeriod)
 	defer cancel()
 	for name, claim := range k.claims() {
-		if claim.Spec.HolderIdentity != nil && *claim.Spec.HolderIdentity == k.holder {
+		if holderOf(claim) == k.holder {
 			if err := k.deleteClaim(ctx, claim); err != nil {
 				// It is taken over once the member Lease expired.
 				logger.V(2).Info("Cannot delete a claim", "cluster", name, "err", err)
@@ -223,8 +223,7 @@ func (k *keeper) leave(logger klog.Logger) {
 // step engages the clusters given to this replica whose claims it can take
 // and disengages those given to another.
 func (k *keeper) step(ctx context.Context) error {
-	live := k.liveMembers(ctx)
-	ring := sharding.NewRing(k.cfg.Ring, slices.Collect(maps.Values(live)))
+	ring := sharding.NewRing(k.cfg.Ring, k.liveMembers())
 	claims := k.claims()
 	k.mu.Lock()
 	names := map[string]bool{}
@@ -245,7 +244,7 @@ func (k *keeper) step(ctx context.Context) error {
 		k.mu.Unlock()
 		claim := claims[name]
 		mine := off != nil && ring.Owner(name) == k.cfg.Identity
-		ours := claim != nil && claim.Spec.HolderIdentity != nil && *claim.Spec.HolderIdentity == k.holder
+		ours := claim != nil && holderOf(claim) == k.holder
 		switch {
 		case !mine:
 			if h != nil {
@@ -268,10 +267,7 @@ func (k *keeper) step(ctx context.Context) error {
 			}
 			errs = append(errs, k.hold(name, off))
 		default:
-			holder := ""
-			if claim.Spec.HolderIdentity != nil {
-				holder = *claim.Spec.HolderIdentity
-			}
+			holder := holderOf(claim)
 			if holder != "" && k.alive(ctx, holder) {
 				continue // its holder lets it go first
 			}
@@ -280,7 +276,7 @@ func (k *keeper) step(ctx context.Context) error {
 				continue
 			}
 			k.mu.Lock()
-			o := k.seen[k.cfg.Ring+"."+sharding.IdentityOfHolder(holder)]
+			o := k.seen[k.memberLease(sharding.IdentityOfHolder(holder))]
 			k.mu.Unlock()
 			klog.FromContext(ctx).Info("Took over a cluster from a member that left", "cluster", name, "from", holder, "sinceLastRenewalSeen", k.f.clock.Since(o.at))
 			errs = append(errs, k.hold(name, off))
@@ -321,30 +317,39 @@ func (k *keeper) release(name string) {
 }
 
 // liveMembers returns the identities of the members whose Leases were seen
-// renewed within LeaseDuration, by holder.
-func (k *keeper) liveMembers(ctx context.Context) map[string]string {
+// renewed within LeaseDuration.
+func (k *keeper) liveMembers() []string {
 	objs, err := k.leases.Lister().List(labels.SelectorFromSet(labels.Set{sharding.RingLabel: k.cfg.Ring}))
-	live := map[string]string{}
 	if err != nil {
-		return live
+		return nil
 	}
+	var live []string
 	for _, l := range objs {
-		if !strings.HasPrefix(l.Name, k.cfg.Ring+".") {
+		if !strings.HasPrefix(l.Name, k.memberLease("")) {
 			continue
 		}
 		if h := k.observe(l); h != "" {
-			live[h] = sharding.IdentityOfHolder(h)
+			live = append(live, sharding.IdentityOfHolder(h))
 		}
 	}
 	return live
 }
 
+// memberLease is the name of identity's member Lease in the ring
+// (sharding's <ring>.<identity>).
+func (k *keeper) memberLease(identity string) string { return k.cfg.Ring + "." + identity }
+
+// holderOf is l's holder identity, "" when none.
+func holderOf(l *coordinationv1.Lease) string {
+	if l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
 // observe records l's renewal and returns its holder when it is alive.
 func (k *keeper) observe(l *coordinationv1.Lease) string {
-	holder, renew := "", ""
-	if l.Spec.HolderIdentity != nil {
-		holder = *l.Spec.HolderIdentity
-	}
+	holder, renew := holderOf(l), ""
 	if l.Spec.RenewTime != nil {
 		renew = l.Spec.RenewTime.String()
 	}
@@ -366,8 +371,7 @@ func (k *keeper) observe(l *coordinationv1.Lease) string {
 // a live member look dead) and reports whether it was seen renewed within
 // LeaseDuration.
 func (k *keeper) alive(ctx context.Context, holder string) bool {
-	name := k.cfg.Ring + "." + sharding.IdentityOfHolder(holder)
-	l, err := k.client.CoordinationV1().Leases(k.cfg.Namespace).Get(ctx, name, metav1.GetOptions{})
+	l, err := k.client.CoordinationV1().Leases(k.cfg.Namespace).Get(ctx, k.memberLease(sharding.IdentityOfHolder(holder)), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false
 	}
