@@ -68,7 +68,7 @@ func New(hub *informer.Factory, fleet *multicluster.Fleet, opts Options) (*contr
 	// must still reach Reconcile, to delete its copy (a narrowed cache
 	// would only see it leave). A cluster has few Namespaces.
 	namespaces := multicluster.For[*corev1.Namespace]()
-	copies := multicluster.For[*corev1.ConfigMap](informer.WithLabelSelector[*corev1.ConfigMap](LabelManaged + "=true"))
+	copies := copiesIn
 	if err := multicluster.Watch(fleet, c, namespaces, controller.EnqueueObject); err != nil {
 		return nil, err
 	}
@@ -118,6 +118,12 @@ func (r *reconciler) everyTarget(cm *corev1.ConfigMap) []multicluster.Key {
 	return keys
 }
 
+// copiesIn is the cluster's informer of the ConfigMaps this controller
+// writes, and only those.
+func copiesIn(cl *multicluster.Cluster) (informer.Informer[*corev1.ConfigMap], error) {
+	return informer.For[*corev1.ConfigMap](cl.Factory, informer.WithLabelSelector[*corev1.ConfigMap](LabelManaged+"=true"))
+}
+
 func (r *reconciler) namespaces(cl *multicluster.Cluster) (informer.Informer[*corev1.Namespace], error) {
 	return informer.For[*corev1.Namespace](cl.Factory)
 }
@@ -132,7 +138,7 @@ func (r *reconciler) Reconcile(ctx context.Context, key multicluster.Key) (contr
 	if err != nil {
 		return controller.Result{}, err
 	}
-	copies, err := informer.For[*corev1.ConfigMap](cl.Factory, informer.WithLabelSelector[*corev1.ConfigMap](LabelManaged+"=true"))
+	copies, err := copiesIn(cl)
 	if err != nil {
 		return controller.Result{}, err
 	}
