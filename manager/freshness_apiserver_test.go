@@ -2,11 +2,13 @@ package manager_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,9 +32,9 @@ import (
 func TestFreshnessGateAcrossAFailoverAPIServer(t *testing.T) {
 	env := testkit.NewAPIServer(t)
 	cl := newCluster(t, env)
-	a := newGatedReplica(t, cl, "a", nil)
+	a := newGatedReplica(t, cl, "a", nil, nil)
 	partition := &watchPartition{}
-	b := newGatedReplica(t, cl, "b", partition)
+	b := newGatedReplica(t, cl, "b", partition, nil)
 
 	a.start(t)
 	waitUntil(t, apiWait, a.mgr.Elector().IsLeader, "replica a acquires the lease")
@@ -64,6 +66,62 @@ func TestFreshnessGateAcrossAFailoverAPIServer(t *testing.T) {
 	require.NoError(t, b.stop())
 }
 
+// A leader whose Lease requests fail loses the Lease, keeps running as a standby and wins the
+// Lease back once they succeed again; if its watch was cut meanwhile, its cache misses what the
+// leader of the term in between wrote. The gate is taken again for every term, so the process
+// that wins its own Lease back waits for its cache as a new leader would, and /readyz says so.
+// Black box against kube-apiserver.
+func TestFreshnessGateWhenALeaseIsWonBackAPIServer(t *testing.T) {
+	env := testkit.NewAPIServer(t)
+	cl := newCluster(t, env)
+	partition := &watchPartition{}
+	leases := &leaseCut{}
+	a := newGatedReplica(t, cl, "a", partition, leases)
+	b := newGatedReplica(t, cl, "b", nil, nil)
+
+	a.start(t)
+	waitUntil(t, apiWait, a.mgr.Elector().IsLeader, "replica a acquires the lease")
+	b.start(t)
+	before := createConfigMaps(t, cl, "before", 3)
+	waitUntil(t, apiWait, func() bool { return a.rec.sawAll(before) }, "a reconciles every ConfigMap")
+
+	partition.cut()
+	leases.cut.Store(true) // a can neither renew its Lease nor hear of new objects
+	waitUntil(t, apiWait, func() bool { return !a.mgr.Elector().IsLeader() }, "a loses the lease it cannot renew")
+	waitUntil(t, apiWait, b.mgr.Elector().IsLeader, "b takes over the expired lease")
+	hidden := createConfigMaps(t, cl, "hidden", 1)[0]
+	waitUntil(t, apiWait, func() bool { return b.rec.sawAll([]string{hidden}) }, "b reconciles the ConfigMap a's watch misses")
+	afterFirstTerm, blindBefore := a.rec.total(), len(a.rec.blind())
+
+	leases.cut.Store(false)
+	require.NoError(t, b.stop()) // released: a, still running, wins its Lease back
+	waitUntil(t, apiWait, a.mgr.Elector().IsLeader, "a wins the lease back")
+	waitUntil(t, apiWait, func() bool {
+		code, body := probeURL(a.mgr.ReadyzHandler(), "/readyz?verbose")
+		return code == http.StatusOK && strings.Contains(body, "controller gated: the workers wait for informer configmaps")
+	}, "a's /readyz?verbose names the informer its gate waits for in its second term, and a stays ready")
+	assert.Equal(t, afterFirstTerm, a.rec.total(), "a reconciled in its second term on a cache that misses %s", hidden)
+
+	partition.heal()
+	waitUntil(t, apiWait, func() bool { return a.rec.sawAll(append(before, hidden)) }, "a reconciles every ConfigMap once its cache caught up")
+	assert.Greater(t, a.rec.total(), afterFirstTerm)
+	assert.Len(t, a.rec.blind(), blindBefore, "a's second term reconciled without seeing %s", hidden)
+	require.NoError(t, a.stop())
+}
+
+// leaseCut fails a client's requests for Leases while cut, as a partition between a leader and
+// the API server's Lease endpoint would: the leader cannot renew.
+type leaseCut struct{ cut atomic.Bool }
+
+func (l *leaseCut) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		if l.cut.Load() && strings.Contains(req.URL.Path, "/leases") {
+			return nil, errors.New("injected: the Lease endpoint is unreachable")
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
 // gatedReplica is a replica (started and stopped as the leader election test's) whose one
 // leader-only controller has Freshness.Gate, recording whether each Reconcile saw the
 // "hidden-0" ConfigMap.
@@ -72,11 +130,14 @@ type gatedReplica struct {
 	rec *sightRecorder
 }
 
-func newGatedReplica(t *testing.T, cl *cluster, name string, p *watchPartition) *gatedReplica {
+func newGatedReplica(t *testing.T, cl *cluster, name string, p *watchPartition, l *leaseCut) *gatedReplica {
 	t.Helper()
 	cfg := rest.CopyConfig(cl.env.Config())
 	if p != nil {
 		cfg.Wrap(p.wrap)
+	}
+	if l != nil {
+		cfg.Wrap(l.wrap)
 	}
 	client := newClient(t, cfg)
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2))).WithValues("replica", name)
