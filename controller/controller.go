@@ -28,6 +28,7 @@ type Controller[K comparable] struct {
 	maxRetries  int            // Options.Retry's backoff retries; -1: forever
 	slowRetry   time.Duration  // then a try every slowRetry; 0: give up
 	bypass      bool           // Options.EventsBypassBackoff
+	wake        time.Duration  // Options.BackoffEventWait, resolved: 0 when events wait for the retry
 	jitter      float64        // Options.RequeueJitter
 	minInterval time.Duration  // Options.MinInterval
 	debounce    time.Duration  // Options.Debounce

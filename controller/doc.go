@@ -86,10 +86,12 @@
 //     before its namespace left an informer's NamespaceSet. Forgotten, not
 //     retried, not counted as an error, logged at V(2); if the namespace
 //     comes back, its replay enqueues the key again.
-//   - any other error: AddRateLimited while the queue's NumRequeues is below
-//     the backoff count of Options.Retry (15 by default: 16 calls in about
-//     164 s with the default limiter). A RequeueAfter returned with an error is ignored,
-//     and the log says so.
+//   - any other error: a retry delayed by the rate limiter while the queue's
+//     NumRequeues is below the backoff count of Options.Retry (15 by default:
+//     16 calls in about 164 s with the default limiter). Events meanwhile join
+//     the retry; the first wakes the key Options.BackoffEventWait (5 s) after
+//     the failure, and a failure of that early Reconcile is not counted. A
+//     RequeueAfter returned with an error is ignored, and the log says so.
 //   - an error after the last retry: the retries are exhausted, and the key
 //     is never stranded: it is added back after the Every interval of
 //     Options.Retry (5 minutes by default) and again after each further failure, until a

@@ -20,6 +20,9 @@ import (
 // a shutdown stays well inside a Pod's 30 s grace period.
 const DefaultDrainTimeout = 3 * time.Second
 
+// defaultBackoffEventWait is Options.BackoffEventWait's default.
+const defaultBackoffEventWait = 5 * time.Second
+
 // Options configure a Controller. The zero value is valid: one worker, 15
 // retries with backoff and then one every 5 minutes until the key succeeds,
 // client-go's default controller rate limiter, a ctrlkit queue,
@@ -45,12 +48,27 @@ type Options[K comparable] struct {
 	// and a Reconcile's own re-add join that retry (provenance lists them),
 	// so the count and the delay grow only when a retry runs at its due time
 	// and fails, and a fault costs the backoff its own length, whatever the
-	// events. An event's fix then waits for the retry too: at most the delay
-	// the key reached, which is about the fault's length so far. Keys past
-	// their retries (slow retries) are reconciled at once on an event either
-	// way: their interval never grows. A Queue not built by this package
-	// (client-go's) always bypasses.
+	// events, except for the one early Reconcile BackoffEventWait allows.
+	// Keys past their retries (slow retries) are reconciled at once on an
+	// event either way: their interval never grows. A Queue not built by
+	// this package (client-go's) always bypasses.
 	EventsBypassBackoff bool
+
+	// BackoffEventWait is the longest an event waits for a key that is
+	// backing off: the first event (or Enqueue) after a failure reconciles
+	// the key BackoffEventWait after that failure, or at its retry if that
+	// comes sooner, and the events after it wait for the retry. If that
+	// early Reconcile fails too, it is not counted: the retry stays due when
+	// it was, and the next event may wake the key BackoffEventWait later. A
+	// stream of events during a fault so costs at most one Reconcile per
+	// BackoffEventWait beyond the backoff's own, never inflates the backoff,
+	// and the fix an event brings (a corrected spec, or the fault's end
+	// while the object keeps changing) is acted on within BackoffEventWait
+	// instead of waiting out a delay that grew with the fault. 0 means 5 s;
+	// negative makes events wait for the retry. With a prebuilt Queue, whose
+	// rate limiter picks the delay, events wait for the retry and a positive
+	// value is an error, as it is with EventsBypassBackoff.
+	BackoffEventWait time.Duration
 
 	// MinInterval is the least time between the starts of two Reconciles of
 	// one key: a key due sooner waits in the queue (holding no worker) until
@@ -243,6 +261,10 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 		return bad("ReconcileTimeout", fmt.Sprintf("%v is negative", opts.ReconcileTimeout))
 	case opts.CacheSyncTimeout < 0:
 		return bad("CacheSyncTimeout", fmt.Sprintf("%v is negative", opts.CacheSyncTimeout))
+	case opts.EventsBypassBackoff && opts.BackoffEventWait != 0:
+		return bad("BackoffEventWait", "set with EventsBypassBackoff, which reconciles every event at once")
+	case opts.Queue != nil && opts.BackoffEventWait > 0:
+		return bad("BackoffEventWait", "set with Queue: a prebuilt queue's rate limiter picks the retry's delay, so events wait for the retry")
 	case opts.Queue != nil && opts.RateLimiter != nil:
 		return bad("RateLimiter", "set together with Queue; a prebuilt queue brings its own rate limiter")
 	case opts.Fences != nil && opts.Fences.TTL < 0:
@@ -303,6 +325,14 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 	}
 	if c.limiter == nil {
 		c.limiter = kworkqueue.DefaultTypedControllerRateLimiter[K]()
+	}
+	if !c.bypass && c.prebuilt == nil {
+		switch {
+		case opts.BackoffEventWait == 0:
+			c.wake = defaultBackoffEventWait
+		case opts.BackoffEventWait > 0:
+			c.wake = opts.BackoffEventWait
+		}
 	}
 	return c, nil
 }

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"time"
+
 	kworkqueue "k8s.io/client-go/util/workqueue"
 
 	"github.com/ctrlkit/ctrlkit/provenance"
@@ -39,6 +41,12 @@ type addSpec struct {
 	// hold keeps the key out until the delay ends: adds meanwhile join it
 	// (workqueue.AddOpts.Hold). Only ctrlkit's queue can.
 	hold bool
+	// wake lets the first add that joins the hold end it this long after
+	// the held add (workqueue.AddOpts.WakeAfter); 0: never.
+	wake time.Duration
+	// backoff delays a retry whose delay the controller took from the rate
+	// limiter itself; a backoff retry's trigger never shows its delay.
+	backoff time.Duration
 }
 
 // adaptQueue returns the queue view of q: ctrlkit's queue is used through its
@@ -91,7 +99,7 @@ func (c ckQueue[K]) add(key K, a addSpec) {
 		addPlain(c.q, key, a)
 		return
 	}
-	o := workqueue.AddOpts{After: a.trigger.After, RateLimited: a.rateLimited, Hold: a.hold, Cause: a.trigger.Cause()}
+	o := workqueue.AddOpts{After: max(a.trigger.After, a.backoff), RateLimited: a.rateLimited, Hold: a.hold, WakeAfter: a.wake, Cause: a.trigger.Cause()}
 	if a.priority != nil {
 		o.Priority = *a.priority
 	}
@@ -127,8 +135,8 @@ func (c clientGoQueue[K]) add(key K, a addSpec) { addPlain(c.q, key, a) }
 // addPlain adds key through client-go's interface: no priority, no reasons.
 func addPlain[K comparable](q kworkqueue.TypedRateLimitingInterface[K], key K, a addSpec) {
 	switch {
-	case a.trigger.After > 0:
-		q.AddAfter(key, a.trigger.After)
+	case max(a.trigger.After, a.backoff) > 0:
+		q.AddAfter(key, max(a.trigger.After, a.backoff))
 	case a.rateLimited:
 		q.AddRateLimited(key)
 	default:

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"sync"
 	"time"
@@ -101,22 +100,28 @@ func (r Retry) resolved() Retry {
 // slowRetry, or forget the key when slowRetry is 0 (GiveUp). It reports
 // whether it put the key back. A backing-off key is held (unless
 // Options.EventsBypassBackoff): events cannot run it before its retry, so
-// only retries run at their due time count.
+// only retries run at their due time count; the first event after a failure
+// may wake it BackoffEventWait after the failure (c.wake), and the failure of
+// such an early Reconcile leaves the count and the retry's due time as they were.
 func (c *Controller[K]) retry(logger klog.Logger, q queue[K], key K, priority *int, err error) bool {
 	n := q.numRequeues(key)
 	if c.maxRetries < 0 || n < c.maxRetries {
-		if floor, ok := serverDelay(err, c.retryCeiling()); ok && c.prebuilt == nil {
+		floor, asked := serverDelay(err, c.retryCeiling())
+		if c.wake > 0 {
+			return c.heldRetry(logger, q, key, priority, err, n, floor)
+		}
+		if asked && c.prebuilt == nil {
 			// The API server said when to come back (429 Too Many Requests, a server
 			// timeout with Retry-After): not sooner than that, nor sooner than the
 			// backoff. When counts the retry, as the queue's rate-limited add would.
 			delay := max(c.limiter.When(key), floor)
 			logger.Error(err, "Reconcile failed; retrying when the API server asked", "retries", n, "maxRetries", c.maxRetries, "retryAfter", delay)
-			c.retries.backoff(key)
+			c.retries.backoff(key, time.Time{})
 			q.add(key, addSpec{trigger: provenance.Trigger{Kind: provenance.TriggerRetry, Retry: n + 1, After: delay}, priority: priority, hold: !c.bypass})
 			return true
 		}
 		logger.Error(err, "Reconcile failed; retrying with backoff", "retries", n, "maxRetries", c.maxRetries)
-		c.retries.backoff(key)
+		c.retries.backoff(key, time.Time{})
 		q.add(key, addSpec{trigger: retryTrigger(n + 1), priority: priority, rateLimited: true, hold: !c.bypass})
 		return true
 	}
@@ -141,6 +146,39 @@ func (c *Controller[K]) retry(logger klog.Logger, q queue[K], key K, priority *i
 	return true
 }
 
+// heldRetry is retry's backoff with events that wake the key (c.wake > 0; the
+// controller built the queue, so c.limiter is the queue's): the delay is taken
+// from the limiter here rather than by the queue, so that the retry's due time
+// is known. A failure before that time is a Reconcile an event woke early: it
+// is not counted, and the retry stays due when it was (later, if the API
+// server asked for a later one). floor is the API server's delay, 0 if none.
+func (c *Controller[K]) heldRetry(logger klog.Logger, q queue[K], key K, priority *int, err error, n int, floor time.Duration) bool {
+	now := c.clock.Now()
+	add := func(retry int, delay time.Duration) {
+		t := retryTrigger(retry)
+		if floor > 0 {
+			t.After = delay // the API server's delay shows, as on the other paths
+		}
+		c.retries.backoff(key, now.Add(delay))
+		q.add(key, addSpec{trigger: t, backoff: delay, priority: priority, hold: true, wake: c.wake})
+	}
+	if due, ok := c.retries.dueAt(key); ok && now.Before(due) {
+		delay := max(due.Sub(now), floor)
+		logger.Error(err, "Reconcile failed ahead of its retry (an event woke the key); the retry stays due",
+			"retries", n, "maxRetries", c.maxRetries, "retryAfter", delay)
+		add(n, delay)
+		return true
+	}
+	delay := max(c.limiter.When(key), floor)
+	if floor > 0 {
+		logger.Error(err, "Reconcile failed; retrying when the API server asked", "retries", n, "maxRetries", c.maxRetries, "retryAfter", delay)
+	} else {
+		logger.Error(err, "Reconcile failed; retrying with backoff", "retries", n, "maxRetries", c.maxRetries, "retryAfter", delay)
+	}
+	add(n+1, delay)
+	return true
+}
+
 // retryCeiling is the longest a Retry-After delays a backoff retry: the slow
 // retries' interval, else 5 minutes.
 func (c *Controller[K]) retryCeiling() time.Duration {
@@ -162,28 +200,44 @@ func serverDelay(err error, ceiling time.Duration) (time.Duration, bool) {
 }
 
 // retrySet holds the keys whose last Reconcile failed: those backing off
-// (their value 0) and those past their retries, with how many slow retries
-// each has had. The queue does not count delayed keys (client-go's Len
-// counts only ready ones), yet Stats must.
+// (slow 0) and those past their retries, with how many slow retries each has
+// had. The queue does not count delayed keys (client-go's Len counts only
+// ready ones), yet Stats must.
 type retrySet[K comparable] struct {
 	mu   sync.Mutex
-	keys map[K]int
-	slow int // keys with a value > 0
+	keys map[K]retryState
+	slow int // keys with slow > 0
 	// onSlow reports the number of slow-retrying keys whenever it changes
 	// (the gauge); nil without metrics.
 	onSlow func(int)
 }
 
-// backoff records that key is backing off through the rate limiter.
-func (s *retrySet[K]) backoff(key K) {
+// retryState is what retrySet knows of one key.
+type retryState struct {
+	slow int       // slow retries had; 0 while backing off
+	due  time.Time // when its backoff retry is due; zero when the queue's limiter chose it
+}
+
+// backoff records that key is backing off through the rate limiter, its
+// retry due at due (zero: not known here).
+func (s *retrySet[K]) backoff(key K, due time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.keys == nil {
-		s.keys = make(map[K]int)
+		s.keys = make(map[K]retryState)
 	}
-	if _, ok := s.keys[key]; !ok {
-		s.keys[key] = 0
+	if st := s.keys[key]; st.slow == 0 {
+		s.keys[key] = retryState{due: due}
 	}
+}
+
+// dueAt returns when key's backoff retry is due, if it backs off and that is
+// known.
+func (s *retrySet[K]) dueAt(key K) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.keys[key]
+	return st.due, ok && st.slow == 0 && !st.due.IsZero()
 }
 
 // slowRetry records one more slow retry of key and returns how many it has
@@ -192,10 +246,10 @@ func (s *retrySet[K]) slowRetry(key K) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.keys == nil {
-		s.keys = make(map[K]int)
+		s.keys = make(map[K]retryState)
 	}
-	n := s.keys[key] + 1
-	s.keys[key] = n
+	n := s.keys[key].slow + 1
+	s.keys[key] = retryState{slow: n}
 	if n == 1 {
 		s.setSlowLocked(s.slow + 1)
 	}
@@ -207,12 +261,12 @@ func (s *retrySet[K]) slowRetry(key K) int {
 func (s *retrySet[K]) clear(key K) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, ok := s.keys[key]
+	st, ok := s.keys[key]
 	if !ok {
 		return
 	}
 	delete(s.keys, key)
-	if n > 0 {
+	if st.slow > 0 {
 		s.setSlowLocked(s.slow - 1)
 	}
 }
@@ -233,7 +287,11 @@ func (s *retrySet[K]) reset(cm *controllerMetrics) {
 func (s *retrySet[K]) list() map[K]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return maps.Clone(s.keys)
+	out := make(map[K]int, len(s.keys))
+	for k, st := range s.keys {
+		out[k] = st.slow
+	}
+	return out
 }
 
 // counts returns how many keys are backing off and how many retry slowly.

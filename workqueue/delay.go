@@ -128,8 +128,9 @@ func (q *Queue[T]) deadline(d time.Duration) time.Duration {
 
 // delayLocked makes item (whose hash is h) wait until at (then it is added with priority prio). An item already
 // waiting keeps the earlier ready time and the higher priority, unless it is held (AddOpts.Hold):
-// then it keeps its held time. With hold, the wait holds the item, unless it is ready already.
-func (q *Queue[T]) delayLocked(item T, h uint64, at time.Duration, prio int, c *Cause, hold bool) {
+// then it keeps its held time, or its wake time (AddOpts.WakeAfter) if this add is the first to
+// join the hold. With hold.on, the wait holds the item, unless it is ready already.
+func (q *Queue[T]) delayLocked(item T, h uint64, at time.Duration, prio int, c *Cause, hold holding) {
 	e := q.items.get(h, item)
 	if e == nil {
 		if e = q.newEntryLocked(item, h); e == nil {
@@ -139,12 +140,14 @@ func (q *Queue[T]) delayLocked(item T, h uint64, at time.Duration, prio int, c *
 	if q.provenance {
 		q.recordLocked(e, c, true)
 	}
-	if hold && e.state&stQueued == 0 {
+	if hold.on && e.state&stQueued == 0 {
 		e.held = true
+		q.setWakeLocked(e, hold.wakeAt)
 	} else if e.held && at < e.readyAt {
 		if prio > e.waitPrio {
 			e.waitPrio = prio
 		}
+		q.wakeLocked(e)
 		return
 	}
 	if e.waiting {
@@ -158,12 +161,54 @@ func (q *Queue[T]) delayLocked(item T, h uint64, at time.Duration, prio int, c *
 	} else {
 		e.waiting, e.waitPrio = true, prio
 	}
+	q.waitUntilLocked(e, at)
+}
+
+// waitUntilLocked makes e, waiting, ready at at; its earlier slot in delayed, if any, must have
+// been abandoned.
+func (q *Queue[T]) waitUntilLocked(e *entry[T], at time.Duration) {
 	e.readyAt = at
 	q.waitSeq++
 	e.waitSeq = q.waitSeq
 	q.delayed.push(delaySlot[T]{at: at, seq: e.waitSeq, e: e})
 	if r := q.delayed.root(); r.seq == e.waitSeq {
 		q.wakeDelayLoopLocked()
+	}
+}
+
+// setWakeLocked sets (wakeAt > 0) or clears the wake time of e's hold.
+func (q *Queue[T]) setWakeLocked(e *entry[T], wakeAt time.Duration) {
+	if wakeAt <= 0 {
+		if q.wakes != nil {
+			delete(q.wakes, e)
+		}
+		return
+	}
+	if q.wakes == nil {
+		q.wakes = map[*entry[T]]time.Duration{}
+	}
+	q.wakes[e] = wakeAt
+}
+
+// wakeLocked is an add joining e's hold: the first one brings the end of the hold forward to
+// its wake time (now, if that passed), when the hold has one and it comes sooner.
+func (q *Queue[T]) wakeLocked(e *entry[T]) {
+	w, ok := q.wakes[e]
+	if !ok {
+		return
+	}
+	delete(q.wakes, e)
+	switch now := q.now(); {
+	case w <= now:
+		// Due already: handed out now, as a due wait is, not whenever the delay goroutine runs.
+		q.delayed.abandon()
+		q.endWaitLocked(e)
+		if q.waiters.head != nil {
+			q.dispatchLocked()
+		}
+	case w < e.readyAt:
+		q.delayed.abandon()
+		q.waitUntilLocked(e, w)
 	}
 }
 
@@ -182,6 +227,19 @@ func (q *Queue[T]) wakeDelayLoopLocked() {
 	}
 }
 
+// endWaitLocked adds e, whose wait ended, at the priority it waited with.
+func (q *Queue[T]) endWaitLocked(e *entry[T]) {
+	e.waiting, e.held = false, false
+	if q.wakes != nil {
+		delete(q.wakes, e)
+	}
+	if e.rec != nil {
+		e.rec.ready.Merge(e.rec.waiting)
+		e.rec.waiting = Record{}
+	}
+	q.readyLocked(e, e.waitPrio)
+}
+
 // promoteLocked adds every waiting entry whose ready time is not after now, earliest first.
 func (q *Queue[T]) promoteLocked(now time.Duration) {
 	for q.delayed.len() > 0 && q.delayed.root().at <= now {
@@ -190,12 +248,7 @@ func (q *Queue[T]) promoteLocked(now time.Duration) {
 			q.delayed.stale--
 			continue
 		}
-		s.e.waiting, s.e.held = false, false
-		if s.e.rec != nil {
-			s.e.rec.ready.Merge(s.e.rec.waiting)
-			s.e.rec.waiting = Record{}
-		}
-		q.readyLocked(s.e, s.e.waitPrio)
+		q.endWaitLocked(s.e)
 	}
 	if q.waiters.head != nil {
 		q.dispatchLocked()
@@ -216,6 +269,7 @@ func (q *Queue[T]) dropDelayedLocked() {
 		}
 	}
 	q.delayed = delayHeap[T]{}
+	q.wakes = nil
 }
 
 // delayLoop is the one goroutine behind all delays. It is owned by the queue: ShutDown stops it

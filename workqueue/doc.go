@@ -28,8 +28,9 @@
 //     it.
 //   - Holds: a delayed add with AddOpts.Hold keeps the item out until the delay ends; adds
 //     meanwhile, and an add while it is being processed, join it instead of handing it out
-//     early. A retry added so is a backoff that events can neither cut short nor inflate
-//     (kubernetes#132805); client-go has no such add.
+//     early. A retry added so is a backoff that events cannot inflate (kubernetes#132805);
+//     client-go has no such add. With AddOpts.WakeAfter, the first add that joins ends the
+//     hold that long after the held add: an event waits a bounded time, once per hold.
 //   - Priorities: AddWithOpts(AddOpts{Priority: p}, items...) hands out higher priorities
 //     first, FIFO within a priority. An item added again keeps the higher of its priorities.
 //     Delayed and rate-limited adds keep their priority through the delay.

@@ -105,6 +105,7 @@ func (q *Queue[T]) doneLocked(item T, h uint64) {
 			e.rec.waiting.Merge(e.rec.ready)
 			e.rec.ready = Record{}
 		}
+		q.wakeLocked(e)
 	} else if e.state&stDirty != 0 {
 		e.state = 0
 		q.enqueueLocked(e, e.prio)

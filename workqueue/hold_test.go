@@ -99,3 +99,62 @@ func TestHoldAtShutDown(t *testing.T) {
 	_, shutdown := q.Get()
 	assert.True(t, shutdown)
 }
+
+// With WakeAfter, the first add that joins a hold ends it WakeAfter after the held add; the
+// adds after it join as before, and the item is handed out once.
+func TestHoldWakeAfter(t *testing.T) {
+	q, clk := newFakeQueue(t, workqueue.WithProvenance[string]())
+	q.AddWithOpts(workqueue.AddOpts{After: time.Minute, Hold: true, WakeAfter: 5 * time.Second, Cause: workqueue.Cause{Kind: causeRetry}}, "a")
+	clk.Step(4 * time.Second)
+	assert.Equal(t, 0, q.Len(), "no add joined: held")
+	q.AddWithOpts(workqueue.AddOpts{Cause: workqueue.Cause{Kind: causeEvent}}, "a")
+	assert.Equal(t, 0, q.Len(), "the wake comes 5 s after the held add, not at the add")
+	clk.Step(999 * time.Millisecond)
+	q.Add("a")
+	assert.Equal(t, 0, q.Len())
+	clk.Step(time.Millisecond)
+	item, rec, _ := q.GetWithRecord()
+	assert.Equal(t, "a", item)
+	assert.Equal(t, 2, rec.Count(causeEvent)+rec.Count(0), "the adds that joined are in the record")
+	q.Done("a")
+	clk.Step(time.Hour)
+	assert.Equal(t, 0, q.Len(), "the held add came out with the wake: once")
+
+	// An add that joins after the wake time hands the item out at once.
+	q.AddWithOpts(workqueue.AddOpts{After: time.Minute, Hold: true, WakeAfter: time.Second}, "b")
+	clk.Step(10 * time.Second)
+	assert.Equal(t, 0, q.Len())
+	q.Add("b")
+	assert.Equal(t, []string{"b"}, drainOrder(q))
+
+	// A wake no sooner than the delay changes nothing.
+	q.AddWithOpts(workqueue.AddOpts{After: time.Second, Hold: true, WakeAfter: time.Minute}, "c")
+	q.Add("c")
+	assert.Equal(t, 0, q.Len())
+	clk.Step(time.Second)
+	assert.Equal(t, []string{"c"}, drainOrder(q))
+}
+
+// An add while the item is being processed, before or after its held retry was added, is an
+// add joining the hold: at Done, the wake is set.
+func TestHoldWakeAfterAnAddWhileProcessing(t *testing.T) {
+	q, clk := newFakeQueue(t)
+	q.Add("a")
+	mustGet(t, q, "a")
+	q.Add("a") // an event the failing Reconcile may not have seen
+	q.AddWithOpts(workqueue.AddOpts{After: time.Minute, Hold: true, WakeAfter: 2 * time.Second}, "a")
+	q.Done("a")
+	assert.Equal(t, 0, q.Len())
+	clk.Step(2 * time.Second)
+	assert.Equal(t, []string{"a"}, drainOrder(q), "woken 2 s after the held add")
+
+	// Without an add, the hold lasts its delay.
+	q.Add("a")
+	mustGet(t, q, "a")
+	q.AddWithOpts(workqueue.AddOpts{After: time.Minute, Hold: true, WakeAfter: 2 * time.Second}, "a")
+	q.Done("a")
+	clk.Step(59 * time.Second)
+	assert.Equal(t, 0, q.Len())
+	clk.Step(time.Second)
+	assert.Equal(t, []string{"a"}, drainOrder(q))
+}

@@ -72,7 +72,8 @@ type refEntry struct {
 	pushTick   int64  // the aging tick counted when the ready slot was taken
 
 	waiting  bool
-	held     bool // an AddOpts.Hold wait: adds join it
+	held     bool          // an AddOpts.Hold wait: adds join it
+	wakeAt   time.Duration // AddOpts.WakeAfter: the first add to join ends the hold then; 0: none
 	readyAt  time.Duration
 	waitPrio int
 	waitSeq  uint64
@@ -142,6 +143,7 @@ func (m *refModel) add(k string, prio int) {
 	e := m.entry(k)
 	if e.held && !e.processing {
 		e.waitPrio = max(e.waitPrio, prio)
+		m.wake(k, e)
 		return
 	}
 	switch {
@@ -163,7 +165,7 @@ func (m *refModel) add(k string, prio int) {
 	}
 }
 
-func (m *refModel) delay(k string, d time.Duration, prio int, hold bool) {
+func (m *refModel) delay(k string, d time.Duration, prio int, hold bool, wake time.Duration) {
 	if m.shutdown {
 		return
 	}
@@ -174,9 +176,13 @@ func (m *refModel) delay(k string, d time.Duration, prio int, hold bool) {
 	e := m.entry(k)
 	at := m.now + d
 	if hold && !e.queued {
-		e.held = true
+		e.held, e.wakeAt = true, 0
+		if wake > 0 && wake < d {
+			e.wakeAt = m.now + wake
+		}
 	} else if e.held && at < e.readyAt {
 		e.waitPrio = max(e.waitPrio, prio)
+		m.wake(k, e)
 		return
 	}
 	if e.waiting {
@@ -188,6 +194,22 @@ func (m *refModel) delay(k string, d time.Duration, prio int, hold bool) {
 		return
 	}
 	e.waiting, e.readyAt, e.waitPrio, e.waitSeq = true, at, prio, m.next()
+}
+
+// wake is an add joining e's hold: the first brings its end forward to the wake time.
+func (m *refModel) wake(k string, e *refEntry) {
+	w := e.wakeAt
+	if w == 0 {
+		return
+	}
+	e.wakeAt = 0
+	switch {
+	case w <= m.now:
+		e.waiting, e.held = false, false
+		m.add(k, e.waitPrio)
+	case w < e.readyAt:
+		e.readyAt, e.waitSeq = w, m.next()
+	}
 }
 
 // when is client-go's ItemExponentialFailureRateLimiter.
@@ -217,7 +239,7 @@ func (m *refModel) promote() {
 	})
 	for _, k := range due {
 		e := m.entries[k]
-		e.waiting, e.held = false, false
+		e.waiting, e.held, e.wakeAt = false, false, 0
 		m.add(k, e.waitPrio)
 	}
 }
@@ -333,6 +355,7 @@ func (m *refModel) done(k string) {
 	if e.dirty && e.held {
 		e.dirty = false
 		e.waitPrio = max(e.waitPrio, e.prio)
+		m.wake(k, e)
 	} else if e.dirty {
 		e.dirty = false
 		m.enqueue(k, e, e.prio)
@@ -343,7 +366,7 @@ func (m *refModel) done(k string) {
 func (m *refModel) shutDown() {
 	m.shutdown = true
 	for k, e := range m.entries {
-		e.waiting, e.held = false, false
+		e.waiting, e.held, e.wakeAt = false, false, 0
 		m.cleanup(k)
 	}
 }
@@ -402,6 +425,13 @@ func runModel(t testing.TB, next func() (byte, bool), maxOps int, cfg modelConfi
 	prios := []int{-200, -2, -1, 0, 1, 2, 300}
 	prio := func() int { return prios[int(arg())%len(prios)] }
 	delay := func() time.Duration { return time.Duration(int(arg()%66)-5) * time.Millisecond }
+	// Holds with a wake come from every other op byte that holds (bit 2 of op/20).
+	wakeAfter := func(op byte) time.Duration {
+		if (op/40)%2 == 0 {
+			return 0
+		}
+		return time.Duration(arg()%30) * time.Millisecond
+	}
 
 	ops := 0
 	for ; ops < maxOps; ops++ {
@@ -423,32 +453,32 @@ func runModel(t testing.TB, next func() (byte, bool), maxOps int, cfg modelConfi
 				m.add(k, p)
 			}
 		case 4:
-			p, d, k, hold := prio(), delay(), key(), (op/20)%2 == 1
-			trace = append(trace, fmt.Sprintf("AddWithOpts(p=%d,after=%v,hold=%v,%s)", p, d, hold, k))
-			q.AddWithOpts(workqueue.AddOpts{Priority: p, After: d, Hold: hold}, k)
-			m.delay(k, d, p, hold)
+			p, d, k, hold, wake := prio(), delay(), key(), (op/20)%2 == 1, wakeAfter(op)
+			trace = append(trace, fmt.Sprintf("AddWithOpts(p=%d,after=%v,hold=%v,wake=%v,%s)", p, d, hold, wake, k))
+			q.AddWithOpts(workqueue.AddOpts{Priority: p, After: d, Hold: hold, WakeAfter: wake}, k)
+			m.delay(k, d, p, hold, wake)
 		case 5:
-			p, d, k, hold := prio(), delay(), key(), (op/20)%2 == 1
-			trace = append(trace, fmt.Sprintf("AddWithOpts(p=%d,after=%v,ratelimited,hold=%v,%s)", p, d, hold, k))
-			q.AddWithOpts(workqueue.AddOpts{Priority: p, After: d, RateLimited: true, Hold: hold}, k)
+			p, d, k, hold, wake := prio(), delay(), key(), (op/20)%2 == 1, wakeAfter(op)
+			trace = append(trace, fmt.Sprintf("AddWithOpts(p=%d,after=%v,ratelimited,hold=%v,wake=%v,%s)", p, d, hold, wake, k))
+			q.AddWithOpts(workqueue.AddOpts{Priority: p, After: d, RateLimited: true, Hold: hold, WakeAfter: wake}, k)
 			if !m.shutdown {
 				rl := m.when(k)
 				if d > 0 && d < rl {
 					rl = d
 				}
-				m.delay(k, rl, p, hold)
+				m.delay(k, rl, p, hold, wake)
 			}
 		case 6, 7:
 			d, k := delay(), key()
 			trace = append(trace, fmt.Sprintf("AddAfter(%s,%v)", k, d))
 			q.AddAfter(k, d)
-			m.delay(k, d, 0, false)
+			m.delay(k, d, 0, false, 0)
 		case 8:
 			k := key()
 			trace = append(trace, "AddRateLimited("+k+")")
 			q.AddRateLimited(k)
 			if !m.shutdown {
-				m.delay(k, m.when(k), 0, false)
+				m.delay(k, m.when(k), 0, false, 0)
 			}
 		case 9, 10, 11:
 			want, wantShutdown, blocks := m.get()

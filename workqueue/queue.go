@@ -29,6 +29,9 @@ type Queue[T comparable] struct {
 	draining     bool
 	delayed      delayHeap[T]
 	waitSeq      uint64
+	// wakes holds the wake times of held entries whose hold an add may end early
+	// (AddOpts.WakeAfter); nil until the first. Held entries are few: failing keys.
+	wakes map[*entry[T]]time.Duration
 
 	// handed caches the entries Get handed out, by the low bits of their tag, so that Done
 	// finds its entry without a table lookup (a cache miss in a deep queue). It holds only
@@ -84,6 +87,12 @@ type AddOpts struct {
 	// hands a backing-off item out at once. Hold needs a delay (After or RateLimited); an item
 	// already ready stays ready. The hold ends with the delay.
 	Hold bool
+	// WakeAfter, with Hold, lets the first add that joins the hold end it early: the item
+	// comes out WakeAfter after the held add (at once if that time has passed), unless its
+	// delay ends sooner; the adds after it join the hold as before. An event then waits at
+	// most WakeAfter for a backing-off item, and a stream of events hands it out at most once
+	// per hold. 0 holds for the whole delay.
+	WakeAfter time.Duration
 	// Cause is why the items are added, merged into each item's record on a queue with
 	// provenance (WithProvenance) and ignored otherwise. A delayed add's cause joins the
 	// record when the delay ends.
@@ -216,17 +225,18 @@ func (q *Queue[T]) AddWithOpts(o AddOpts, items ...T) {
 			if o.After > 0 && o.After < d {
 				d = o.After
 			}
-			q.addAfter(item, d, o.Priority, &o.Cause, o.Hold)
+			q.addAfter(item, d, o.Priority, &o.Cause, o.Hold, o.WakeAfter)
 		}
 	case o.After > 0:
 		at := q.deadline(o.After)
+		hold := q.holdOf(o.Hold, o.WakeAfter, o.After)
 		q.lock()
 		if !q.shuttingDown {
 			for _, item := range items {
 				if q.metrics != nil {
 					q.metrics.retry()
 				}
-				q.delayLocked(item, q.items.hash(item), at, o.Priority, &o.Cause, o.Hold)
+				q.delayLocked(item, q.items.hash(item), at, o.Priority, &o.Cause, hold)
 			}
 		}
 		q.unlock()
@@ -247,13 +257,15 @@ func (q *Queue[T]) AddWithOpts(o AddOpts, items ...T) {
 // AddAfter adds item once d has passed; d <= 0 adds at once. An item already waiting keeps the
 // earlier of its ready times. Items still waiting at ShutDown are dropped, as in client-go.
 func (q *Queue[T]) AddAfter(item T, d time.Duration) {
-	q.addAfter(item, d, 0, nil, false)
+	q.addAfter(item, d, 0, nil, false, 0)
 }
 
-func (q *Queue[T]) addAfter(item T, d time.Duration, prio int, c *Cause, hold bool) {
+func (q *Queue[T]) addAfter(item T, d time.Duration, prio int, c *Cause, held bool, wake time.Duration) {
 	var at time.Duration
+	var hold holding
 	if d > 0 {
 		at = q.deadline(d) // read the clock outside the lock
+		hold = q.holdOf(held, wake, d)
 	}
 	h := q.items.hash(item)
 	q.lock()
@@ -272,6 +284,23 @@ func (q *Queue[T]) addAfter(item T, d time.Duration, prio int, c *Cause, hold bo
 		return
 	}
 	q.delayLocked(item, h, at, prio, c, hold)
+}
+
+// holding is how a delayed add holds its item (AddOpts.Hold and WakeAfter).
+type holding struct {
+	on     bool
+	wakeAt time.Duration // since Queue.epoch; 0: the hold lasts the whole delay
+}
+
+// holdOf is the holding of an add delayed by d; the clock is read outside the lock.
+func (q *Queue[T]) holdOf(hold bool, wake, d time.Duration) holding {
+	if !hold {
+		return holding{}
+	}
+	if wake <= 0 || wake >= d {
+		return holding{on: true}
+	}
+	return holding{on: true, wakeAt: q.deadline(wake)}
 }
 
 // Len returns the number of items ready to be handed out, counting the delayed items that are
@@ -317,6 +346,7 @@ func (q *Queue[T]) joinHoldLocked(e *entry[T], prio int, c *Cause) {
 	if q.provenance {
 		q.recordLocked(e, c, true)
 	}
+	q.wakeLocked(e)
 }
 
 // readyLocked applies an add of priority prio to a known entry.

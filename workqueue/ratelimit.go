@@ -5,7 +5,7 @@ func (q *Queue[T]) AddRateLimited(item T) {
 	if q.down.Load() {
 		return
 	}
-	q.addAfter(item, q.limiter.When(item), 0, nil, false)
+	q.addAfter(item, q.limiter.When(item), 0, nil, false, 0)
 }
 
 // Forget tells the rate limiter to stop tracking item (its backoff starts over). It does not
