@@ -58,6 +58,11 @@ type Cluster struct {
 	synced chan struct{}
 	heldMu sync.Mutex
 	held   map[*admission]map[Key]struct{}
+	// versions are the informers the freshness gate waits for
+	// (freshness.go), lagging what it waits for now; clock times its retries.
+	versions []versioner
+	lagging  atomic.Pointer[string]
+	clock    clock.WithTicker
 
 	// events is the cluster's event broadcaster, built at the first
 	// EventRecorder and shut down with the cluster.
@@ -72,10 +77,14 @@ type Cluster struct {
 	idle    chan struct{} // closed when active drops to 0 while closing
 }
 
-// gate closes synced once the informers built at engagement synced, and
-// hands the keys held meanwhile back to their controllers.
+// gate closes synced once the informers built at engagement synced (and,
+// for controllers with Freshness.Gate, reached a consistent read taken then),
+// and hands the keys held meanwhile back to their controllers.
 func (c *Cluster) gate(ctx context.Context) {
 	if err := c.Factory.WaitForCacheSync(ctx); err != nil {
+		return // disengaged first
+	}
+	if err := c.waitFresh(ctx); err != nil {
 		return // disengaged first
 	}
 	c.heldMu.Lock()
@@ -181,8 +190,9 @@ func (c *Cluster) stopEvents() {
 func (c *Cluster) Context() context.Context { return c.ctx }
 
 // Err says why the cluster is not ready: its API server did not answer the
-// last probe, a wiring could not be built here, or its informers have not
-// synced yet. nil when it is ready.
+// last probe, a wiring could not be built here, its informers have not
+// synced yet, or (Freshness.Gate) one has not reached the API server's state.
+// nil when it is ready.
 func (c *Cluster) Err() error {
 	if p := c.unreachable.Load(); p != nil {
 		return fmt.Errorf("unreachable: %w", *p)
@@ -193,12 +203,15 @@ func (c *Cluster) Err() error {
 	if !c.Factory.HasSynced() {
 		return errors.New("caches not synced")
 	}
+	if p := c.lagging.Load(); p != nil {
+		return errors.New(*p)
+	}
 	return nil
 }
 
 func (f *Fleet) newCluster(name string, conn Connection) (*Cluster, error) {
 	cl := &Cluster{Name: name, Config: conn.Config, Client: conn.Client, Dynamic: conn.Dynamic, Metadata: conn.Metadata,
-		done: make(chan struct{}), logger: f.logger.WithValues("cluster", name),
+		done: make(chan struct{}), logger: f.logger.WithValues("cluster", name), clock: f.clock,
 		synced: make(chan struct{}), held: map[*admission]map[Key]struct{}{}}
 	if conn.Client == nil {
 		cfg := rest.CopyConfig(conn.Config)

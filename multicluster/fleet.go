@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
@@ -80,6 +81,8 @@ type Fleet struct {
 	clusters map[string]*Cluster
 	wirings  []wiring
 	wg       sync.WaitGroup // every cluster's goroutines
+	// fresh holds the controllers built with Freshness.Gate (freshness.go).
+	fresh map[*controller.Controller[Key]]bool
 
 	// tables owns the clusters' factories' sharing table (ShareWith).
 	tables *informer.Factory

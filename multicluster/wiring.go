@@ -71,6 +71,9 @@ func NewController(f *Fleet, name string, r controller.Reconciler[Key], opts con
 	if err := c.SetAdmission(&admission{f: f, c: c, in: map[Key]*Cluster{}}); err != nil {
 		return nil, err
 	}
+	if opts.Freshness.Gate {
+		f.gateFresh(c)
+	}
 	return c, nil
 }
 
@@ -139,6 +142,10 @@ func Watch[T informer.Object](f *Fleet, c *controller.Controller[Key], inf func(
 		if err != nil {
 			return err
 		}
+		if object.IsNil(i) {
+			return fmt.Errorf("%w: nil informer", ErrInvalidOptions)
+		}
+		freshFor(f, c, cl, i)
 		return controller.WatchUntil(cl.ctx, c, i, inCluster(cl.Name, mapFn), opts...)
 	}})
 	return nil
@@ -168,6 +175,8 @@ func Owns[T, O informer.Object](f *Fleet, c *controller.Controller[Key], childre
 		if object.IsNil(ch) || object.IsNil(ow) {
 			return fmt.Errorf("%w: nil informer", ErrInvalidOptions)
 		}
+		freshFor(f, c, cl, ch)
+		freshFor(f, c, cl, ow)
 		return controller.WatchUntil(cl.ctx, c, ch, inCluster(cl.Name, controller.EnqueueControllerOf[T](ow)), opts...)
 	}})
 	return nil

@@ -1,0 +1,106 @@
+package multicluster_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/multicluster"
+	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
+)
+
+var configMapsGVR = corev1.SchemeGroupVersion.WithResource("configmaps")
+
+// sight records whether each Reconcile found ConfigMap default/new in its
+// cluster's cache.
+type sight struct {
+	fleet *multicluster.Fleet
+	mu    sync.Mutex
+	saw   []bool
+}
+
+func (s *sight) Reconcile(_ context.Context, k multicluster.Key) (controller.Result, error) {
+	cl, err := s.fleet.Get(k.Cluster)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	cms, err := informer.For[*corev1.ConfigMap](cl.Factory)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	_, err = cms.Lister().Namespace("default").Get("new")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.saw = append(s.saw, err == nil)
+	return controller.Result{}, nil
+}
+
+func (s *sight) calls() []bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.saw)
+}
+
+// laggingCluster is a cluster whose connection serves ConfigMaps as they were
+// before "new" was created (a watch cache behind etcd), until catchUp.
+func laggingCluster(t *testing.T) (multicluster.Connection, func()) {
+	t.Helper()
+	fc, err := fakecluster.New(configMap("default", "old"))
+	require.NoError(t, err)
+	conn := fc.Connect()
+	catchUp := conn.Lag(fc.Snapshot(), configMapsGVR)
+	_, err = fc.Clientset().CoreV1().ConfigMaps("default").Create(context.Background(), configMap("default", "new"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	return multicluster.Connection{Client: conn.Clientset(), Dynamic: conn.Dynamic(), Metadata: conn.Metadata()},
+		func() { catchUp() }
+}
+
+// With controller.Options.Freshness.Gate, the keys of a cluster engaged onto
+// a cache that lags its API server wait until the cache caught up; Err and
+// the Fleet's ReadyNote name the informer meanwhile. Without it, they are
+// reconciled on the lagging cache (the control).
+func TestFreshnessGateHoldsAClustersKeysUntilItsCachesCaughtUp(t *testing.T) {
+	for _, gate := range []bool{true, false} {
+		t.Run("gate="+map[bool]string{true: "on", false: "off"}[gate], func(t *testing.T) {
+			conn, catchUp := laggingCluster(t)
+			fleet, err := multicluster.New(multicluster.Options{Provider: multicluster.NewList(map[string]multicluster.Connection{"lagging": conn})})
+			require.NoError(t, err)
+			s := &sight{fleet: fleet}
+			c, err := multicluster.NewController(fleet, "sight", s, controller.Options[multicluster.Key]{Freshness: controller.Freshness{Gate: gate}})
+			require.NoError(t, err)
+			require.NoError(t, multicluster.Watch(fleet, c, multicluster.For[*corev1.ConfigMap](), controller.EnqueueObject))
+			run(t, fleet, c)
+
+			if !gate {
+				require.Eventually(t, func() bool { return len(s.calls()) > 0 }, wait, pollEvery)
+				assert.Contains(t, s.calls(), false, "without the gate, a Reconcile read the lagging cache")
+				catchUp()
+				return
+			}
+			require.Eventually(t, func() bool {
+				cl, err := fleet.Get("lagging")
+				return err == nil && cl.Err() != nil && strings.Contains(cl.Err().Error(), "caches behind the API server: informer configmaps")
+			}, wait, pollEvery, "Err names the informer that lags")
+			assert.Contains(t, fleet.ReadyNote(), "cluster lagging: caches behind the API server: informer configmaps")
+			require.Eventually(t, func() bool { return c.Stats().Idle() }, wait, pollEvery)
+			assert.Empty(t, s.calls(), "no key of the cluster is reconciled while its cache lags")
+
+			catchUp()
+			require.Eventually(t, func() bool { return len(s.calls()) >= 2 }, wait, pollEvery, "old and new are reconciled once the cache caught up")
+			assert.NotContains(t, s.calls(), false, "every Reconcile saw what the API server held when the cluster was engaged")
+			cl, err := fleet.Get("lagging")
+			require.NoError(t, err)
+			assert.NoError(t, cl.Err())
+			assert.Empty(t, fleet.ReadyNote())
+		})
+	}
+}
