@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -201,6 +202,15 @@ func (c *Cluster) Err() error {
 		return *p
 	}
 	if !c.Factory.HasSynced() {
+		// A context ended already makes WaitForCacheSync name the informers
+		// not synced without waiting: a resource the cluster does not serve
+		// (a CRD not installed there) is named so.
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		var se *informer.CacheSyncError
+		if errors.As(c.Factory.WaitForCacheSync(done), &se) && len(se.Unsynced) > 0 {
+			return fmt.Errorf("caches not synced: %s", strings.Join(se.Unsynced, ", "))
+		}
 		return errors.New("caches not synced")
 	}
 	if p := c.lagging.Load(); p != nil {

@@ -185,7 +185,7 @@ func TestKeysOfAClusterWaitForItsCachesToSync(t *testing.T) {
 	assert.Zero(t, seen.count(key("slow", "default", "a")), "held until the cluster's caches synced")
 	cl, err := fleet.Get("slow")
 	require.NoError(t, err)
-	assert.ErrorContains(t, cl.Err(), "not synced")
+	assert.ErrorContains(t, cl.Err(), "caches not synced: configmaps", "Err names the informer")
 
 	close(release)
 	require.Eventually(t, annotated(t, fleet, "slow", "default", "a"), wait, pollEvery)
