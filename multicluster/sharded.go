@@ -282,6 +282,31 @@ func (k *keeper) step(ctx context.Context) error {
 			errs = append(errs, k.hold(name, off))
 		}
 	}
+	errs = append(errs, k.sweep(ctx, claims, names))
+	return errors.Join(errs...)
+}
+
+// sweep deletes the claims of clusters no longer offered (not in names)
+// whose holder is gone: a member killed while it held a cluster that then
+// left the Provider leaves a claim nobody else would delete. A claim of a
+// live member stays: that member deletes it when the cluster leaves its
+// Provider too.
+func (k *keeper) sweep(ctx context.Context, claims map[string]*coordinationv1.Lease, names map[string]bool) error {
+	var errs []error
+	for cluster, claim := range claims {
+		if names[cluster] || ctx.Err() != nil {
+			continue
+		}
+		holder := holderOf(claim)
+		if holder != k.holder && holder != "" && k.alive(ctx, holder) {
+			continue
+		}
+		if err := k.deleteClaim(ctx, claim); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		klog.FromContext(ctx).V(2).Info("Deleted the claim of a cluster no longer offered, left by a member that is gone", "cluster", cluster, "holder", holder)
+	}
 	return errors.Join(errs...)
 }
 
