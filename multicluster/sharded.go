@@ -44,14 +44,15 @@ const (
 // renew its member Lease within RenewDeadline disengages every cluster,
 // before LeaseDuration lets another take them; it then joins again.
 //
-// Joining or leaving moves about 1/N of the clusters. The hub's client
-// needs get, list, watch, create, update and delete on Leases in
-// Config.Namespace.
+// Joining or leaving moves about 1/N of the clusters; a replica of
+// Config.Weight w is given about w/W of them (W the live members' total).
+// The hub's client needs get, list, watch, create, update, patch and delete
+// on Leases in Config.Namespace.
 type Sharding struct {
 	// Client reaches the hub that holds the Leases.
 	Client kubernetes.Interface
-	// Config is the ring: Ring, Identity and Namespace, and the member
-	// Lease's timings (sharding.Config's defaults). Its Mode and write
+	// Config is the ring: Ring, Identity, Namespace and Weight, and the
+	// member Lease's timings (sharding.Config's defaults). Its Mode and write
 	// rates do not apply.
 	Config sharding.Config
 }
@@ -223,7 +224,7 @@ func (k *keeper) leave(logger klog.Logger) {
 // step engages the clusters given to this replica whose claims it can take
 // and disengages those given to another.
 func (k *keeper) step(ctx context.Context) error {
-	ring := sharding.NewRing(k.cfg.Ring, k.liveMembers())
+	ring := sharding.NewWeightedRing(k.cfg.Ring, k.liveMembers())
 	claims := k.claims()
 	k.mu.Lock()
 	names := map[string]bool{}
@@ -342,19 +343,20 @@ func (k *keeper) release(name string) {
 }
 
 // liveMembers returns the identities of the members whose Leases were seen
-// renewed within LeaseDuration.
-func (k *keeper) liveMembers() []string {
+// renewed within LeaseDuration, with the weights (Config.Weight) their Leases
+// publish.
+func (k *keeper) liveMembers() map[string]int {
+	live := map[string]int{}
 	objs, err := k.leases.Lister().List(labels.SelectorFromSet(labels.Set{sharding.RingLabel: k.cfg.Ring}))
 	if err != nil {
-		return nil
+		return live
 	}
-	var live []string
 	for _, l := range objs {
 		if !strings.HasPrefix(l.Name, k.memberLease("")) {
 			continue
 		}
 		if h := k.observe(l); h != "" {
-			live = append(live, sharding.IdentityOfHolder(h))
+			live[sharding.IdentityOfHolder(h)] = sharding.MemberWeight(l)
 		}
 	}
 	return live

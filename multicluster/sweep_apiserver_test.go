@@ -31,7 +31,9 @@ func TestClaimsOfClustersNoLongerOfferedAreSweptAPIServer(t *testing.T) {
 	ns := hub.Namespace()
 	// Identities for which the ring gives "kept" to live and "gone" to dead, among
 	// every set of members the test has: each replica is offered only its own cluster.
-	owner := func(cluster string, members ...string) string { return sharding.NewRing("fleet", members).Owner(cluster) }
+	owner := func(cluster string, members ...string) string {
+		return sharding.NewRing("fleet", members).Owner(cluster)
+	}
 	dead, survivor := "", ""
 	for i := 0; dead == "" || survivor == ""; i++ {
 		cand := "r" + strconv.Itoa(i)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
 	"sync"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -131,7 +130,7 @@ func (a *Assigner) Assign(obj metav1.Object) string {
 	if len(live) == 0 {
 		return ""
 	}
-	member := NewRing(a.cfg.Ring, slices.Collect(maps.Keys(live))).Owner(objectKey(obj))
+	member := NewWeightedRing(a.cfg.Ring, a.live.weights(live)).Owner(objectKey(obj))
 	labels := maps.Clone(obj.GetLabels())
 	if labels == nil {
 		labels = map[string]string{}

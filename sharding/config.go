@@ -25,6 +25,9 @@ const (
 	drainLabelPrefix = "drain.shard.ctrlkit.dev/"
 	// RingLabel marks a member Lease with the name of its ring.
 	RingLabel = "lease.shard.ctrlkit.dev/ring"
+	// weightAnnotation holds a member's Config.Weight on its Lease when it
+	// is not 1 (MemberWeight reads it).
+	weightAnnotation = "lease.shard.ctrlkit.dev/weight"
 	// barrierSuffix ends the children-barrier annotation:
 	// shard.ctrlkit.dev/<ring>-children-rv.
 	barrierSuffix = "-children-rv"
@@ -68,7 +71,7 @@ var ErrInvalidConfig = errors.New("invalid sharding config")
 // ConfigError is one broken configuration rule.
 type ConfigError struct {
 	// Field is the culprit: "ring", "namespace", "identity", "leaseDuration",
-	// "renewDeadline", "retryPeriod", "writeQPS", "writeBurst", "mode" or "hashField", or an option named by the function
+	// "renewDeadline", "retryPeriod", "writeQPS", "writeBurst", "weight", "mode" or "hashField", or an option named by the function
 	// that reports it.
 	Field string
 	// Rule states the rule with the value that broke it.
@@ -100,6 +103,12 @@ type Config struct {
 	// with an alphanumeric, at most 63 characters. A Pod's name is a good
 	// choice. Required.
 	Identity string
+	// Weight is this member's share of the ring against the others': a
+	// member of weight 2 is given about twice the keys (or slots, or
+	// clusters) of a member of weight 1, for replicas of unequal size.
+	// Published on the member Lease; members may differ. 0 means 1; at
+	// most MaxWeight.
+	Weight int
 
 	// LeaseDuration is how long the sharder waits, from the last renewal of
 	// a member Lease it observed, before it takes the member for dead and
@@ -163,6 +172,9 @@ func (c Config) WithDefaults() Config {
 	if c.Mode == "" {
 		c.Mode = ModeLabels
 	}
+	if c.Weight == 0 {
+		c.Weight = 1
+	}
 	if c.HashField == "" {
 		c.HashField = HashUID
 	}
@@ -215,6 +227,9 @@ func (c Config) Validate() error {
 	}
 	if c.WriteBurst < 0 {
 		add("writeBurst", "write burst %d must not be negative", c.WriteBurst)
+	}
+	if c.Weight < 0 || c.Weight > MaxWeight {
+		add("weight", "weight %d must be between 1 and %d (0: 1)", c.Weight, MaxWeight)
 	}
 	switch c.Mode {
 	case "", ModeLabels, ModeServer:

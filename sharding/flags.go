@@ -39,6 +39,7 @@ var flagNames = map[string]string{
 	"retryPeriod":   "--shard-retry-period",
 	"writeQPS":      "--shard-write-qps",
 	"writeBurst":    "--shard-write-burst",
+	"weight":        "--shard-weight",
 }
 
 // AddFlags registers the flags of a sharded binary on fs, bound to c's
@@ -46,7 +47,7 @@ var flagNames = map[string]string{
 // default unless c.Ring is set: not sharded), --shard-namespace,
 // --shard-identity (default DefaultIdentity), --shard-lease-duration,
 // --shard-renew-deadline and --shard-retry-period, and the ring client's
-// write rate, --shard-write-qps and --shard-write-burst. Zero fields are first set
+// write rate, --shard-write-qps and --shard-write-burst, and --shard-weight. Zero fields are first set
 // to their defaults (WithDefaults, and DefaultIdentity), so the help text
 // shows the values the ring will use — except an empty Namespace, which
 // stays empty, as leaderelection's does: its help says what WithDefaults
@@ -88,6 +89,9 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 		"moving N objects takes one to three patches each.")
 	fs.IntVar(&c.WriteBurst, "shard-write-burst", c.WriteBurst, ""+
 		"Burst of the ring client's token bucket (--shard-write-qps).")
+	fs.IntVar(&c.Weight, "shard-weight", c.Weight, ""+
+		"This replica's share of the ring against the others': a replica of weight 2 is given "+
+		"about twice the objects of one of weight 1 (1 to "+strconv.Itoa(MaxWeight)+").")
 }
 
 // Sharded reports whether a ring is named: with AddFlags, whether
@@ -106,8 +110,11 @@ func (c Config) ValidateFlags() error {
 	}
 	d := c.WithDefaults()
 	d.LeaseDuration, d.RenewDeadline, d.RetryPeriod = c.LeaseDuration, c.RenewDeadline, c.RetryPeriod
-	d.WriteQPS, d.WriteBurst = c.WriteQPS, c.WriteBurst
+	d.WriteQPS, d.WriteBurst, d.Weight = c.WriteQPS, c.WriteBurst, c.Weight
 	errs := flatten(d.Validate())
+	if c.Weight == 0 {
+		errs = append(errs, &ConfigError{Field: "weight", Rule: fmt.Sprintf("weight must be between 1 and %d", MaxWeight)})
+	}
 	// A zero typed on the command line is not the default: it would stop
 	// the ring's writes.
 	if c.WriteQPS == 0 {

@@ -70,8 +70,9 @@ func TestAddFlagsParse(t *testing.T) {
 		"--shard-renew-deadline=3s",
 		"--shard-retry-period=1s",
 		"--shard-write-qps=400",
+		"--shard-weight=2",
 	}))
-	assert.Equal(t, sharding.Config{Ring: "replicasets", Namespace: "ops", Identity: "rs-1",
+	assert.Equal(t, sharding.Config{Ring: "replicasets", Namespace: "ops", Identity: "rs-1", Weight: 2,
 		LeaseDuration: 5 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second,
 		WriteQPS: 400, WriteBurst: 500, Mode: sharding.ModeLabels, HashField: sharding.HashUID}, cfg)
 	assert.True(t, cfg.Sharded())
@@ -112,6 +113,8 @@ func TestValidateFlagsNamesTheFlag(t *testing.T) {
 		{[]string{"--shard-ring=web", "--shard-write-qps=+Inf"}, "--shard-write-qps", "must be a finite number"},
 		{[]string{"--shard-ring=web", "--shard-write-burst=-1"}, "--shard-write-burst", "must not be negative"},
 		{[]string{"--shard-ring=web", "--shard-write-burst=0"}, "--shard-write-burst", "must be positive"},
+		{[]string{"--shard-ring=web", "--shard-weight=0"}, "--shard-weight", "between 1 and 100"},
+		{[]string{"--shard-ring=web", "--shard-weight=101"}, "--shard-weight", "between 1 and 100"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			cfg := sharding.Config{Identity: "web-0"}

@@ -1,5 +1,11 @@
 package sharding
 
+import (
+	"maps"
+	"slices"
+	"strconv"
+)
+
 // Rendezvous (highest-random-weight) hashing: a key goes to the member with
 // the highest score h(ring, member, key). The score must be the same in every
 // process and release, so it is FNV-1a 64 (no per-process seed, unlike
@@ -34,26 +40,57 @@ func mix(z uint64) uint64 {
 }
 
 // Ring hashes keys onto a fixed set of members with rendezvous hashing. Build
-// one with NewRing for each view of the membership; it is immutable and safe
-// for concurrent use.
+// one with NewRing (or NewWeightedRing) for each view of the membership; it is
+// immutable and safe for concurrent use.
 type Ring struct {
 	name    string
 	members []string
-	seeds   []uint64 // hash of (ring, member), per member
+	// points are the members' scores' seeds: one per unit of weight, the
+	// first the hash of (ring, member) and the others of (ring, member, i),
+	// so a member of weight 1 scores as it always did and a member of weight
+	// w is the best of w draws. Integer arithmetic only: every process, on
+	// every architecture, computes the same owner.
+	points []point
 }
 
+type point struct {
+	member string
+	seed   uint64
+}
+
+// MaxWeight is the largest weight a member may have (NewWeightedRing,
+// Config.Weight): a member of weight w costs w hashes per key.
+const MaxWeight = 100
+
 // NewRing returns the ring named name over members (duplicates and empty
-// names are ignored). The order of members does not matter.
+// names are ignored), each of weight 1. The order of members does not
+// matter.
 func NewRing(name string, members []string) *Ring {
-	r := &Ring{name: name}
-	seen := make(map[string]bool, len(members))
+	weights := make(map[string]int, len(members))
 	for _, m := range members {
-		if m == "" || seen[m] {
+		weights[m] = 1
+	}
+	return NewWeightedRing(name, weights)
+}
+
+// NewWeightedRing returns the ring named name over the members of weights,
+// each given about its weight's share of the keys: a member of weight 2 gets
+// twice the keys of a member of weight 1. A weight below 1 counts as 1, one
+// above MaxWeight as MaxWeight. Raising a member's weight from w to w+1
+// (W the total) moves keys only to it, until it holds (w+1)/(W+1) of them;
+// a ring whose members all weigh 1 assigns exactly as NewRing.
+func NewWeightedRing(name string, weights map[string]int) *Ring {
+	r := &Ring{name: name}
+	for _, m := range slices.Sorted(maps.Keys(weights)) {
+		if m == "" {
 			continue
 		}
-		seen[m] = true
 		r.members = append(r.members, m)
-		r.seeds = append(r.seeds, fnv1a(name, m))
+		w := min(max(weights[m], 1), MaxWeight)
+		r.points = append(r.points, point{member: m, seed: fnv1a(name, m)})
+		for i := 1; i < w; i++ {
+			r.points = append(r.points, point{member: m, seed: fnv1a(name, m, strconv.Itoa(i))})
+		}
 	}
 	return r
 }
@@ -68,12 +105,12 @@ func (r *Ring) Members() []string { return append([]string(nil), r.members...) }
 func (r *Ring) Owner(key string) string {
 	kh := fnv1a(key)
 	best, bestScore := "", uint64(0)
-	for i, m := range r.members {
-		s := mix(kh ^ r.seeds[i])
+	for _, p := range r.points {
+		s := mix(kh ^ p.seed)
 		// Ties (astronomically rare) go to the smaller name, so the answer
 		// does not depend on the order members were given in.
-		if best == "" || s > bestScore || (s == bestScore && m < best) {
-			best, bestScore = m, s
+		if best == "" || s > bestScore || (s == bestScore && p.member < best) {
+			best, bestScore = p.member, s
 		}
 	}
 	return best

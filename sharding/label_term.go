@@ -273,16 +273,18 @@ func (t *term) markOwner(key, rv string) {
 	t.mu.Unlock()
 }
 
-// refresh recomputes the live members and, when they changed, queues every
-// owner: a join, a leave or a restart can move any key.
+// refresh recomputes the live members and, when they (or their weights)
+// changed, queues every owner: a join, a leave, a restart or a new weight can
+// move any key.
 func (t *term) refresh() {
 	// A member restarted with the same identity has a new holder: its keys
 	// are assigned again, so the change counts too.
 	live := t.live.holders()
+	weights := t.live.weights(live)
 	t.mu.Lock()
-	changed := t.view.ring == nil || !maps.Equal(t.view.live, live)
+	changed := t.view.ring == nil || !maps.Equal(t.view.live, live) || !maps.Equal(t.view.weights, weights)
 	if changed {
-		t.view = newSnapshot(t.cfg.Ring, live)
+		t.view = newSnapshot(t.cfg.Ring, live, weights)
 	}
 	t.mu.Unlock()
 	t.metrics.setMembers(t.cfg.Ring, len(live))

@@ -29,6 +29,7 @@ type observation struct {
 	holder  string
 	at      time.Time // when this version was first observed
 	deleted bool      // the Lease is gone: forget it once expired
+	weight  int       // MemberWeight of the Lease
 }
 
 func newLiveness(ring string, duration time.Duration, clk clock.PassiveClock) *liveness {
@@ -62,10 +63,15 @@ func (l *liveness) observe(lease *coordinationv1.Lease) {
 	rv, _ := parseRV(lease.ResourceVersion) // 0 when not a number
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	weight := MemberWeight(lease)
 	if o, ok := l.seen[id]; ok && (o.version == version || rv != 0 && rv < o.rv) {
+		if o.version == version && (rv == 0 || rv >= o.rv) && o.weight != weight {
+			o.weight, o.rv = weight, rv // a new weight is no sign of life either
+			l.seen[id] = o
+		}
 		return
 	}
-	l.seen[id] = observation{version: version, rv: rv, holder: holder, at: l.clock.Now()}
+	l.seen[id] = observation{version: version, rv: rv, holder: holder, at: l.clock.Now(), weight: weight}
 }
 
 // forget handles a deleted Lease. A deletion is not a release: whoever
@@ -110,14 +116,28 @@ func (l *liveness) holders() map[string]string {
 	return out
 }
 
-// snapshot is one view of the live members.
-type snapshot struct {
-	ring *Ring
-	live map[string]string // member -> its Lease's holder
+// weights returns the weight of each member of live (holders' keys).
+func (l *liveness) weights(live map[string]string) map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]int, len(live))
+	for id := range live {
+		out[id] = max(l.seen[id].weight, 1)
+	}
+	return out
 }
 
-func newSnapshot(ring string, live map[string]string) snapshot {
-	return snapshot{ring: NewRing(ring, slices.Collect(maps.Keys(live))), live: live}
+// snapshot is one view of the live members.
+type snapshot struct {
+	ring    *Ring
+	live    map[string]string // member -> its Lease's holder
+	weights map[string]int    // member -> its weight
+}
+
+// newSnapshot is the view of live (member -> holder), each member of its
+// weight.
+func newSnapshot(ring string, live map[string]string, weights map[string]int) snapshot {
+	return snapshot{ring: NewWeightedRing(ring, weights), live: live, weights: weights}
 }
 
 func (s snapshot) members() []string { return slices.Sorted(maps.Keys(s.live)) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -257,15 +258,22 @@ func (m *Member) watchForDuplicate(ctx context.Context, joined <-chan struct{}) 
 	}
 }
 
-// ensureLease creates the member Lease with the ring's label, or adds the
-// label to a Lease that lacks it, so the sharder's label-selected watch sees
-// it. The election engine then updates only its spec.
+// ensureLease creates the member Lease with the ring's label and this
+// member's weight, or sets them on a Lease that lacks them, so the sharder's
+// label-selected watch sees it with the right weight. The election engine
+// then updates only its spec.
 func (m *Member) ensureLease(ctx context.Context) error {
 	leases := m.client.CoordinationV1().Leases(m.cfg.Namespace)
 	name := memberLeaseName(m.cfg.Ring, m.cfg.Identity)
-	_, err := leases.Create(ctx, &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: m.cfg.Namespace, Labels: map[string]string{RingLabel: m.cfg.Ring}},
-	}, metav1.CreateOptions{})
+	var weight *string // nil: weight 1, no annotation
+	if m.cfg.Weight > 1 {
+		weight = ptr(strconv.Itoa(m.cfg.Weight))
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: m.cfg.Namespace, Labels: map[string]string{RingLabel: m.cfg.Ring}}}
+	if weight != nil {
+		lease.Annotations = map[string]string{weightAnnotation: *weight}
+	}
+	_, err := leases.Create(ctx, lease, metav1.CreateOptions{})
 	if err == nil || !apierrors.IsAlreadyExists(err) {
 		return err
 	}
@@ -273,10 +281,21 @@ func (m *Member) ensureLease(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if l.Labels[RingLabel] == m.cfg.Ring {
+	have, ok := l.Annotations[weightAnnotation]
+	if l.Labels[RingLabel] == m.cfg.Ring && (weight == nil && !ok || weight != nil && have == *weight) {
 		return nil
 	}
 	_, err = leases.Patch(ctx, name, types.MergePatchType,
-		metaPatch(l.ResourceVersion, map[string]*string{RingLabel: ptr(m.cfg.Ring)}, nil), metav1.PatchOptions{})
+		metaPatch(l.ResourceVersion, map[string]*string{RingLabel: ptr(m.cfg.Ring)}, map[string]*string{weightAnnotation: weight}), metav1.PatchOptions{})
 	return err
+}
+
+// MemberWeight is the weight (Config.Weight) a member Lease publishes: 1
+// when it publishes none, or one out of range.
+func MemberWeight(l *coordinationv1.Lease) int {
+	w, err := strconv.Atoi(l.Annotations[weightAnnotation])
+	if err != nil || w < 1 || w > MaxWeight {
+		return 1
+	}
+	return w
 }

@@ -201,7 +201,7 @@ func newTestTerm(t *testing.T, api *fakeAPI, clk *testingclock.FakeClock, m *Met
 	for _, m := range live {
 		holders[m] = testHolderOf(m)
 	}
-	tm.view = newSnapshot("r", holders)
+	tm.view = newSnapshot("r", holders, unitWeights(holders))
 	tm.ownerGet = func(key string) (*metav1.PartialObjectMetadata, bool) {
 		api.mu.Lock()
 		defer api.mu.Unlock()
@@ -337,7 +337,7 @@ func TestSyncGivesADeadMembersKeysAway(t *testing.T) {
 func TestSyncReassignsTheKeysOfARestartedMembersFormerProcess(t *testing.T) {
 	api := newFakeAPI()
 	tm := newTestTerm(t, api, testingclock.NewFakeClock(t0), nil, false, "a", "b")
-	tm.view = newSnapshot("r", map[string]string{"a": "a_1", "b": "b_0"})
+	tm.view = newSnapshot("r", map[string]string{"a": "a_1", "b": "b_0"}, map[string]int{"a": 1, "b": 1})
 	stay := nameFor(t, []string{"a", "b"}, "a")
 	move := nameFor(t, []string{"a", "b"}, "b")
 	api.add(owners, stay, map[string]string{Label("r"): "a"}, nil) // stamped a_0
@@ -811,4 +811,13 @@ func TestSyncIgnoresAnOlderLeaseState(t *testing.T) {
 	tm.live.observe(testLease("c", "c_0", "5"))
 	tm.refresh()
 	assert.Equal(t, "c_1", tm.snapshot().live["c"])
+}
+
+// unitWeights gives every member of live weight 1.
+func unitWeights(live map[string]string) map[string]int {
+	out := make(map[string]int, len(live))
+	for m := range live {
+		out[m] = 1
+	}
+	return out
 }

@@ -177,26 +177,41 @@ func (s slotSet) selectors(field HashField) []string {
 }
 
 // balanceSlots returns the target assignment of the slots to the live
-// members, moving as few as it can from current (each live
-// member's assigned slots): every member ends with Slots/N or one more,
+// members, moving as few as it can from current (each live member's assigned
+// slots): every member ends with its weight's share of the slots (weights:
+// MemberWeight, 1 if missing; equal weights give Slots/N or one more),
 // members keep their lowest slots up to their quota, and the freed and
-// unassigned slots go, in slot order, to the members under quota. The
-// result depends only on its arguments, so every sharder computes the same.
-func balanceSlots(current map[string]slotSet, live []string) map[string]slotSet {
+// unassigned slots go, in slot order, to the members under quota. The result
+// depends only on its arguments, so every sharder computes the same.
+func balanceSlots(current map[string]slotSet, live []string, weights map[string]int) map[string]slotSet {
 	out := make(map[string]slotSet, len(live))
 	if len(live) == 0 {
 		return out
 	}
-	// The extra slots go to the members holding most now, so fewer move.
 	live = slices.Sorted(slices.Values(live))
-	order := slices.Clone(live)
-	slices.SortStableFunc(order, func(a, b string) int { return current[b].len() - current[a].len() })
+	weight := func(m string) int { return min(max(weights[m], 1), MaxWeight) }
+	total := 0
+	for _, m := range live {
+		total += weight(m)
+	}
+	// Each member's exact share is Slots*w/total; the slots the floors leave
+	// go to the largest remainders, then to the members holding most now, so
+	// fewer move.
 	quota := map[string]int{}
-	for i, m := range order {
-		quota[m] = Slots / len(live)
-		if i < Slots%len(live) {
-			quota[m]++
+	left := Slots
+	for _, m := range live {
+		quota[m] = Slots * weight(m) / total
+		left -= quota[m]
+	}
+	order := slices.Clone(live)
+	slices.SortStableFunc(order, func(a, b string) int {
+		if ra, rb := Slots*weight(a)%total, Slots*weight(b)%total; ra != rb {
+			return rb - ra
 		}
+		return current[b].len() - current[a].len()
+	})
+	for _, m := range order[:left] {
+		quota[m]++
 	}
 	var taken slotSet
 	for _, m := range order {

@@ -60,16 +60,16 @@ func TestSlotSelectorsMatchSlotOf(t *testing.T) {
 }
 
 func TestBalanceSlotsMovesLittle(t *testing.T) {
-	one := balanceSlots(nil, []string{"a"})
+	one := balanceSlots(nil, []string{"a"}, nil)
 	assert.Equal(t, ^slotSet(0), one["a"])
 
-	two := balanceSlots(one, []string{"a", "b"})
+	two := balanceSlots(one, []string{"a", "b"}, nil)
 	assert.Equal(t, 32, two["a"].len())
 	assert.Equal(t, 32, two["b"].len())
 	assert.Zero(t, two["a"]&two["b"])
 	assert.Equal(t, one["a"]&two["a"], two["a"], "a keeps what it had")
 
-	three := balanceSlots(two, []string{"a", "b", "c"})
+	three := balanceSlots(two, []string{"a", "b", "c"}, nil)
 	moved := 0
 	for _, m := range []string{"a", "b"} {
 		moved += (two[m] &^ three[m]).len()
@@ -80,17 +80,17 @@ func TestBalanceSlotsMovesLittle(t *testing.T) {
 
 	// b leaves: only its slots move, and the result is the same whatever
 	// order the members come in.
-	left := balanceSlots(three, []string{"c", "a"})
+	left := balanceSlots(three, []string{"c", "a"}, nil)
 	assert.Equal(t, three["a"], three["a"]&left["a"])
 	assert.Equal(t, three["c"], three["c"]&left["c"])
-	assert.Equal(t, left, balanceSlots(three, []string{"a", "c"}))
-	assert.Empty(t, balanceSlots(three, nil))
+	assert.Equal(t, left, balanceSlots(three, []string{"a", "c"}, nil))
+	assert.Empty(t, balanceSlots(three, nil, nil))
 	for n := 1; n <= 10; n++ {
 		var live []string
 		for i := range n {
 			live = append(live, fmt.Sprint("m", i))
 		}
-		got := balanceSlots(nil, live)
+		got := balanceSlots(nil, live, nil)
 		var union slotSet
 		for _, m := range live {
 			assert.InDelta(t, Slots/n, got[m].len(), 1)

@@ -167,7 +167,7 @@ func (t *slotTerm) round(ctx context.Context) {
 		}
 	}
 	live := slices.Sorted(maps.Keys(views))
-	target := balanceSlots(current, live)
+	target := balanceSlots(current, live, t.live.weights(holders))
 	// claims are what each live member may reconcile now or soon, including
 	// what this round gives it.
 	claims := map[string]slotSet{}
