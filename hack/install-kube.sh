@@ -15,6 +15,8 @@
 #   KUBE_VERSION      Kubernetes release to build (default v1.37.2)
 #   CTRLKIT_KUBE_DIR  install directory (default $HOME/.cache/ctrlkit/kube/$KUBE_VERSION)
 #   FORCE=1           rebuild even when cached binaries answer --version
+#   WITH_KCM=1        also build kube-controller-manager, for hack/bench's side-by-side run of
+#                     examples/replicaset and its ReplicaSet controller; CI does not need it
 set -euo pipefail
 
 KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
@@ -22,6 +24,7 @@ KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
 STAGING_VERSION=v0.${KUBE_VERSION#v1.}
 KUBE_DIR=${CTRLKIT_KUBE_DIR:-$HOME/.cache/ctrlkit/kube/$KUBE_VERSION}
 FORCE=${FORCE:-0}
+WITH_KCM=${WITH_KCM:-0}
 
 log() { echo "install-kube: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -104,6 +107,7 @@ build() {
 }
 
 apiserver=$KUBE_DIR/kube-apiserver
+kcm=$KUBE_DIR/kube-controller-manager
 etcd=$KUBE_DIR/etcd
 kube_src=""
 
@@ -116,11 +120,12 @@ need_kube_source() {
 	fi
 }
 
-# --- kube-apiserver --------------------------------------------------------------------------
-start=$SECONDS
-if [[ "$FORCE" != 1 ]] && healthy "$apiserver" "$KUBE_VERSION"; then
-	log "kube-apiserver $KUBE_VERSION already installed"
-else
+# kube_tree prepares a buildable copy of k8s.io/kubernetes in $k (once) and the version
+# ldflags in $ldflags.
+k=""
+ldflags=""
+kube_tree() {
+	[[ -n "$k" ]] && return
 	need_kube_source
 	k=$work/kubernetes
 	copy_module "$kube_src" "$k"
@@ -133,21 +138,37 @@ else
 	if grep -q '=> *\./' "$k/go.mod"; then
 		die "k8s.io/kubernetes go.mod still has local replaces: $(grep '=> *\./' "$k/go.mod")"
 	fi
-	minor=${KUBE_VERSION#v1.}
+	local minor=${KUBE_VERSION#v1.}
 	minor=${minor%%.*}
 	# What hack/lib/version.sh stamps into release builds, so --version and /version tell the
 	# truth (otherwise they report v0.0.0-master).
-	vpkg=k8s.io/component-base/version
-	cpkg=k8s.io/client-go/pkg/version
-	ldflags=""
+	local vpkg=k8s.io/component-base/version cpkg=k8s.io/client-go/pkg/version p
 	for p in $vpkg $cpkg; do
 		ldflags+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
 	done
+}
+
+# --- kube-apiserver --------------------------------------------------------------------------
+start=$SECONDS
+if [[ "$FORCE" != 1 ]] && healthy "$apiserver" "$KUBE_VERSION"; then
+	log "kube-apiserver $KUBE_VERSION already installed"
+else
+	kube_tree
 	log "building kube-apiserver $KUBE_VERSION (several minutes on 2 cores)"
 	build "$k" ./cmd/kube-apiserver "$apiserver" "$ldflags"
 	healthy "$apiserver" "$KUBE_VERSION" || die "built kube-apiserver does not report $KUBE_VERSION: $("$apiserver" --version 2>&1 || true)"
-	chmod -R u+w "$k" && rm -rf "$k"
 fi
+if [[ "$WITH_KCM" == 1 ]]; then
+	if [[ "$FORCE" != 1 ]] && healthy "$kcm" "$KUBE_VERSION"; then
+		log "kube-controller-manager $KUBE_VERSION already installed"
+	else
+		kube_tree
+		log "building kube-controller-manager $KUBE_VERSION (several minutes on 2 cores)"
+		build "$k" ./cmd/kube-controller-manager "$kcm" "$ldflags"
+		healthy "$kcm" "$KUBE_VERSION" || die "built kube-controller-manager does not report $KUBE_VERSION: $("$kcm" --version 2>&1 || true)"
+	fi
+fi
+[[ -n "$k" ]] && chmod -R u+w "$k" && rm -rf "$k"
 apiserver_secs=$((SECONDS - start))
 
 # --- etcd ------------------------------------------------------------------------------------
