@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/retry"
 	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
@@ -87,25 +88,9 @@ func (c *Controller[K]) readInformers() []versioner {
 // takeVersion takes v's read, trying again with a growing interval (a second to 30 s) while
 // the API server does not answer, until ctx ends.
 func (c *Controller[K]) takeVersion(ctx context.Context, logger klog.Logger, v versioner) (*informer.Version, error) {
-	delay := time.Second
-	for {
-		ver, err := v.take(ctx)
-		if err == nil {
-			return ver, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		logger.Info("Could not read the API server's state of an informer's resource; trying again", "informer", v.name, "err", err, "after", delay)
-		t := c.clock.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C():
-		}
-		delay = min(2*delay, 30*time.Second)
-	}
+	return retry.Until(ctx, c.clock, v.take, func(err error, wait time.Duration) {
+		logger.Info("Could not read the API server's state of an informer's resource; trying again", "informer", v.name, "err", err, "after", wait)
+	})
 }
 
 // gate is Freshness.Gate: it returns once every informer c reads has reached a consistent read

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/retry"
 )
 
 // A cluster's keys wait for its caches to sync since it was engaged (the
@@ -90,25 +91,9 @@ func (c *Cluster) waitFresh(ctx context.Context) error {
 }
 
 func (c *Cluster) takeVersion(ctx context.Context, v versioner) (*informer.Version, error) {
-	delay := time.Second
-	for {
-		ver, err := v.take(ctx)
-		if err == nil {
-			return ver, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
+	return retry.Until(ctx, c.clock, v.take, func(err error, wait time.Duration) {
 		msg := "caches behind the API server: informer " + v.name + ": cannot read the API server's state: " + err.Error()
 		c.lagging.Store(&msg)
-		c.logger.Info("Could not read the cluster's state of an informer's resource; trying again", "informer", v.name, "err", err, "after", delay)
-		t := c.clock.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C():
-		}
-		delay = min(2*delay, 30*time.Second)
-	}
+		c.logger.Info("Could not read the cluster's state of an informer's resource; trying again", "informer", v.name, "err", err, "after", wait)
+	})
 }
