@@ -166,14 +166,22 @@ func startCtrlkit(b *testing.B, client kubernetes.Interface, t *tally, fences *c
 		b.Fatal(err)
 	}
 	f.Start(ctx)
+	return runUntilStopped(b, cancel, func() error { return c.Run(ctx) }, f.Shutdown)
+}
+
+// runUntilStopped runs run (a controller's Run or Start) in a goroutine and returns how to
+// stop it: cancel its context, wait for it (an error fails the benchmark), then each of after.
+func runUntilStopped(b *testing.B, cancel context.CancelFunc, run func() error, after ...func()) (stop func()) {
 	stopped := make(chan error, 1)
-	go func() { stopped <- c.Run(ctx) }()
+	go func() { stopped <- run() }()
 	return func() {
 		cancel()
 		if err := <-stopped; err != nil {
 			b.Error(err)
 		}
-		f.Shutdown()
+		for _, f := range after {
+			f()
+		}
 	}
 }
 
@@ -204,15 +212,7 @@ func startControllerRuntime(b *testing.B, client kubernetes.Interface, t *tally,
 		b.Fatal(err)
 	}
 	f.Start(ctx.Done())
-	stopped := make(chan error, 1)
-	go func() { stopped <- c.Start(ctx) }()
-	return func() {
-		cancel()
-		if err := <-stopped; err != nil {
-			b.Error(err)
-		}
-		f.Shutdown()
-	}
+	return runUntilStopped(b, cancel, func() error { return c.Start(ctx) }, f.Shutdown)
 }
 
 func BenchmarkController(b *testing.B) {

@@ -242,15 +242,7 @@ func ryowCtrlkit(b *testing.B, cfg *rest.Config, ns string, st *ryowStats) func(
 		b.Fatal(err)
 	}
 	f.Start(ctx)
-	stopped := make(chan error, 1)
-	go func() { stopped <- c.Run(ctx) }()
-	return func() {
-		cancel()
-		if err := <-stopped; err != nil {
-			b.Error(err)
-		}
-		f.Shutdown()
-	}
+	return runUntilStopped(b, cancel, func() error { return c.Run(ctx) }, f.Shutdown)
 }
 
 func ryowControllerRuntime(b *testing.B, cfg *rest.Config, ns string, st *ryowStats, ryow bool) func() {
@@ -312,15 +304,7 @@ func ryowControllerRuntime(b *testing.B, cfg *rest.Config, ns string, st *ryowSt
 			b.Error(err)
 		}
 	})
-	stopped := make(chan error, 1)
-	go func() { stopped <- ctl.Start(ctx) }()
-	return func() {
-		cancel()
-		if err := <-stopped; err != nil {
-			b.Error(err)
-		}
-		wg.Wait()
-	}
+	return runUntilStopped(b, cancel, func() error { return ctl.Start(ctx) }, wg.Wait)
 }
 
 // ryowConverged reports whether every ReplicaSet of ns has want Pods and says so in its
