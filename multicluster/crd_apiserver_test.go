@@ -2,7 +2,6 @@ package multicluster_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -94,15 +93,7 @@ func TestAClusterWithoutTheCRDHoldsNoOtherBackAPIServer(t *testing.T) {
 	run(t, startable{mgr})
 
 	require.Eventually(t, reconciled("east", east.Namespace(), "e1"), wait, pollEvery, "east's Widget is reconciled")
-	readyz := func() (int, string) {
-		resp, err := http.Get("http://" + mgr.HealthProbeAddr() + "/readyz?verbose")
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	readyz := readyzOf(mgr)
 	var body string
 	if !assert.Eventually(t, func() bool {
 		var code int

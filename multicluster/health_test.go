@@ -3,7 +3,6 @@ package multicluster_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -52,15 +51,7 @@ func TestAnUnreachableClusterHoldsNoOtherBack(t *testing.T) {
 		cl, err := fleet.Get("down")
 		return err == nil && cl.Err() != nil && strings.Contains(cl.Err().Error(), "unreachable")
 	}, wait, pollEvery)
-	readyz := func() (int, string) {
-		resp, err := http.Get("http://" + mgr.HealthProbeAddr() + "/readyz?verbose")
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	readyz := readyzOf(mgr)
 	require.Eventually(t, func() bool { code, _ := readyz(); return code == http.StatusOK }, wait, pollEvery)
 	_, body := readyz()
 	assert.Contains(t, body, "[+]synced ok, but: multicluster-fleet: cluster down: unreachable")

@@ -2,6 +2,8 @@ package multicluster_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	goruntime "runtime"
 	"sync"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/manager"
 	"github.com/ctrlkit/ctrlkit/multicluster"
 	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
 )
@@ -88,3 +91,16 @@ type startable struct {
 }
 
 func (s startable) Run(ctx context.Context) error { return s.m.Start(ctx) }
+
+// readyzOf returns a probe of mgr's /readyz?verbose: its status and body.
+func readyzOf(mgr *manager.Manager) func() (int, string) {
+	return func() (int, string) {
+		resp, err := http.Get("http://" + mgr.HealthProbeAddr() + "/readyz?verbose")
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+}
