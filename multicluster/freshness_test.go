@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/informer"
@@ -101,6 +103,79 @@ func TestFreshnessGateHoldsAClustersKeysUntilItsCachesCaughtUp(t *testing.T) {
 			require.NoError(t, err)
 			assert.NoError(t, cl.Err())
 			assert.Empty(t, fleet.ReadyNote())
+		})
+	}
+}
+
+// The per-cluster gate over every source of informer a multicluster Watch builds: typed,
+// metadata-only and unstructured, namespaced and cluster-scoped. A Reconcile of the object
+// created behind the lagging connection's back comes only once the cache caught up.
+func TestFreshnessGateInAClusterOverEveryShape(t *testing.T) {
+	namespaces := corev1.SchemeGroupVersion.WithResource("namespaces")
+	for _, tc := range []struct {
+		name     string
+		resource schema.GroupVersionResource
+		watch    func(f *multicluster.Fleet, c *controller.Controller[multicluster.Key]) error
+		write    func(fc *fakecluster.Cluster) error
+	}{
+		{"typed", configMapsGVR, func(f *multicluster.Fleet, c *controller.Controller[multicluster.Key]) error {
+			return multicluster.Watch(f, c, multicluster.For[*corev1.ConfigMap](), controller.EnqueueObject)
+		}, func(fc *fakecluster.Cluster) error {
+			_, err := fc.Clientset().CoreV1().ConfigMaps("default").Create(context.Background(), configMap("default", "new"), metav1.CreateOptions{})
+			return err
+		}},
+		{"metadata", configMapsGVR, func(f *multicluster.Fleet, c *controller.Controller[multicluster.Key]) error {
+			return multicluster.Watch(f, c, func(cl *multicluster.Cluster) (informer.Informer[*metav1.PartialObjectMetadata], error) {
+				return informer.ForMetadata(cl.Factory, configMapsGVR)
+			}, controller.EnqueueObject)
+		}, func(fc *fakecluster.Cluster) error {
+			_, err := fc.Clientset().CoreV1().ConfigMaps("default").Create(context.Background(), configMap("default", "new"), metav1.CreateOptions{})
+			return err
+		}},
+		{"unstructured cluster-scoped", namespaces, func(f *multicluster.Fleet, c *controller.Controller[multicluster.Key]) error {
+			return multicluster.Watch(f, c, func(cl *multicluster.Cluster) (informer.Informer[*unstructured.Unstructured], error) {
+				return informer.ForResource[*unstructured.Unstructured](cl.Factory, namespaces)
+			}, controller.EnqueueObject)
+		}, func(fc *fakecluster.Cluster) error {
+			_, err := fc.Clientset().CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "new"}}, metav1.CreateOptions{})
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc, err := fakecluster.New(configMap("default", "old"))
+			require.NoError(t, err)
+			conn := fc.Connect()
+			catchUp := conn.Lag(fc.Snapshot(), tc.resource)
+			require.NoError(t, tc.write(fc))
+			fleet, err := multicluster.New(multicluster.Options{Provider: multicluster.NewList(map[string]multicluster.Connection{
+				"lagging": {Client: conn.Clientset(), Dynamic: conn.Dynamic(), Metadata: conn.Metadata()}})})
+			require.NoError(t, err)
+			seen := &keys{}
+			c, err := multicluster.NewController(fleet, "shapes", controller.ReconcilerFunc[multicluster.Key](func(_ context.Context, k multicluster.Key) (controller.Result, error) {
+				seen.add(k)
+				return controller.Result{}, nil
+			}), controller.Options[multicluster.Key]{Freshness: controller.Freshness{Gate: true}})
+			require.NoError(t, err)
+			require.NoError(t, tc.watch(fleet, c))
+			run(t, fleet, c)
+			require.Eventually(t, func() bool {
+				cl, err := fleet.Get("lagging")
+				return err == nil && cl.Err() != nil && strings.Contains(cl.Err().Error(), "caches behind the API server")
+			}, wait, pollEvery)
+			seen.mu.Lock()
+			assert.Empty(t, seen.seen, "reconciled while the cluster's gate waits")
+			seen.mu.Unlock()
+			catchUp()
+			require.Eventually(t, func() bool {
+				seen.mu.Lock()
+				defer seen.mu.Unlock()
+				for k := range seen.seen {
+					if k.Name == "new" {
+						return true
+					}
+				}
+				return false
+			}, wait, pollEvery)
 		})
 	}
 }
