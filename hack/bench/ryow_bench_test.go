@@ -60,7 +60,7 @@ import (
 // wait until converged, scale all to 1, wait, scale all to 8, wait; then stop the controller
 // and delete the objects (untimed). Converged means every ReplicaSet's status.replicas is its
 // spec.replicas and the API server holds exactly that many of its Pods. Both sides run 5
-// workers (kube-controller-manager's default) and send requests unthrottled (QPS -1).
+// workers (kube-controller-manager's default) and then 20, and send requests unthrottled (QPS -1).
 //
 // Reported per op besides the time: reconciles, creates and deletes sent (the work the
 // scaling needs is ryowSets*(5+7) creates and ryowSets*4 deletes; more is duplicates),
@@ -164,20 +164,20 @@ func ryowReconcile(rs *appsv1.ReplicaSet, pods []*corev1.Pod, w ryowWriter, st *
 // ryowImpl starts one library's controller on namespace ns and returns its stop.
 type ryowImpl struct {
 	name  string
-	start func(b *testing.B, cfg *rest.Config, ns string, st *ryowStats) (stop func())
+	start func(b *testing.B, cfg *rest.Config, ns string, workers int, st *ryowStats) (stop func())
 }
 
 var ryowImpls = []ryowImpl{
 	{"ctrlkit", ryowCtrlkit},
-	{"controller-runtime-ryow", func(b *testing.B, cfg *rest.Config, ns string, st *ryowStats) func() {
-		return ryowControllerRuntime(b, cfg, ns, st, true)
+	{"controller-runtime-ryow", func(b *testing.B, cfg *rest.Config, ns string, workers int, st *ryowStats) func() {
+		return ryowControllerRuntime(b, cfg, ns, workers, st, true)
 	}},
-	{"controller-runtime", func(b *testing.B, cfg *rest.Config, ns string, st *ryowStats) func() {
-		return ryowControllerRuntime(b, cfg, ns, st, false)
+	{"controller-runtime", func(b *testing.B, cfg *rest.Config, ns string, workers int, st *ryowStats) func() {
+		return ryowControllerRuntime(b, cfg, ns, workers, st, false)
 	}},
 }
 
-func ryowCtrlkit(b *testing.B, cfg *rest.Config, ns string, st *ryowStats) func() {
+func ryowCtrlkit(b *testing.B, cfg *rest.Config, ns string, workers int, st *ryowStats) func() {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -231,7 +231,7 @@ func ryowCtrlkit(b *testing.B, cfg *rest.Config, ns string, st *ryowStats) func(
 					return err
 				},
 			}, st)
-		}), controller.Options[controller.Key]{Workers: 5, Metrics: metrics, Fences: &controller.Fences{Auto: true}})
+		}), controller.Options[controller.Key]{Workers: workers, Metrics: metrics, Fences: &controller.Fences{Auto: true}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func ryowCtrlkit(b *testing.B, cfg *rest.Config, ns string, st *ryowStats) func(
 	return runUntilStopped(b, cancel, func() error { return c.Run(ctx) }, f.Shutdown)
 }
 
-func ryowControllerRuntime(b *testing.B, cfg *rest.Config, ns string, st *ryowStats, ryow bool) func() {
+func ryowControllerRuntime(b *testing.B, cfg *rest.Config, ns string, workers int, st *ryowStats, ryow bool) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	cl, err := crcluster.New(cfg, func(o *crcluster.Options) {
 		o.Scheme = scheme.Scheme
@@ -258,7 +258,7 @@ func ryowControllerRuntime(b *testing.B, cfg *rest.Config, ns string, st *ryowSt
 	}
 	c := cl.GetClient()
 	ctl, err := crcontroller.NewTypedUnmanaged("ryow-"+strconv.FormatInt(crNames.Add(1), 10), crcontroller.TypedOptions[crreconcile.Request]{
-		MaxConcurrentReconciles: 5,
+		MaxConcurrentReconciles: workers,
 		Logger:                  klog.Background(),
 		Reconciler: crreconcile.Func(func(ctx context.Context, req crreconcile.Request) (crreconcile.Result, error) {
 			rs := &appsv1.ReplicaSet{}
@@ -347,72 +347,74 @@ func BenchmarkReadYourWrites(b *testing.B) {
 	cs := env.Client()
 	ctx := context.Background()
 	var namespaces atomic.Int64
-	for _, im := range ryowImpls {
-		b.Run("impl="+im.name, func(b *testing.B) {
-			var total ryowStats
-			ops := 0
-			for b.Loop() {
-				b.StopTimer()
-				ns := "ryow-" + strconv.FormatInt(namespaces.Add(1), 10)
-				if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-					b.Fatal(err)
-				}
-				var st ryowStats
-				stop := im.start(b, cfg, ns, &st)
-				b.StartTimer()
-				for i, replicas := range ryowPhases {
-					for s := range ryowSets {
-						name := "set-" + strconv.Itoa(s)
-						var err error
-						if i == 0 {
-							_, err = cs.AppsV1().ReplicaSets(ns).Create(ctx, ryowSet(ns, name, replicas), metav1.CreateOptions{})
-						} else {
-							patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas)
-							_, err = cs.AppsV1().ReplicaSets(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-						}
-						if err != nil {
-							b.Fatal(err)
-						}
-					}
-					deadline := time.Now().Add(5 * time.Minute)
-					for {
-						ok, err := ryowConverged(ctx, cs, ns, replicas)
-						if err != nil {
-							b.Fatal(err)
-						}
-						if ok {
-							break
-						}
-						if time.Now().After(deadline) {
-							b.Fatalf("%d ReplicaSets of %d in %s did not converge in 5 minutes", ryowSets, replicas, ns)
-						}
-						// Polling the API server more often would load the server the controllers use.
-						time.Sleep(50 * time.Millisecond)
-					}
-				}
-				b.StopTimer()
-				stop()
-				for _, err := range []error{
-					cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}),
-					cs.AppsV1().ReplicaSets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}),
-				} {
-					if err != nil {
+	for _, workers := range []int{5, 20} {
+		for _, im := range ryowImpls {
+			b.Run(fmt.Sprintf("workers=%d/impl=%s", workers, im.name), func(b *testing.B) {
+				var total ryowStats
+				ops := 0
+				for b.Loop() {
+					b.StopTimer()
+					ns := "ryow-" + strconv.FormatInt(namespaces.Add(1), 10)
+					if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 						b.Fatal(err)
 					}
+					var st ryowStats
+					stop := im.start(b, cfg, ns, workers, &st)
+					b.StartTimer()
+					for i, replicas := range ryowPhases {
+						for s := range ryowSets {
+							name := "set-" + strconv.Itoa(s)
+							var err error
+							if i == 0 {
+								_, err = cs.AppsV1().ReplicaSets(ns).Create(ctx, ryowSet(ns, name, replicas), metav1.CreateOptions{})
+							} else {
+								patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas)
+								_, err = cs.AppsV1().ReplicaSets(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+							}
+							if err != nil {
+								b.Fatal(err)
+							}
+						}
+						deadline := time.Now().Add(5 * time.Minute)
+						for {
+							ok, err := ryowConverged(ctx, cs, ns, replicas)
+							if err != nil {
+								b.Fatal(err)
+							}
+							if ok {
+								break
+							}
+							if time.Now().After(deadline) {
+								b.Fatalf("%d ReplicaSets of %d in %s did not converge in 5 minutes", ryowSets, replicas, ns)
+							}
+							// Polling the API server more often would load the server the controllers use.
+							time.Sleep(50 * time.Millisecond)
+						}
+					}
+					b.StopTimer()
+					stop()
+					for _, err := range []error{
+						cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}),
+						cs.AppsV1().ReplicaSets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}),
+					} {
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+					total.reconciles.Add(st.reconciles.Load())
+					total.creates.Add(st.creates.Load())
+					total.deletes.Add(st.deletes.Load())
+					total.conflicts.Add(st.conflicts.Load())
+					ops++
+					b.StartTimer()
 				}
-				total.reconciles.Add(st.reconciles.Load())
-				total.creates.Add(st.creates.Load())
-				total.deletes.Add(st.deletes.Load())
-				total.conflicts.Add(st.conflicts.Load())
-				ops++
-				b.StartTimer()
-			}
-			per := func(v *atomic.Int64) float64 { return float64(v.Load()) / float64(ops) }
-			b.ReportMetric(per(&total.reconciles), "reconciles/op")
-			b.ReportMetric(per(&total.creates), "creates/op")
-			b.ReportMetric(per(&total.deletes), "deletes/op")
-			b.ReportMetric(per(&total.conflicts), "conflicts/op")
-			b.ReportMetric(per(&total.reconciles)/(b.Elapsed().Seconds()/float64(ops)), "reconciles/s")
-		})
+				per := func(v *atomic.Int64) float64 { return float64(v.Load()) / float64(ops) }
+				b.ReportMetric(per(&total.reconciles), "reconciles/op")
+				b.ReportMetric(per(&total.creates), "creates/op")
+				b.ReportMetric(per(&total.deletes), "deletes/op")
+				b.ReportMetric(per(&total.conflicts), "conflicts/op")
+				b.ReportMetric(per(&total.reconciles)/(b.Elapsed().Seconds()/float64(ops)), "reconciles/s")
+			})
+		}
 	}
 }
