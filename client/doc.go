@@ -26,18 +26,21 @@
 //
 // # How For finds the typed client
 //
-// T's group, version and kind come from client-go's scheme. The typed client comes from a table
-// of kubernetes.Interface's getters generated from the interface (internal/builtin): the
-// getter whose Get returns T (CoreV1().ConfigMaps for *corev1.ConfigMap); whether it takes a
-// namespace gives the scope and its name the resource. (Looking the getter up by method name
-// at run time would make the linker keep every exported method of client-go's types in every
-// binary.) Requests then go through the clientset's own typed
-// client, so a fake clientset records them and its reactors see them (a fake's RESTClient()
-// is nil, so a REST-client based approach would not work in tests). Get, Create, Update,
-// UpdateStatus, Patch and Delete are called through a generic interface assertion, List
-// through the table (its list type differs per T). Apply sends an apply patch
-// (application/apply-patch+yaml, what the generated Apply methods send too) built from T,
-// so no generated apply-configuration type is needed.
+// T's group, version and kind come from client-go's scheme; its resource, scope, list type and
+// group client from a table generated from kubernetes.Interface (internal/builtin): the getter
+// whose Get returns T (CoreV1().ConfigMaps for *corev1.ConfigMap). The typed client is then
+// built as client-go builds its own (gentype): over the group's REST client
+// (cs.CoreV1().RESTClient()) for a real clientset, sending the same requests as the generated
+// client, protobuf preferred; over the *testing.Fake behind a client-go fake clientset, with
+// the same actions as its generated fake client, so a fake records them and its reactors see
+// them. The table holds data, not calls into the generated clients, so a binary links the
+// typed code of the types it uses and not client-go's whole clientset (docs/performance.md,
+// "Binary size"). A test double that wraps a group client by embedding it is looked through
+// to the client it wraps, so its own methods are not called: inject faults into this traffic
+// with the fake's reactors. A group client that is neither real, a fake nor such a wrapper is
+// an error naming it. Apply sends an apply patch (application/apply-patch+yaml, what the
+// generated Apply methods send too) built from T, so no generated apply-configuration type is
+// needed.
 //
 // # Objects returned are the caller's
 //

@@ -14,9 +14,9 @@ import (
 // Every built-in type whose typed client has UpdateStatus has a status PatchStatus can write.
 func TestEveryStatusSubresourceHasALayout(t *testing.T) {
 	n := 0
-	for typ := range builtin.Getters() {
+	for _, typ := range builtin.Types() {
 		b, err := bindingFor(typ)
-		if err != nil || !b.hasStatus {
+		if err != nil || !b.Status {
 			continue
 		}
 		n++

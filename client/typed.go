@@ -13,50 +13,46 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ctrlkit/ctrlkit/internal/builtin"
 	"github.com/ctrlkit/ctrlkit/internal/fencehook"
 	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
-// typed is the Client For returns: the clientset's own typed client for T, reached through
-// its getter.
+// typed is the Client For returns: a typed client for T built as client-go builds its own,
+// over the clientset's REST client of T's group or its fake (builtin.Client).
 type typed[T Object] struct {
-	b  *binding
+	b  builtin.Type
 	cs kubernetes.Interface
 
 	// The typed client of a cluster-scoped resource, built once.
-	cluster typedOps[T]
+	cluster builtin.Ops[T]
 }
 
 var _ Client[*metav1.PartialObjectMetadata] = (*typed[*metav1.PartialObjectMetadata])(nil)
 
-func (c *typed[T]) Resource() schema.GroupVersionResource     { return c.b.gvr }
-func (c *typed[T]) GroupVersionKind() schema.GroupVersionKind { return c.b.gvk }
-func (c *typed[T]) Namespaced() bool                          { return c.b.namespaced }
+func (c *typed[T]) Resource() schema.GroupVersionResource     { return c.b.GVR }
+func (c *typed[T]) GroupVersionKind() schema.GroupVersionKind { return c.b.GVK }
+func (c *typed[T]) Namespaced() bool                          { return c.b.Namespaced }
 
-// resource returns the typed client of namespace ns (the getter's answer, e.g.
-// cs.CoreV1().ConfigMaps(ns)).
-func (c *typed[T]) resource(ns string) (typedOps[T], error) {
-	if !c.b.namespaced && c.cluster != nil {
+// resource returns the typed client of namespace ns.
+func (c *typed[T]) resource(ns string) (builtin.Ops[T], error) {
+	if !c.b.Namespaced && c.cluster != nil {
 		return c.cluster, nil
 	}
-	out := c.b.getter.Client(c.cs, ns)
-	if object.IsNil(out) {
-		return nil, fmt.Errorf("client: %s: the clientset returned a nil typed client: %w", resourceName(c.b.gvr), ErrInvalidInput)
-	}
-	ops, ok := out.(typedOps[T])
-	if !ok {
-		return nil, fmt.Errorf("client: %s: the typed client %T does not serve %s: %w", resourceName(c.b.gvr), out, c.b.t, ErrUnsupportedType)
+	ops, err := builtin.Client[T](c.b, c.cs, ns)
+	if err != nil {
+		return nil, fmt.Errorf("client: %s: %w: %w", resourceName(c.b.GVR), ErrInvalidInput, err)
 	}
 	return ops, nil
 }
 
 // forObject validates obj and returns the typed client of its namespace.
-func (c *typed[T]) forObject(verb string, obj T) (typedOps[T], error) {
+func (c *typed[T]) forObject(verb string, obj T) (builtin.Ops[T], error) {
 	var zero T
 	if obj == zero || object.IsNil(obj) {
-		return nil, fmt.Errorf("client: %s %s: nil object: %w", verb, resourceName(c.b.gvr), ErrInvalidInput)
+		return nil, fmt.Errorf("client: %s %s: nil object: %w", verb, resourceName(c.b.GVR), ErrInvalidInput)
 	}
-	if err := checkNamespace(verb, c.b.gvr, c.b.namespaced, obj.GetNamespace(), obj.GetName(), false); err != nil {
+	if err := checkNamespace(verb, c.b.GVR, c.b.Namespaced, obj.GetNamespace(), obj.GetName(), false); err != nil {
 		return nil, err
 	}
 	ops, err := c.resource(obj.GetNamespace())
@@ -65,7 +61,7 @@ func (c *typed[T]) forObject(verb string, obj T) (typedOps[T], error) {
 
 func (c *typed[T]) Get(ctx context.Context, namespace, name string, opts metav1.GetOptions) (T, error) {
 	var zero T
-	if err := checkNamespace("get", c.b.gvr, c.b.namespaced, namespace, name, false); err != nil {
+	if err := checkNamespace("get", c.b.GVR, c.b.Namespaced, namespace, name, false); err != nil {
 		return zero, err
 	}
 	ops, err := c.resource(namespace)
@@ -76,32 +72,25 @@ func (c *typed[T]) Get(ctx context.Context, namespace, name string, opts metav1.
 }
 
 func (c *typed[T]) List(ctx context.Context, namespace string, opts metav1.ListOptions) (*List[T], error) {
-	if err := checkNamespace("list", c.b.gvr, c.b.namespaced, namespace, "", true); err != nil {
+	if err := checkNamespace("list", c.b.GVR, c.b.Namespaced, namespace, "", true); err != nil {
 		return nil, err
 	}
 	ops, err := c.resource(namespace)
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.b.getter.List(ctx, ops, opts)
+	res, err := ops.List(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	if object.IsNil(res) {
-		return nil, fmt.Errorf("client: list %s: the typed client returned no list and no error", resourceName(c.b.gvr))
+		return nil, fmt.Errorf("client: list %s: the typed client returned no list and no error", resourceName(c.b.GVR))
 	}
-	lv := reflect.ValueOf(res)
-	out := &List[T]{}
+	out := &List[T]{Items: builtin.Items[T](c.b, res)}
 	if lm, ok := res.(metav1.ListInterface); ok {
 		out.ResourceVersion = lm.GetResourceVersion()
 		out.Continue = lm.GetContinue()
 		out.RemainingItemCount = lm.GetRemainingItemCount()
-	}
-	items := lv.Elem().FieldByIndex(c.b.itemsField)
-	out.Items = make([]T, items.Len())
-	for i := range out.Items {
-		// Pointers into the decoded list's own array: no copy.
-		out.Items[i] = items.Index(i).Addr().Interface().(T)
 	}
 	return out, nil
 }
@@ -126,23 +115,19 @@ func (c *typed[T]) Update(ctx context.Context, obj T, opts metav1.UpdateOptions)
 
 func (c *typed[T]) UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
 	var zero T
-	if !c.b.hasStatus {
-		return zero, fmt.Errorf("client: update status of %s: %w", resourceName(c.b.gvr), ErrNoStatus)
+	if !c.b.Status {
+		return zero, fmt.Errorf("client: update status of %s: %w", resourceName(c.b.GVR), ErrNoStatus)
 	}
 	ops, err := c.forObject("update status of", obj)
 	if err != nil {
 		return zero, err
 	}
-	st, ok := ops.(statusOps[T])
-	if !ok {
-		return zero, fmt.Errorf("client: update status of %s: typed client %T: %w", resourceName(c.b.gvr), ops, ErrNoStatus)
-	}
-	return fenced[T](ctx)(st.UpdateStatus(ctx, obj, opts))
+	return fenced[T](ctx)(ops.UpdateStatus(ctx, obj, opts))
 }
 
 func (c *typed[T]) Patch(ctx context.Context, namespace, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error) {
 	var zero T
-	if err := checkNamespace("patch", c.b.gvr, c.b.namespaced, namespace, name, false); err != nil {
+	if err := checkNamespace("patch", c.b.GVR, c.b.Namespaced, namespace, name, false); err != nil {
 		return zero, err
 	}
 	ops, err := c.resource(namespace)
@@ -160,15 +145,15 @@ func (c *typed[T]) Apply(ctx context.Context, obj T, opts metav1.ApplyOptions, s
 	if err != nil {
 		return zero, err
 	}
-	data, err := applyConfiguration(c.b.gvk, obj, opts)
+	data, err := applyConfiguration(c.b.GVK, obj, opts)
 	if err != nil {
-		return zero, fmt.Errorf("client: apply %s %s: %w", resourceName(c.b.gvr), objectKey(obj.GetNamespace(), obj.GetName()), err)
+		return zero, fmt.Errorf("client: apply %s %s: %w", resourceName(c.b.GVR), objectKey(obj.GetNamespace(), obj.GetName()), err)
 	}
 	return fenced[T](ctx)(ops.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, opts.ToPatchOptions(), subresources...))
 }
 
 func (c *typed[T]) Delete(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
-	if err := checkNamespace("delete", c.b.gvr, c.b.namespaced, namespace, name, false); err != nil {
+	if err := checkNamespace("delete", c.b.GVR, c.b.Namespaced, namespace, name, false); err != nil {
 		return err
 	}
 	ops, err := c.resource(namespace)

@@ -215,48 +215,53 @@ func (f *Factory) checkNamespace(what, ns string, next cache.TransformFunc) cach
 // resolveTyped finds the informer serving Go type t in the client-go factory shared, whose
 // namespace and list options are ns and tweak, building it there if it is not yet.
 //
-// The informer is built from the typed client's List and Watch, as client-go's generated
-// informers are, not looked up by resource (shared.ForResource): that switch over every
-// built-in resource would link every generated informer, lister and typed client into every
-// binary (docs/performance.md, "Binary size").
+// The informer is built over a typed client as client-go's generated informers are, not
+// looked up by resource (shared.ForResource): that switch over every built-in resource would
+// link every generated informer, lister and typed client into every binary
+// (docs/performance.md, "Binary size").
 func (f *Factory) resolveTyped(t reflect.Type, shared informers.SharedInformerFactory, ns string, tweak func(*metav1.ListOptions)) (schema.GroupVersionKind, schema.GroupVersionResource, cache.SharedIndexInformer, error) {
 	bt, err := builtin.Of(t)
 	if err != nil {
 		return schema.GroupVersionKind{}, schema.GroupVersionResource{}, nil, fmt.Errorf("informer for %s: %w: %w", object.TypeName(t), ErrUnsupportedType, err)
 	}
-	g, gvk, gvr := bt.Getter, bt.GVK, bt.GVR
 	obj := reflect.New(t.Elem()).Interface().(runtime.Object)
 	inf := shared.InformerFor(obj, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return newTypedInformer(g, cs, gvr, obj, ns, tweak, resync, shared.InformerName())
+		return newTypedInformer(bt, cs, obj, ns, tweak, resync, shared.InformerName())
 	})
-	return gvk, gvr, inf, nil
+	return bt.GVK, bt.GVR, inf, nil
+}
+
+// typedList lists bt in namespace ns through cs, with list options tweak: the call of
+// client-go's generated informers (builtin.Client is their typed client).
+func typedList(bt builtin.Type, cs kubernetes.Interface, ns string, tweak func(*metav1.ListOptions)) func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+	return func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		c, err := builtin.Client[builtin.Object](bt, cs, ns)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", bt.GVR.GroupResource(), err)
+		}
+		if tweak != nil {
+			tweak(&opts)
+		}
+		return c.List(ctx, opts)
+	}
 }
 
 // newTypedInformer builds the informer of a built-in resource over its typed client, as
 // client-go's generated New<Kind>InformerWithOptions does: the same list and watch calls, the
 // namespace index, watch-list semantics as the client supports them, and the informer's
 // identity under name (nil: none).
-func newTypedInformer(g builtin.Getter, cs kubernetes.Interface, gvr schema.GroupVersionResource, obj runtime.Object, ns string,
+func newTypedInformer(bt builtin.Type, cs kubernetes.Interface, obj runtime.Object, ns string,
 	tweak func(*metav1.ListOptions), resync time.Duration, name *cache.InformerName) cache.SharedIndexInformer {
-	options := func(opts metav1.ListOptions) metav1.ListOptions {
+	list := typedList(bt, cs, ns, tweak)
+	watchFn := func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		c, err := builtin.Client[builtin.Object](bt, cs, ns)
+		if err != nil {
+			return nil, fmt.Errorf("watch %s: %w", bt.GVR.GroupResource(), err)
+		}
 		if tweak != nil {
 			tweak(&opts)
 		}
-		return opts
-	}
-	list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		c := g.Client(cs, ns)
-		if c == nil {
-			return nil, fmt.Errorf("list %s: the clientset returned no %s client", gvr.GroupResource(), g.GroupMethod)
-		}
-		return g.List(ctx, c, options(opts))
-	}
-	watchFn := func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-		c := g.Client(cs, ns)
-		if c == nil {
-			return nil, fmt.Errorf("watch %s: the clientset returned no %s client", gvr.GroupResource(), g.GroupMethod)
-		}
-		return g.Watch(ctx, c, options(opts))
+		return c.Watch(ctx, opts)
 	}
 	lw := &cache.ListWatch{
 		ListFunc:             func(opts metav1.ListOptions) (runtime.Object, error) { return list(context.Background(), opts) },
@@ -267,6 +272,6 @@ func newTypedInformer(g builtin.Getter, cs kubernetes.Interface, gvr schema.Grou
 	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, cs), obj, cache.SharedIndexInformerOptions{
 		ResyncPeriod: resync,
 		Indexers:     cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-		Identifier:   name.WithResource(gvr),
+		Identifier:   name.WithResource(bt.GVR),
 	})
 }

@@ -331,14 +331,7 @@ func (s *sharedInformer[T]) serverList(ns string, tweak func(*metav1.ListOptions
 		if err != nil || s.f.client == nil {
 			return nil
 		}
-		g, cs := bt.Getter, s.f.client
-		return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			c := g.Client(cs, ns)
-			if c == nil {
-				return nil, fmt.Errorf("list %s: the clientset returned no %s client", s.gvr.GroupResource(), g.GroupMethod)
-			}
-			return g.List(ctx, c, with(o))
-		}
+		return typedList(bt, s.f.client, ns, tweak)
 	case sourceMetadata:
 		mc := s.f.cfg.metadataClient
 		if mc == nil {

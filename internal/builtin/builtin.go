@@ -1,66 +1,86 @@
 package builtin
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 )
 
-// Getter is one resource getter of kubernetes.Interface, such as CoreV1().Pods(namespace).
-type Getter struct {
-	GroupMethod    string       // CoreV1
-	ResourceMethod string       // Pods
-	Namespaced     bool         // the getter takes a namespace
-	Iface          reflect.Type // the typed interface, e.g. PodInterface
-	// Client is the getter: the typed client of namespace ns ("" and ignored for a
-	// cluster-scoped resource) from cs, e.g. cs.CoreV1().Pods(ns), as an Iface; nil when cs
-	// returns no group client.
-	Client func(cs kubernetes.Interface, ns string) any
-	// List calls List on c, a client Client returned.
-	List func(ctx context.Context, c any, opts metav1.ListOptions) (runtime.Object, error)
-	// Watch calls Watch on c, a client Client returned.
-	Watch func(ctx context.Context, c any, opts metav1.ListOptions) (watch.Interface, error)
+// info is what the generated table (zz_generated_types.go, table) records of one typed client of
+// kubernetes.Interface: data only, no call into the client, so that a binary links the typed
+// code of the types it uses and no other.
+type info struct {
+	group      string       // the clientset's method returning the group client: CoreV1
+	resource   string       // the plural its getter is named after, lower case: pods
+	namespaced bool         // the getter takes a namespace
+	status     bool         // the typed client has UpdateStatus
+	list       reflect.Type // *corev1.PodList
 }
 
-// Resource is the resource a getter serves: its method's name in lower case, as client-go's
-// generator names the methods after the plural.
-func (g Getter) Resource() string { return strings.ToLower(g.ResourceMethod) }
-
-// Getters maps every type a typed client of kubernetes.Interface gets (*corev1.Pod) to that
-// client's getter. The table is generated (zz_generated_getters.go) rather than found by
-// reflection over method names, which would make the linker keep every exported method of
-// client-go's types in every binary.
-func Getters() map[reflect.Type]Getter { return getters }
+// groupClient is what every group client of kubernetes.Interface (CoreV1Interface,
+// AppsV1Interface, ...) has: the REST client its typed clients send through.
+type groupClient interface {
+	RESTClient() rest.Interface
+}
 
 // Type is a built-in API type as kubernetes.Interface serves it.
 type Type struct {
-	GVK    schema.GroupVersionKind     // from client-go's scheme (its first kind)
-	GVR    schema.GroupVersionResource // GVK's group and version, the getter's resource
-	Getter Getter                      // its typed client
+	GVK        schema.GroupVersionKind     // from client-go's scheme (its first kind)
+	GVR        schema.GroupVersionResource // GVK's group and version, the getter's resource
+	Namespaced bool                        // the resource is namespaced
+	Status     bool                        // the resource has a status subresource (UpdateStatus)
+	Obj, List  reflect.Type                // *corev1.Pod, *corev1.PodList
+	Group      string                      // the clientset's method serving it: CoreV1
+
+	itemsField, listMetaField []int // the list struct's Items and ListMeta
 }
 
-// Of resolves t, such as *corev1.Pod, to its kind, resource and typed client. The error says
+// Of resolves t, such as *corev1.Pod, to its kind, resource and list type. The error says
 // why t is not a built-in type the clientset serves; callers wrap it with their own sentinel.
 func Of(t reflect.Type) (Type, error) {
+	if v, ok := resolved.Load(t); ok {
+		if err, isErr := v.(error); isErr {
+			return Type{}, err
+		}
+		return v.(Type), nil
+	}
+	bt, err := of(t)
+	if err != nil {
+		resolved.Store(t, err)
+		return Type{}, err
+	}
+	resolved.Store(t, bt)
+	return bt, nil
+}
+
+var resolved sync.Map // reflect.Type → Type or error
+
+func of(t reflect.Type) (Type, error) {
 	gvks, err := kindsOf(t)
 	if err != nil {
 		return Type{}, err
 	}
-	g, ok := getters[t]
+	in, ok := table[t]
 	if !ok {
 		return Type{}, fmt.Errorf("kubernetes.Interface has no typed client for %v", gvks)
 	}
-	return Type{GVK: gvks[0], GVR: gvks[0].GroupVersion().WithResource(g.Resource()), Getter: g}, nil
+	items, ok := in.list.Elem().FieldByName("Items")
+	if !ok || items.Type.Kind() != reflect.Slice || items.Type.Elem() != t.Elem() {
+		return Type{}, fmt.Errorf("its list type %v has no Items of %v", in.list, t.Elem())
+	}
+	lm, ok := in.list.Elem().FieldByName("ListMeta")
+	if !ok {
+		return Type{}, fmt.Errorf("its list type %v has no ListMeta", in.list)
+	}
+	return Type{GVK: gvks[0], GVR: gvks[0].GroupVersion().WithResource(in.resource), Namespaced: in.namespaced,
+		Status: in.status, Obj: t, List: in.list, Group: in.group, itemsField: items.Index, listMetaField: lm.Index}, nil
 }
 
 // kindsOf returns the kinds client-go's scheme knows Go type t by, or why it knows none.
@@ -79,8 +99,8 @@ func kindsOf(t reflect.Type) ([]schema.GroupVersionKind, error) {
 	return gvks, nil
 }
 
-// isNil reports whether a group client is nil or a typed nil, which a clientset that does not
-// serve the group (a partial test double) may return: its getters would panic.
+// isNil reports whether v is nil or a typed nil, which a clientset that does not serve a group
+// (a partial test double), or a fake's RESTClient(), returns.
 func isNil(v any) bool {
 	if v == nil {
 		return true
@@ -89,26 +109,17 @@ func isNil(v any) bool {
 	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
-// listed returns a typed List's answer as a runtime.Object, nil when it failed (not a nil
-// pointer in an interface).
-func listed[L runtime.Object](l L, err error) (runtime.Object, error) {
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
 // scopes maps every built-in resource (in each group version client-go serves it) to whether
 // it is namespaced.
 var scopes = sync.OnceValue(func() map[schema.GroupVersionResource]bool {
 	out := map[schema.GroupVersionResource]bool{}
-	for t, g := range getters {
+	for t, in := range table {
 		gvks, err := kindsOf(t)
 		if err != nil {
 			continue
 		}
 		for _, gvk := range gvks {
-			out[gvk.GroupVersion().WithResource(g.Resource())] = g.Namespaced
+			out[gvk.GroupVersion().WithResource(in.resource)] = in.namespaced
 		}
 	}
 	return out
@@ -119,4 +130,26 @@ var scopes = sync.OnceValue(func() map[schema.GroupVersionResource]bool {
 func Namespaced(gvr schema.GroupVersionResource) (namespaced, known bool) {
 	namespaced, known = scopes()[gvr]
 	return namespaced, known
+}
+
+// Types returns every type kubernetes.Interface has a typed client for.
+func Types() []reflect.Type {
+	out := make([]reflect.Type, 0, len(table))
+	for t := range table {
+		out = append(out, t)
+	}
+	return out
+}
+
+// groupOf returns cs's group client serving bt (cs.CoreV1()), nil when cs returns none.
+func groupOf(bt Type, cs kubernetes.Interface) groupClient {
+	get, ok := groups[bt.Group]
+	if !ok {
+		return nil
+	}
+	g := get(cs)
+	if isNil(g) {
+		return nil
+	}
+	return g
 }

@@ -1,0 +1,129 @@
+package builtin
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/gentype"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// Object is what a typed client serves: an API object with metadata, such as *corev1.Pod (or
+// an interface over them, for callers that know the type only at run time).
+type Object interface {
+	runtime.Object
+	metav1.Object
+}
+
+// Ops is a typed client of one resource in one namespace: what client-go's generated typed
+// clients have in common, with List answering a runtime.Object (the list type differs per T).
+type Ops[T Object] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+	UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+}
+
+// Client returns the typed client of bt in namespace ns (ignored for a cluster-scoped
+// resource) through cs, built as client-go builds its own: over the REST client of bt's group
+// (cs.CoreV1().RESTClient()) for a real clientset, with the same requests as the generated
+// typed client (gentype, protobuf preferred), or over the *testing.Fake behind a client-go
+// fake clientset, with the same actions as its generated fake (so its reactors and recorded
+// actions see them). A test double wrapping a group client is looked through (backing): its
+// own methods are not called, so faults meant for this traffic go in the fake's reactors.
+// Calling the generated getter instead (cs.CoreV1().Pods(ns))
+// would need a call per type in a table, which links every typed client into every binary
+// (docs/performance.md, "Binary size"). T is bt.Obj or an interface it implements.
+func Client[T Object](bt Type, cs kubernetes.Interface, ns string) (Ops[T], error) {
+	if !bt.Namespaced {
+		ns = ""
+	}
+	g := groupOf(bt, cs)
+	if g == nil {
+		return nil, fmt.Errorf("the clientset %T returned no %s client", cs, bt.Group)
+	}
+	newObj := func() T { return reflect.New(bt.Obj.Elem()).Interface().(T) }
+	newList := func() runtime.Object { return reflect.New(bt.List.Elem()).Interface().(runtime.Object) }
+	rc, f := backing(g)
+	if rc != nil {
+		return gentype.NewClientWithList(bt.GVR.Resource, rc, scheme.ParameterCodec, ns, newObj, newList, gentype.PrefersProtobuf[T]()), nil
+	}
+	if f != nil {
+		return gentype.NewFakeClientWithList(f, ns, bt.GVR, bt.GVK, newObj, newList,
+			func(dst, src runtime.Object) {
+				reflect.ValueOf(dst).Elem().FieldByIndex(bt.listMetaField).Set(reflect.ValueOf(src).Elem().FieldByIndex(bt.listMetaField))
+			},
+			func(l runtime.Object) []T { return Items[T](bt, l) },
+			func(l runtime.Object, items []T) {
+				v := reflect.MakeSlice(reflect.SliceOf(bt.Obj.Elem()), len(items), len(items))
+				for i, it := range items {
+					v.Index(i).Set(reflect.ValueOf(it).Elem())
+				}
+				reflect.ValueOf(l).Elem().FieldByIndex(bt.itemsField).Set(v)
+			}), nil
+	}
+	return nil, fmt.Errorf("the clientset %T: its %s client %T has no REST client and no client-go fake behind it", cs, bt.Group, g)
+}
+
+// maxWrapping bounds how deep backing looks through group clients wrapping group clients.
+const maxWrapping = 8
+
+// backing returns what group client g sends through: its REST client (a real clientset's),
+// or the *testing.Fake a client-go fake group client (fakecorev1.FakeCoreV1 and its kind,
+// generated with a Fake field) records to. A test double that wraps a group client by
+// embedding it (to fail some calls) is looked through to the client it wraps.
+func backing(g groupClient) (rest.Interface, *clienttesting.Fake) {
+	var cur any = g
+	for range maxWrapping {
+		if gc, ok := cur.(groupClient); ok {
+			if rc := gc.RESTClient(); !isNil(rc) {
+				return rc, nil
+			}
+		}
+		v := reflect.ValueOf(cur)
+		for v.Kind() == reflect.Pointer && !v.IsNil() {
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.Struct {
+			return nil, nil
+		}
+		if f := v.FieldByName("Fake"); f.IsValid() && f.Type() == reflect.TypeFor[*clienttesting.Fake]() && !f.IsNil() {
+			return nil, f.Interface().(*clienttesting.Fake)
+		}
+		cur = nil
+		for i := range v.NumField() {
+			if fv := v.Field(i); v.Type().Field(i).Anonymous && fv.Kind() == reflect.Interface && !fv.IsNil() && fv.CanInterface() {
+				if _, ok := fv.Interface().(groupClient); ok {
+					cur = fv.Interface()
+					break
+				}
+			}
+		}
+		if cur == nil {
+			return nil, nil
+		}
+	}
+	return nil, nil
+}
+
+// Items returns the items of l, a list of bt, as pointers into its own array (no copy).
+func Items[T Object](bt Type, l runtime.Object) []T {
+	items := reflect.ValueOf(l).Elem().FieldByIndex(bt.itemsField)
+	out := make([]T, items.Len())
+	for i := range out {
+		out[i] = items.Index(i).Addr().Interface().(T)
+	}
+	return out
+}
