@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/lagwatch"
 	"github.com/ctrlkit/ctrlkit/internal/retry"
 	"github.com/ctrlkit/ctrlkit/provenance"
 )
@@ -148,70 +149,13 @@ func newBreaker[K comparable](c *Controller[K], q queue[K], logger klog.Logger) 
 	}
 }
 
-// watch is the breaker's loop, until ctx ends. Each informer has at most one read in
-// flight: the oldest its cache has not reached.
+// watch is the breaker's loop, until ctx ends.
 func (b *breaker[K]) watch(ctx context.Context) {
-	period := b.maxLag / 4
-	tick := b.c.clock.NewTicker(min(period, time.Second))
-	defer tick.Stop()
-	type state struct {
-		ver         *informer.Version
-		taken       time.Time // on the controller's clock
-		nextRead    time.Time
-		nextConfirm time.Time
+	srcs := make([]lagwatch.Source, len(b.vs))
+	for i, v := range b.vs {
+		srcs[i] = lagwatch.Source{Name: v.name, Take: v.take}
 	}
-	st := make([]state, len(b.vs))
-	for {
-		now := b.c.clock.Now()
-		for i, v := range b.vs {
-			s := &st[i]
-			if s.ver != nil && s.ver.Reached() {
-				s.ver = nil
-				b.caughtUp(v.name)
-			}
-			if s.ver == nil {
-				if now.Before(s.nextRead) {
-					continue
-				}
-				s.nextRead = now.Add(period)
-				rctx, cancel := context.WithTimeout(ctx, min(period, 10*time.Second))
-				ver, err := v.take(rctx)
-				cancel()
-				if err != nil {
-					if ctx.Err() == nil {
-						b.logger.V(2).Info("Could not read the API server's state of an informer's resource", "informer", v.name, "err", err)
-					}
-					continue
-				}
-				s.ver, s.taken, s.nextConfirm = ver, now, now.Add(b.maxLag)
-				continue
-			}
-			lag := now.Sub(s.taken)
-			if lag <= b.maxLag {
-				continue
-			}
-			if !now.Before(s.nextConfirm) {
-				s.nextConfirm = now.Add(period)
-				ok, err := s.ver.Confirm(klog.NewContext(ctx, b.logger))
-				switch {
-				case ok:
-					s.ver = nil
-					b.caughtUp(v.name)
-					continue
-				case err != nil:
-					if ctx.Err() == nil {
-						b.logger.V(2).Info("Could not compare a cache with the API server", "informer", v.name, "err", err)
-					}
-				}
-			}
-			b.lagsBehind(v.name, lag, s.ver.Lagging())
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C():
-		}
-	}
+	lagwatch.New(b.maxLag, b.c.clock, b.logger, lagwatch.Report{Lags: b.lagsBehind, CaughtUp: b.caughtUp}, srcs).Run(ctx, b.c.clock)
 }
 
 // lagsBehind records that informer lags by lag, opening the breaker.

@@ -64,6 +64,11 @@ type Cluster struct {
 	versions []versioner
 	lagging  atomic.Pointer[string]
 	clock    clock.WithTicker
+	// breakers are the controllers' Freshness.MaxLag in the cluster, by
+	// admission (freshness.go), built while wiring under heldMu and watched
+	// once the gate passed; lagOpen counts those open.
+	breakers map[*admission]*clusterBreaker
+	lagOpen  atomic.Int32
 
 	// events is the cluster's event broadcaster, built at the first
 	// EventRecorder and shut down with the cluster.
@@ -98,6 +103,7 @@ func (c *Cluster) gate(ctx context.Context) {
 			a.c.Enqueue(k)
 		}
 	}
+	c.watchLag(ctx)
 }
 
 // hold keeps key for a's controller until the cluster synced, and reports
@@ -215,6 +221,9 @@ func (c *Cluster) Err() error {
 	}
 	if p := c.lagging.Load(); p != nil {
 		return errors.New(*p)
+	}
+	if s := c.staleness(); s != "" {
+		return errors.New("caches lag behind the API server beyond Freshness.MaxLag: " + s)
 	}
 	return nil
 }

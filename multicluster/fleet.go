@@ -81,8 +81,9 @@ type Fleet struct {
 	clusters map[string]*Cluster
 	wirings  []wiring
 	wg       sync.WaitGroup // every cluster's goroutines
-	// fresh holds the controllers built with Freshness.Gate (freshness.go).
-	fresh map[*controller.Controller[Key]]bool
+	// fresh holds the controllers built with Freshness.Gate or MaxLag
+	// (freshness.go).
+	fresh map[*controller.Controller[Key]]freshness
 
 	// tables owns the clusters' factories' sharing table (ShareWith).
 	tables *informer.Factory

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -178,4 +179,71 @@ func TestFreshnessGateInAClusterOverEveryShape(t *testing.T) {
 			}, wait, pollEvery)
 		})
 	}
+}
+
+// With controller.Options.Freshness.MaxLag, a cluster whose watch falls behind its API server
+// beyond the bound holds the controller's keys of that cluster, named by Err and ReadyNote,
+// while another cluster's keys go on; once it caught up the held keys run on the caught-up
+// cache.
+func TestFreshnessMaxLagHoldsOneClustersKeysWhileItsCacheLags(t *testing.T) {
+	lagging, catchUp := laggingCluster(t)
+	fc, err := fakecluster.New(configMap("default", "old"))
+	require.NoError(t, err)
+	steady := fc.Connect()
+	fleet, err := multicluster.New(multicluster.Options{Provider: multicluster.NewList(map[string]multicluster.Connection{
+		"lagging": lagging,
+		"steady":  {Client: steady.Clientset(), Dynamic: steady.Dynamic(), Metadata: steady.Metadata()},
+	})})
+	require.NoError(t, err)
+	seen := &keys{}
+	sawNew := &keys{}
+	c, err := multicluster.NewController(fleet, "bounded", controller.ReconcilerFunc[multicluster.Key](func(_ context.Context, k multicluster.Key) (controller.Result, error) {
+		seen.add(k)
+		cl, err := fleet.Get(k.Cluster)
+		if err != nil {
+			return controller.Result{}, err
+		}
+		cms, err := informer.For[*corev1.ConfigMap](cl.Factory)
+		if err != nil {
+			return controller.Result{}, err
+		}
+		if _, err := cms.Lister().Namespace("default").Get("new"); err == nil {
+			sawNew.add(k)
+		}
+		return controller.Result{}, nil
+	}), controller.Options[multicluster.Key]{Freshness: controller.Freshness{MaxLag: time.Second}})
+	require.NoError(t, err)
+	require.NoError(t, multicluster.Watch(fleet, c, multicluster.For[*corev1.ConfigMap](), controller.EnqueueObject))
+	run(t, fleet, c)
+
+	old := key("lagging", "default", "old")
+	require.Eventually(t, func() bool { return seen.count(old) == 1 }, wait, pollEvery, "before the bound, the cluster's keys run")
+	require.Eventually(t, func() bool {
+		cl, err := fleet.Get("lagging")
+		return err == nil && cl.Err() != nil &&
+			strings.Contains(cl.Err().Error(), "caches lag behind the API server beyond Freshness.MaxLag: informer configmaps lags by")
+	}, wait, pollEvery, "Err names the informer that lags")
+	assert.Contains(t, fleet.ReadyNote(), "cluster lagging: caches lag behind the API server beyond Freshness.MaxLag")
+	steadyCl, err := fleet.Get("steady")
+	require.NoError(t, err)
+	assert.NoError(t, steadyCl.Err())
+
+	c.Enqueue(old)
+	steadyOld := key("steady", "default", "old")
+	before := seen.count(steadyOld)
+	c.Enqueue(steadyOld)
+	require.Eventually(t, func() bool { return seen.count(steadyOld) > before }, wait, pollEvery, "the other cluster's keys go on")
+	require.Eventually(t, func() bool { return c.Stats().Idle() }, wait, pollEvery)
+	assert.Equal(t, 1, seen.count(old), "held while the cache lags")
+	assert.Zero(t, seen.count(key("lagging", "default", "new")), "not seen by the lagging cache")
+
+	catchUp()
+	require.Eventually(t, func() bool {
+		return sawNew.count(old) >= 1 && sawNew.count(key("lagging", "default", "new")) >= 1
+	}, wait, pollEvery, "the held key runs once the cache caught up, on the caught-up cache")
+	require.Eventually(t, func() bool {
+		cl, err := fleet.Get("lagging")
+		return err == nil && cl.Err() == nil
+	}, wait, pollEvery)
+	assert.Empty(t, fleet.ReadyNote())
 }

@@ -55,8 +55,11 @@ func For[T informer.Object](opts ...informer.ScopeOption[T]) func(*Cluster) (inf
 // and a key whose cluster is not engaged any more is dropped before its
 // Reconcile (an Admission step: the controller's one, so replicas split
 // clusters with Options.Sharding, not a sharding dispatcher). Each
-// Reconcile's logger carries the cluster's name. Wire it with Watch and Owns,
-// and run it as any controller (manager.Manager.Add) beside f.
+// Reconcile's logger carries the cluster's name. Options.Freshness applies
+// per cluster: the gate when a cluster is engaged, MaxLag's breaker to each
+// cluster's informers, so one lagging cluster holds only its own keys. Wire
+// it with Watch and Owns, and run it as any controller
+// (manager.Manager.Add) beside f.
 func NewController(f *Fleet, name string, r controller.Reconciler[Key], opts controller.Options[Key]) (*controller.Controller[Key], error) {
 	if f == nil || r == nil {
 		return nil, fmt.Errorf("multicluster: controller %q: %w: nil Fleet or Reconciler", name, ErrInvalidOptions)
@@ -68,11 +71,12 @@ func NewController(f *Fleet, name string, r controller.Reconciler[Key], opts con
 	if err != nil {
 		return nil, err
 	}
-	if err := c.SetAdmission(&admission{f: f, c: c, in: map[Key]*Cluster{}}); err != nil {
+	a := &admission{f: f, c: c, in: map[Key]*Cluster{}}
+	if err := c.SetAdmission(a); err != nil {
 		return nil, err
 	}
-	if opts.Freshness.Gate {
-		f.gateFresh(c)
+	if opts.Freshness.Gate || opts.Freshness.MaxLag > 0 {
+		f.setFresh(c, freshness{gate: opts.Freshness.Gate, maxLag: opts.Freshness.MaxLag, a: a})
 	}
 	return c, nil
 }
@@ -88,7 +92,8 @@ func (c clusterLogger) Reconcile(ctx context.Context, key Key) (controller.Resul
 // of clusters whose caches have not synced since they were engaged (and
 // enqueues them again once they have: a Reconcile never reads a cache
 // emptier than the cluster was when engaged, as on a leader that just won
-// its Lease), and counts
+// its Lease) and, with Freshness.MaxLag, those of clusters whose caches lag
+// beyond the bound (freshness.go), and counts
 // the reconciles of each cluster in flight, so that a cluster disengaged
 // leaves (and, with Sharding, moves) only once they returned.
 type admission struct {
@@ -102,7 +107,7 @@ type admission struct {
 
 func (a *admission) Admit(key Key) bool {
 	cl, ok := (*a.f.engaged.Load())[key.Cluster]
-	if !ok || cl.hold(a, key) || !cl.enter() {
+	if !ok || cl.hold(a, key) || cl.holdStale(a, key) || !cl.enter() {
 		return false
 	}
 	a.mu.Lock()
