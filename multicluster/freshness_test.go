@@ -108,17 +108,19 @@ func TestFreshnessGateHoldsAClustersKeysUntilItsCachesCaughtUp(t *testing.T) {
 	}
 }
 
-// The per-cluster gate over every source of informer a multicluster Watch builds: typed,
-// metadata-only and unstructured, namespaced and cluster-scoped. A Reconcile of the object
-// created behind the lagging connection's back comes only once the cache caught up.
-func TestFreshnessGateInAClusterOverEveryShape(t *testing.T) {
+// freshnessShape is one source of informer a multicluster Watch builds, and a write of the
+// object "new" behind a lagging connection's back.
+type freshnessShape struct {
+	name     string
+	resource schema.GroupVersionResource
+	watch    func(f *multicluster.Fleet, c *controller.Controller[multicluster.Key]) error
+	write    func(fc *fakecluster.Cluster) error
+}
+
+// freshnessShapes are typed, metadata-only and unstructured, namespaced and cluster-scoped.
+func freshnessShapes() []freshnessShape {
 	namespaces := corev1.SchemeGroupVersion.WithResource("namespaces")
-	for _, tc := range []struct {
-		name     string
-		resource schema.GroupVersionResource
-		watch    func(f *multicluster.Fleet, c *controller.Controller[multicluster.Key]) error
-		write    func(fc *fakecluster.Cluster) error
-	}{
+	return []freshnessShape{
 		{"typed", configMapsGVR, func(f *multicluster.Fleet, c *controller.Controller[multicluster.Key]) error {
 			return multicluster.Watch(f, c, multicluster.For[*corev1.ConfigMap](), controller.EnqueueObject)
 		}, func(fc *fakecluster.Cluster) error {
@@ -141,7 +143,14 @@ func TestFreshnessGateInAClusterOverEveryShape(t *testing.T) {
 			_, err := fc.Clientset().CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "new"}}, metav1.CreateOptions{})
 			return err
 		}},
-	} {
+	}
+}
+
+// The per-cluster gate over every source of informer a multicluster Watch builds: typed,
+// metadata-only and unstructured, namespaced and cluster-scoped. A Reconcile of the object
+// created behind the lagging connection's back comes only once the cache caught up.
+func TestFreshnessGateInAClusterOverEveryShape(t *testing.T) {
+	for _, tc := range freshnessShapes() {
 		t.Run(tc.name, func(t *testing.T) {
 			fc, err := fakecluster.New(configMap("default", "old"))
 			require.NoError(t, err)
@@ -246,4 +255,49 @@ func TestFreshnessMaxLagHoldsOneClustersKeysWhileItsCacheLags(t *testing.T) {
 		return err == nil && cl.Err() == nil
 	}, wait, pollEvery)
 	assert.Empty(t, fleet.ReadyNote())
+}
+
+// The per-cluster breaker over every source of informer a multicluster Watch builds: each shape's
+// cache lagging beyond MaxLag is named, and the object written behind its back is reconciled
+// once it caught up.
+func TestFreshnessMaxLagInAClusterOverEveryShape(t *testing.T) {
+	for _, tc := range freshnessShapes() {
+		t.Run(tc.name, func(t *testing.T) {
+			fc, err := fakecluster.New(configMap("default", "old"))
+			require.NoError(t, err)
+			conn := fc.Connect()
+			catchUp := conn.Lag(fc.Snapshot(), tc.resource)
+			require.NoError(t, tc.write(fc))
+			fleet, err := multicluster.New(multicluster.Options{Provider: multicluster.NewList(map[string]multicluster.Connection{
+				"lagging": {Client: conn.Clientset(), Dynamic: conn.Dynamic(), Metadata: conn.Metadata()}})})
+			require.NoError(t, err)
+			seen := &keys{}
+			c, err := multicluster.NewController(fleet, "shapes", controller.ReconcilerFunc[multicluster.Key](func(_ context.Context, k multicluster.Key) (controller.Result, error) {
+				seen.add(k)
+				return controller.Result{}, nil
+			}), controller.Options[multicluster.Key]{Freshness: controller.Freshness{MaxLag: time.Second}})
+			require.NoError(t, err)
+			require.NoError(t, tc.watch(fleet, c))
+			run(t, fleet, c)
+			require.Eventually(t, func() bool {
+				cl, err := fleet.Get("lagging")
+				return err == nil && cl.Err() != nil && strings.Contains(cl.Err().Error(), "beyond Freshness.MaxLag: informer "+tc.resource.Resource)
+			}, wait, pollEvery)
+			catchUp()
+			require.Eventually(t, func() bool {
+				seen.mu.Lock()
+				defer seen.mu.Unlock()
+				for k := range seen.seen {
+					if k.Name == "new" {
+						return true
+					}
+				}
+				return false
+			}, wait, pollEvery)
+			require.Eventually(t, func() bool {
+				cl, err := fleet.Get("lagging")
+				return err == nil && cl.Err() == nil
+			}, wait, pollEvery)
+		})
+	}
 }
