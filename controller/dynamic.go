@@ -22,9 +22,11 @@ import (
 // longer mean anything).
 //
 // Unlike Watch's, its informer is not one Run waits for, nor one whose
-// writes hold keys (Options.Fences) or whose lag holds work
+// writes hold keys by Options.Fences.Auto, nor one whose lag holds work
 // (Options.Freshness): it may never sync (a cluster that is unreachable) and
-// must not stall the rest. Options are Watch's, except WithResyncPeriod,
+// must not stall the rest. Fence and FenceGone may name it; when ctx ends,
+// the fences on it are dropped (their keys queued again) and the controller
+// keeps nothing of it. Options are Watch's, except WithResyncPeriod,
 // which is an error matching ErrInvalidOptions here.
 func WatchUntil[T informer.Object, K comparable](ctx context.Context, c *Controller[K], inf informer.Informer[T], mapFn func(T) []K, opts ...WatchOption[T]) error {
 	if c == nil {
@@ -53,6 +55,9 @@ type dynamicWatches[K comparable] struct {
 	prov   bool
 	logger klog.Logger
 	set    map[*dynamicWatch[K]]struct{}
+	// forget drops what the write fences hold of an informer whose watch ended (a fence
+	// recorded on it with Fence, or by Auto through a recorder such as multicluster's).
+	forget func(id any)
 }
 
 // dynamicWatch is one WatchUntil: its informer and, while registered, its
@@ -80,9 +85,13 @@ func (d *dynamicWatches[K]) add(ctx context.Context, w watched[K]) error {
 	d.set[dw] = struct{}{}
 	context.AfterFunc(ctx, func() {
 		d.mu.Lock()
-		defer d.mu.Unlock()
 		delete(d.set, dw)
 		d.unregister(dw)
+		forget := d.forget
+		d.mu.Unlock()
+		if forget != nil {
+			forget(dw.w.id())
+		}
 	})
 	return nil
 }

@@ -133,6 +133,9 @@ type fenceTarget struct {
 	name string
 	id   any
 	typ  reflect.Type // the informer's object type, for Auto
+	// declared: a Watch or Owns named it (startFences), so the end of a WatchUntil of the
+	// same informer does not forget it.
+	declared bool
 	// lookup reads the cache: the object's resourceVersion and whether it is being deleted.
 	lookup func(namespace, name string) (rv string, deleting, found bool)
 	// register adds the release handler; it returns the function that removes it.

@@ -86,3 +86,51 @@ func TestFenceTableKeepsOpenFencesForTheNextTerm(t *testing.T) {
 	assert.True(t, ft.hold(b, provenance.Reasons{}), "b's write is not: the new term waits for it")
 	assert.Empty(t, requeued, "the new term's watches queue the keys; nothing was held")
 }
+
+// A target whose watch ended is forgotten: its release handler removed, its fences dropped
+// (a held key queued again), its remembered deletes pruned; a declared one is kept.
+func TestFenceTableForgetsATargetWhoseWatchEnded(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	ft := newFenceTable[Key](&Fences{TTL: time.Minute}, clk)
+	ft.logger = klog.Background()
+	var requeued []Key
+	ft.requeue = func(k Key, _ provenance.Trigger) { requeued = append(requeued, k) }
+	removed := 0
+	mk := func(name string) *fenceTarget {
+		return &fenceTarget{name: name, id: name,
+			lookup: func(string, string) (string, bool, bool) { return "", false, false },
+			register: func(func(string, string, string, bool, bool)) (func() error, error) {
+				return func() error { removed++; return nil }, nil
+			}}
+	}
+	dyn := ft.target("east/configmaps", func() *fenceTarget { return mk("east/configmaps") })
+	declared := mk("hub/configmaps")
+	ft.declare(declared, false)
+	key, other := Key{Namespace: "ns", Name: "a"}, Key{Namespace: "ns", Name: "b"}
+	require.True(t, ft.add(key, dyn, "ns", "cm", "5", versionFence))
+	require.True(t, ft.add(other, declared, "ns", "cm", "5", versionFence))
+	ft.mu.Lock()
+	ft.keys[key].held = true
+	ft.held++
+	ft.mu.Unlock()
+	_, done := ft.recorder(context.Background(), key)
+	ft.observe(objRef{t: dyn, namespace: "ns", name: "gone"}, "4", true, true)
+	done()
+
+	ft.forget("east/configmaps")
+	assert.Equal(t, 1, removed, "the release handler is removed")
+	assert.Equal(t, []Key{key}, requeued, "the held key is queued again")
+	assert.NotContains(t, ft.targets, "east/configmaps")
+	ft.mu.Lock()
+	for ref := range ft.objs {
+		assert.NotSame(t, dyn, ref.t, "a fence on the forgotten target is left")
+	}
+	assert.Contains(t, ft.keys, other)
+	assert.Zero(t, ft.held)
+	ft.mu.Unlock()
+
+	ft.forget("hub/configmaps")
+	assert.Contains(t, ft.targets, "hub/configmaps", "a Watch's target stays")
+	ft.unregister()
+	assert.Equal(t, 2, removed, "the declared target's handler is removed at the end of the Run, once")
+}

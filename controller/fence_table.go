@@ -80,7 +80,6 @@ type fenceTable[K comparable] struct {
 	regMu   sync.Mutex
 	targets map[any]*fenceTarget
 	byType  map[reflect.Type]*fenceTarget
-	removes []func() error
 
 	mu    sync.Mutex
 	keys  map[K]*keyFences

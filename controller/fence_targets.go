@@ -34,6 +34,7 @@ func (ft *fenceTable[K]) declare(t *fenceTarget, fed bool) {
 	t.fed = fed // before target registers it; a target already known keeps its own
 	t = ft.target(t.id, func() *fenceTarget { return t })
 	ft.regMu.Lock()
+	t.declared = true
 	ft.byType[t.typ] = t
 	ft.regMu.Unlock()
 }
@@ -60,15 +61,63 @@ func (ft *fenceTable[K]) registerTarget(t *fenceTarget) {
 		return // a Watch's registration shows it the events
 	}
 	t.once.Do(func() {
-		t.remove, t.err = t.register(ft.observer(t))
-		if t.err != nil {
-			ft.logger.Error(t.err, "Cannot watch for write fences; fences on this informer wait for their TTL", "informer", t.name)
-			return
-		}
+		remove, err := t.register(ft.observer(t))
 		ft.regMu.Lock()
-		ft.removes = append(ft.removes, t.remove)
+		t.remove, t.err = remove, err
 		ft.regMu.Unlock()
+		if err != nil {
+			ft.logger.Error(err, "Cannot watch for write fences; fences on this informer wait for their TTL", "informer", t.name)
+		}
 	})
+}
+
+// forget drops the target of informer id once its watch ended (WatchUntil's context: a
+// cluster disengaged, a resource gone), unless a Watch declared it: its release handler is
+// removed and the fences on its objects are dropped, queuing the keys they held (an Admission
+// step drops those that mean nothing any more), so that neither the informer nor its cache
+// stays reachable from the table, which outlives each Run.
+func (ft *fenceTable[K]) forget(id any) {
+	ft.regMu.Lock()
+	t := ft.targets[id]
+	if t == nil || t.declared {
+		ft.regMu.Unlock()
+		return
+	}
+	delete(ft.targets, id)
+	if ft.byType[t.typ] == t {
+		delete(ft.byType, t.typ)
+	}
+	remove := t.remove
+	t.remove = nil
+	ft.regMu.Unlock()
+	if remove != nil {
+		if err := remove(); err != nil {
+			ft.logger.V(2).Info("Removing the fence handler failed", "informer", t.name, "err", err)
+		}
+	}
+	var released []objRef
+	var keys []K
+	ft.mu.Lock()
+	for ref, ks := range ft.objs {
+		if ref.t != t {
+			continue
+		}
+		for _, k := range slices.Clone(ks) {
+			if ft.dropLocked(k, ref) {
+				released, keys = append(released, ref), append(keys, k)
+			}
+		}
+	}
+	for ref := range ft.deletes {
+		if ref.t == t {
+			delete(ft.deletes, ref)
+		}
+	}
+	ft.remembered.Store(int64(len(ft.deletes)))
+	ft.mu.Unlock()
+	for i, k := range keys {
+		ft.requeue(k, provenance.Trigger{Kind: provenance.TriggerFence, Source: t.name, Namespace: released[i].namespace, Name: released[i].name})
+	}
 }
 
 // unregister removes the release handlers (Run is returning). The open fences stay for the
@@ -76,8 +125,13 @@ func (ft *fenceTable[K]) registerTarget(t *fenceTarget) {
 // queue every key again.
 func (ft *fenceTable[K]) unregister() {
 	ft.regMu.Lock()
-	removes := ft.removes
-	ft.removes = nil
+	var removes []func() error
+	for _, t := range ft.targets {
+		if t.remove != nil {
+			removes = append(removes, t.remove)
+			t.remove = nil
+		}
+	}
 	ft.regMu.Unlock()
 	for _, rm := range removes {
 		if err := rm(); err != nil {
@@ -107,7 +161,9 @@ func (ft *fenceTable[K]) nextTerm(logger klog.Logger, cm *controllerMetrics, req
 	targets := slices.Collect(maps.Values(ft.targets))
 	ft.regMu.Unlock()
 	for _, t := range targets {
+		ft.regMu.Lock() // a WatchUntil ending may forget t meanwhile
 		t.once, t.remove, t.err = sync.Once{}, nil, nil
+		ft.regMu.Unlock()
 		ft.registerTarget(t)
 	}
 	ft.mu.Lock()

@@ -321,3 +321,36 @@ func TestFenceRefusesOpaqueResourceVersions(t *testing.T) {
 	require.Eventually(t, func() bool { return r.n() >= 2 }, 10*time.Second, time.Millisecond, "the requeue is not held")
 	assert.False(t, fenced.Load())
 }
+
+// A fence on the informer of a WatchUntil holds the key until the watch ends (a cluster
+// disengaged): then the key runs again and the controller keeps nothing of the informer.
+func TestFenceOnAWatchUntilInformerEndsWithTheWatch(t *testing.T) {
+	h := newHeldCluster(t, configMap("1"))
+	var r reads
+	c, err := controller.New("fenced", controller.ReconcilerFunc[controller.Key](func(ctx context.Context, key controller.Key) (controller.Result, error) {
+		if r.add("", controller.ReasonsFrom(ctx)) == 1 {
+			require.True(t, controller.Fence(ctx, h.cms, configMap("2")))
+			return controller.Result{Requeue: true}, nil
+		}
+		return controller.Result{}, nil
+	}), controller.Options[controller.Key]{Fences: &controller.Fences{TTL: time.Hour}})
+	require.NoError(t, err)
+	watchCtx, endWatch := context.WithCancel(context.Background())
+	defer endWatch()
+	require.NoError(t, controller.WatchUntil(watchCtx, c, h.cms, controller.EnqueueObject))
+	ctx, cancel := context.WithCancel(context.Background())
+	h.f.Start(ctx)
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+		h.f.Shutdown()
+	}()
+	require.Eventually(t, func() bool { return c.Stats().Fenced == 1 }, 10*time.Second, time.Millisecond, "the requeued key is held")
+	assert.Equal(t, 1, r.n())
+
+	endWatch()
+	require.Eventually(t, func() bool { return r.n() == 2 && c.Stats().Fenced == 0 }, 10*time.Second, time.Millisecond,
+		"the key runs again once the watch of the informer it waited on ended")
+}

@@ -334,5 +334,10 @@ func New[K comparable](name string, r Reconciler[K], opts Options[K]) (*Controll
 			c.wake = opts.BackoffEventWait
 		}
 	}
+	c.dynamic.forget = func(id any) {
+		if ft := c.fences.Load(); ft != nil {
+			ft.forget(id)
+		}
+	}
 	return c, nil
 }
