@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,6 +70,10 @@ type Cluster struct {
 	// once the gate passed; lagOpen counts those open.
 	breakers map[*admission]*clusterBreaker
 	lagOpen  atomic.Int32
+	// fencers are the informers writes of each type are fenced on here
+	// (fences.go).
+	fenceMu sync.Mutex
+	fencers map[reflect.Type]fencer
 
 	// events is the cluster's event broadcaster, built at the first
 	// EventRecorder and shut down with the cluster.

@@ -67,11 +67,13 @@ func NewController(f *Fleet, name string, r controller.Reconciler[Key], opts con
 	if opts.Flows == nil {
 		opts.Flows = FlowByCluster
 	}
-	c, err := controller.New(name, controller.Reconciler[Key](clusterLogger{r}), opts)
+	cr := &clusterReconciler{r: r, auto: opts.Fences != nil && opts.Fences.Auto}
+	c, err := controller.New(name, controller.Reconciler[Key](cr), opts)
 	if err != nil {
 		return nil, err
 	}
 	a := &admission{f: f, c: c, in: map[Key]*Cluster{}}
+	cr.a = a
 	if err := c.SetAdmission(a); err != nil {
 		return nil, err
 	}
@@ -81,11 +83,20 @@ func NewController(f *Fleet, name string, r controller.Reconciler[Key], opts con
 	return c, nil
 }
 
-// clusterLogger adds the key's cluster to the Reconcile's logger.
-type clusterLogger struct{ r controller.Reconciler[Key] }
+// clusterReconciler adds the key's cluster to the Reconcile's logger and,
+// with Fences.Auto, fences its writes on the cluster's informers (fences.go).
+type clusterReconciler struct {
+	r    controller.Reconciler[Key]
+	a    *admission // set once the controller is built
+	auto bool
+}
 
-func (c clusterLogger) Reconcile(ctx context.Context, key Key) (controller.Result, error) {
-	return c.r.Reconcile(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("cluster", key.Cluster)), key)
+func (c *clusterReconciler) Reconcile(ctx context.Context, key Key) (controller.Result, error) {
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("cluster", key.Cluster))
+	if c.auto {
+		ctx = c.a.fenceIn(ctx, key)
+	}
+	return c.r.Reconcile(ctx, key)
 }
 
 // admission drops the keys of clusters that are not engaged, holds those
@@ -151,6 +162,7 @@ func Watch[T informer.Object](f *Fleet, c *controller.Controller[Key], inf func(
 			return fmt.Errorf("%w: nil informer", ErrInvalidOptions)
 		}
 		freshFor(f, c, cl, i)
+		fenceOn(cl, i)
 		return controller.WatchUntil(cl.ctx, c, i, inCluster(cl.Name, mapFn), opts...)
 	}})
 	return nil
@@ -182,6 +194,7 @@ func Owns[T, O informer.Object](f *Fleet, c *controller.Controller[Key], childre
 		}
 		freshFor(f, c, cl, ch)
 		freshFor(f, c, cl, ow)
+		fenceOn(cl, ch) // the owners' informer is fenced on by their Watch
 		return controller.WatchUntil(cl.ctx, c, ch, inCluster(cl.Name, controller.EnqueueControllerOf[T](ow)), opts...)
 	}})
 	return nil

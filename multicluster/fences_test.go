@@ -1,0 +1,121 @@
+package multicluster_test
+
+import (
+	"context"
+	goruntime "runtime"
+	"sync"
+	"testing"
+	"time"
+	"weak"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctrlkit/ctrlkit/client"
+	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/multicluster"
+	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
+)
+
+// With Fences.Auto, a Reconcile's write into its cluster holds the key until that cluster's
+// informer shows it: the requeued key does not read the cache its own write has not reached.
+// The cluster's watches are held back (a lagging watch cache) until the test lets them go.
+func TestFencesAutoHoldAKeyUntilItsClustersCacheShowsTheWrite(t *testing.T) {
+	fc, err := fakecluster.New(configMap("default", "old"))
+	require.NoError(t, err)
+	conn := fc.Connect()
+	catchUp := conn.Lag(fc.Snapshot(), configMapsGVR)
+	fleet, err := multicluster.New(multicluster.Options{Provider: multicluster.NewList(map[string]multicluster.Connection{
+		"east": {Client: conn.Clientset(), Dynamic: conn.Dynamic(), Metadata: conn.Metadata()}})})
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var sawMade []bool
+	c, err := multicluster.NewController(fleet, "fenced", controller.ReconcilerFunc[multicluster.Key](func(ctx context.Context, k multicluster.Key) (controller.Result, error) {
+		cl, err := fleet.Get(k.Cluster)
+		if err != nil {
+			return controller.Result{}, err
+		}
+		cms, err := informer.For[*corev1.ConfigMap](cl.Factory)
+		if err != nil {
+			return controller.Result{}, err
+		}
+		_, err = cms.Lister().Namespace("default").Get("made")
+		mu.Lock()
+		sawMade = append(sawMade, err == nil)
+		first := len(sawMade) == 1
+		mu.Unlock()
+		if !first || k.Name != "old" {
+			return controller.Result{}, nil
+		}
+		cmc, err := client.For[*corev1.ConfigMap](cl.Client)
+		if err != nil {
+			return controller.Result{}, err
+		}
+		if _, err := cmc.Create(ctx, configMap("default", "made"), metav1.CreateOptions{}); err != nil {
+			return controller.Result{}, err
+		}
+		return controller.Result{Requeue: true}, nil
+	}), controller.Options[multicluster.Key]{Fences: &controller.Fences{Auto: true, TTL: time.Hour}})
+	require.NoError(t, err)
+	require.NoError(t, multicluster.Watch(fleet, c, multicluster.For[*corev1.ConfigMap](), controller.EnqueueObject))
+	run(t, fleet, c)
+
+	require.Eventually(t, func() bool { return c.Stats().Fenced == 1 }, wait, pollEvery, "the requeued key waits for its write")
+	mu.Lock()
+	assert.Equal(t, []bool{false}, sawMade, "no Reconcile while the cluster's cache lacks the write")
+	mu.Unlock()
+
+	catchUp()
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(sawMade) >= 2 && c.Stats().Fenced == 0
+	}, wait, pollEvery)
+	mu.Lock()
+	defer mu.Unlock()
+	for i, saw := range sawMade[1:] {
+		assert.True(t, saw, "Reconcile %d read a cache without its own write", i+2)
+	}
+}
+
+// A fence open on a cluster's informer when the cluster is disengaged lets its key go, and
+// the controller's fence table keeps nothing of the cluster: it is collected.
+func TestAFenceOpenOnADisengagedClusterIsDropped(t *testing.T) {
+	list := multicluster.NewList(nil)
+	fleet, err := multicluster.New(multicluster.Options{Provider: list})
+	require.NoError(t, err)
+	c, err := multicluster.NewController(fleet, "fenced", controller.ReconcilerFunc[multicluster.Key](func(ctx context.Context, k multicluster.Key) (controller.Result, error) {
+		cl, err := fleet.Get(k.Cluster)
+		if err != nil {
+			return controller.Result{}, nil
+		}
+		cms, err := informer.For[*corev1.ConfigMap](cl.Factory)
+		if err != nil {
+			return controller.Result{}, err
+		}
+		// A write the cache will never show: the fence stays open.
+		controller.Fence(ctx, cms, &metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name, ResourceVersion: "999999999"})
+		return controller.Result{Requeue: true}, nil
+	}), controller.Options[multicluster.Key]{Fences: &controller.Fences{TTL: time.Hour}})
+	require.NoError(t, err)
+	require.NoError(t, multicluster.Watch(fleet, c, multicluster.For[*corev1.ConfigMap](), controller.EnqueueObject))
+	run(t, fleet, c)
+
+	conn, _ := fake(t, configMap("default", "a"))
+	require.NoError(t, list.Add("east", conn))
+	require.Eventually(t, func() bool { return c.Stats().Fenced == 1 }, wait, pollEvery)
+	cl, err := fleet.Get("east")
+	require.NoError(t, err)
+	cluster, factory := weak.Make(cl), weak.Make(cl.Factory)
+	cl = nil
+
+	list.Remove("east")
+	require.Eventually(t, func() bool { return c.Stats().Fenced == 0 && c.Stats().Idle() }, wait, pollEvery, "the held key is let go")
+	require.Eventually(t, func() bool {
+		goruntime.GC()
+		return cluster.Value() == nil && factory.Value() == nil
+	}, wait, pollEvery, "the disengaged Cluster and its Factory are collected")
+}
