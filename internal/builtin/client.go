@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -54,27 +55,57 @@ func Client[T Object](bt Type, cs kubernetes.Interface, ns string) (Ops[T], erro
 	if g == nil {
 		return nil, fmt.Errorf("the clientset %T returned no %s client", cs, bt.Group)
 	}
-	newObj := func() T { return reflect.New(bt.Obj.Elem()).Interface().(T) }
-	newList := func() runtime.Object { return reflect.New(bt.List.Elem()).Interface().(runtime.Object) }
+	fs := funcsOf[T](bt)
 	rc, f := backing(g)
 	if rc != nil {
-		return gentype.NewClientWithList(bt.GVR.Resource, rc, scheme.ParameterCodec, ns, newObj, newList, gentype.PrefersProtobuf[T]()), nil
+		return gentype.NewClientWithList(bt.GVR.Resource, rc, scheme.ParameterCodec, ns, fs.newObj, fs.newList, fs.options...), nil
 	}
 	if f != nil {
-		return gentype.NewFakeClientWithList(f, ns, bt.GVR, bt.GVK, newObj, newList,
-			func(dst, src runtime.Object) {
-				reflect.ValueOf(dst).Elem().FieldByIndex(bt.listMetaField).Set(reflect.ValueOf(src).Elem().FieldByIndex(bt.listMetaField))
-			},
-			func(l runtime.Object) []T { return Items[T](bt, l) },
-			func(l runtime.Object, items []T) {
-				v := reflect.MakeSlice(reflect.SliceOf(bt.Obj.Elem()), len(items), len(items))
-				for i, it := range items {
-					v.Index(i).Set(reflect.ValueOf(it).Elem())
-				}
-				reflect.ValueOf(l).Elem().FieldByIndex(bt.itemsField).Set(v)
-			}), nil
+		return gentype.NewFakeClientWithList(f, ns, bt.GVR, bt.GVK, fs.newObj, fs.newList, fs.copyListMeta, fs.getItems, fs.setItems), nil
 	}
 	return nil, fmt.Errorf("the clientset %T: its %s client %T has no REST client and no client-go fake behind it", cs, bt.Group, g)
+}
+
+// funcs are what gentype's clients of T over bt take, built once per (bt, T) so that building
+// a client costs what building a generated one does.
+type funcs[T Object] struct {
+	newObj       func() T
+	newList      func() runtime.Object
+	copyListMeta func(dst, src runtime.Object)
+	getItems     func(runtime.Object) []T
+	setItems     func(runtime.Object, []T)
+	options      []gentype.Option[T] // what every generated typed client sets: protobuf preferred
+}
+
+type funcsKey struct{ obj, t reflect.Type }
+
+var funcsCache sync.Map // funcsKey → *funcs[T]
+
+func funcsOf[T Object](bt Type) *funcs[T] {
+	k := funcsKey{bt.Obj, reflect.TypeFor[T]()}
+	if v, ok := funcsCache.Load(k); ok {
+		return v.(*funcs[T])
+	}
+	objType, listType := bt.Obj.Elem(), bt.List.Elem()
+	itemsField, listMetaField := bt.itemsField, bt.listMetaField
+	fs := &funcs[T]{
+		newObj:  func() T { return reflect.New(objType).Interface().(T) },
+		newList: func() runtime.Object { return reflect.New(listType).Interface().(runtime.Object) },
+		copyListMeta: func(dst, src runtime.Object) {
+			reflect.ValueOf(dst).Elem().FieldByIndex(listMetaField).Set(reflect.ValueOf(src).Elem().FieldByIndex(listMetaField))
+		},
+		getItems: func(l runtime.Object) []T { return items[T](itemsField, l) },
+		setItems: func(l runtime.Object, items []T) {
+			v := reflect.MakeSlice(reflect.SliceOf(objType), len(items), len(items))
+			for i, it := range items {
+				v.Index(i).Set(reflect.ValueOf(it).Elem())
+			}
+			reflect.ValueOf(l).Elem().FieldByIndex(itemsField).Set(v)
+		},
+		options: []gentype.Option[T]{gentype.PrefersProtobuf[T]()},
+	}
+	v, _ := funcsCache.LoadOrStore(k, fs)
+	return v.(*funcs[T])
 }
 
 // maxWrapping bounds how deep backing looks through group clients wrapping group clients.
@@ -119,8 +150,10 @@ func backing(g groupClient) (rest.Interface, *clienttesting.Fake) {
 }
 
 // Items returns the items of l, a list of bt, as pointers into its own array (no copy).
-func Items[T Object](bt Type, l runtime.Object) []T {
-	items := reflect.ValueOf(l).Elem().FieldByIndex(bt.itemsField)
+func Items[T Object](bt Type, l runtime.Object) []T { return items[T](bt.itemsField, l) }
+
+func items[T Object](itemsField []int, l runtime.Object) []T {
+	items := reflect.ValueOf(l).Elem().FieldByIndex(itemsField)
 	out := make([]T, items.Len())
 	for i := range out {
 		out[i] = items.Index(i).Addr().Interface().(T)
