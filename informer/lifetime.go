@@ -3,7 +3,6 @@ package informer
 import (
 	"context"
 	"slices"
-	"sync"
 	"time"
 )
 
@@ -71,18 +70,23 @@ type life struct {
 }
 
 // ownedFactory is a client-go informer factory of one held informer, run
-// with a stop channel of its own (not the factory's run context) so that
-// the informer can stop alone. Shutdown closes that channel, then waits.
+// with a context of its own (not the factory's run context) so that the
+// informer can stop alone. Shutdown cancels that context, then waits.
 type ownedFactory struct {
 	startable
-	stop chan struct{}
-	once sync.Once
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
-func (o *ownedFactory) Start(<-chan struct{}) { o.startable.Start(o.stop) }
+func newOwnedFactory(s startable) *ownedFactory {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &ownedFactory{startable: s, ctx: ctx, cancel: cancel}
+}
+
+func (o *ownedFactory) Start(<-chan struct{}) { start(o.startable, o.ctx) }
 
 func (o *ownedFactory) Shutdown() {
-	o.once.Do(func() { close(o.stop) })
+	o.cancel()
 	o.startable.Shutdown()
 }
 
@@ -92,7 +96,7 @@ func (o *ownedFactory) Shutdown() {
 func (f *Factory) newLifeLocked(key registryKey, name string, from int) {
 	l := &life{name: name, holders: map[*holder]struct{}{}}
 	for i := from; i < len(f.scoped); i++ {
-		o := &ownedFactory{startable: f.scoped[i], stop: make(chan struct{})}
+		o := newOwnedFactory(f.scoped[i])
 		f.scoped[i] = o
 		l.own = append(l.own, o)
 	}
