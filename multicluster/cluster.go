@@ -46,6 +46,10 @@ type Cluster struct {
 	logger klog.Logger
 	ctx    context.Context
 	cancel context.CancelFunc
+	// watches is the lifetime of the controllers' watches of the cluster
+	// (controller.WatchUntil): it ends once its reconciles in flight
+	// returned, after ctx.
+	watches context.Context
 	done   chan struct{}
 	dialer *connrotation.Dialer // nil for given clients
 	// unreachable is the probe's last failure; nil once it answered.

@@ -226,12 +226,15 @@ func (f *Fleet) engage(ctx context.Context, name string, conn Connection) error 
 	}
 	cctx, cancel := context.WithCancel(f.ctx)
 	cl.ctx, cl.cancel = cctx, cancel
+	var endWatches context.CancelFunc
+	cl.watches, endWatches = context.WithCancel(context.WithoutCancel(cctx))
 	stop := context.AfterFunc(ctx, cancel)
 	f.mu.Lock()
 	if f.stopped {
 		f.mu.Unlock()
 		stop()
 		cancel()
+		endWatches()
 		return fmt.Errorf("multicluster: engaging cluster %q: %w: the Fleet is not running", name, ErrInvalidOptions)
 	}
 	f.clusters[name] = cl
@@ -260,8 +263,11 @@ func (f *Fleet) engage(ctx context.Context, name string, conn Connection) error 
 			f.publish()
 		}
 		f.mu.Unlock()
-		// The watches went with cctx (controller.WatchUntil); now the
+		// Only now do the watches end (controller.WatchUntil): no
+		// Reconcile of the cluster runs any more, so none records a fence
+		// on its informers after the controllers forgot them. Then the
 		// events and the informers stop.
+		endWatches()
 		cl.stopEvents()
 		cl.Factory.Shutdown()
 		if cl.dialer != nil {

@@ -163,7 +163,7 @@ func Watch[T informer.Object](f *Fleet, c *controller.Controller[Key], inf func(
 		}
 		freshFor(f, c, cl, i)
 		fenceOn(cl, i)
-		return controller.WatchUntil(cl.ctx, c, i, inCluster(cl.Name, mapFn), opts...)
+		return controller.WatchUntil(cl.watches, c, i, inCluster(cl.Name, mapFn), opts...)
 	}})
 	return nil
 }
@@ -195,7 +195,7 @@ func Owns[T, O informer.Object](f *Fleet, c *controller.Controller[Key], childre
 		freshFor(f, c, cl, ch)
 		freshFor(f, c, cl, ow)
 		fenceOn(cl, ch) // the owners' informer is fenced on by their Watch
-		return controller.WatchUntil(cl.ctx, c, ch, inCluster(cl.Name, controller.EnqueueControllerOf[T](ow)), opts...)
+		return controller.WatchUntil(cl.watches, c, ch, inCluster(cl.Name, controller.EnqueueControllerOf[T](ow)), opts...)
 	}})
 	return nil
 }
