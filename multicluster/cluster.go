@@ -50,8 +50,8 @@ type Cluster struct {
 	// (controller.WatchUntil): it ends once its reconciles in flight
 	// returned, after ctx.
 	watches context.Context
-	done   chan struct{}
-	dialer *connrotation.Dialer // nil for given clients
+	done    chan struct{}
+	dialer  *connrotation.Dialer // nil for given clients
 	// unreachable is the probe's last failure; nil once it answered.
 	unreachable atomic.Pointer[error]
 	// attachErr is the last wiring that could not be built here.
