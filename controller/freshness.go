@@ -13,7 +13,6 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/internal/lagwatch"
-	"github.com/ctrlkit/ctrlkit/internal/retry"
 	"github.com/ctrlkit/ctrlkit/provenance"
 )
 
@@ -86,42 +85,29 @@ func (c *Controller[K]) readInformers() []versioner {
 	return out
 }
 
-// takeVersion takes v's read, trying again with a growing interval (a second to 30 s) while
-// the API server does not answer, until ctx ends.
-func (c *Controller[K]) takeVersion(ctx context.Context, logger klog.Logger, v versioner) (*informer.Version, error) {
-	return retry.Until(ctx, c.clock, v.take, func(err error, wait time.Duration) {
-		logger.Info("Could not read the API server's state of an informer's resource; trying again", "informer", v.name, "err", err, "after", wait)
-	})
-}
-
 // gate is Freshness.Gate: it returns once every informer c reads has reached a consistent read
 // taken now, or with ctx's error.
 func (c *Controller[K]) gate(ctx context.Context, logger klog.Logger) error {
-	start := c.clock.Now()
-	vs := c.readInformers()
-	versions := make([]*informer.Version, 0, len(vs))
-	for _, v := range vs {
-		ver, err := c.takeVersion(ctx, logger, v)
-		if err != nil {
-			return err
-		}
-		versions = append(versions, ver)
-	}
 	defer c.lagging.Store(nil)
-	for i, ver := range versions {
-		if ver.Reached() {
-			continue
-		}
-		name := vs[i].name
-		msg := "the workers wait for informer " + name + " to reach the API server's state: " + ver.Lagging()
-		logger.V(2).Info("Waiting for a cache to reach the API server's state before starting the workers", "informer", name, "lagging", ver.Lagging())
-		c.lagging.Store(&msg)
-		if err := ver.Wait(klog.NewContext(ctx, logger)); err != nil {
-			return err
-		}
+	return lagwatch.Gate(ctx, c.clock, logger, sources(c.readInformers()), lagwatch.GateReport{
+		Unreadable: func(name string, err error, wait time.Duration) {
+			logger.Info("Could not read the API server's state of an informer's resource; trying again", "informer", name, "err", err, "after", wait)
+		},
+		Waiting: func(name, lagging string) {
+			msg := "the workers wait for informer " + name + " to reach the API server's state: " + lagging
+			logger.V(2).Info("Waiting for a cache to reach the API server's state before starting the workers", "informer", name, "lagging", lagging)
+			c.lagging.Store(&msg)
+		},
+	})
+}
+
+// sources are vs as the lag watch takes them.
+func sources(vs []versioner) []lagwatch.Source {
+	out := make([]lagwatch.Source, len(vs))
+	for i, v := range vs {
+		out[i] = lagwatch.Source{Name: v.name, Take: v.take}
 	}
-	logger.V(2).Info("The caches reached the API server's state", "informers", len(versions), "waited", c.clock.Since(start))
-	return nil
+	return out
 }
 
 // breaker is Freshness.MaxLag for one Run: it watches every informer c reads and holds the
@@ -151,11 +137,7 @@ func newBreaker[K comparable](c *Controller[K], q queue[K], logger klog.Logger) 
 
 // watch is the breaker's loop, until ctx ends.
 func (b *breaker[K]) watch(ctx context.Context) {
-	srcs := make([]lagwatch.Source, len(b.vs))
-	for i, v := range b.vs {
-		srcs[i] = lagwatch.Source{Name: v.name, Take: v.take}
-	}
-	lagwatch.New(b.maxLag, b.c.clock, b.logger, lagwatch.Report{Lags: b.lagsBehind, CaughtUp: b.caughtUp}, srcs).Run(ctx, b.c.clock)
+	lagwatch.New(b.maxLag, b.c.clock, b.logger, lagwatch.Report{Lags: b.lagsBehind, CaughtUp: b.caughtUp}, sources(b.vs)).Run(ctx, b.c.clock)
 }
 
 // lagsBehind records that informer lags by lag, opening the breaker.

@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/lagwatch"
 	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
@@ -66,7 +67,7 @@ type Cluster struct {
 	held   map[*admission]map[Key]struct{}
 	// versions are the informers the freshness gate waits for
 	// (freshness.go), lagging what it waits for now; clock times its retries.
-	versions []versioner
+	versions []lagwatch.Source
 	lagging  atomic.Pointer[string]
 	clock    clock.WithTicker
 	// breakers are the controllers' Freshness.MaxLag in the cluster, by

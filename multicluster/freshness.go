@@ -8,12 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/klog/v2"
-
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/internal/lagwatch"
-	"github.com/ctrlkit/ctrlkit/internal/retry"
 )
 
 // A cluster's keys wait for its caches to sync since it was engaged (the
@@ -32,12 +29,6 @@ import (
 // behind), the controller's keys of that cluster are held, and enqueued again
 // once it caught up; the other clusters' keys go on. The watch is the
 // controller's own breaker's (internal/lagwatch).
-
-// versioner takes a consistent read of one informer in one cluster.
-type versioner struct {
-	name string
-	take func(ctx context.Context) (*informer.Version, error)
-}
 
 // freshness is what a controller asked of its clusters' caches.
 type freshness struct {
@@ -73,7 +64,7 @@ func freshFor[T informer.Object](f *Fleet, c *controller.Controller[Key], cl *Cl
 		return
 	}
 	if fr.gate {
-		cl.versions = append(cl.versions, versioner{name: inf.Name(), take: take})
+		cl.versions = append(cl.versions, lagwatch.Source{Name: inf.Name(), Take: take})
 	}
 	if fr.maxLag > 0 {
 		b := cl.breakers[fr.a]
@@ -94,37 +85,23 @@ func freshFor[T informer.Object](f *Fleet, c *controller.Controller[Key], cl *Cl
 // that lags meanwhile.
 func (c *Cluster) waitFresh(ctx context.Context) error {
 	c.heldMu.Lock()
-	vs := c.versions
+	srcs := c.versions
 	c.heldMu.Unlock()
-	if len(vs) == 0 {
+	if len(srcs) == 0 {
 		return nil
 	}
 	defer c.lagging.Store(nil)
-	start := c.clock.Now()
-	for _, v := range vs {
-		ver, err := c.takeVersion(ctx, v)
-		if err != nil {
-			return err
-		}
-		if ver.Reached() {
-			continue
-		}
-		msg := "caches behind the API server: informer " + v.name + ": " + ver.Lagging()
-		c.lagging.Store(&msg)
-		c.logger.V(2).Info("Waiting for a cache to reach the cluster's API server before reconciling its keys", "informer", v.name, "lagging", ver.Lagging())
-		if err := ver.Wait(klog.NewContext(ctx, c.logger)); err != nil {
-			return err
-		}
-	}
-	c.logger.V(2).Info("The cluster's caches reached its API server's state", "informers", len(vs), "waited", c.clock.Since(start))
-	return nil
-}
-
-func (c *Cluster) takeVersion(ctx context.Context, v versioner) (*informer.Version, error) {
-	return retry.Until(ctx, c.clock, v.take, func(err error, wait time.Duration) {
-		msg := "caches behind the API server: informer " + v.name + ": cannot read the API server's state: " + err.Error()
-		c.lagging.Store(&msg)
-		c.logger.Info("Could not read the cluster's state of an informer's resource; trying again", "informer", v.name, "err", err, "after", wait)
+	return lagwatch.Gate(ctx, c.clock, c.logger, srcs, lagwatch.GateReport{
+		Unreadable: func(name string, err error, wait time.Duration) {
+			msg := "caches behind the API server: informer " + name + ": cannot read the API server's state: " + err.Error()
+			c.lagging.Store(&msg)
+			c.logger.Info("Could not read the cluster's state of an informer's resource; trying again", "informer", name, "err", err, "after", wait)
+		},
+		Waiting: func(name, lagging string) {
+			msg := "caches behind the API server: informer " + name + ": " + lagging
+			c.lagging.Store(&msg)
+			c.logger.V(2).Info("Waiting for a cache to reach the cluster's API server before reconciling its keys", "informer", name, "lagging", lagging)
+		},
 	})
 }
 

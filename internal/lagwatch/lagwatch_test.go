@@ -2,6 +2,7 @@ package lagwatch_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -125,4 +126,57 @@ func TestRunReturnsWithItsContext(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return")
 	}
+}
+
+// Gate returns once the cache reached a read taken when it was called, saying meanwhile which
+// informer it waits for; a read that fails is reported and tried again.
+func TestGateWaitsForTheCacheToReachTheServer(t *testing.T) {
+	src, catchUp := configMaps(t)
+	failures := 1
+	flaky := lagwatch.Source{Name: src.Name, Take: func(ctx context.Context) (*informer.Version, error) {
+		if failures > 0 {
+			failures--
+			return nil, errors.New("unreachable")
+		}
+		return src.Take(ctx)
+	}}
+	clk := clocktesting.NewFakeClock(time.Now())
+	var mu sync.Mutex
+	var unreadable, waiting []string
+	done := make(chan error, 1)
+	go func() {
+		done <- lagwatch.Gate(context.Background(), clk, klog.Background(), []lagwatch.Source{flaky}, lagwatch.GateReport{
+			Unreadable: func(name string, err error, wait time.Duration) {
+				mu.Lock()
+				defer mu.Unlock()
+				unreadable = append(unreadable, name+": "+err.Error()+" "+wait.String())
+			},
+			Waiting: func(name, lagging string) {
+				mu.Lock()
+				defer mu.Unlock()
+				waiting = append(waiting, name)
+			},
+		})
+	}()
+	require.Eventually(t, clk.HasWaiters, 10*time.Second, time.Millisecond)
+	clk.Step(time.Second) // the retry after the failed read
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(waiting) == 1
+	}, 10*time.Second, time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("Gate returned %v before the cache caught up", err)
+	default:
+	}
+	catchUp()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Gate did not return once the cache caught up")
+	}
+	assert.Equal(t, []string{"configmaps: unreachable 1s"}, unreadable)
+	assert.Equal(t, []string{"configmaps"}, waiting)
 }
