@@ -58,7 +58,7 @@ func ExampleFreshness() {
 	<-reconciled
 	cancel()
 	<-ran
-	// Output:
+	// Unordered output:
 	// reconciling default/old with settings cached: true
 	// reconciling default/settings with settings cached: true
 }

@@ -128,7 +128,7 @@ func (s *sharedInformer[T]) HasSyncedChecker() cache.DoneChecker { return s.inf.
 func (s *sharedInformer[T]) Informer() cache.SharedIndexInformer { return s.inf }
 func (s *sharedInformer[T]) servedType() reflect.Type            { return reflect.TypeFor[T]() }
 func (s *sharedInformer[T]) servedScope() scope                  { return s.scope }
-func (s *sharedInformer[T]) lastResourceVersion() string         { return s.inf.LastSyncResourceVersion() }
+func (s *sharedInformer[T]) lastResourceVersion() string         { return appliedVersion(s.inf) }
 
 func (s *sharedInformer[T]) Lister() Lister[T] { return &lister[T]{s: s} }
 

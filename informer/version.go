@@ -94,7 +94,7 @@ func (p *versionPart) reached() bool {
 	if p.confirmed.Load() || (p.gone != nil && p.gone()) {
 		return true
 	}
-	return versions.Reached(p.inf.LastSyncResourceVersion(), p.rv)
+	return versions.Reached(appliedVersion(p.inf), p.rv)
 }
 
 func (p *versionPart) in() string {
@@ -113,7 +113,7 @@ func (v *Version) Lagging() string {
 		if p.reached() {
 			continue
 		}
-		at := p.inf.LastSyncResourceVersion()
+		at := appliedVersion(p.inf)
 		if at == "" {
 			at = `"" (not listed)`
 		}
@@ -186,7 +186,7 @@ func (p *versionPart) confirm(ctx context.Context) (bool, error) {
 	if at == "" || !versions.Comparable(at) {
 		return true, nil // nothing to judge by
 	}
-	if versions.Reached(p.inf.LastSyncResourceVersion(), at) {
+	if versions.Reached(appliedVersion(p.inf), at) {
 		return true, nil
 	}
 	store := p.inf.GetStore()
@@ -267,7 +267,7 @@ func (v *Version) Wait(ctx context.Context) error {
 func (v *Version) applied() string {
 	var b strings.Builder
 	for _, p := range v.parts {
-		b.WriteString(p.inf.LastSyncResourceVersion())
+		b.WriteString(appliedVersion(p.inf))
 		b.WriteByte(',')
 	}
 	return b.String()
@@ -350,4 +350,16 @@ func (s *sharedInformer[T]) serverList(ns string, tweak func(*metav1.ListOptions
 		}
 	}
 	return nil
+}
+
+// appliedVersion is the resourceVersion inf's cache has applied: its store's, what a lister
+// reads, which client-go records with its AtomicFIFO feature (on by default since 1.36). The
+// reflector's LastSyncResourceVersion runs ahead of it by the events queued between the two:
+// a cache judged by it could be said to have reached a write its lister does not show yet.
+// Without the feature the store records none, and the reflector's is all there is.
+func appliedVersion(inf cache.SharedIndexInformer) string {
+	if rv := inf.GetIndexer().LastStoreSyncResourceVersion(); rv != "" {
+		return rv
+	}
+	return inf.LastSyncResourceVersion()
 }
