@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"reflect"
 	"strings"
 	"sync"
@@ -53,6 +54,7 @@ type Cluster struct {
 	watches context.Context
 	done    chan struct{}
 	dialer  *connrotation.Dialer // nil for given clients
+	http    *http.Client         // the clients' HTTP client; nil for given clients
 	// unreachable is the probe's last failure; nil once it answered.
 	unreachable atomic.Pointer[error]
 	// attachErr is the last wiring that could not be built here.
@@ -253,14 +255,20 @@ func (f *Fleet) newCluster(name string, conn Connection) (*Cluster, error) {
 			cl.dialer = connrotation.NewDialer((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
 			cfg.Dial = cl.dialer.DialContext
 		}
-		var err error
-		if cl.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+		// One HTTP client for the three, as controller-runtime shares one: one transport (one
+		// TLS setup, one connection pool) per cluster instead of three.
+		hc, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("multicluster: cluster %q: HTTP client: %w", name, err)
+		}
+		cl.http = hc
+		if cl.Client, err = kubernetes.NewForConfigAndClient(cfg, hc); err != nil {
 			return nil, fmt.Errorf("multicluster: cluster %q: client: %w", name, err)
 		}
-		if cl.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		if cl.Dynamic, err = dynamic.NewForConfigAndClient(cfg, hc); err != nil {
 			return nil, fmt.Errorf("multicluster: cluster %q: dynamic client: %w", name, err)
 		}
-		if cl.Metadata, err = metadata.NewForConfig(cfg); err != nil {
+		if cl.Metadata, err = metadata.NewForConfigAndClient(cfg, hc); err != nil {
 			return nil, fmt.Errorf("multicluster: cluster %q: metadata client: %w", name, err)
 		}
 	}

@@ -270,10 +270,12 @@ func (f *Fleet) engage(ctx context.Context, name string, conn Connection) error 
 		endWatches()
 		cl.stopEvents()
 		cl.Factory.Shutdown()
+		// The connections are the cluster's alone: an idle one would keep
+		// its goroutines and buffers until client-go's idle timeout.
+		if cl.http != nil {
+			cl.http.CloseIdleConnections()
+		}
 		if cl.dialer != nil {
-			// The connections are the cluster's alone: an idle one would
-			// keep its goroutines and buffers until client-go's idle
-			// timeout.
 			cl.dialer.CloseAll()
 		}
 		cl.logger.V(1).Info("Disengaged cluster")

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	goruntime "runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"testing"
@@ -64,7 +67,15 @@ type mcRequest struct {
 	crreconcile.Request
 }
 
+// With CTRLKIT_BENCH_HEAP=<dir>, each op writes heap profiles of what is live before the
+// clusters are engaged and after they left (before-<lib>-<op>.pprof, after-...), sampled every
+// 4 KiB: `go tool pprof -sample_index=inuse_space -diff_base before-ctrlkit-1.pprof
+// after-ctrlkit-1.pprof` shows what the clusters left behind.
 func BenchmarkMultiCluster(b *testing.B) {
+	if os.Getenv("CTRLKIT_BENCH_HEAP") != "" {
+		defer func(rate int) { goruntime.MemProfileRate = rate }(goruntime.MemProfileRate)
+		goruntime.MemProfileRate = 4096
+	}
 	env := testkit.NewAPIServer(b)
 	ctx := context.Background()
 	if _, err := env.Client().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mcNS}}, metav1.CreateOptions{}); err != nil {
@@ -103,10 +114,12 @@ func BenchmarkMultiCluster(b *testing.B) {
 			for b.Loop() {
 				engage, disengage, stop := im.run(b, configs)
 				g0, h0 := settle(0)
+				heapProfile(b, im.name, n, "before")
 				engage()
 				g1, h1 := goruntime.NumGoroutine(), liveHeap()
 				disengage()
 				g2, h2 := settle(g0)
+				heapProfile(b, im.name, n, "after")
 				stop()
 				gPer += float64(g1-g0) / mcClusters
 				hPer += float64(h1-h0) / mcClusters
@@ -123,6 +136,28 @@ func BenchmarkMultiCluster(b *testing.B) {
 }
 
 func create[T any](_ T, err error) error { return err }
+
+// heapProfile writes the live heap's profile to $CTRLKIT_BENCH_HEAP/<when>-<lib>-<op>.pprof,
+// when that is set.
+func heapProfile(b *testing.B, lib string, op int, when string) {
+	dir := os.Getenv("CTRLKIT_BENCH_HEAP")
+	if dir == "" {
+		return
+	}
+	// A heap profile is as of the last completed collection, with frees counted a cycle
+	// later: three collections make it show the heap as it is now.
+	for range 3 {
+		goruntime.GC()
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%s-%d.pprof", when, lib, op)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
+}
 
 // liveHeap is the live heap after a full collection.
 func liveHeap() uint64 {
