@@ -19,6 +19,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
+	"k8s.io/utils/clock"
+
+	"github.com/ctrlkit/ctrlkit/internal/retry"
 )
 
 // EnvKubeconfig is the environment variable kubectl reads; a path list, like $PATH.
@@ -128,20 +131,21 @@ func Await(ctx context.Context, timeout time.Duration, what string, cond func(co
 // wraps what it asks the API server before the Manager starts (installing a CRD) in it, so
 // that it waits for an unreachable server as the Manager does, rather than exiting.
 func UntilAnswered(ctx context.Context, what string, fn func(context.Context) error) error {
-	delay := time.Second
-	for {
+	var answer error
+	_, err := retry.Until(ctx, clock.RealClock{}, func(ctx context.Context) (struct{}, error) {
 		err := fn(ctx)
-		if err == nil || !unanswered(err) || ctx.Err() != nil {
-			return err
+		if err != nil && unanswered(err) {
+			return struct{}{}, err
 		}
-		klog.FromContext(ctx).Info("Waiting for the API server: "+what, "err", err, "retryIn", delay)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, 30*time.Second)
+		answer = err
+		return struct{}{}, nil
+	}, func(err error, wait time.Duration) {
+		klog.FromContext(ctx).Info("Waiting for the API server: "+what, "err", err, "retryIn", wait)
+	})
+	if err != nil {
+		return err
 	}
+	return answer
 }
 
 // unanswered reports whether err says the API server did not answer (or cannot now).
