@@ -115,6 +115,13 @@ func runFenced(t *testing.T, h *heldCluster, opts controller.Options[controller.
 	}), opts)
 	require.NoError(t, err)
 	require.NoError(t, controller.Watch(c, h.cms, controller.EnqueueObject))
+	h.run(t, c)
+	return c, &r
+}
+
+// run starts h's informers and c until the test ends.
+func (h *heldCluster) run(t *testing.T, c *controller.Controller[controller.Key]) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	h.f.Start(ctx)
 	done := make(chan error)
@@ -124,7 +131,6 @@ func runFenced(t *testing.T, h *heldCluster, opts controller.Options[controller.
 		require.NoError(t, <-done)
 		h.f.Shutdown()
 	})
-	return c, &r
 }
 
 // The write is fenced; the informer's watch is held back, so the requeued key waits instead of
@@ -338,15 +344,7 @@ func TestFenceOnAWatchUntilInformerEndsWithTheWatch(t *testing.T) {
 	watchCtx, endWatch := context.WithCancel(context.Background())
 	defer endWatch()
 	require.NoError(t, controller.WatchUntil(watchCtx, c, h.cms, controller.EnqueueObject))
-	ctx, cancel := context.WithCancel(context.Background())
-	h.f.Start(ctx)
-	done := make(chan error)
-	go func() { done <- c.Run(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-		h.f.Shutdown()
-	}()
+	h.run(t, c)
 	require.Eventually(t, func() bool { return c.Stats().Fenced == 1 }, 10*time.Second, time.Millisecond, "the requeued key is held")
 	assert.Equal(t, 1, r.n())
 

@@ -96,22 +96,6 @@ type startable interface {
 	Shutdown()
 }
 
-// ctxStarter is a client-go factory that starts with a context (the typed and metadata ones;
-// the dynamic one has none). Started with a stop channel, client-go wraps it in a context
-// whose every derived context costs a goroutine that watches the channel.
-type ctxStarter interface {
-	StartWithContext(ctx context.Context)
-}
-
-// start starts s until ctx ends.
-func start(s startable, ctx context.Context) {
-	if c, ok := s.(ctxStarter); ok {
-		c.StartWithContext(ctx)
-		return
-	}
-	s.Start(ctx.Done())
-}
-
 // registryKey identifies one shared informer of the factory.
 type registryKey struct {
 	source source

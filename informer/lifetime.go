@@ -69,6 +69,22 @@ type life struct {
 	cancelExpiry chan struct{}
 }
 
+// ctxStarter is a client-go factory that starts with a context (the typed and metadata ones;
+// the dynamic one has none). Started with a stop channel, client-go wraps it in a context
+// whose every derived context costs a goroutine that watches the channel.
+type ctxStarter interface {
+	StartWithContext(ctx context.Context)
+}
+
+// start starts s until ctx ends.
+func start(s startable, ctx context.Context) {
+	if c, ok := s.(ctxStarter); ok {
+		c.StartWithContext(ctx)
+		return
+	}
+	s.Start(ctx.Done())
+}
+
 // ownedFactory is a client-go informer factory of one held informer, run
 // with a context of its own (not the factory's run context) so that the
 // informer can stop alone. Shutdown cancels that context, then waits.

@@ -176,16 +176,7 @@ func TestFreshnessGateInAClusterOverEveryShape(t *testing.T) {
 			assert.Empty(t, seen.seen, "reconciled while the cluster's gate waits")
 			seen.mu.Unlock()
 			catchUp()
-			require.Eventually(t, func() bool {
-				seen.mu.Lock()
-				defer seen.mu.Unlock()
-				for k := range seen.seen {
-					if k.Name == "new" {
-						return true
-					}
-				}
-				return false
-			}, wait, pollEvery)
+			require.Eventually(t, func() bool { return seen.named("new") }, wait, pollEvery)
 		})
 	}
 }
@@ -284,16 +275,7 @@ func TestFreshnessMaxLagInAClusterOverEveryShape(t *testing.T) {
 				return err == nil && cl.Err() != nil && strings.Contains(cl.Err().Error(), "beyond Freshness.MaxLag: informer "+tc.resource.Resource)
 			}, wait, pollEvery)
 			catchUp()
-			require.Eventually(t, func() bool {
-				seen.mu.Lock()
-				defer seen.mu.Unlock()
-				for k := range seen.seen {
-					if k.Name == "new" {
-						return true
-					}
-				}
-				return false
-			}, wait, pollEvery)
+			require.Eventually(t, func() bool { return seen.named("new") }, wait, pollEvery)
 			require.Eventually(t, func() bool {
 				cl, err := fleet.Get("lagging")
 				return err == nil && cl.Err() == nil

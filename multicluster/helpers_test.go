@@ -65,6 +65,18 @@ func (k *keys) add(key multicluster.Key) {
 	k.seen[key]++
 }
 
+// named reports whether a key of that name was seen, in any cluster and namespace.
+func (k *keys) named(name string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for key := range k.seen {
+		if key.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 func (k *keys) count(key multicluster.Key) int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
