@@ -44,9 +44,9 @@ type Ops[T Object] interface {
 // fake clientset, with the same actions as its generated fake (so its reactors and recorded
 // actions see them). A test double wrapping a group client is looked through (backing): its
 // own methods are not called, so faults meant for this traffic go in the fake's reactors.
-// Calling the generated getter instead (cs.CoreV1().Pods(ns))
-// would need a call per type in a table, which links every typed client into every binary
-// (docs/performance.md, "Binary size"). T is bt.Obj or an interface it implements.
+// Calling the generated getter instead (cs.CoreV1().Pods(ns)) would need a call per type in a
+// table, which links every typed client into every binary (docs/performance.md, "Binary
+// size"). T is bt.Obj or an interface it implements.
 func Client[T Object](bt Type, cs kubernetes.Interface, ns string) (Ops[T], error) {
 	if !bt.Namespaced {
 		ns = ""
