@@ -36,7 +36,9 @@ type Fences struct {
 	// customresource clients: create, update, update status, patch, apply, delete) made with a
 	// Reconcile's context record its fence, on the informer of the written type that the
 	// controller watches (Watch, Owns) or names with FenceOn. Writes of types without such
-	// an informer are not fenced. Without Auto, only Fence and FenceGone record fences.
+	// an informer are not fenced. Without Auto, only Fence and FenceGone record fences. A
+	// multicluster controller fences each write on the informer of its type in the key's
+	// cluster (multicluster.NewController).
 	Auto bool
 }
 

@@ -57,7 +57,9 @@ func For[T informer.Object](opts ...informer.ScopeOption[T]) func(*Cluster) (inf
 // clusters with Options.Sharding, not a sharding dispatcher). Each
 // Reconcile's logger carries the cluster's name. Options.Freshness applies
 // per cluster: the gate when a cluster is engaged, MaxLag's breaker to each
-// cluster's informers, so one lagging cluster holds only its own keys. Wire
+// cluster's informers, so one lagging cluster holds only its own keys. With
+// Options.Fences.Auto, a write is fenced on the informer of its type in the
+// key's cluster (fences.go). Wire
 // it with Watch and Owns, and run it as any controller
 // (manager.Manager.Add) beside f.
 func NewController(f *Fleet, name string, r controller.Reconciler[Key], opts controller.Options[Key]) (*controller.Controller[Key], error) {
