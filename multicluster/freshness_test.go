@@ -3,7 +3,6 @@ package multicluster_test
 import (
 	"context"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -91,7 +90,7 @@ func TestFreshnessGateHoldsAClustersKeysUntilItsCachesCaughtUp(t *testing.T) {
 			}
 			require.Eventually(t, func() bool {
 				cl, err := fleet.Get("lagging")
-				return err == nil && cl.Err() != nil && strings.Contains(cl.Err().Error(), "caches behind the API server: informer configmaps")
+				return err == nil && errContains(cl.Err(), "caches behind the API server: informer configmaps")
 			}, wait, pollEvery, "Err names the informer that lags")
 			assert.Contains(t, fleet.ReadyNote(), "cluster lagging: caches behind the API server: informer configmaps")
 			require.Eventually(t, func() bool { return c.Stats().Idle() }, wait, pollEvery)
@@ -170,7 +169,7 @@ func TestFreshnessGateInAClusterOverEveryShape(t *testing.T) {
 			run(t, fleet, c)
 			require.Eventually(t, func() bool {
 				cl, err := fleet.Get("lagging")
-				return err == nil && cl.Err() != nil && strings.Contains(cl.Err().Error(), "caches behind the API server")
+				return err == nil && errContains(cl.Err(), "caches behind the API server")
 			}, wait, pollEvery)
 			seen.mu.Lock()
 			assert.Empty(t, seen.seen, "reconciled while the cluster's gate waits")
@@ -220,8 +219,7 @@ func TestFreshnessMaxLagHoldsOneClustersKeysWhileItsCacheLags(t *testing.T) {
 	require.Eventually(t, func() bool { return seen.count(old) == 1 }, wait, pollEvery, "before the bound, the cluster's keys run")
 	require.Eventually(t, func() bool {
 		cl, err := fleet.Get("lagging")
-		return err == nil && cl.Err() != nil &&
-			strings.Contains(cl.Err().Error(), "caches lag behind the API server beyond Freshness.MaxLag: informer configmaps lags by")
+		return err == nil && errContains(cl.Err(), "caches lag behind the API server beyond Freshness.MaxLag: informer configmaps lags by")
 	}, wait, pollEvery, "Err names the informer that lags")
 	assert.Contains(t, fleet.ReadyNote(), "cluster lagging: caches lag behind the API server beyond Freshness.MaxLag")
 	steadyCl, err := fleet.Get("steady")
@@ -272,7 +270,7 @@ func TestFreshnessMaxLagInAClusterOverEveryShape(t *testing.T) {
 			run(t, fleet, c)
 			require.Eventually(t, func() bool {
 				cl, err := fleet.Get("lagging")
-				return err == nil && cl.Err() != nil && strings.Contains(cl.Err().Error(), "beyond Freshness.MaxLag: informer "+tc.resource.Resource)
+				return err == nil && errContains(cl.Err(), "beyond Freshness.MaxLag: informer "+tc.resource.Resource)
 			}, wait, pollEvery)
 			catchUp()
 			require.Eventually(t, func() bool { return seen.named("new") }, wait, pollEvery)

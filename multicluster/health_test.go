@@ -49,7 +49,7 @@ func TestAnUnreachableClusterHoldsNoOtherBack(t *testing.T) {
 	require.Eventually(t, annotated(t, fleet, "up", "default", "a"), wait, pollEvery)
 	require.Eventually(t, func() bool {
 		cl, err := fleet.Get("down")
-		return err == nil && cl.Err() != nil && strings.Contains(cl.Err().Error(), "unreachable")
+		return err == nil && errContains(cl.Err(), "unreachable")
 	}, wait, pollEvery)
 	readyz := readyzOf(mgr)
 	require.Eventually(t, func() bool { code, _ := readyz(); return code == http.StatusOK }, wait, pollEvery)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	goruntime "runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -63,6 +64,12 @@ func (k *keys) add(key multicluster.Key) {
 		k.seen = map[multicluster.Key]int{}
 	}
 	k.seen[key]++
+}
+
+// errContains reports whether err, read once (a cluster's Err changes under the test), says
+// what.
+func errContains(err error, what string) bool {
+	return err != nil && strings.Contains(err.Error(), what)
 }
 
 // named reports whether a key of that name was seen, in any cluster and namespace.
