@@ -145,28 +145,37 @@ func freshnessShapes() []freshnessShape {
 	}
 }
 
+// runLaggingShape runs a controller with fresh over one cluster, "lagging", whose connection
+// serves tc's resource as it was before tc's write until catchUp; it returns the Fleet and the
+// keys reconciled.
+func runLaggingShape(t *testing.T, tc freshnessShape, fresh controller.Freshness) (*multicluster.Fleet, *keys, func()) {
+	t.Helper()
+	fc, err := fakecluster.New(configMap("default", "old"))
+	require.NoError(t, err)
+	conn := fc.Connect()
+	catchUp := conn.Lag(fc.Snapshot(), tc.resource)
+	require.NoError(t, tc.write(fc))
+	fleet, err := multicluster.New(multicluster.Options{Provider: multicluster.NewList(map[string]multicluster.Connection{
+		"lagging": {Client: conn.Clientset(), Dynamic: conn.Dynamic(), Metadata: conn.Metadata()}})})
+	require.NoError(t, err)
+	seen := &keys{}
+	c, err := multicluster.NewController(fleet, "shapes", controller.ReconcilerFunc[multicluster.Key](func(_ context.Context, k multicluster.Key) (controller.Result, error) {
+		seen.add(k)
+		return controller.Result{}, nil
+	}), controller.Options[multicluster.Key]{Freshness: fresh})
+	require.NoError(t, err)
+	require.NoError(t, tc.watch(fleet, c))
+	run(t, fleet, c)
+	return fleet, seen, func() { catchUp() }
+}
+
 // The per-cluster gate over every source of informer a multicluster Watch builds: typed,
 // metadata-only and unstructured, namespaced and cluster-scoped. A Reconcile of the object
 // created behind the lagging connection's back comes only once the cache caught up.
 func TestFreshnessGateInAClusterOverEveryShape(t *testing.T) {
 	for _, tc := range freshnessShapes() {
 		t.Run(tc.name, func(t *testing.T) {
-			fc, err := fakecluster.New(configMap("default", "old"))
-			require.NoError(t, err)
-			conn := fc.Connect()
-			catchUp := conn.Lag(fc.Snapshot(), tc.resource)
-			require.NoError(t, tc.write(fc))
-			fleet, err := multicluster.New(multicluster.Options{Provider: multicluster.NewList(map[string]multicluster.Connection{
-				"lagging": {Client: conn.Clientset(), Dynamic: conn.Dynamic(), Metadata: conn.Metadata()}})})
-			require.NoError(t, err)
-			seen := &keys{}
-			c, err := multicluster.NewController(fleet, "shapes", controller.ReconcilerFunc[multicluster.Key](func(_ context.Context, k multicluster.Key) (controller.Result, error) {
-				seen.add(k)
-				return controller.Result{}, nil
-			}), controller.Options[multicluster.Key]{Freshness: controller.Freshness{Gate: true}})
-			require.NoError(t, err)
-			require.NoError(t, tc.watch(fleet, c))
-			run(t, fleet, c)
+			fleet, seen, catchUp := runLaggingShape(t, tc, controller.Freshness{Gate: true})
 			require.Eventually(t, func() bool {
 				cl, err := fleet.Get("lagging")
 				return err == nil && errContains(cl.Err(), "caches behind the API server")
@@ -252,22 +261,7 @@ func TestFreshnessMaxLagHoldsOneClustersKeysWhileItsCacheLags(t *testing.T) {
 func TestFreshnessMaxLagInAClusterOverEveryShape(t *testing.T) {
 	for _, tc := range freshnessShapes() {
 		t.Run(tc.name, func(t *testing.T) {
-			fc, err := fakecluster.New(configMap("default", "old"))
-			require.NoError(t, err)
-			conn := fc.Connect()
-			catchUp := conn.Lag(fc.Snapshot(), tc.resource)
-			require.NoError(t, tc.write(fc))
-			fleet, err := multicluster.New(multicluster.Options{Provider: multicluster.NewList(map[string]multicluster.Connection{
-				"lagging": {Client: conn.Clientset(), Dynamic: conn.Dynamic(), Metadata: conn.Metadata()}})})
-			require.NoError(t, err)
-			seen := &keys{}
-			c, err := multicluster.NewController(fleet, "shapes", controller.ReconcilerFunc[multicluster.Key](func(_ context.Context, k multicluster.Key) (controller.Result, error) {
-				seen.add(k)
-				return controller.Result{}, nil
-			}), controller.Options[multicluster.Key]{Freshness: controller.Freshness{MaxLag: time.Second}})
-			require.NoError(t, err)
-			require.NoError(t, tc.watch(fleet, c))
-			run(t, fleet, c)
+			fleet, seen, catchUp := runLaggingShape(t, tc, controller.Freshness{MaxLag: time.Second})
 			require.Eventually(t, func() bool {
 				cl, err := fleet.Get("lagging")
 				return err == nil && errContains(cl.Err(), "beyond Freshness.MaxLag: informer "+tc.resource.Resource)
