@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/manager"
 	"github.com/ctrlkit/ctrlkit/multicluster"
 	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
@@ -64,6 +66,21 @@ func (k *keys) add(key multicluster.Key) {
 		k.seen = map[multicluster.Key]int{}
 	}
 	k.seen[key]++
+}
+
+// cached reports whether ConfigMap default/name is in the cache of cluster's ConfigMap
+// informer, as a Reconcile of that cluster reads it.
+func cached(fleet *multicluster.Fleet, cluster, name string) (bool, error) {
+	cl, err := fleet.Get(cluster)
+	if err != nil {
+		return false, err
+	}
+	cms, err := informer.For[*corev1.ConfigMap](cl.Factory)
+	if err != nil {
+		return false, err
+	}
+	_, err = cms.Lister().Namespace("default").Get(name)
+	return err == nil, nil
 }
 
 // errContains reports whether err, read once (a cluster's Err changes under the test), says
