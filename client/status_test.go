@@ -2,7 +2,6 @@ package client_test
 
 import (
 	"errors"
-	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ctrlkit/ctrlkit/client"
 	"github.com/ctrlkit/ctrlkit/customresource"
@@ -194,8 +194,10 @@ func TestPatchStatusErrors(t *testing.T) {
 // writes records the writes reported to a Reconcile's fence recorder.
 type writes struct{ rvs []string }
 
-func (w *writes) Written(obj metav1.Object)            { w.rvs = append(w.rvs, obj.GetResourceVersion()) }
-func (w *writes) Deleted(reflect.Type, string, string) {}
+func (w *writes) Written(_ schema.GroupResource, obj metav1.Object) {
+	w.rvs = append(w.rvs, obj.GetResourceVersion())
+}
+func (w *writes) Deleted(schema.GroupResource, string, string) {}
 
 // The status write goes through c.Patch and so reports itself to the controller's fences like
 // every other write; a pass that writes nothing reports nothing.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -101,7 +100,7 @@ func (c *typed[T]) Create(ctx context.Context, obj T, opts metav1.CreateOptions)
 		var zero T
 		return zero, err
 	}
-	return fenced[T](ctx)(ops.Create(ctx, obj, opts))
+	return c.fenced(ctx)(ops.Create(ctx, obj, opts))
 }
 
 func (c *typed[T]) Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
@@ -110,7 +109,7 @@ func (c *typed[T]) Update(ctx context.Context, obj T, opts metav1.UpdateOptions)
 		var zero T
 		return zero, err
 	}
-	return fenced[T](ctx)(ops.Update(ctx, obj, opts))
+	return c.fenced(ctx)(ops.Update(ctx, obj, opts))
 }
 
 func (c *typed[T]) UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
@@ -122,7 +121,7 @@ func (c *typed[T]) UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOp
 	if err != nil {
 		return zero, err
 	}
-	return fenced[T](ctx)(ops.UpdateStatus(ctx, obj, opts))
+	return c.fenced(ctx)(ops.UpdateStatus(ctx, obj, opts))
 }
 
 func (c *typed[T]) Patch(ctx context.Context, namespace, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error) {
@@ -134,7 +133,7 @@ func (c *typed[T]) Patch(ctx context.Context, namespace, name string, pt types.P
 	if err != nil {
 		return zero, err
 	}
-	return fenced[T](ctx)(ops.Patch(ctx, name, pt, data, opts, subresources...))
+	return c.fenced(ctx)(ops.Patch(ctx, name, pt, data, opts, subresources...))
 }
 
 // Apply sends obj as an apply patch (what the generated Apply methods send too), which needs
@@ -149,7 +148,7 @@ func (c *typed[T]) Apply(ctx context.Context, obj T, opts metav1.ApplyOptions, s
 	if err != nil {
 		return zero, fmt.Errorf("client: apply %s %s: %w", resourceName(c.b.GVR), objectKey(obj.GetNamespace(), obj.GetName()), err)
 	}
-	return fenced[T](ctx)(ops.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, opts.ToPatchOptions(), subresources...))
+	return c.fenced(ctx)(ops.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, opts.ToPatchOptions(), subresources...))
 }
 
 func (c *typed[T]) Delete(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
@@ -163,7 +162,7 @@ func (c *typed[T]) Delete(ctx context.Context, namespace, name string, opts meta
 	if err := ops.Delete(ctx, name, opts); err != nil {
 		return err
 	}
-	fencehook.Deleted(ctx, reflect.TypeFor[T](), namespace, name)
+	fencehook.Deleted(ctx, c.b.GVR.GroupResource(), namespace, name)
 	return nil
 }
 
@@ -205,10 +204,10 @@ func dropNulls(v any) {
 
 // fenced returns a pass-through of a write's result that reports a successful write to the
 // fence recorder of ctx (a controller's Reconcile with Options.Fences.Auto).
-func fenced[T Object](ctx context.Context) func(T, error) (T, error) {
+func (c *typed[T]) fenced(ctx context.Context) func(T, error) (T, error) {
 	return func(out T, err error) (T, error) {
 		if err == nil {
-			fencehook.Written(ctx, out)
+			fencehook.Written(ctx, c.b.GVR.GroupResource(), out)
 		}
 		return out, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/informer"
@@ -34,18 +35,19 @@ type Fences struct {
 
 	// Auto makes every successful write through ctrlkit's clients (client.Client[T] and the
 	// customresource clients: create, update, update status, patch, apply, delete) made with a
-	// Reconcile's context record its fence, on the informer of the written type that the
-	// controller watches (Watch, Owns) or names with FenceOn. Writes of types without such
-	// an informer are not fenced. Without Auto, only Fence and FenceGone record fences. A
-	// multicluster controller fences each write on the informer of its type in the key's
-	// cluster (multicluster.NewController).
+	// Reconcile's context record its fence, on the informer of the written resource (group
+	// and resource, whatever the version or the informer's view: typed, unstructured or
+	// metadata-only) that the controller watches (Watch, Owns) or names with FenceOn. Writes
+	// of resources without such an informer are not fenced. Without Auto, only Fence and
+	// FenceGone record fences. A multicluster controller fences each write on the informer
+	// of its resource in the key's cluster (multicluster.NewController).
 	Auto bool
 }
 
-// FenceOn names inf as the informer whose cache shows the writes of T objects, for
+// FenceOn names inf as the informer whose cache shows the writes of its resource, for
 // Fences.Auto (the informers of Watch and Owns are named already) and so that the fence
 // handler is registered when Run starts rather than at the first fence. Call it before Run;
-// with a second informer of the same T, the last one named wins for Auto.
+// with a second informer of the same resource, the last one named wins for Auto.
 func FenceOn[T informer.Object, K comparable](c *Controller[K], inf informer.Informer[T]) error {
 	if c == nil || inf == nil {
 		return &OptionsError{Field: "FenceOn", Reason: "nil controller or informer"}
@@ -134,7 +136,7 @@ type fencer interface {
 type fenceTarget struct {
 	name string
 	id   any
-	typ  reflect.Type // the informer's object type, for Auto
+	gr   schema.GroupResource // the informer's resource, for Auto
 	// declared: a Watch or Owns named it (startFences), so the end of a WatchUntil of the
 	// same informer does not forget it.
 	declared bool
@@ -156,7 +158,7 @@ func newFenceTarget[T informer.Object](inf informer.Informer[T]) *fenceTarget {
 	return &fenceTarget{
 		name: inf.Name(),
 		id:   informerID(inf),
-		typ:  reflect.TypeFor[T](),
+		gr:   inf.GVR().GroupResource(),
 		lookup: func(namespace, name string) (string, bool, bool) {
 			obj, err := inf.Lister().Get(namespace, name)
 			if err != nil {
@@ -221,26 +223,26 @@ func (f *keyFencer[K]) fence(t *fenceTarget, namespace, name, rv string, kind fe
 }
 
 // Written implements fencehook.Recorder for Fences.Auto.
-func (f *keyFencer[K]) Written(obj metav1.Object) {
-	if t := f.ft.autoTarget(reflect.TypeOf(obj)); t != nil {
+func (f *keyFencer[K]) Written(gr schema.GroupResource, obj metav1.Object) {
+	if t := f.ft.autoTarget(gr); t != nil {
 		f.ft.add(f.key, t, obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion(), writtenKind(obj))
 	}
 }
 
 // Deleted implements fencehook.Recorder for Fences.Auto.
-func (f *keyFencer[K]) Deleted(typ reflect.Type, namespace, name string) {
-	if t := f.ft.autoTarget(typ); t != nil {
+func (f *keyFencer[K]) Deleted(gr schema.GroupResource, namespace, name string) {
+	if t := f.ft.autoTarget(gr); t != nil {
 		f.ft.add(f.key, t, namespace, name, "", goneFence)
 	}
 }
 
-func (ft *fenceTable[K]) autoTarget(typ reflect.Type) *fenceTarget {
+func (ft *fenceTable[K]) autoTarget(gr schema.GroupResource) *fenceTarget {
 	if !ft.auto {
 		return nil
 	}
 	ft.regMu.Lock()
 	defer ft.regMu.Unlock()
-	return ft.byType[typ]
+	return ft.byResource[gr]
 }
 
 // startFences builds the fence table when Options.Fences is set, registers the release

@@ -13,11 +13,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/ctrlkit/ctrlkit/client"
 	"github.com/ctrlkit/ctrlkit/controller"
+	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/testkit/fakecluster"
 )
@@ -146,4 +148,160 @@ func TestAutoFenceMakesOwnWritesVisible(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fencedView is one way a controller holds the ConfigMaps it writes: the view's informer of
+// ConfigMaps, and an informer of Secrets of the same view declared after it (a second resource
+// with the same Go type when the view is unstructured or metadata-only).
+type fencedView struct {
+	name  string
+	build func(t *testing.T, f *informer.Factory, c *controller.Controller[controller.Key]) func(namespace, name string) (metav1.Object, error)
+}
+
+func fencedViews() []fencedView {
+	cms, secrets := corev1.SchemeGroupVersion.WithResource("configmaps"), corev1.SchemeGroupVersion.WithResource("secrets")
+	return []fencedView{
+		{"typed", func(t *testing.T, f *informer.Factory, c *controller.Controller[controller.Key]) func(string, string) (metav1.Object, error) {
+			inf, err := informer.For[*corev1.ConfigMap](f)
+			require.NoError(t, err)
+			decoy, err := informer.For[*corev1.Secret](f)
+			require.NoError(t, err)
+			require.NoError(t, controller.Watch(c, inf, controller.EnqueueObject))
+			require.NoError(t, controller.Watch(c, decoy, controller.EnqueueObject))
+			return func(ns, name string) (metav1.Object, error) { return inf.Lister().Get(ns, name) }
+		}},
+		{"unstructured", func(t *testing.T, f *informer.Factory, c *controller.Controller[controller.Key]) func(string, string) (metav1.Object, error) {
+			inf, err := informer.ForResource[*unstructured.Unstructured](f, cms)
+			require.NoError(t, err)
+			decoy, err := informer.ForResource[*unstructured.Unstructured](f, secrets)
+			require.NoError(t, err)
+			require.NoError(t, controller.Watch(c, inf, controller.EnqueueObject))
+			require.NoError(t, controller.Watch(c, decoy, controller.EnqueueObject))
+			return func(ns, name string) (metav1.Object, error) { return inf.Lister().Get(ns, name) }
+		}},
+		{"metadata", func(t *testing.T, f *informer.Factory, c *controller.Controller[controller.Key]) func(string, string) (metav1.Object, error) {
+			inf, err := informer.ForMetadata(f, cms)
+			require.NoError(t, err)
+			decoy, err := informer.ForMetadata(f, secrets)
+			require.NoError(t, err)
+			require.NoError(t, controller.Watch(c, inf, controller.EnqueueObject))
+			require.NoError(t, controller.Watch(c, decoy, controller.EnqueueObject))
+			return func(ns, name string) (metav1.Object, error) { return inf.Lister().Get(ns, name) }
+		}},
+	}
+}
+
+// fencedWriter writes the count annotation of a ConfigMap at resourceVersion rv.
+type fencedWriter struct {
+	name  string
+	build func(t *testing.T, cluster *fakecluster.Cluster) func(ctx context.Context, namespace, name, rv string, count int) error
+}
+
+func fencedWriters() []fencedWriter {
+	return []fencedWriter{
+		{"typed", func(t *testing.T, cluster *fakecluster.Cluster) func(context.Context, string, string, string, int) error {
+			cms, err := client.For[*corev1.ConfigMap](cluster.Clientset())
+			require.NoError(t, err)
+			return func(ctx context.Context, ns, name, rv string, n int) error {
+				_, err := cms.Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+					ResourceVersion: rv, Annotations: map[string]string{"count": strconv.Itoa(n)}}}, metav1.UpdateOptions{})
+				return err
+			}
+		}},
+		{"unstructured", func(t *testing.T, cluster *fakecluster.Cluster) func(context.Context, string, string, string, int) error {
+			cms, err := customresource.NewClient[*unstructured.Unstructured](cluster.Dynamic(),
+				corev1.SchemeGroupVersion.WithResource("configmaps"), customresource.WithKind("ConfigMap"))
+			require.NoError(t, err)
+			return func(ctx context.Context, ns, name, rv string, n int) error {
+				u := &unstructured.Unstructured{}
+				u.SetAPIVersion("v1")
+				u.SetKind("ConfigMap")
+				u.SetNamespace(ns)
+				u.SetName(name)
+				u.SetResourceVersion(rv)
+				u.SetAnnotations(map[string]string{"count": strconv.Itoa(n)})
+				_, err := cms.Update(ctx, u, metav1.UpdateOptions{})
+				return err
+			}
+		}},
+	}
+}
+
+// Fences.Auto matches a write to the informer of the written resource, whatever the client
+// wrote it (typed, or unstructured as a customresource client writes) and whatever view the
+// controller holds it in: a ConfigMap's write is fenced on a typed, unstructured or
+// metadata-only informer of ConfigMaps, and never on an informer of another resource with the
+// same Go type (which would hold the key until the TTL, here an hour). The count lives in an
+// annotation so that every view reads it.
+func TestAutoFenceMatchesTheWrittenResourceInEveryView(t *testing.T) {
+	for _, writer := range fencedWriters() {
+		for _, view := range fencedViews() {
+			t.Run("client="+writer.name+"/informer="+view.name, func(t *testing.T) {
+				testAutoFenceShape(t, writer, view)
+			})
+		}
+	}
+}
+
+func testAutoFenceShape(t *testing.T, writer fencedWriter, view fencedView) {
+	cluster, err := fakecluster.New(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}})
+	require.NoError(t, err)
+	open := make(chan struct{})
+	tracker := cluster.Tracker()
+	cluster.Clientset().PrependWatchReactor("configmaps", func(action clienttesting.Action) (bool, watch.Interface, error) {
+		inner, err := tracker.Watch(action.GetResource(), action.GetNamespace(), action.(clienttesting.WatchActionImpl).ListOptions)
+		if err != nil {
+			return true, nil, err
+		}
+		return true, newGatedWatch(inner, open), nil
+	})
+	f := informer.NewFactory(cluster.Clientset(), informer.Options{DynamicClient: cluster.Dynamic(), MetadataClient: cluster.Metadata()})
+	write := writer.build(t, cluster)
+
+	const target = 5
+	var conflicts, runs atomic.Int32
+	var get func(namespace, name string) (metav1.Object, error)
+	c, err := controller.New("counter", controller.ReconcilerFunc[controller.Key](func(ctx context.Context, key controller.Key) (controller.Result, error) {
+		if key.Name != "cm" {
+			return controller.Result{}, nil
+		}
+		runs.Add(1)
+		cached, err := get(key.Namespace, key.Name)
+		if err != nil {
+			return controller.Result{}, err
+		}
+		n, _ := strconv.Atoi(cached.GetAnnotations()["count"])
+		if n >= target {
+			return controller.Result{}, nil
+		}
+		if err := write(ctx, key.Namespace, key.Name, cached.GetResourceVersion(), n+1); err != nil {
+			if apierrors.IsConflict(err) {
+				conflicts.Add(1)
+			}
+			return controller.Result{}, err
+		}
+		return controller.Result{Requeue: true}, nil
+	}), controller.Options[controller.Key]{Fences: &controller.Fences{Auto: true, TTL: time.Hour}})
+	require.NoError(t, err)
+	get = view.build(t, f, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.Start(ctx)
+	defer f.Shutdown()
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+
+	require.Eventually(t, func() bool { return runs.Load() >= 1 && c.Stats().Fenced == 1 }, 10*time.Second, time.Millisecond,
+		"the write is fenced on the ConfigMaps' informer")
+	assert.Equal(t, int32(1), runs.Load(), "held, not run, until the informer shows the write")
+	close(open)
+	require.Eventually(t, func() bool {
+		cm, err := cluster.Clientset().CoreV1().ConfigMaps("ns").Get(ctx, "cm", metav1.GetOptions{})
+		return err == nil && cm.Annotations["count"] == strconv.Itoa(target) && c.Stats().Idle()
+	}, 10*time.Second, time.Millisecond, "released by the ConfigMaps' informer, not by the TTL")
+	assert.Zero(t, conflicts.Load(), "no write conflicted with the controller's own previous write")
 }

@@ -2,12 +2,12 @@ package controller
 
 import (
 	"context"
-	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -79,7 +79,9 @@ type fenceTable[K comparable] struct {
 
 	regMu   sync.Mutex
 	targets map[any]*fenceTarget
-	byType  map[reflect.Type]*fenceTarget
+	// byResource: the informer that shows a resource's writes for Auto; a later
+	// declaration of the same resource replaces an earlier one.
+	byResource map[schema.GroupResource]*fenceTarget
 
 	mu    sync.Mutex
 	keys  map[K]*keyFences
@@ -103,13 +105,13 @@ func newFenceTable[K comparable](opts *Fences, clk clock.Clock) *fenceTable[K] {
 		ttl = defaultFenceTTL
 	}
 	return &fenceTable[K]{
-		ttl:     ttl,
-		auto:    opts.Auto,
-		clock:   clk,
-		targets: make(map[any]*fenceTarget),
-		byType:  make(map[reflect.Type]*fenceTarget),
-		keys:    make(map[K]*keyFences),
-		objs:    make(map[objRef][]K),
+		ttl:        ttl,
+		auto:       opts.Auto,
+		clock:      clk,
+		targets:    make(map[any]*fenceTarget),
+		byResource: make(map[schema.GroupResource]*fenceTarget),
+		keys:       make(map[K]*keyFences),
+		objs:       make(map[objRef][]K),
 	}
 }
 

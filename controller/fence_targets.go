@@ -27,7 +27,7 @@ func (ft *fenceTable[K]) target(id any, mk func() *fenceTarget) *fenceTarget {
 	return t
 }
 
-// declare makes t known before Run's workers start: it serves Auto for its type, and its
+// declare makes t known before Run's workers start: it serves Auto for its resource, and its
 // handler is registered now unless fed, in which case a Watch's handler registration shows
 // it the informer's events (feed).
 func (ft *fenceTable[K]) declare(t *fenceTarget, fed bool) {
@@ -35,7 +35,7 @@ func (ft *fenceTable[K]) declare(t *fenceTarget, fed bool) {
 	t = ft.target(t.id, func() *fenceTarget { return t })
 	ft.regMu.Lock()
 	t.declared = true
-	ft.byType[t.typ] = t
+	ft.byResource[t.gr] = t
 	ft.regMu.Unlock()
 }
 
@@ -84,8 +84,8 @@ func (ft *fenceTable[K]) forget(id any) {
 		return
 	}
 	delete(ft.targets, id)
-	if ft.byType[t.typ] == t {
-		delete(ft.byType, t.typ)
+	if ft.byResource[t.gr] == t {
+		delete(ft.byResource, t.gr)
 	}
 	remove := t.remove
 	t.remove = nil

@@ -3,7 +3,6 @@ package customresource
 import (
 	"context"
 	"fmt"
-	"reflect"
 
 	"github.com/ctrlkit/ctrlkit/internal/object"
 
@@ -304,7 +303,7 @@ func (c *Client[T]) Delete(ctx context.Context, namespace, name string, opts met
 	if err := ri.Delete(ctx, name, opts); err != nil {
 		return err
 	}
-	fencehook.Deleted(ctx, reflect.TypeFor[T](), namespace, name)
+	fencehook.Deleted(ctx, c.codec.gvr.GroupResource(), namespace, name)
 	return nil
 }
 
@@ -337,7 +336,7 @@ func (c *Client[T]) Watch(ctx context.Context, namespace string, opts metav1.Lis
 func (c *Client[T]) fenced(ctx context.Context) func(T, error) (T, error) {
 	return func(out T, err error) (T, error) {
 		if err == nil {
-			fencehook.Written(ctx, out)
+			fencehook.Written(ctx, c.codec.gvr.GroupResource(), out)
 		}
 		return out, err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -77,10 +77,10 @@ type Cluster struct {
 	// once the gate passed; lagOpen counts those open.
 	breakers map[*admission]*clusterBreaker
 	lagOpen  atomic.Int32
-	// fencers are the informers writes of each type are fenced on here
+	// fencers are the informers writes of each resource are fenced on here
 	// (fences.go).
 	fenceMu sync.Mutex
-	fencers map[reflect.Type]fencer
+	fencers map[schema.GroupResource]fencer
 
 	// events is the cluster's event broadcaster, built at the first
 	// EventRecorder and shut down with the cluster.
