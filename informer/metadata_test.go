@@ -101,3 +101,34 @@ func TestForMetadataErrors(t *testing.T) {
 	assert.Equal(t, schema.GroupVersionKind{}, inf.GVK())
 	assert.Equal(t, "widgets.example.com (metadata)", inf.Name())
 }
+
+// ByObject's settings follow the Go type: those of *metav1.PartialObjectMetadata apply to every
+// metadata-only informer of the factory, whatever its resource (the same holds for
+// *unstructured.Unstructured and ForResource's informers).
+func TestByObjectOfPartialObjectMetadataAppliesToEveryMetadataInformer(t *testing.T) {
+	scheme := metadatafake.NewTestScheme()
+	require.NoError(t, metav1.AddMetaToScheme(scheme))
+	cm := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "cm", ResourceVersion: "1", Annotations: map[string]string{"big": "x"}}}
+	secret := partialSecret("a", "token", false)
+	secret.Annotations = map[string]string{"big": "x"}
+	meta := metadatafake.NewSimpleMetadataClient(scheme, cm, secret)
+	f := NewFactory(newClient(), Options{MetadataClient: meta, ByObject: []ObjectOverride{
+		ByObject(ObjectOptions[*metav1.PartialObjectMetadata]{Transform: func(m *metav1.PartialObjectMetadata) (*metav1.PartialObjectMetadata, error) {
+			m.Annotations = nil
+			return m, nil
+		}}),
+	}})
+	secrets, err := ForMetadata(f, secretsGVR)
+	require.NoError(t, err)
+	cms, err := ForMetadata(f, corev1.SchemeGroupVersion.WithResource("configmaps"))
+	require.NoError(t, err)
+	startFactory(t, f)
+
+	s, err := secrets.Lister().Get("a", "token")
+	require.NoError(t, err)
+	assert.Nil(t, s.Annotations)
+	c, err := cms.Lister().Get("a", "cm")
+	require.NoError(t, err)
+	assert.Nil(t, c.Annotations)
+}

@@ -272,6 +272,11 @@ type ObjectOverride struct {
 
 // ByObject returns o as an entry of Options.ByObject: settings of the
 // typed informer of T, which a factory-wide field cannot give per type.
+// The settings follow the Go type: with *unstructured.Unstructured or
+// *metav1.PartialObjectMetadata they apply to every informer of that view
+// (ForResource, ForMetadata) in the factory, whatever its resource: a
+// transform or budget for one resource of those views needs a factory of
+// its own.
 func ByObject[T Object](o ObjectOptions[T]) ObjectOverride {
 	t := reflect.TypeFor[T]()
 	return ObjectOverride{apply: func(c *factoryConfig) {

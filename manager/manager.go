@@ -24,6 +24,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/controller"
 	"github.com/ctrlkit/ctrlkit/featuregate"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/builtin"
 	"github.com/ctrlkit/ctrlkit/internal/clientgometrics"
 	"github.com/ctrlkit/ctrlkit/leaderelection"
 	"github.com/ctrlkit/ctrlkit/manager/internal/delegatedauth"
@@ -271,7 +272,7 @@ func clientFor(opts *Options) (*rest.Config, *connrotation.Dialer, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("manager: client for %s: %w", cfg.Host, err)
 	}
-	cs, err := kubernetes.NewForConfigAndClient(tracked, hc)
+	cs, err := kubernetes.NewForConfigAndClient(builtin.ProtobufConfig(tracked), hc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("manager: client for %s: %w", cfg.Host, err)
 	}

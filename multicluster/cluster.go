@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/builtin"
 	"github.com/ctrlkit/ctrlkit/internal/lagwatch"
 	"github.com/ctrlkit/ctrlkit/internal/object"
 )
@@ -262,7 +263,7 @@ func (f *Fleet) newCluster(name string, conn Connection) (*Cluster, error) {
 			return nil, fmt.Errorf("multicluster: cluster %q: HTTP client: %w", name, err)
 		}
 		cl.http = hc
-		if cl.Client, err = kubernetes.NewForConfigAndClient(cfg, hc); err != nil {
+		if cl.Client, err = kubernetes.NewForConfigAndClient(builtin.ProtobufConfig(cfg), hc); err != nil {
 			return nil, fmt.Errorf("multicluster: cluster %q: client: %w", name, err)
 		}
 		if cl.Dynamic, err = dynamic.NewForConfigAndClient(cfg, hc); err != nil {

@@ -44,7 +44,9 @@ import (
 // Each run of the binary runs one pair, ctrlkit then kube-controller-manager: loop over runs
 // for pairs (-test.count repeats one implementation before the other). With
 // CTRLKIT_BENCH_PROFILE=<dir>, each process's CPU profile of the workload (its
-// /debug/pprof/profile, served on a loopback port) is written to <dir>/<impl>-<n>.cpu.prof.
+// /debug/pprof/profile, served on a loopback port) is written to <dir>/<impl>-<n>.cpu.prof,
+// and its allocations from its start to the workload's end (/debug/pprof/allocs) to
+// <dir>/<impl>-<n>.allocs.prof.
 const (
 	kcmSets     = 50
 	kcmReplicas = 10
@@ -69,18 +71,18 @@ func BenchmarkReplicaSetVersusKCM(b *testing.B) {
 		name string
 		args func(kubeconfig string) []string
 		bin  string
-		// profile is the URL of the process's CPU profile, with the flags that serve it.
-		profile string
-		serve   []string
+		// pprof is the URL of the process's /debug/pprof/, with the flags that serve it.
+		pprof string
+		serve []string
 	}{
 		{"ctrlkit", func(kc string) []string {
 			return []string{"--kubeconfig=" + kc, "--leader-elect=false", "--health-addr=",
 				"--kube-api-qps=20", "--kube-api-burst=30", "--workers=5"}
-		}, bin, "http://127.0.0.1:18080/debug/pprof/profile?seconds=", []string{"--profiling", "--metrics-secure=false", "--metrics-addr=127.0.0.1:18080"}},
+		}, bin, "http://127.0.0.1:18080/debug/pprof/", []string{"--profiling", "--metrics-secure=false", "--metrics-addr=127.0.0.1:18080"}},
 		{"kube-controller-manager", func(kc string) []string {
 			return []string{"--kubeconfig=" + kc, "--leader-elect=false", "--controllers=replicaset-controller",
 				"--kube-api-qps=20", "--kube-api-burst=30", "--concurrent-replicaset-syncs=5"}
-		}, kcm, "https://127.0.0.1:18257/debug/pprof/profile?seconds=", []string{"--secure-port=18257", "--bind-address=127.0.0.1",
+		}, kcm, "https://127.0.0.1:18257/debug/pprof/", []string{"--secure-port=18257", "--bind-address=127.0.0.1",
 			"--authentication-skip-lookup", "--authorization-always-allow-paths=/debug/pprof,/debug/pprof/*"}},
 	}
 	for _, im := range impls {
@@ -117,13 +119,16 @@ func BenchmarkReplicaSetVersusKCM(b *testing.B) {
 				if profiles != "" {
 					go func() {
 						defer close(profiled)
-						fetchProfile(ctx, im.profile+"50", filepath.Join(profiles, fmt.Sprintf("%s-%d.cpu.prof", im.name, ops)))
+						fetchProfile(ctx, im.pprof+"profile?seconds=50", filepath.Join(profiles, fmt.Sprintf("%s-%d.cpu.prof", im.name, ops)))
 					}()
 				} else {
 					close(profiled)
 				}
 				runKCMWorkload(b, env.Client(), env.Namespace())
 				b.StopTimer()
+				if profiles != "" {
+					fetchProfile(ctx, im.pprof+"allocs", filepath.Join(profiles, fmt.Sprintf("%s-%d.allocs.prof", im.name, ops)))
+				}
 				<-profiled
 				cancel()
 				_ = cmd.Wait()
