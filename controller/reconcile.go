@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"encoding/binary"
+	"math/rand/v2"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -94,4 +96,29 @@ func withReconcile(ctx context.Context, id types.UID, why *provenance.Reasons) c
 	v := &reconcileInfoWithReasons{reconcileInfo: reconcileInfo{id: id}, why: *why}
 	v.reconcileInfo.why = &v.why
 	return context.WithValue(ctx, reconcileKey{}, &v.reconcileInfo)
+}
+
+// newReconcileID returns a random (version 4) UUID for one Reconcile. Its bits come from
+// math/rand/v2's generator (ChaCha8, seeded by the runtime, one state per thread: no lock, no
+// system call) instead of crypto/rand, which k8s.io/apimachinery's uuid.NewUUID reads with a
+// system call per ID: an ID correlates one Reconcile's log lines and requests and guards
+// nothing, so it needs uniqueness (122 random bits), not secrecy.
+func newReconcileID() types.UID {
+	const hex = "0123456789abcdef"
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
+	b[6] = b[6]&0x0f | 0x40 // version 4
+	b[8] = b[8]&0x3f | 0x80 // RFC 9562 variant
+	var s [36]byte
+	j := 0
+	for i, c := range b {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			s[j] = '-'
+			j++
+		}
+		s[j], s[j+1] = hex[c>>4], hex[c&0x0f]
+		j += 2
+	}
+	return types.UID(s[:])
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/provenance"
@@ -93,7 +92,7 @@ type contextStep[K comparable] struct {
 }
 
 func (s contextStep[K]) enter(w *work[K]) bool {
-	w.id = uuid.NewUUID()
+	w.id = newReconcileID()
 	logger := w.logger.WithValues("key", w.key, "reconcileID", w.id)
 	w.rlog = logger
 	ctx := klog.NewContext(w.ctx, logger)

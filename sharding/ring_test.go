@@ -279,7 +279,14 @@ func (r *ring) ensureChild(ctx context.Context, id string, cm *corev1.ConfigMap,
 		return err
 	case apierrors.IsAlreadyExists(err):
 		r.missed.Add(1)
-		r.t.Logf("member %s did not cache %s, which exists", id, key)
+		// Who created it and whom it is labelled for tell a barrier that missed the child
+		// (labelled for an earlier owner) from a cache that lagged behind its barrier.
+		by, _ := r.created.Load(key)
+		var labels map[string]string
+		if s, err := r.client.CoreV1().Secrets(cm.Namespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			labels = s.Labels
+		}
+		r.t.Logf("member %s did not cache %s, which exists (created by %v, labels %v)", id, key, by, labels)
 		return nil
 	default:
 		return err
