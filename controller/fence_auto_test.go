@@ -66,6 +66,21 @@ func newGatedWatch(inner watch.Interface, open <-chan struct{}) *gatedWatch {
 func (w *gatedWatch) ResultChan() <-chan watch.Event { return w.out }
 func (w *gatedWatch) Stop()                          { w.once.Do(func() { close(w.stop) }) }
 
+// gateWatches holds back the events of every watch of resource in cluster (typed, dynamic
+// and metadata front ends alike) until the returned function is called.
+func gateWatches(cluster *fakecluster.Cluster, resource string) (open func()) {
+	gate := make(chan struct{})
+	tracker := cluster.Tracker()
+	cluster.Clientset().PrependWatchReactor(resource, func(action clienttesting.Action) (bool, watch.Interface, error) {
+		inner, err := tracker.Watch(action.GetResource(), action.GetNamespace(), action.(clienttesting.WatchActionImpl).ListOptions)
+		if err != nil {
+			return true, nil, err
+		}
+		return true, newGatedWatch(inner, gate), nil
+	})
+	return func() { close(gate) }
+}
+
 // With Fences.Auto, the writes a Reconcile makes through a ctrlkit client fence its key by
 // themselves. The Reconcile below increments a counter in the cached ConfigMap and writes it
 // back with its resourceVersion, then asks to run again: without fences the next run reads the
@@ -75,15 +90,7 @@ func TestAutoFenceMakesOwnWritesVisible(t *testing.T) {
 		t.Run("fenced="+strconv.FormatBool(fenced), func(t *testing.T) {
 			cluster, err := fakecluster.New(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}})
 			require.NoError(t, err)
-			open := make(chan struct{})
-			tracker := cluster.Tracker()
-			cluster.Clientset().PrependWatchReactor("configmaps", func(action clienttesting.Action) (bool, watch.Interface, error) {
-				inner, err := tracker.Watch(action.GetResource(), action.GetNamespace(), action.(clienttesting.WatchActionImpl).ListOptions)
-				if err != nil {
-					return true, nil, err
-				}
-				return true, newGatedWatch(inner, open), nil
-			})
+			open := gateWatches(cluster, "configmaps")
 			f := informer.NewFactory(cluster.Clientset(), informer.Options{})
 			cms, err := informer.For[*corev1.ConfigMap](f)
 			require.NoError(t, err)
@@ -138,7 +145,7 @@ func TestAutoFenceMakesOwnWritesVisible(t *testing.T) {
 				require.Eventually(t, func() bool { return conflicts.Load() > 0 }, 10*time.Second, time.Millisecond,
 					"the stale cache makes the second write conflict")
 			}
-			close(open)
+			open()
 			require.Eventually(t, func() bool {
 				cm, err := cluster.Clientset().CoreV1().ConfigMaps("ns").Get(ctx, "cm", metav1.GetOptions{})
 				return err == nil && cm.Data["count"] == strconv.Itoa(target) && c.Stats().Idle()
@@ -191,37 +198,53 @@ func fencedViews() []fencedView {
 	}
 }
 
-// fencedWriter writes the count annotation of a ConfigMap at resourceVersion rv.
+// fencedWriter writes ConfigMaps through one kind of ctrlkit client: update sets the count
+// annotation at resourceVersion rv, remove deletes.
 type fencedWriter struct {
 	name  string
-	build func(t *testing.T, cluster *fakecluster.Cluster) func(ctx context.Context, namespace, name, rv string, count int) error
+	build func(t *testing.T, cluster *fakecluster.Cluster) fencedWrites
+}
+
+type fencedWrites struct {
+	update func(ctx context.Context, namespace, name, rv string, count int) error
+	remove func(ctx context.Context, namespace, name string) error
 }
 
 func fencedWriters() []fencedWriter {
 	return []fencedWriter{
-		{"typed", func(t *testing.T, cluster *fakecluster.Cluster) func(context.Context, string, string, string, int) error {
+		{"typed", func(t *testing.T, cluster *fakecluster.Cluster) fencedWrites {
 			cms, err := client.For[*corev1.ConfigMap](cluster.Clientset())
 			require.NoError(t, err)
-			return func(ctx context.Context, ns, name, rv string, n int) error {
-				_, err := cms.Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-					ResourceVersion: rv, Annotations: map[string]string{"count": strconv.Itoa(n)}}}, metav1.UpdateOptions{})
-				return err
+			return fencedWrites{
+				update: func(ctx context.Context, ns, name, rv string, n int) error {
+					_, err := cms.Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+						ResourceVersion: rv, Annotations: map[string]string{"count": strconv.Itoa(n)}}}, metav1.UpdateOptions{})
+					return err
+				},
+				remove: func(ctx context.Context, ns, name string) error {
+					return cms.Delete(ctx, ns, name, metav1.DeleteOptions{})
+				},
 			}
 		}},
-		{"unstructured", func(t *testing.T, cluster *fakecluster.Cluster) func(context.Context, string, string, string, int) error {
+		{"unstructured", func(t *testing.T, cluster *fakecluster.Cluster) fencedWrites {
 			cms, err := customresource.NewClient[*unstructured.Unstructured](cluster.Dynamic(),
 				corev1.SchemeGroupVersion.WithResource("configmaps"), customresource.WithKind("ConfigMap"))
 			require.NoError(t, err)
-			return func(ctx context.Context, ns, name, rv string, n int) error {
-				u := &unstructured.Unstructured{}
-				u.SetAPIVersion("v1")
-				u.SetKind("ConfigMap")
-				u.SetNamespace(ns)
-				u.SetName(name)
-				u.SetResourceVersion(rv)
-				u.SetAnnotations(map[string]string{"count": strconv.Itoa(n)})
-				_, err := cms.Update(ctx, u, metav1.UpdateOptions{})
-				return err
+			return fencedWrites{
+				update: func(ctx context.Context, ns, name, rv string, n int) error {
+					u := &unstructured.Unstructured{}
+					u.SetAPIVersion("v1")
+					u.SetKind("ConfigMap")
+					u.SetNamespace(ns)
+					u.SetName(name)
+					u.SetResourceVersion(rv)
+					u.SetAnnotations(map[string]string{"count": strconv.Itoa(n)})
+					_, err := cms.Update(ctx, u, metav1.UpdateOptions{})
+					return err
+				},
+				remove: func(ctx context.Context, ns, name string) error {
+					return cms.Delete(ctx, ns, name, metav1.DeleteOptions{})
+				},
 			}
 		}},
 	}
@@ -246,17 +269,9 @@ func TestAutoFenceMatchesTheWrittenResourceInEveryView(t *testing.T) {
 func testAutoFenceShape(t *testing.T, writer fencedWriter, view fencedView) {
 	cluster, err := fakecluster.New(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}})
 	require.NoError(t, err)
-	open := make(chan struct{})
-	tracker := cluster.Tracker()
-	cluster.Clientset().PrependWatchReactor("configmaps", func(action clienttesting.Action) (bool, watch.Interface, error) {
-		inner, err := tracker.Watch(action.GetResource(), action.GetNamespace(), action.(clienttesting.WatchActionImpl).ListOptions)
-		if err != nil {
-			return true, nil, err
-		}
-		return true, newGatedWatch(inner, open), nil
-	})
+	open := gateWatches(cluster, "configmaps")
 	f := informer.NewFactory(cluster.Clientset(), informer.Options{DynamicClient: cluster.Dynamic(), MetadataClient: cluster.Metadata()})
-	write := writer.build(t, cluster)
+	write := writer.build(t, cluster).update
 
 	const target = 5
 	var conflicts, runs atomic.Int32
@@ -298,10 +313,70 @@ func testAutoFenceShape(t *testing.T, writer fencedWriter, view fencedView) {
 	require.Eventually(t, func() bool { return runs.Load() >= 1 && c.Stats().Fenced == 1 }, 10*time.Second, time.Millisecond,
 		"the write is fenced on the ConfigMaps' informer")
 	assert.Equal(t, int32(1), runs.Load(), "held, not run, until the informer shows the write")
-	close(open)
+	open()
 	require.Eventually(t, func() bool {
 		cm, err := cluster.Clientset().CoreV1().ConfigMaps("ns").Get(ctx, "cm", metav1.GetOptions{})
 		return err == nil && cm.Annotations["count"] == strconv.Itoa(target) && c.Stats().Idle()
 	}, 10*time.Second, time.Millisecond, "released by the ConfigMaps' informer, not by the TTL")
 	assert.Zero(t, conflicts.Load(), "no write conflicted with the controller's own previous write")
+}
+
+// A delete through either client holds the key, in every view, until the informer of the
+// deleted resource no longer has the object: the next Reconcile never reads it back.
+func TestAutoFenceMatchesTheDeletedResourceInEveryView(t *testing.T) {
+	for _, writer := range fencedWriters() {
+		for _, view := range fencedViews() {
+			t.Run("client="+writer.name+"/informer="+view.name, func(t *testing.T) {
+				cluster, err := fakecluster.New(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}})
+				require.NoError(t, err)
+				open := gateWatches(cluster, "configmaps")
+				f := informer.NewFactory(cluster.Clientset(), informer.Options{DynamicClient: cluster.Dynamic(), MetadataClient: cluster.Metadata()})
+				remove := writer.build(t, cluster).remove
+
+				var runs, deleted, sawDeleted atomic.Int32
+				var get func(namespace, name string) (metav1.Object, error)
+				c, err := controller.New("deleter", controller.ReconcilerFunc[controller.Key](func(ctx context.Context, key controller.Key) (controller.Result, error) {
+					if key.Name != "cm" {
+						return controller.Result{}, nil
+					}
+					runs.Add(1)
+					_, err := get(key.Namespace, key.Name)
+					switch {
+					case apierrors.IsNotFound(err):
+						return controller.Result{}, nil
+					case err != nil:
+						return controller.Result{}, err
+					case deleted.Load() > 0:
+						sawDeleted.Add(1)
+						return controller.Result{}, nil
+					}
+					if err := remove(ctx, key.Namespace, key.Name); err != nil {
+						return controller.Result{}, err
+					}
+					deleted.Add(1)
+					return controller.Result{Requeue: true}, nil
+				}), controller.Options[controller.Key]{Fences: &controller.Fences{Auto: true, TTL: time.Hour}})
+				require.NoError(t, err)
+				get = view.build(t, f, c)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				f.Start(ctx)
+				defer f.Shutdown()
+				done := make(chan error)
+				go func() { done <- c.Run(ctx) }()
+				defer func() {
+					cancel()
+					require.NoError(t, <-done)
+				}()
+
+				require.Eventually(t, func() bool { return deleted.Load() == 1 && c.Stats().Fenced == 1 }, 10*time.Second, time.Millisecond,
+					"the delete is fenced on the ConfigMaps' informer")
+				assert.Equal(t, int32(1), runs.Load(), "held, not run, until the informer shows the delete")
+				open()
+				require.Eventually(t, func() bool { return runs.Load() >= 2 && c.Stats().Idle() }, 10*time.Second, time.Millisecond,
+					"released by the ConfigMaps' informer, not by the TTL")
+				assert.Zero(t, sawDeleted.Load(), "no Reconcile read the deleted ConfigMap back from the cache")
+			})
+		}
+	}
 }

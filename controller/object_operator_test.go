@@ -15,8 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
-	clienttesting "k8s.io/client-go/testing"
 	kworkqueue "k8s.io/client-go/util/workqueue"
 
 	"github.com/ctrlkit/ctrlkit/client"
@@ -187,15 +185,7 @@ func TestObjectReconcilerOperatorOnFake(t *testing.T) {
 func TestObjectReconcilerStatusWriteIsFenced(t *testing.T) {
 	cluster, err := fakecluster.New(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}})
 	require.NoError(t, err)
-	open := make(chan struct{})
-	tracker := cluster.Tracker()
-	cluster.Clientset().PrependWatchReactor("deployments", func(action clienttesting.Action) (bool, watch.Interface, error) {
-		inner, err := tracker.Watch(action.GetResource(), action.GetNamespace(), action.(clienttesting.WatchActionImpl).ListOptions)
-		if err != nil {
-			return true, nil, err
-		}
-		return true, newGatedWatch(inner, open), nil
-	})
+	open := gateWatches(cluster, "deployments")
 	f := informer.NewFactory(cluster.Clientset(), informer.Options{})
 	deployments, err := informer.For[*appsv1.Deployment](f)
 	require.NoError(t, err)
@@ -233,7 +223,7 @@ func TestObjectReconcilerStatusWriteIsFenced(t *testing.T) {
 
 	require.Eventually(t, func() bool { return c.Stats().Fenced == 1 }, operatorWait, time.Millisecond)
 	assert.Equal(t, int32(1), passes.Load(), "held until the informer shows the status write")
-	close(open)
+	open()
 	require.Eventually(t, func() bool { return passes.Load() >= 2 && c.Stats().Idle() }, operatorWait, time.Millisecond,
 		"passes %d, stats %+v", passes.Load(), c.Stats())
 	assert.Equal(t, int32(1), writes.Load(), "the passes after the fence saw the status: no second write")
