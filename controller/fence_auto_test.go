@@ -125,16 +125,8 @@ func TestAutoFenceMakesOwnWritesVisible(t *testing.T) {
 			}), opts)
 			require.NoError(t, err)
 			require.NoError(t, controller.Watch(c, cms, controller.EnqueueObject))
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			f.Start(ctx)
-			defer f.Shutdown()
-			done := make(chan error)
-			go func() { done <- c.Run(ctx) }()
-			defer func() {
-				cancel()
-				require.NoError(t, <-done)
-			}()
+			runWithInformers(t, f, c)
+			ctx := context.Background()
 
 			// The initial list needs no watch; hold the watch until the first write is made.
 			require.Eventually(t, func() bool { return runs.Load() >= 1 }, 10*time.Second, time.Millisecond)
@@ -299,16 +291,8 @@ func testAutoFenceShape(t *testing.T, writer fencedWriter, view fencedView) {
 	}), controller.Options[controller.Key]{Fences: &controller.Fences{Auto: true, TTL: time.Hour}})
 	require.NoError(t, err)
 	get = view.build(t, f, c)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	f.Start(ctx)
-	defer f.Shutdown()
-	done := make(chan error)
-	go func() { done <- c.Run(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-	}()
+	runWithInformers(t, f, c)
+	ctx := context.Background()
 
 	require.Eventually(t, func() bool { return runs.Load() >= 1 && c.Stats().Fenced == 1 }, 10*time.Second, time.Millisecond,
 		"the write is fenced on the ConfigMaps' informer")
@@ -358,16 +342,7 @@ func TestAutoFenceMatchesTheDeletedResourceInEveryView(t *testing.T) {
 				}), controller.Options[controller.Key]{Fences: &controller.Fences{Auto: true, TTL: time.Hour}})
 				require.NoError(t, err)
 				get = view.build(t, f, c)
-				ctx, cancel := context.WithCancel(context.Background())
-				defer cancel()
-				f.Start(ctx)
-				defer f.Shutdown()
-				done := make(chan error)
-				go func() { done <- c.Run(ctx) }()
-				defer func() {
-					cancel()
-					require.NoError(t, <-done)
-				}()
+				runWithInformers(t, f, c)
 
 				require.Eventually(t, func() bool { return deleted.Load() == 1 && c.Stats().Fenced == 1 }, 10*time.Second, time.Millisecond,
 					"the delete is fenced on the ConfigMaps' informer")

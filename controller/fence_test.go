@@ -122,14 +122,21 @@ func runFenced(t *testing.T, h *heldCluster, opts controller.Options[controller.
 // run starts h's informers and c until the test ends.
 func (h *heldCluster) run(t *testing.T, c *controller.Controller[controller.Key]) {
 	t.Helper()
+	runWithInformers(t, h.f, c)
+}
+
+// runWithInformers starts f's informers and c until the test ends, then checks that Run
+// returned no error.
+func runWithInformers(t *testing.T, f *informer.Factory, c *controller.Controller[controller.Key]) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	h.f.Start(ctx)
+	f.Start(ctx)
 	done := make(chan error)
 	go func() { done <- c.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, <-done)
-		h.f.Shutdown()
+		f.Shutdown()
 	})
 }
 

@@ -210,16 +210,7 @@ func TestObjectReconcilerStatusWriteIsFenced(t *testing.T) {
 	c, err := controller.New("status", r, controller.Options[controller.Key]{Fences: &controller.Fences{Auto: true, TTL: time.Hour}})
 	require.NoError(t, err)
 	require.NoError(t, controller.Watch(c, deployments, controller.EnqueueObject))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	f.Start(ctx)
-	defer f.Shutdown()
-	done := make(chan error)
-	go func() { done <- c.Run(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-	}()
+	runWithInformers(t, f, c)
 
 	require.Eventually(t, func() bool { return c.Stats().Fenced == 1 }, operatorWait, time.Millisecond)
 	assert.Equal(t, int32(1), passes.Load(), "held until the informer shows the status write")
