@@ -66,7 +66,14 @@ func TestSIGTERMUnderLoadLetsTheWritesInFlightLand(t *testing.T) {
 	end := p.stats()
 	assert.Empty(t, end.cut, "writes cut off by the shutdown: %s", &out)
 	assert.GreaterOrEqual(t, end.landed, atStop.landed+atStop.inFlight, "every status write in flight at the SIGTERM landed")
-	assert.NotContains(t, out.String(), "context canceled", "no Reconcile failed on its cancelled context")
+	for _, line := range strings.Split(out.String(), "\n") {
+		// client-go's reflector may log its own watch ending with the context (a watch read
+		// when the informers stop); what must not appear is a Reconcile cut off by it.
+		if strings.Contains(line, "Warning: watch ended with error") {
+			continue
+		}
+		assert.NotContains(t, line, "context canceled", "no Reconcile failed on its cancelled context")
+	}
 }
 
 // writeProxy forwards every request to the API server with the test's credentials, holding
