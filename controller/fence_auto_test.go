@@ -258,11 +258,19 @@ func TestAutoFenceMatchesTheWrittenResourceInEveryView(t *testing.T) {
 	}
 }
 
-func testAutoFenceShape(t *testing.T, writer fencedWriter, view fencedView) {
+// shapeCluster is the shape tests' cluster: ConfigMap ns/cm, its watches held back until open
+// is called, and a factory serving every view (typed, unstructured, metadata-only).
+func shapeCluster(t *testing.T) (cluster *fakecluster.Cluster, f *informer.Factory, open func()) {
+	t.Helper()
 	cluster, err := fakecluster.New(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}})
 	require.NoError(t, err)
-	open := gateWatches(cluster, "configmaps")
-	f := informer.NewFactory(cluster.Clientset(), informer.Options{DynamicClient: cluster.Dynamic(), MetadataClient: cluster.Metadata()})
+	open = gateWatches(cluster, "configmaps")
+	f = informer.NewFactory(cluster.Clientset(), informer.Options{DynamicClient: cluster.Dynamic(), MetadataClient: cluster.Metadata()})
+	return cluster, f, open
+}
+
+func testAutoFenceShape(t *testing.T, writer fencedWriter, view fencedView) {
+	cluster, f, open := shapeCluster(t)
 	write := writer.build(t, cluster).update
 
 	const target = 5
@@ -311,10 +319,7 @@ func TestAutoFenceMatchesTheDeletedResourceInEveryView(t *testing.T) {
 	for _, writer := range fencedWriters() {
 		for _, view := range fencedViews() {
 			t.Run("client="+writer.name+"/informer="+view.name, func(t *testing.T) {
-				cluster, err := fakecluster.New(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}})
-				require.NoError(t, err)
-				open := gateWatches(cluster, "configmaps")
-				f := informer.NewFactory(cluster.Clientset(), informer.Options{DynamicClient: cluster.Dynamic(), MetadataClient: cluster.Metadata()})
+				cluster, f, open := shapeCluster(t)
 				remove := writer.build(t, cluster).remove
 
 				var runs, deleted, sawDeleted atomic.Int32
