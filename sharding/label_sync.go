@@ -33,8 +33,11 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 	// Taken after the view and before the owner are read: children listed
 	// after the mark include every child written before either showed a
 	// member stopped (a Lease expired, a drain acknowledged). The mark of
-	// the event that brought this version of the owner is earlier and as
-	// good; it lets the keys of one burst of handovers share a LIST.
+	// the event that brought this version of the owner is as good when it
+	// is also later than the view (it lets the keys of one burst of
+	// handovers share a LIST); an earlier one is not: refresh re-marks the
+	// owners after it publishes a view, and a worker may sync a key in
+	// between, when the key's mark still predates the member's death.
 	var mark uint64
 	if t.lists != nil {
 		mark = t.lists.observe()
@@ -46,7 +49,7 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 		return 0, nil
 	}
 	t.mu.Lock()
-	if m, ok := t.marks[key]; ok && m.rv == owner.ResourceVersion {
+	if m, ok := t.marks[key]; ok && m.rv == owner.ResourceVersion && m.mark > view.mark {
 		mark = m.mark
 	}
 	t.mu.Unlock()
@@ -70,9 +73,10 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 		}
 		view = t.snapshot()
 		curLive = view.live[cur] != "" && holder == view.live[cur]
-		if read && !curLive && t.lists != nil {
+		if (read || mark <= view.mark) && !curLive && t.lists != nil {
 			// Children listed after this mark include every child written
-			// before the read showed cur stopped.
+			// before the read, or the view refreshed meanwhile, showed cur
+			// stopped.
 			mark = t.lists.observe()
 		}
 	}

@@ -285,6 +285,9 @@ func (t *term) refresh() {
 	changed := t.view.ring == nil || !maps.Equal(t.view.live, live) || !maps.Equal(t.view.weights, weights)
 	if changed {
 		t.view = newSnapshot(t.cfg.Ring, live, weights)
+		if t.lists != nil {
+			t.view.mark = t.lists.observe()
+		}
 	}
 	t.mu.Unlock()
 	t.metrics.setMembers(t.cfg.Ring, len(live))

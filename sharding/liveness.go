@@ -132,6 +132,10 @@ type snapshot struct {
 	ring    *Ring
 	live    map[string]string // member -> its Lease's holder
 	weights map[string]int    // member -> its weight
+	// mark is the childLists mark taken once live was computed: a LIST
+	// started after it holds every child written by a member this view
+	// finds stopped. 0 without children lists.
+	mark uint64
 }
 
 // newSnapshot is the view of live (member -> holder), each member of its

@@ -821,3 +821,45 @@ func unitWeights(live map[string]string) map[string]int {
 	}
 	return out
 }
+
+// A key's mark from its owner's event is no good when it predates the view
+// that found the owner's member dead: a LIST of the namespace started in
+// between (another key's handover) misses a child the member created just
+// before it stopped. refresh re-marks every owner after publishing a view,
+// but a worker may sync a key before its turn comes (seen in the
+// split-brain test: the new member reconciled without a child its
+// predecessor had created, still labelled for the predecessor).
+func TestSyncListsAfterTheViewThatFoundTheMemberDead(t *testing.T) {
+	api := newFakeAPI()
+	clk := testingclock.NewFakeClock(t0)
+	tm := newTestTerm(t, api, clk, nil, true, "a", "b")
+	for _, id := range []string{"a", "b"} {
+		tm.live.observe(testLease(id, testHolderOf(id), "1"))
+	}
+	tm.refresh()
+	name := nameFor(t, []string{"b"}, "b")
+	owner := api.add(owners, name, map[string]string{Label("r"): "a"}, nil)
+	other := api.add(owners, "other", map[string]string{Label("r"): "gone"}, nil)
+	api.refresh()
+	ctx := context.Background()
+
+	tm.enqueueObject(owner) // a is live: the key stays a's
+	tm.enqueueObject(other)
+	_, err := tm.sync(ctx, "ns/other") // lists the namespace's children
+	require.NoError(t, err)
+	require.Equal(t, 1, api.lists)
+
+	api.add(pods, name+"-late", map[string]string{Label("r"): "a"}, owner) // a's last write
+	clk.Step(3 * time.Second)                                              // a's Lease expires
+	tm.live.observe(testLease("b", testHolderOf("b"), "2"))
+	tm.refresh() // no owners informer here: the view changes, the marks do not
+	require.Equal(t, []string{"b"}, tm.snapshot().members())
+
+	_, err = tm.sync(ctx, "ns/"+name)
+	require.NoError(t, err)
+	assert.Equal(t, 2, api.lists, "the LIST before a stopped is not reused")
+	assert.Equal(t, "b", api.get(pods, name+"-late").Labels[Label("r")], "a's last child goes with its owner")
+	got := api.get(owners, name)
+	assert.Equal(t, "b", got.Labels[Label("r")])
+	assert.Equal(t, "pods="+api.get(pods, name+"-late").ResourceVersion, got.Annotations[barrierAnnotation("r")])
+}
