@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
 
@@ -46,7 +47,11 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 	if !ok {
 		t.settle(key)
 		t.setRelabelling(key, "")
+		t.forgetFence(key)
 		return 0, nil
+	}
+	if behind, err := t.ownerBehind(ctx, key, owner); behind || err != nil {
+		return 0, err
 	}
 	t.mu.Lock()
 	if m, ok := t.marks[key]; ok && m.rv == owner.ResourceVersion && m.mark > view.mark {
@@ -101,11 +106,15 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 		// An owner that had a member (it is labelled, or stamped with a
 		// holder) may have children labelled for it: the previous member
 		// may have created one just before it stopped, so they are read
-		// from the API server, not from a cache that may lag. An owner
-		// never assigned has only children without the ring's label,
-		// which the sharder caches.
+		// from the API server, not from a cache that may lag. So may one
+		// whose assignment labelled its children and then failed to write
+		// it. An owner never assigned has only children without the ring's
+		// label, which the sharder caches.
 		_, stamped := owner.GetAnnotations()[HolderAnnotation(t.cfg.Ring)]
-		fromAPI := cur != "" || stamped
+		t.mu.Lock()
+		_, relabelled := t.relabelling[key]
+		t.mu.Unlock()
+		fromAPI := cur != "" || stamped || relabelled
 		t.mu.Lock()
 		if d, ok := t.drainStart[key]; ok {
 			d.assigning = true
@@ -158,8 +167,9 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 		}
 		return 0, err
 	default:
-		_, err := t.w.patch(ctx, t.opts.Resource, owner.Namespace, owner.Name,
+		out, err := t.w.patch(ctx, t.opts.Resource, owner.Namespace, owner.Name,
 			metaPatch(owner.ResourceVersion, map[string]*string{DrainLabel(t.cfg.Ring): ptr("true")}, nil))
+		t.wroteOwner(key, owner.ResourceVersion, out, err)
 		// Noted even on an error: the write may have been stored and
 		// acknowledged before this sharder sees the drain label.
 		t.noteDrain(key)
@@ -251,8 +261,9 @@ func (t *term) assign(ctx context.Context, owner *metav1.PartialObjectMetadata, 
 	} else if _, ok := owner.GetAnnotations()[barrierAnnotation(t.cfg.Ring)]; ok {
 		ann[barrierAnnotation(t.cfg.Ring)] = nil
 	}
-	_, err := t.w.patch(ctx, t.opts.Resource, owner.Namespace, owner.Name, metaPatch(owner.ResourceVersion,
+	out, err := t.w.patch(ctx, t.opts.Resource, owner.Namespace, owner.Name, metaPatch(owner.ResourceVersion,
 		map[string]*string{Label(t.cfg.Ring): ptr(member), DrainLabel(t.cfg.Ring): nil}, ann))
+	t.wroteOwner(cache.NewObjectName(owner.Namespace, owner.Name).String(), owner.ResourceVersion, out, err)
 	if err = ignoreNotFound(err); err != nil {
 		t.dropLists(owner.Namespace) // the children were relabelled: listed versions are stale
 	}

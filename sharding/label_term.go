@@ -7,7 +7,9 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -44,6 +46,8 @@ type term struct {
 	// getLease reads a member Lease from the API server, not the cache;
 	// nil in unit tests that do not look.
 	getLease func(ctx context.Context, name string) (*coordinationv1.Lease, error)
+	// getOwner reads an owner from the API server, not the cache.
+	getOwner func(ctx context.Context, namespace, name string) (*metav1.PartialObjectMetadata, error)
 
 	queue kworkqueue.TypedRateLimitingInterface[string]
 
@@ -56,6 +60,7 @@ type term struct {
 	// labelled without its owner write being known to be stored: key ->
 	// the member they were labelled for.
 	relabelling map[string]string
+	fences      map[string]ownerFence // key -> this term's last write of its owner (label_fence.go)
 }
 
 // leaseRead is the last read of a member's Lease from the API server: when,
@@ -97,6 +102,7 @@ func newTermState(cfg Config, opts SharderOptions, w writer) *term {
 		leaseReads:  map[string]leaseRead{},
 		marks:       map[string]ownerMark{},
 		relabelling: map[string]string{},
+		fences:      map[string]ownerFence{},
 		queue: kworkqueue.NewTypedRateLimitingQueueWithConfig(
 			kworkqueue.NewTypedItemExponentialFailureRateLimiter[string](10*time.Millisecond, cfg.RetryPeriod),
 			kworkqueue.TypedRateLimitingQueueConfig[string]{Name: "sharder-" + cfg.Ring, Clock: opts.Clock}),
@@ -132,6 +138,23 @@ func (s *Sharder) newTerm(ctx context.Context) (*term, error) {
 	leases := s.client.CoordinationV1().Leases(s.cfg.Namespace)
 	t.getLease = func(ctx context.Context, name string) (*coordinationv1.Lease, error) {
 		return leases.Get(ctx, name, metav1.GetOptions{})
+	}
+	// A LIST of one name, not a GET: the ring's permissions on the sharded
+	// resource are list, watch and patch (CheckAccess), and a LIST without
+	// a resourceVersion is as consistent a read.
+	t.getOwner = func(ctx context.Context, namespace, name string) (*metav1.PartialObjectMetadata, error) {
+		l, err := s.meta.Resource(s.opts.Resource).Namespace(namespace).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
+		})
+		if err != nil {
+			return nil, err
+		}
+		for i := range l.Items {
+			if l.Items[i].Name == name {
+				return &l.Items[i], nil
+			}
+		}
+		return nil, apierrors.NewNotFound(s.opts.Resource.GroupResource(), name)
 	}
 	t.ownerGet = func(key string) (*metav1.PartialObjectMetadata, bool) {
 		obj, ok, err := t.owners.Informer().GetStore().GetByKey(key)
