@@ -141,7 +141,9 @@
 // per informer, the objects, the estimated bytes (shared sub-objects
 // counted once), what nothing shared would take, and the largest
 // namespaces. A Manager exports it as ctrlkit_informer_* series and at
-// /debug/informers. Options.DisableAccounting turns it off.
+// /debug/informers. Options.DisableAccounting turns it off. Deletions reach
+// the accounting through the informer's handlers (AddHandler); only an
+// informer that starts without one gets a client-go listener for it.
 //
 // Memory budgets (Options.MemoryBudget for the factory,
 // ObjectOptions.MemoryBudget in Options.ByObject for one informer) are checked every 10 seconds (Options.BudgetCheckInterval), with a

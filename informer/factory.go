@@ -120,6 +120,7 @@ type registered interface {
 	HasSyncedChecker() cache.DoneChecker
 	servedType() reflect.Type
 	servedScope() scope
+	listenForMeter() error
 }
 
 // NewFactory returns a Factory over client, configured by opts (the zero
@@ -225,6 +226,15 @@ func (f *Factory) Start(ctx context.Context) {
 }
 
 func (f *Factory) startLocked() {
+	// Accounting needs every deletion: an informer about to start without a
+	// handler of this package to ride on gets a listener of its own. (Adding
+	// one fails only on an informer already stopped, which has no deletions
+	// left to see.)
+	for _, inf := range f.informers {
+		if err := inf.listenForMeter(); err != nil {
+			f.report(fmt.Errorf("informer %s: memory accounting: %w", inf.Name(), err))
+		}
+	}
 	ctx := f.runCtx
 	f.shared.StartWithContext(ctx)
 	if f.dynamic != nil {
@@ -367,10 +377,7 @@ func lookupOrCreate[T Object](f *Factory, key registryKey, sc scope, create func
 			return nil, fmt.Errorf("informer %s: mutation detector: %w", inf.name, err)
 		}
 	}
-	if err := f.meter(key, inf.name, reflect.TypeFor[T](), sc, inf.inf); err != nil {
-		undo()
-		return nil, fmt.Errorf("informer %s: memory accounting: %w", inf.name, err)
-	}
+	inf.meter = f.meter(key, inf.name, reflect.TypeFor[T](), sc, inf.inf)
 	f.informers[key] = inf
 	f.warnUnscopedLocked(key, inf.name, inf.gvr, sc)
 	if f.hold != nil {

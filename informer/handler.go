@@ -132,11 +132,20 @@ type adapter[T Object] struct {
 	h      Handler[T]
 	name   string
 	report func(error)
+	// forget, when set, is the informer's memory accounting, told of every
+	// deletion (and object out of scope) before the handler is.
+	forget func(any)
+	// mute silences the handler of a registration kept only to forget
+	// (meter.leave).
+	mute mutable
 }
 
 var _ cache.ResourceEventHandler = (*adapter[*metav1.PartialObjectMetadata])(nil)
 
 func (a *adapter[T]) OnAdd(obj any, isInitialList bool) {
+	if a.mute.muted.Load() {
+		return
+	}
 	typed, ok := obj.(T)
 	if !ok {
 		if !unconverted(obj) { // those were reported once, on entry
@@ -148,6 +157,9 @@ func (a *adapter[T]) OnAdd(obj any, isInitialList bool) {
 }
 
 func (a *adapter[T]) OnUpdate(oldObj, newObj any) {
+	if a.mute.muted.Load() {
+		return
+	}
 	newTyped, ok := newObj.(T)
 	if !ok {
 		// A version that failed conversion was reported once on entry; the
@@ -172,6 +184,12 @@ func (a *adapter[T]) OnUpdate(oldObj, newObj any) {
 }
 
 func (a *adapter[T]) OnDelete(obj any) {
+	if a.forget != nil {
+		a.forget(obj)
+	}
+	if a.mute.muted.Load() {
+		return
+	}
 	switch o := obj.(type) {
 	case T:
 		a.h.HandleDelete(o, DeleteInfo{Key: objectKey(o)})
@@ -204,6 +222,12 @@ func (a *adapter[T]) OnDelete(obj any) {
 // onOutOfScope is how a NamespaceSet informer hands this adapter an object
 // whose namespace left its scope (see outOfScopeHandler).
 func (a *adapter[T]) onOutOfScope(key string, obj any) {
+	if a.forget != nil {
+		a.forget(obj)
+	}
+	if a.mute.muted.Load() {
+		return
+	}
 	typed, ok := obj.(T)
 	if !ok {
 		if !unconverted(obj) {

@@ -93,6 +93,8 @@ type sharedInformer[T Object] struct {
 	scope scope
 	// src is the client it lists and watches through (VersionOf lists the same way).
 	src source
+	// meter accounts for its cache's memory; nil without accounting.
+	meter *meter
 
 	// idxMu makes AddIndex's check-then-add atomic, since client-go refuses
 	// a name that already exists.
@@ -130,6 +132,13 @@ func (s *sharedInformer[T]) servedType() reflect.Type            { return reflec
 func (s *sharedInformer[T]) servedScope() scope                  { return s.scope }
 func (s *sharedInformer[T]) lastResourceVersion() string         { return appliedVersion(s.inf) }
 
+func (s *sharedInformer[T]) listenForMeter() error {
+	if s.meter == nil {
+		return nil
+	}
+	return s.meter.listen(s.inf)
+}
+
 func (s *sharedInformer[T]) Lister() Lister[T] { return &lister[T]{s: s} }
 
 func (s *sharedInformer[T]) AddHandler(h Handler[T]) (cache.ResourceEventHandlerRegistration, error) {
@@ -140,14 +149,19 @@ func (s *sharedInformer[T]) AddHandler(h Handler[T]) (cache.ResourceEventHandler
 		return nil, fmt.Errorf("informer %s: %w", s.name, err)
 	}
 	logger := s.f.logger.WithValues("informer", s.name)
-	reg, err := s.inf.AddEventHandlerWithOptions(&adapter[T]{h: h, name: s.name, report: s.f.report}, cache.HandlerOptions{Logger: &logger})
+	a := &adapter[T]{h: h, name: s.name, report: s.f.report, forget: s.meter.forgetter()}
+	reg, err := s.inf.AddEventHandlerWithOptions(a, cache.HandlerOptions{Logger: &logger})
 	if err != nil {
 		return nil, fmt.Errorf("informer %s: add handler: %w", s.name, err)
 	}
+	s.meter.ride(reg, &a.mute)
 	return reg, nil
 }
 
 func (s *sharedInformer[T]) RemoveHandler(reg cache.ResourceEventHandlerRegistration) error {
+	if s.meter.leave(reg) {
+		return nil // muted: it keeps forgetting the cache's deletions
+	}
 	if err := s.inf.RemoveEventHandler(reg); err != nil {
 		return fmt.Errorf("informer %s: remove handler: %w", s.name, err)
 	}

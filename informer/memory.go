@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -97,10 +98,19 @@ func (f *Factory) CacheMemory() CacheMemory {
 
 // meter accounts for the objects in one informer's cache. Objects are
 // recorded as they enter the cache (the factory's transform, which sizes
-// them while it shares their sub-objects) and forgotten on deletion (a
-// handler), keyed by UID: a deleted object's UID never comes back, so a
-// late deletion cannot forget a newer object (objects without a UID, from
-// fake clients, are keyed by namespace/name).
+// them while it shares their sub-objects) and forgotten on deletion, keyed
+// by UID: a deleted object's UID never comes back, so a late deletion
+// cannot forget a newer object (objects without a UID, from fake clients,
+// are keyed by namespace/name), and forgetting twice is harmless.
+//
+// Deletions reach the meter through the handlers of this package (every
+// adapter forgets before it hands the event on), so it needs no client-go
+// listener of its own, which would cost two goroutines and a buffer of a
+// thousand events per informer. An informer that starts without such a
+// handler gets a listener of its own (listen). Removing the last handler of
+// a running informer would lose the deletions still queued for it (client-go
+// drops a removed listener's queue), so that one stays, muted, and keeps
+// forgetting.
 type meter struct {
 	resource, scope string
 	typ             reflect.Type // the Go type the informer serves
@@ -116,7 +126,18 @@ type meter struct {
 	objs       map[string]objectBytes
 	own, full  int64
 	namespaces map[string]*NamespaceMemory
+
+	// What forgets deletions (mu held): the adapters registered by
+	// AddHandler, and whether a listener of the meter's own (or a muted
+	// adapter) runs. started: the informer was started.
+	riders    map[cache.ResourceEventHandlerRegistration]*mutable
+	kept      cache.ResourceEventHandlerRegistration // the muted one, if any
+	listening bool
+	started   bool
 }
+
+// mutable is what the meter holds of a handler adapter: a way to silence it.
+type mutable struct{ muted atomic.Bool }
 
 // objectBytes is what one object takes; 32 bits each keep the entry small
 // (an object is far below 4 GiB).
@@ -130,7 +151,70 @@ func newMeter(resource, scope string, indexes int) *meter {
 	// objectBytes).
 	store := hashcons.MapEntryBytes(32) + int64(indexes)*hashcons.MapEntryBytes(16) + hashcons.MapEntryBytes(24)
 	return &meter{resource: resource, scope: scope, storeBytes: store, acct: new(hashcons.Account),
-		objs: map[string]objectBytes{}, namespaces: map[string]*NamespaceMemory{}}
+		objs: map[string]objectBytes{}, namespaces: map[string]*NamespaceMemory{},
+		riders: map[cache.ResourceEventHandlerRegistration]*mutable{}}
+}
+
+// forgetter is what an adapter calls on every deletion: nil without a meter.
+func (m *meter) forgetter() func(any) {
+	if m == nil {
+		return nil
+	}
+	return m.forget
+}
+
+// ride records an adapter that forgets this meter's deletions.
+func (m *meter) ride(reg cache.ResourceEventHandlerRegistration, mu *mutable) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	m.riders[reg] = mu
+	m.mu.Unlock()
+}
+
+// leave is called before the adapter of reg is removed. It reports whether
+// to keep its registration instead, muted: it is the last thing forgetting
+// the deletions of a running informer.
+func (m *meter) leave(reg cache.ResourceEventHandlerRegistration) (keep bool) {
+	if m == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.kept != nil && reg == m.kept {
+		return true // removed before: stays muted
+	}
+	mu, ok := m.riders[reg]
+	if !ok {
+		return false
+	}
+	delete(m.riders, reg)
+	if len(m.riders) > 0 || m.listening || !m.started {
+		return false
+	}
+	mu.muted.Store(true)
+	m.kept, m.listening = reg, true
+	return true
+}
+
+// listen is called before the informer starts: without an adapter to ride
+// on, the meter registers a listener of its own.
+func (m *meter) listen(inf cache.SharedIndexInformer) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.started {
+		return nil
+	}
+	m.started = true
+	if len(m.riders) > 0 || m.listening {
+		return nil
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: m.forget}); err != nil {
+		return err
+	}
+	m.listening = true
+	return nil
 }
 
 // account is where the sharing table charges the meter's shared nodes.
@@ -297,19 +381,15 @@ func (f *Factory) meterFor(key registryKey, obj any) *meter {
 	return m.(*meter)
 }
 
-// meter starts accounting for the new informer key: its deletions are
-// forgotten by a handler of its own.
-func (f *Factory) meter(key registryKey, name string, typ reflect.Type, sc scope, inf cache.SharedIndexInformer) error {
+// meter starts accounting for the new informer key; nil without accounting.
+func (f *Factory) meter(key registryKey, name string, typ reflect.Type, sc scope, inf cache.SharedIndexInformer) *meter {
 	if f.cfg.noAccounting {
 		return nil
 	}
 	m := newMeter(name, sc.label(), len(inf.GetIndexer().GetIndexers()))
 	m.typ = typ
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: m.forget}); err != nil {
-		return err
-	}
 	f.meters.Store(key, m)
-	return nil
+	return m
 }
 
 // unmeter stops accounting for informer key, which stopped.

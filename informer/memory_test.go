@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/tools/cache"
 )
@@ -211,4 +213,110 @@ func TestCacheMemoryDoesNotKeepAStoppedCacheAlive(t *testing.T) {
 		runtime.GC()
 		return freed.Load() == 20, nil
 	}), "%d of 20 cached Pods freed", freed.Load())
+}
+
+// deleteAndWait deletes pod ns/name through client and waits until the
+// factory's accounting shows want objects.
+func deleteAndWait(t *testing.T, client kubernetes.Interface, f *Factory, ns, name string, want int) {
+	t.Helper()
+	require.NoError(t, client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{}))
+	waitMemory(t, f, func(m CacheMemory) bool { return len(m.Informers) == 1 && m.Informers[0].Objects == want })
+}
+
+// The accounting learns of deletions from the handlers of this package, with
+// no client-go listener of its own, unless the informer starts without one;
+// removing the last handler of a running informer keeps its registration,
+// muted, for the deletions still queued to it. Each shape forgets every
+// deletion.
+func TestCacheMemoryForgetsDeletionsThroughTheHandlers(t *testing.T) {
+	meterOf := func(t *testing.T, pods Informer[*corev1.Pod]) *meter {
+		t.Helper()
+		m := pods.(*sharedInformer[*corev1.Pod]).meter
+		require.NotNil(t, m)
+		return m
+	}
+	listening := func(m *meter) bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.listening
+	}
+	setup := func(t *testing.T) (*fake.Clientset, *Factory, Informer[*corev1.Pod], <-chan struct{}) {
+		client := newClient(uidPod("a", "p1"), uidPod("a", "p2"), uidPod("a", "p3"), uidPod("a", "p4"))
+		watching := watchSignal(client, "pods")
+		f := NewFactory(client, Options{})
+		pods, err := For[*corev1.Pod](f)
+		require.NoError(t, err)
+		return client, f, pods, watching
+	}
+
+	t.Run("handler added before start", func(t *testing.T) {
+		client, f, pods, watching := setup(t)
+		var deleted atomic.Int32
+		_, err := pods.AddHandler(HandlerFuncs[*corev1.Pod]{OnDelete: func(*corev1.Pod) { deleted.Add(1) }})
+		require.NoError(t, err)
+		startFactory(t, f)
+		require.False(t, listening(meterOf(t, pods)), "the handler's adapter forgets: no listener of the meter's own")
+		<-watching
+		deleteAndWait(t, client, f, "a", "p1", 3)
+		require.Eventually(t, func() bool { return deleted.Load() == 1 }, 10*time.Second, time.Millisecond)
+	})
+
+	t.Run("no handler", func(t *testing.T) {
+		client, f, pods, watching := setup(t)
+		startFactory(t, f)
+		require.True(t, listening(meterOf(t, pods)))
+		<-watching
+		deleteAndWait(t, client, f, "a", "p1", 3)
+	})
+
+	t.Run("handler added after start", func(t *testing.T) {
+		client, f, pods, watching := setup(t)
+		startFactory(t, f)
+		_, err := pods.AddHandler(HandlerFuncs[*corev1.Pod]{})
+		require.NoError(t, err)
+		<-watching
+		deleteAndWait(t, client, f, "a", "p1", 3)
+		deleteAndWait(t, client, f, "a", "p2", 2)
+	})
+
+	t.Run("handlers removed after start", func(t *testing.T) {
+		client, f, pods, watching := setup(t)
+		var first, second atomic.Int32
+		reg1, err := pods.AddHandler(HandlerFuncs[*corev1.Pod]{OnDelete: func(*corev1.Pod) { first.Add(1) }})
+		require.NoError(t, err)
+		reg2, err := pods.AddHandler(HandlerFuncs[*corev1.Pod]{OnDelete: func(*corev1.Pod) { second.Add(1) }})
+		require.NoError(t, err)
+		startFactory(t, f)
+		m := meterOf(t, pods)
+		<-watching
+
+		require.NoError(t, pods.RemoveHandler(reg1))
+		require.False(t, listening(m), "another handler still forgets")
+		deleteAndWait(t, client, f, "a", "p1", 3)
+		require.Eventually(t, func() bool { return second.Load() == 1 }, 10*time.Second, time.Millisecond)
+
+		require.NoError(t, pods.RemoveHandler(reg2))
+		require.True(t, listening(m), "the last handler's registration stays, muted")
+		require.NoError(t, pods.RemoveHandler(reg2), "removing it again changes nothing")
+		deleteAndWait(t, client, f, "a", "p2", 2)
+		deleteAndWait(t, client, f, "a", "p3", 1)
+		require.Equal(t, int32(0), first.Load(), "a removed handler is not called")
+		require.Equal(t, int32(1), second.Load(), "a muted handler is not called")
+	})
+
+	t.Run("namespace leaves the set", func(t *testing.T) {
+		_, f := scopedCluster(t, uidPod("a", "p1"), uidPod("a", "p2"), uidPod("b", "p3"))
+		set := newSet(t, "a", "b")
+		pods, err := For(f, InNamespaceSet[*corev1.Pod](set))
+		require.NoError(t, err)
+		left := make(chan string, 4)
+		_, err = pods.AddHandler(HandlerFuncs[*corev1.Pod]{OnOutOfScope: func(p *corev1.Pod) { left <- p.Name }})
+		require.NoError(t, err)
+		startFactory(t, f)
+		require.False(t, listening(meterOf(t, pods)))
+		waitMemory(t, f, func(m CacheMemory) bool { return len(m.Informers) == 1 && m.Informers[0].Objects == 3 })
+		set.Remove("a")
+		waitMemory(t, f, func(m CacheMemory) bool { return m.Informers[0].Objects == 1 })
+		require.ElementsMatch(t, []string{"p1", "p2"}, []string{<-left, <-left})
+	})
 }
