@@ -16,16 +16,18 @@ import (
 	"github.com/ctrlkit/ctrlkit/manager"
 )
 
-// headers records the Content-Type and Accept of each request it answers (with 404).
+// headers records the Content-Type, Accept and Accept-Encoding of each request it answers
+// (with 404).
 type headers struct {
-	mu           sync.Mutex
-	content, acc []string
+	mu                     sync.Mutex
+	content, acc, encoding []string
 }
 
 func (h *headers) server(t *testing.T) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
 		h.content, h.acc = append(h.content, r.Header.Get("Content-Type")), append(h.acc, r.Header.Get("Accept"))
+		h.encoding = append(h.encoding, r.Header.Get("Accept-Encoding"))
 		h.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
@@ -77,6 +79,33 @@ func TestManagerClientSendsProtobuf(t *testing.T) {
 			_, accept = h.last()
 			assert.Contains(t, accept, tc.content, "a generated method's request")
 			assert.Equal(t, tc.configured, cfg.ContentType, "the caller's Config is not modified")
+		})
+	}
+}
+
+// The Manager's clients do not ask the API server to gzip its responses, as
+// kube-controller-manager's do not, unless Options.ResponseCompression says so.
+func TestManagerClientAsksForCompressionOnlyWhenTold(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		compression bool
+		want        string
+	}{
+		{"default", false, ""},
+		{"ResponseCompression", true, "gzip"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var h headers
+			cfg := &rest.Config{Host: h.server(t).URL}
+			mgr, err := manager.New(manager.Options{Config: cfg, ResponseCompression: tc.compression})
+			require.NoError(t, err)
+			defer mgr.Factory().Shutdown()
+			_, err = mgr.Client().CoreV1().ConfigMaps("ns").Get(context.Background(), "cm", metav1.GetOptions{})
+			require.Error(t, err)
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			assert.Equal(t, tc.want, h.encoding[len(h.encoding)-1])
+			assert.False(t, cfg.DisableCompression, "the caller's Config is not modified")
 		})
 	}
 }

@@ -266,6 +266,9 @@ func clientFor(opts *Options) (*rest.Config, *connrotation.Dialer, error) {
 		}
 	}
 	cfg = withWarningHandler(unlimited(cfg))
+	if !opts.ResponseCompression {
+		cfg = builtin.Uncompressed(cfg)
+	}
 	tracked, conns := trackConnections(cfg)
 	// One HTTP client: the clientset and the dynamic client share connections.
 	hc, err := rest.HTTPClientFor(tracked)

@@ -247,6 +247,9 @@ func (f *Fleet) newCluster(name string, conn Connection) (*Cluster, error) {
 		synced: make(chan struct{}), held: map[*admission]map[Key]struct{}{}}
 	if conn.Client == nil {
 		cfg := rest.CopyConfig(conn.Config)
+		if !f.opts.ResponseCompression {
+			cfg.DisableCompression = true
+		}
 		if cfg.QPS == 0 && cfg.RateLimiter == nil {
 			cfg.QPS = -1 // as manager.GetConfig: the server's priority and fairness decide, not client-go's 5 QPS
 		}

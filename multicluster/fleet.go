@@ -61,6 +61,14 @@ type Options struct {
 	// Sharding, when set, spreads the clusters over the replicas running
 	// this Fleet: each engages only the clusters the ring gives it.
 	Sharding *Sharding
+
+	// ResponseCompression lets the clients the Fleet builds for a cluster
+	// (from a Connection without a Client) ask its API server to gzip large
+	// responses. Off by default, as manager.Options.ResponseCompression:
+	// each compressed watch stream holds a decompressor of about 40 KB for
+	// its life, five informers' worth per cluster. Turn it on for clusters
+	// reached over slow links.
+	ResponseCompression bool
 }
 
 const defaultProbeInterval = 10 * time.Second

@@ -68,9 +68,11 @@ type mcRequest struct {
 }
 
 // With CTRLKIT_BENCH_HEAP=<dir>, each op writes heap profiles of what is live before the
-// clusters are engaged and after they left (before-<lib>-<op>.pprof, after-...), sampled every
-// 4 KiB: `go tool pprof -sample_index=inuse_space -diff_base before-ctrlkit-1.pprof
-// after-ctrlkit-1.pprof` shows what the clusters left behind.
+// clusters are engaged, while they are (after the figures are taken) and after they left
+// (before-<lib>-<op>.pprof, engaged-..., after-...), sampled every 4 KiB:
+// `go tool pprof -sample_index=inuse_space -diff_base before-ctrlkit-1.pprof
+// after-ctrlkit-1.pprof` shows what the clusters left behind, with engaged-ctrlkit-1.pprof
+// what they hold.
 func BenchmarkMultiCluster(b *testing.B) {
 	if os.Getenv("CTRLKIT_BENCH_HEAP") != "" {
 		defer func(rate int) { goruntime.MemProfileRate = rate }(goruntime.MemProfileRate)
@@ -117,6 +119,7 @@ func BenchmarkMultiCluster(b *testing.B) {
 				heapProfile(b, im.name, n, "before")
 				engage()
 				g1, h1 := goruntime.NumGoroutine(), liveHeap()
+				heapProfile(b, im.name, n, "engaged")
 				disengage()
 				g2, h2 := settle(g0)
 				heapProfile(b, im.name, n, "after")
