@@ -226,15 +226,7 @@ func (f *Factory) Start(ctx context.Context) {
 }
 
 func (f *Factory) startLocked() {
-	// Accounting needs every deletion: an informer about to start without a
-	// handler of this package to ride on gets a listener of its own. (Adding
-	// one fails only on an informer already stopped, which has no deletions
-	// left to see.)
-	for _, inf := range f.informers {
-		if err := inf.listenForMeter(); err != nil {
-			f.report(fmt.Errorf("informer %s: memory accounting: %w", inf.Name(), err))
-		}
-	}
+	f.listenForMetersLocked()
 	ctx := f.runCtx
 	f.shared.StartWithContext(ctx)
 	if f.dynamic != nil {

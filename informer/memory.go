@@ -2,6 +2,7 @@ package informer
 
 import (
 	"cmp"
+	"fmt"
 	"reflect"
 	"slices"
 	"sort"
@@ -390,6 +391,19 @@ func (f *Factory) meter(key registryKey, name string, typ reflect.Type, sc scope
 	m.typ = typ
 	f.meters.Store(key, m)
 	return m
+}
+
+// listenForMetersLocked is called before the factory starts informers:
+// accounting needs every deletion, so an informer about to start without a
+// handler of this package to ride on gets a listener of its own. (Adding one
+// fails only on an informer already stopped, which has no deletions left to
+// see.) f.mu is held.
+func (f *Factory) listenForMetersLocked() {
+	for _, inf := range f.informers {
+		if err := inf.listenForMeter(); err != nil {
+			f.report(fmt.Errorf("informer %s: memory accounting: %w", inf.Name(), err))
+		}
+	}
 }
 
 // unmeter stops accounting for informer key, which stopped.

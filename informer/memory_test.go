@@ -304,6 +304,45 @@ func TestCacheMemoryForgetsDeletionsThroughTheHandlers(t *testing.T) {
 		require.Equal(t, int32(1), second.Load(), "a muted handler is not called")
 	})
 
+	t.Run("metadata and custom resource views", func(t *testing.T) {
+		ctx := context.Background()
+		scheme := metadatafake.NewTestScheme()
+		require.NoError(t, metav1.AddMetaToScheme(scheme))
+		meta := metadatafake.NewSimpleMetadataClient(scheme, partialSecret("a", "token", true), partialSecret("b", "other", false))
+		dyn := newDynamic(unstructuredWidget("a", "small", int64(1)), unstructuredWidget("a", "big", int64(9)))
+		f := NewFactory(newClient(), Options{MetadataClient: meta, DynamicClient: dyn})
+		secrets, err := ForMetadata(f, secretsGVR)
+		require.NoError(t, err)
+		widgets, err := ForResource[*widget](f, widgetsGVR)
+		require.NoError(t, err)
+		_, err = secrets.AddHandler(HandlerFuncs[*metav1.PartialObjectMetadata]{})
+		require.NoError(t, err)
+		_, err = widgets.AddHandler(HandlerFuncs[*widget]{})
+		require.NoError(t, err)
+		startFactory(t, f)
+		for _, m := range []*meter{secrets.(*sharedInformer[*metav1.PartialObjectMetadata]).meter, widgets.(*sharedInformer[*widget]).meter} {
+			require.NotNil(t, m)
+			require.False(t, listening(m), "%s: the handler's adapter forgets", m.resource)
+		}
+		objects := func(m CacheMemory) map[string]int {
+			out := map[string]int{}
+			for _, inf := range m.Informers {
+				out[inf.Resource] = inf.Objects
+			}
+			return out
+		}
+		waitMemory(t, f, func(m CacheMemory) bool {
+			o := objects(m)
+			return o["secrets (metadata)"] == 2 && o["widgets.example.com"] == 2
+		})
+		require.NoError(t, dyn.Resource(widgetsGVR).Namespace("a").Delete(ctx, "big", metav1.DeleteOptions{}))
+		require.NoError(t, meta.Resource(secretsGVR).Namespace("b").Delete(ctx, "other", metav1.DeleteOptions{}))
+		waitMemory(t, f, func(m CacheMemory) bool {
+			o := objects(m)
+			return o["secrets (metadata)"] == 1 && o["widgets.example.com"] == 1
+		})
+	})
+
 	t.Run("namespace leaves the set", func(t *testing.T) {
 		_, f := scopedCluster(t, uidPod("a", "p1"), uidPod("a", "p2"), uidPod("b", "p3"))
 		set := newSet(t, "a", "b")
