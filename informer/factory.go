@@ -196,7 +196,9 @@ func (f *Factory) InformerName() string {
 
 // SharedInformerFactory returns the client-go factory underneath, for code
 // that needs client-go's generated informers. Informers taken from it share
-// the same watches and transforms as those from For.
+// the same watches and transforms as those from For. Start them with Start,
+// not with this factory's: Start also readies the memory accounting of the
+// informers that have no handler.
 func (f *Factory) SharedInformerFactory() informers.SharedInformerFactory { return f.shared }
 
 // Start runs every informer handed out so far. Informers handed out after

@@ -113,14 +113,12 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 		_, stamped := owner.GetAnnotations()[HolderAnnotation(t.cfg.Ring)]
 		t.mu.Lock()
 		_, relabelled := t.relabelling[key]
-		t.mu.Unlock()
-		fromAPI := cur != "" || stamped || relabelled
-		t.mu.Lock()
 		if d, ok := t.drainStart[key]; ok {
 			d.assigning = true
 			t.drainStart[key] = d
 		}
 		t.mu.Unlock()
+		fromAPI := cur != "" || stamped || relabelled
 		t.setRelabelling(key, desired)
 		if err := t.assign(ctx, owner, desired, view.live[desired], fromAPI, mark); err != nil {
 			return 0, err
