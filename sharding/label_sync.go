@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
 
@@ -120,7 +119,7 @@ func (t *term) sync(ctx context.Context, key string) (time.Duration, error) {
 		t.mu.Unlock()
 		fromAPI := cur != "" || stamped || relabelled
 		t.setRelabelling(key, desired)
-		if err := t.assign(ctx, owner, desired, view.live[desired], fromAPI, mark); err != nil {
+		if err := t.assign(ctx, key, owner, desired, view.live[desired], fromAPI, mark); err != nil {
 			return 0, err
 		}
 		t.setRelabelling(key, "")
@@ -245,10 +244,10 @@ func (t *term) settle(key string) {
 	t.mu.Unlock()
 }
 
-// assign relabels owner's children to member, then owner itself, stamped for
+// assign relabels owner's children to member, then owner itself (queued as key), stamped for
 // member's process holder, with the children barrier, removing any drain
 // label. With fromAPI the labelled children are listed after mark.
-func (t *term) assign(ctx context.Context, owner *metav1.PartialObjectMetadata, member, holder string, fromAPI bool, mark uint64) error {
+func (t *term) assign(ctx context.Context, key string, owner *metav1.PartialObjectMetadata, member, holder string, fromAPI bool, mark uint64) error {
 	f := barrier{}
 	if err := t.relabelChildren(ctx, owner, member, f, fromAPI, mark); err != nil {
 		return err
@@ -261,7 +260,7 @@ func (t *term) assign(ctx context.Context, owner *metav1.PartialObjectMetadata, 
 	}
 	out, err := t.w.patch(ctx, t.opts.Resource, owner.Namespace, owner.Name, metaPatch(owner.ResourceVersion,
 		map[string]*string{Label(t.cfg.Ring): ptr(member), DrainLabel(t.cfg.Ring): nil}, ann))
-	t.wroteOwner(cache.NewObjectName(owner.Namespace, owner.Name).String(), owner.ResourceVersion, out, err)
+	t.wroteOwner(key, owner.ResourceVersion, out, err)
 	if err = ignoreNotFound(err); err != nil {
 		t.dropLists(owner.Namespace) // the children were relabelled: listed versions are stale
 	}
