@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -335,6 +336,18 @@ func TestCacheMemoryForgetsDeletionsThroughTheHandlers(t *testing.T) {
 			o := objects(m)
 			return o["secrets (metadata)"] == 2 && o["widgets.example.com"] == 2
 		})
+		// The fake clients drop events sent before a watch exists: delete once both watch.
+		watches := func(actions []k8stesting.Action, resource string) bool {
+			for _, a := range actions {
+				if a.GetVerb() == "watch" && a.GetResource().Resource == resource {
+					return true
+				}
+			}
+			return false
+		}
+		require.Eventually(t, func() bool {
+			return watches(dyn.Actions(), widgetsGVR.Resource) && watches(meta.Actions(), secretsGVR.Resource)
+		}, 10*time.Second, time.Millisecond)
 		require.NoError(t, dyn.Resource(widgetsGVR).Namespace("a").Delete(ctx, "big", metav1.DeleteOptions{}))
 		require.NoError(t, meta.Resource(secretsGVR).Namespace("b").Delete(ctx, "other", metav1.DeleteOptions{}))
 		waitMemory(t, f, func(m CacheMemory) bool {
