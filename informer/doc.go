@@ -11,8 +11,10 @@
 //   - one configuration value, Options, for a factory (NewFactory), whose
 //     zero value is every default; per-type settings are Options.ByObject
 //     entries built by ByObject, as controller-runtime's cache.Options;
-//   - one entry point, For[T], for every built-in type the client-go factory
-//     serves, mapped through client-go's scheme so no per-type code exists;
+//   - one entry point, For[T], for every built-in type client-go's clientset
+//     serves, mapped through client-go's scheme so no per-type code exists
+//     (Factory.SharedInformerFactory serves client-go's generated informers
+//     from the same informers, for code written against them);
 //     ForMetadata for metadata-only caches and ForResource for custom
 //     resources, owned by the same Factory;
 //   - typed listers (Lister[T]) with apierrors NotFound answers, typed

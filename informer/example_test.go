@@ -392,3 +392,37 @@ func ExampleOptions() {
 	// default web-0 0
 	// fail-readiness false <nil>
 }
+
+// Code written against client-go's generated informers (a controller ported
+// from kube-controller-manager) takes them from SharedInformerFactory: they
+// are the factory's own, shared with For, and start with the factory.
+func ExampleFactory_SharedInformerFactory() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := fake.NewClientset(examplePod("default", "web-0", nil))
+	f := informer.NewFactory(client, informer.Options{})
+	defer f.Shutdown()
+
+	podLister := f.SharedInformerFactory().Core().V1().Pods().Lister() // client-go's lister
+	pods, err := informer.For[*corev1.Pod](f)                         // the same informer
+	if err != nil {
+		panic(err)
+	}
+	f.Start(ctx)
+	if err := f.WaitForCacheSync(ctx); err != nil {
+		panic(err)
+	}
+	p, err := podLister.Pods("default").Get("web-0")
+	fmt.Println(p.Name, err)
+	lists := 0
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "list" {
+			lists++
+		}
+	}
+	all, err := pods.Lister().List(labels.Everything())
+	fmt.Println(lists, "list,", len(all), "pod,", err)
+	// Output:
+	// web-0 <nil>
+	// 1 list, 1 pod, <nil>
+}

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
@@ -23,10 +22,12 @@ import (
 	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
-// Factory hands out shared typed informers. It wraps client-go's
-// informers.SharedInformerFactory (and, when configured, its dynamic and
-// metadata counterparts), so every informer is client-go's own
-// SharedIndexInformer: one List+Watch per type however many controllers ask.
+// Factory hands out shared typed informers. Every informer is client-go's
+// own SharedIndexInformer, built as client-go's generated informers build
+// theirs (and, when configured, by client-go's dynamic and metadata
+// factories): one List+Watch per type however many controllers ask.
+// SharedInformerFactory serves client-go's generated informers from the
+// same informers.
 //
 // A Factory is safe for concurrent use. Create it with NewFactory, obtain
 // informers with For, ForMetadata or ForResource, then Start it; Shutdown
@@ -58,7 +59,7 @@ type factory struct {
 	// releases it.
 	name *cache.InformerName
 
-	shared   informers.SharedInformerFactory
+	typed    *typedInformers                              // the built-in types' informers
 	dynamic  dynamicinformer.DynamicSharedInformerFactory // nil without Options.DynamicClient
 	metadata metadatainformer.SharedInformerFactory       // nil without Options.MetadataClient
 
@@ -149,15 +150,6 @@ func NewFactory(client kubernetes.Interface, opts Options) *Factory {
 	}
 	f.buildSteps()
 
-	sharedOpts := []informers.SharedInformerOption{
-		informers.WithNamespace(f.cfg.namespace),
-		// One transform for every informer of the client-go factory; it
-		// dispatches on the object's type to the per-type transforms.
-		informers.WithTransform(f.transform),
-	}
-	if f.cfg.tweak != nil {
-		sharedOpts = append(sharedOpts, informers.WithTweakListOptions(f.cfg.tweak))
-	}
 	if f.cfg.informerName != "" {
 		name, err := cache.NewInformerName(f.cfg.informerName)
 		if err != nil {
@@ -166,10 +158,11 @@ func NewFactory(client kubernetes.Interface, opts Options) *Factory {
 			f.report(fmt.Errorf("informer metrics name %q: %w: %w", f.cfg.informerName, ErrInformerNameInUse, err))
 		} else {
 			f.name = name
-			sharedOpts = append(sharedOpts, informers.WithInformerName(name))
 		}
 	}
-	f.shared = informers.NewSharedInformerFactoryWithOptions(client, f.cfg.resync, sharedOpts...)
+	// One transform for every typed informer; it dispatches on the object's
+	// type to the per-type transforms.
+	f.typed = newTypedInformers(client, f.cfg.namespace, f.cfg.tweak, f.cfg.resync, f.transform, f.name)
 
 	if f.cfg.dynamicClient != nil {
 		f.dynamic = dynamicinformer.NewFilteredDynamicSharedInformerFactory(f.cfg.dynamicClient, f.cfg.resync, f.cfg.namespace, f.cfg.tweak)
@@ -193,13 +186,6 @@ func (f *Factory) InformerName() string {
 	}
 	return f.name.Name() // "" for nil
 }
-
-// SharedInformerFactory returns the client-go factory underneath, for code
-// that needs client-go's generated informers. Informers taken from it share
-// the same watches and transforms as those from For. Start them with Start,
-// not with this factory's: Start also readies the memory accounting of the
-// informers that have no handler.
-func (f *Factory) SharedInformerFactory() informers.SharedInformerFactory { return f.shared }
 
 // Start runs every informer handed out so far. Informers handed out after
 // Start are started at once, so a controller can ask for one late. The first
@@ -230,7 +216,7 @@ func (f *Factory) Start(ctx context.Context) {
 func (f *Factory) startLocked() {
 	f.listenForMetersLocked()
 	ctx := f.runCtx
-	f.shared.StartWithContext(ctx)
+	f.typed.StartWithContext(ctx)
 	if f.dynamic != nil {
 		f.dynamic.Start(ctx.Done())
 	}
@@ -266,7 +252,7 @@ func (f *Factory) Shutdown() {
 	// right after, while a factory created meanwhile under the same name
 	// would lose its claim (not its metrics).
 	f.shutdownOnce.Do(func() {
-		f.shared.Shutdown()
+		f.typed.Shutdown()
 		if f.dynamic != nil {
 			f.dynamic.Shutdown()
 		}
@@ -397,7 +383,7 @@ func (e *conflictError) Error() string {
 
 func (e *conflictError) Is(target error) bool { return target == ErrUnsupportedType }
 
-// transform is the one TransformFunc of the typed client-go factory.
+// transform is the one TransformFunc of the factory's typed informers.
 func (f *Factory) transform(obj any) (any, error) {
 	return f.transformFor(registryKey{source: sourceTyped}, obj)
 }

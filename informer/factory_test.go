@@ -158,7 +158,7 @@ func TestForEveryServedType(t *testing.T) {
 		if served[ptr] || gvk.Version == runtime.APIVersionInternal {
 			continue
 		}
-		_, gvr, inf, err := f.resolveTyped(ptr, f.shared, f.cfg.namespace, f.cfg.tweak)
+		_, gvr, inf, err := f.resolveTyped(ptr, f.typed, f.cfg.namespace, f.cfg.tweak)
 		if err != nil {
 			require.ErrorIs(t, err, ErrUnsupportedType)
 			continue
@@ -167,7 +167,7 @@ func TestForEveryServedType(t *testing.T) {
 		obj := reflect.New(typ).Interface().(runtime.Object)
 		// InformerFor returns the informer the factory already keeps for
 		// this Go type; it only calls newFunc if there is none.
-		byType := f.shared.InformerFor(obj, func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer {
+		byType := f.typed.InformerFor(obj, func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer {
 			t.Errorf("%s resolved to %v, but the factory keeps no informer for its Go type", object.TypeName(ptr), gvr)
 			return cache.NewSharedIndexInformer(nil, obj, 0, cache.Indexers{})
 		})

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/informers"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -75,7 +73,7 @@ func For[T Object](f *Factory, opts ...ScopeOption[T]) (Informer[T], error) {
 	}
 	inf, err := lookupOrCreate(f, registryKey{source: sourceTyped, typ: t}, sc, func() (*sharedInformer[T], error) {
 		if !sc.narrowed() && f.hold == nil {
-			gvk, gvr, shared, err := f.resolveTyped(t, f.shared, f.cfg.namespace, f.cfg.tweak)
+			gvk, gvr, shared, err := f.resolveTyped(t, f.typed, f.cfg.namespace, f.cfg.tweak)
 			if err != nil {
 				return nil, err
 			}
@@ -106,22 +104,19 @@ func newScopedTyped[T Object](f *Factory, t reflect.Type, sc scope) (*sharedInfo
 		name = nil
 	}
 	if sc.set != nil {
-		// A NamespaceSet may be empty: resolve the type on a client-go
-		// factory that is never started. Its namespaces' factories get no
-		// informer name (see InNamespaceSet).
-		var err error
-		if gvk, gvr, _, err = f.resolveTyped(t, informers.NewSharedInformerFactory(f.client, 0), "", nil); err != nil {
+		// A NamespaceSet may be empty: resolve the type without an
+		// informer. Its namespaces' informers get no informer name (see
+		// InNamespaceSet).
+		bt, err := builtinType(t)
+		if err != nil {
 			return nil, err
 		}
+		gvk, gvr = bt.GVK, bt.GVR
 		name = nil
 	}
 	combined, err := f.newScoped(object.TypeName(t), sc, func(p string) (startable, cache.SharedIndexInformer, error) {
 		ns, tweak := sc.partition(p, f.cfg.namespace, f.cfg.tweak)
-		factory := informers.NewSharedInformerFactoryWithOptions(f.client, f.cfg.resync,
-			informers.WithNamespace(ns),
-			informers.WithTweakListOptions(tweak),
-			informers.WithTransform(f.checkNamespace(object.TypeName(t), ns, f.transform)),
-			informers.WithInformerName(name))
+		factory := newTypedInformers(f.client, ns, tweak, f.cfg.resync, f.checkNamespace(object.TypeName(t), ns, f.transform), name)
 		name = nil
 		g, r, inf, err := f.resolveTyped(t, factory, ns, tweak)
 		if sc.set == nil {
@@ -212,23 +207,33 @@ func (f *Factory) checkNamespace(what, ns string, next cache.TransformFunc) cach
 	}
 }
 
-// resolveTyped finds the informer serving Go type t in the client-go factory shared, whose
+// resolveTyped finds the informer serving Go type t in shared, whose
 // namespace and list options are ns and tweak, building it there if it is not yet.
 //
 // The informer is built over a typed client as client-go's generated informers are, not
-// looked up by resource (shared.ForResource): that switch over every built-in resource would
+// looked up by resource (client-go's ForResource): that switch over every built-in resource would
 // link every generated informer, lister and typed client into every binary
 // (docs/performance.md, "Binary size").
-func (f *Factory) resolveTyped(t reflect.Type, shared informers.SharedInformerFactory, ns string, tweak func(*metav1.ListOptions)) (schema.GroupVersionKind, schema.GroupVersionResource, cache.SharedIndexInformer, error) {
-	bt, err := builtin.Of(t)
+func (f *Factory) resolveTyped(t reflect.Type, shared *typedInformers, ns string, tweak func(*metav1.ListOptions)) (schema.GroupVersionKind, schema.GroupVersionResource, cache.SharedIndexInformer, error) {
+	bt, err := builtinType(t)
 	if err != nil {
-		return schema.GroupVersionKind{}, schema.GroupVersionResource{}, nil, fmt.Errorf("informer for %s: %w: %w", object.TypeName(t), ErrUnsupportedType, err)
+		return schema.GroupVersionKind{}, schema.GroupVersionResource{}, nil, err
 	}
 	obj := reflect.New(t.Elem()).Interface().(runtime.Object)
 	inf := shared.InformerFor(obj, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return newTypedInformer(bt, cs, obj, ns, tweak, resync, shared.InformerName())
 	})
 	return bt.GVK, bt.GVR, inf, nil
+}
+
+// builtinType is the built-in type of t, or an error matching
+// ErrUnsupportedType.
+func builtinType(t reflect.Type) (builtin.Type, error) {
+	bt, err := builtin.Of(t)
+	if err != nil {
+		return builtin.Type{}, fmt.Errorf("informer for %s: %w: %w", object.TypeName(t), ErrUnsupportedType, err)
+	}
+	return bt, nil
 }
 
 // typedList lists bt in namespace ns through cs, with list options tweak: the call of

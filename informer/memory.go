@@ -73,8 +73,8 @@ const topNamespaces = 10
 
 // CacheMemory returns what the factory's informers hold, estimated as
 // objects enter and leave their caches (nothing is walked here). It is
-// empty with Options.DisableAccounting, and once the factory shut down. Informers taken from the client-go factory
-// behind the factory (SharedInformerFactory) are not accounted.
+// empty with Options.DisableAccounting, and once the factory shut down. Informers taken only through
+// SharedInformerFactory, never through For, are not accounted.
 func (f *Factory) CacheMemory() CacheMemory {
 	var out CacheMemory
 	f.meters.Range(func(_, v any) bool {

@@ -114,7 +114,7 @@ func newMutationDetector(report func(error), clk clock.WithTicker) *mutationDete
 
 // watch starts tracking the objects of a new informer of the factory: its
 // deletions untrack them. Only watched informers' objects are tracked, so an
-// informer taken from the client-go factory behind ours, whose deletions the
+// informer taken only through SharedInformerFactory, whose deletions the
 // detector would not see, cannot fill the detector up.
 func (d *mutationDetector) watch(key registryKey, name, kind string, inf cache.SharedIndexInformer) error {
 	d.mu.Lock()
