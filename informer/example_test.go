@@ -404,7 +404,7 @@ func ExampleFactory_SharedInformerFactory() {
 	defer f.Shutdown()
 
 	podLister := f.SharedInformerFactory().Core().V1().Pods().Lister() // client-go's lister
-	pods, err := informer.For[*corev1.Pod](f)                         // the same informer
+	pods, err := informer.For[*corev1.Pod](f)                          // the same informer
 	if err != nil {
 		panic(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -279,9 +280,11 @@ func (f *Fleet) engage(ctx context.Context, name string, conn Connection) error 
 		cl.stopEvents()
 		cl.Factory.Shutdown()
 		// The connections are the cluster's alone: an idle one would keep
-		// its goroutines and buffers until client-go's idle timeout.
+		// its goroutines and buffers until client-go's idle timeout. The
+		// http.Client's own CloseIdleConnections does not see through
+		// client-go's round trippers.
 		if cl.http != nil {
-			cl.http.CloseIdleConnections()
+			utilnet.CloseIdleConnectionsFor(cl.http.Transport)
 		}
 		if cl.dialer != nil {
 			cl.dialer.CloseAll()

@@ -55,7 +55,13 @@ import (
 //	                    controller still running)
 //	heap-left-%         live heap still there after every cluster left, in % of
 //	                    what they added
+//	heap-left-later-%   the same mcLater after they left: x/net's HTTP/2 client
+//	                    leaves the health-check timer of a closed connection
+//	                    armed (golang/go#80920), so each closed connection and
+//	                    its buffers stay reachable until client-go's
+//	                    ReadIdleTimeout (30 s) has passed
 const (
+	mcLater    = 35 * time.Second
 	mcClusters = 200
 	mcObjects  = 20
 	mcNS       = "bench-mc"
@@ -72,7 +78,7 @@ type mcRequest struct {
 // (before-<lib>-<op>.pprof, engaged-..., after-...), sampled every 4 KiB:
 // `go tool pprof -sample_index=inuse_space -diff_base before-ctrlkit-1.pprof
 // after-ctrlkit-1.pprof` shows what the clusters left behind, with engaged-ctrlkit-1.pprof
-// what they hold.
+// what they hold; goroutines-<when>-<lib>-<op>.txt are the goroutines then, grouped by stack.
 func BenchmarkMultiCluster(b *testing.B) {
 	if os.Getenv("CTRLKIT_BENCH_HEAP") != "" {
 		defer func(rate int) { goruntime.MemProfileRate = rate }(goruntime.MemProfileRate)
@@ -111,7 +117,7 @@ func BenchmarkMultiCluster(b *testing.B) {
 		run  func(b *testing.B, configs []*rest.Config) (engage, disengage, stop func())
 	}{{"ctrlkit", mcCtrlkit}, {"controller-runtime", mcControllerRuntime}} {
 		b.Run("lib="+im.name, func(b *testing.B) {
-			var gPer, hPer, gLeft, hLeft float64
+			var gPer, hPer, gLeft, hLeft, hLater float64
 			n := 0
 			for b.Loop() {
 				engage, disengage, stop := im.run(b, configs)
@@ -121,19 +127,25 @@ func BenchmarkMultiCluster(b *testing.B) {
 				g1, h1 := goruntime.NumGoroutine(), liveHeap()
 				heapProfile(b, im.name, n, "engaged")
 				disengage()
+				left := time.Now()
 				g2, h2 := settle(g0)
 				heapProfile(b, im.name, n, "after")
+				time.Sleep(time.Until(left.Add(mcLater))) // a benchmark's settling, not a test's wait
+				h3 := liveHeap()
+				heapProfile(b, im.name, n, "later")
 				stop()
 				gPer += float64(g1-g0) / mcClusters
 				hPer += float64(h1-h0) / mcClusters
 				gLeft += float64(g2 - g0)
 				hLeft += 100 * (float64(h2) - float64(h0)) / float64(h1-h0)
+				hLater += 100 * (float64(h3) - float64(h0)) / float64(h1-h0)
 				n++
 			}
 			b.ReportMetric(gPer/float64(n), "goroutines/cluster")
 			b.ReportMetric(hPer/float64(n), "heap-B/cluster")
 			b.ReportMetric(gLeft/float64(n), "goroutines-left")
 			b.ReportMetric(hLeft/float64(n), "heap-left-%")
+			b.ReportMetric(hLater/float64(n), "heap-left-later-%")
 		})
 	}
 }
@@ -158,6 +170,14 @@ func heapProfile(b *testing.B, lib string, op int, when string) {
 	}
 	defer f.Close()
 	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
+	g, err := os.Create(filepath.Join(dir, fmt.Sprintf("goroutines-%s-%s-%d.txt", when, lib, op)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	if err := pprof.Lookup("goroutine").WriteTo(g, 1); err != nil {
 		b.Fatal(err)
 	}
 }
