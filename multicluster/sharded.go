@@ -260,6 +260,16 @@ func (k *keeper) step(ctx context.Context) error {
 			k.release(name)
 			errs = append(errs, k.hold(name, off))
 		case ours:
+			// A claim of ours this replica does not hold: one it wrote and
+			// has yet to engage, or one from before it left the ring, which
+			// another member may have taken since without this cache having
+			// seen it yet (a watch broken by the outage that made it leave).
+			// Writing it again, preconditioned on the version read, engages
+			// only over the claim as it is on the server.
+			if err := k.takeClaim(ctx, claim); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 			errs = append(errs, k.hold(name, off))
 		case claim == nil:
 			if err := k.createClaim(ctx, name); err != nil {
