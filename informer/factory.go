@@ -162,7 +162,7 @@ func NewFactory(client kubernetes.Interface, opts Options) *Factory {
 	}
 	// One transform for every typed informer; it dispatches on the object's
 	// type to the per-type transforms.
-	f.typed = newTypedInformers(client, f.cfg.namespace, f.cfg.tweak, f.cfg.resync, f.transform, f.name)
+	f.typed = newTypedInformers(client, f.cfg.resync, f.transform, f.name)
 
 	if f.cfg.dynamicClient != nil {
 		f.dynamic = dynamicinformer.NewFilteredDynamicSharedInformerFactory(f.cfg.dynamicClient, f.cfg.resync, f.cfg.namespace, f.cfg.tweak)

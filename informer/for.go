@@ -116,7 +116,7 @@ func newScopedTyped[T Object](f *Factory, t reflect.Type, sc scope) (*sharedInfo
 	}
 	combined, err := f.newScoped(object.TypeName(t), sc, func(p string) (startable, cache.SharedIndexInformer, error) {
 		ns, tweak := sc.partition(p, f.cfg.namespace, f.cfg.tweak)
-		factory := newTypedInformers(f.client, ns, tweak, f.cfg.resync, f.checkNamespace(object.TypeName(t), ns, f.transform), name)
+		factory := newTypedInformers(f.client, f.cfg.resync, f.checkNamespace(object.TypeName(t), ns, f.transform), name)
 		name = nil
 		g, r, inf, err := f.resolveTyped(t, factory, ns, tweak)
 		if sc.set == nil {
@@ -207,21 +207,21 @@ func (f *Factory) checkNamespace(what, ns string, next cache.TransformFunc) cach
 	}
 }
 
-// resolveTyped finds the informer serving Go type t in shared, whose
-// namespace and list options are ns and tweak, building it there if it is not yet.
+// resolveTyped finds the informer serving Go type t in set, building it there, over
+// namespace ns and list options tweak, if it is not yet.
 //
 // The informer is built over a typed client as client-go's generated informers are, not
 // looked up by resource (client-go's ForResource): that switch over every built-in resource would
 // link every generated informer, lister and typed client into every binary
 // (docs/performance.md, "Binary size").
-func (f *Factory) resolveTyped(t reflect.Type, shared *typedInformers, ns string, tweak func(*metav1.ListOptions)) (schema.GroupVersionKind, schema.GroupVersionResource, cache.SharedIndexInformer, error) {
+func (f *Factory) resolveTyped(t reflect.Type, set *typedInformers, ns string, tweak func(*metav1.ListOptions)) (schema.GroupVersionKind, schema.GroupVersionResource, cache.SharedIndexInformer, error) {
 	bt, err := builtinType(t)
 	if err != nil {
 		return schema.GroupVersionKind{}, schema.GroupVersionResource{}, nil, err
 	}
 	obj := reflect.New(t.Elem()).Interface().(runtime.Object)
-	inf := shared.InformerFor(obj, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return newTypedInformer(bt, cs, obj, ns, tweak, resync, shared.InformerName())
+	inf := set.InformerFor(obj, func(cs kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return newTypedInformer(bt, cs, obj, ns, tweak, resync, set.InformerName())
 	})
 	return bt.GVK, bt.GVR, inf, nil
 }

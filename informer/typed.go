@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers/internalinterfaces"
@@ -14,9 +13,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// typedInformers holds the informers of built-in types of one namespace (""
-// for all) and list tweak: one informer per Go type, started and shut down
-// together, as client-go's informers.SharedInformerFactory keeps them.
+// typedInformers holds informers of built-in types, one per Go type, started
+// and shut down together, as client-go's informers.SharedInformerFactory
+// keeps them. Their namespace and list options are the builder's (the
+// newFunc given to InformerFor).
 //
 // It is the factory's own rather than client-go's because a program that
 // calls informers.NewSharedInformerFactory links the type descriptors of
@@ -26,8 +26,6 @@ import (
 // them.
 type typedInformers struct {
 	client    kubernetes.Interface
-	namespace string
-	tweak     func(*metav1.ListOptions)
 	resync    time.Duration
 	transform cache.TransformFunc // nil: none
 	name      *cache.InformerName // nil: no metrics identity
@@ -40,12 +38,9 @@ type typedInformers struct {
 	running  sync.WaitGroup
 }
 
-func newTypedInformers(client kubernetes.Interface, namespace string, tweak func(*metav1.ListOptions),
-	resync time.Duration, transform cache.TransformFunc, name *cache.InformerName) *typedInformers {
+func newTypedInformers(client kubernetes.Interface, resync time.Duration, transform cache.TransformFunc, name *cache.InformerName) *typedInformers {
 	return &typedInformers{
 		client:    client,
-		namespace: namespace,
-		tweak:     tweak,
 		resync:    resync,
 		transform: transform,
 		name:      name,
