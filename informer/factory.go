@@ -55,7 +55,7 @@ type factory struct {
 	detector    *mutationDetector // nil without Options.MutationDetector
 	steps       []step            // an object's way into a cache (buildSteps)
 	// name is the reserved name of Options.InformerName; nil without one. Set
-	// by NewFactory; the Shutdown of the client-go factories given it
+	// by NewFactory; the Shutdown of the informer factories given it
 	// releases it.
 	name *cache.InformerName
 
@@ -68,9 +68,9 @@ type factory struct {
 	runCtx    context.Context // set by the first Start; informers created later start with it
 	cancel    context.CancelFunc
 	shutdown  bool
-	// shutdownOnce runs the shutdown of the client-go factories once.
+	// shutdownOnce runs the shutdown of the informer factories once.
 	shutdownOnce sync.Once
-	// scoped holds the client-go factories of scoped informers (one per
+	// scoped holds the informer factories of scoped informers (one per
 	// namespace of a scope), started and shut down with the others.
 	scoped []startable
 	// stop is closed by Shutdown; waiters are the goroutines that wait for
@@ -91,7 +91,8 @@ type factory struct {
 	warned map[string]bool
 }
 
-// startable is what the factory needs from a client-go informer factory.
+// startable is what the factory needs from an informer factory: its own of
+// built-in types, or client-go's dynamic or metadata one.
 type startable interface {
 	Start(stopCh <-chan struct{})
 	Shutdown()
@@ -244,7 +245,7 @@ func (f *Factory) Shutdown() {
 	f.unregisterHoldersLocked()
 	f.mu.Unlock()
 
-	// Once: each client-go factory's Shutdown releases the informer name
+	// Once: each informer factory's Shutdown releases the informer name
 	// (Options.InformerName), and a Release after another factory has taken
 	// the name drops that factory's claim on it. Concurrent callers wait
 	// in Do until the first returns. Scoped factories may share the name:
@@ -337,7 +338,7 @@ func lookupOrCreate[T Object](f *Factory, key registryKey, sc scope, create func
 		return inf, nil
 	}
 	before := len(f.scoped)
-	// undo drops the client-go factories create made: not started, but a
+	// undo drops the informer factories create made: not started, but a
 	// NamespaceSet's runs a goroutine from the start.
 	undo := func() {
 		for _, s := range f.scoped[before:] {
@@ -361,7 +362,7 @@ func lookupOrCreate[T Object](f *Factory, key registryKey, sc scope, create func
 	f.informers[key] = inf
 	f.warnUnscopedLocked(key, inf.name, inf.gvr, sc)
 	if f.hold != nil {
-		// Built in client-go factories of its own (held), so that it can
+		// Built in informer factories of its own (held), so that it can
 		// be stopped alone: those are f.scoped[before:].
 		f.newLifeLocked(key, inf.name, before)
 	}

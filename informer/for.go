@@ -33,9 +33,10 @@ type Object = object.Object
 // SharedIndexInformer and so one watch.
 //
 // T is mapped to its resource through client-go's scheme (T → group, version
-// and kind) and the standard plural rules (kind → resource), and served by
-// the client-go factory's ForResource, so every type the client-go factory
-// serves works without a per-type switch. A T the factory cannot serve (a
+// and kind) and the standard plural rules (kind → resource), and served by an
+// informer over the clientset's typed client, as client-go's generated
+// informers are, so every type client-go's clientset serves works without a
+// per-type switch. A T the factory cannot serve (a
 // custom resource, a subresource type such as *autoscalingv1.Scale, a list
 // type) yields an error matching ErrUnsupportedType; use ForResource for
 // custom resources.
@@ -95,7 +96,7 @@ func newScopedTyped[T Object](f *Factory, t reflect.Type, sc scope) (*sharedInfo
 	)
 	// client-go reports only the first informer of a resource built under
 	// the factory's name, and logs an error for every later one: only the
-	// first namespace's client-go factory gets the name.
+	// first namespace's informer factory gets the name.
 	name := f.name // nil is no name
 	if f.hold != nil {
 		// An informer with a lifetime may be built again after it stopped,
@@ -133,7 +134,7 @@ func newScopedTyped[T Object](f *Factory, t reflect.Type, sc scope) (*sharedInfo
 }
 
 // newScoped builds the client-go informers of a scope, one per namespace
-// (build makes the informer of one namespace in a client-go factory of its
+// (build makes the informer of one namespace in an informer factory of its
 // own), and returns them as one: the informer itself for one namespace, a
 // multiNamespace for several. what names the type or resource in errors;
 // name, called once build has run, names the informer. The factories are

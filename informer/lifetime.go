@@ -18,7 +18,7 @@ const defaultReleaseGrace = 5 * time.Second
 // out differs:
 //
 //   - An informer first handed out by a view (For, ForResource, ForMetadata
-//     on it) runs in client-go informer factories of its own, so that it can
+//     on it) runs in informer factories of its own, so that it can
 //     stop alone. When the contexts of every view holding it have ended, and
 //     f itself never handed it out, it keeps running for the release grace
 //     (Options.ReleaseGrace), then stops: its watch ends, its goroutines return
@@ -62,15 +62,15 @@ type life struct {
 	// the factory itself handed it out.
 	holders   map[*holder]struct{}
 	permanent bool
-	// own are the informer's client-go factories, which only it uses.
+	// own are the informer's factories, which only it uses.
 	own []*ownedFactory
 	// cancelExpiry, set while the informer waits out its grace, cancels
 	// that wait.
 	cancelExpiry chan struct{}
 }
 
-// ctxStarter is a client-go factory that starts with a context (the typed and metadata ones;
-// the dynamic one has none). Started with a stop channel, client-go wraps it in a context
+// ctxStarter is a factory that starts with a context (its own of built-in types and
+// client-go's metadata one; the dynamic one has none). Started with a stop channel, client-go wraps it in a context
 // whose every derived context costs a goroutine that watches the channel.
 type ctxStarter interface {
 	StartWithContext(ctx context.Context)
@@ -85,7 +85,7 @@ func start(s startable, ctx context.Context) {
 	s.Start(ctx.Done())
 }
 
-// ownedFactory is a client-go informer factory of one held informer, run
+// ownedFactory is an informer factory of one held informer, run
 // with a context of its own (not the factory's run context) so that the
 // informer can stop alone. Shutdown cancels that context, then waits.
 type ownedFactory struct {
@@ -107,7 +107,7 @@ func (o *ownedFactory) Shutdown() {
 }
 
 // newLifeLocked records the lifetime of informer key, just built through
-// the view f from the client-go factories f.scoped[from:], and f's hold on
+// the view f from the informer factories f.scoped[from:], and f's hold on
 // it. f.mu is held.
 func (f *Factory) newLifeLocked(key registryKey, name string, from int) {
 	l := &life{name: name, holders: map[*holder]struct{}{}}

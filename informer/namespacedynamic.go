@@ -15,7 +15,7 @@ import (
 )
 
 // dynamicNamespaces makes a multiNamespace follow a NamespaceSet
-// (InNamespaceSet). It owns the per-namespace client-go factories and is the
+// (InNamespaceSet). It owns the per-namespace informer factories and is the
 // one startable the Factory starts and shuts down for them.
 //
 // Changes are applied by one goroutine (run), not in the set's Set/Add/
@@ -52,7 +52,7 @@ type dynamicNamespaces struct {
 	nextSeq  int
 }
 
-// nsEntry is one namespace's informer and the client-go factory it lives in.
+// nsEntry is one namespace's informer and the informer factory it lives in.
 type nsEntry struct {
 	factory startable
 	inf     cache.SharedIndexInformer

@@ -201,7 +201,7 @@ func sameKeys(a, b map[string]struct{}) bool {
 
 // InNamespaceSet limits the informer to the objects in the namespaces of
 // set, and makes it follow the set as it changes. Like InNamespaces, one
-// client-go informer (one List+Watch, in a client-go factory of its own)
+// client-go informer (one List+Watch, in an informer factory of its own)
 // serves each namespace behind the one Informer[T]; a goroutine of the
 // informer, stopped and waited for by Factory.Shutdown, applies the set's
 // changes:
@@ -233,7 +233,7 @@ func sameKeys(a, b map[string]struct{}) bool {
 // a later InNamespaces replaces InNamespaceSet and the other way round. The
 // factory must watch all namespaces (no Options.Namespace). Per-namespace
 // informers of a NamespaceSet report no informer metrics (Options.InformerName):
-// a name is held by one client-go factory for its life, and theirs come and
+// a name is held by one informer factory for its life, and theirs come and
 // go. Handlers of such an informer, as of InNamespaces, may be called from
 // one goroutine per namespace at once.
 func InNamespaceSet[T Object](set *NamespaceSet) ScopeOption[T] {
