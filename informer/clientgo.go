@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -78,7 +77,7 @@ func (c clientGoFactory) InformerName() *cache.InformerName { return c.f.typed.I
 // ForResource returns the informer of a built-in resource, as client-go's
 // does.
 func (c clientGoFactory) ForResource(gvr schema.GroupVersionResource) (informers.GenericInformer, error) {
-	t, ok := builtinByResource()[gvr]
+	t, ok := builtin.TypeOf(gvr)
 	if !ok {
 		return nil, fmt.Errorf("no informer found for %v", gvr)
 	}
@@ -88,17 +87,6 @@ func (c clientGoFactory) ForResource(gvr schema.GroupVersionResource) (informers
 	}
 	return genericInformer{inf: inf, gr: gvr.GroupResource()}, nil
 }
-
-// builtinByResource maps each built-in resource to its Go type.
-var builtinByResource = sync.OnceValue(func() map[schema.GroupVersionResource]reflect.Type {
-	m := map[schema.GroupVersionResource]reflect.Type{}
-	for _, t := range builtin.Types() {
-		if bt, err := builtin.Of(t); err == nil {
-			m[bt.GVR] = t
-		}
-	}
-	return m
-})
 
 type genericInformer struct {
 	inf cache.SharedIndexInformer

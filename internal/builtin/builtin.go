@@ -109,17 +109,23 @@ func isNil(v any) bool {
 	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
-// scopes maps every built-in resource (in each group version client-go serves it) to whether
-// it is namespaced.
-var scopes = sync.OnceValue(func() map[schema.GroupVersionResource]bool {
-	out := map[schema.GroupVersionResource]bool{}
+// resource is what resources knows of one built-in resource.
+type resource struct {
+	typ        reflect.Type
+	namespaced bool
+}
+
+// resources maps every built-in resource (in each group version client-go serves it) to its
+// Go type and whether it is namespaced.
+var resources = sync.OnceValue(func() map[schema.GroupVersionResource]resource {
+	out := map[schema.GroupVersionResource]resource{}
 	for t, in := range table {
 		gvks, err := kindsOf(t)
 		if err != nil {
 			continue
 		}
 		for _, gvk := range gvks {
-			out[gvk.GroupVersion().WithResource(in.resource)] = in.namespaced
+			out[gvk.GroupVersion().WithResource(in.resource)] = resource{typ: t, namespaced: in.namespaced}
 		}
 	}
 	return out
@@ -128,8 +134,15 @@ var scopes = sync.OnceValue(func() map[schema.GroupVersionResource]bool {
 // Namespaced reports whether gvr, a resource client-go serves, is namespaced; known is false
 // for a resource it does not serve (a custom resource, a subresource, a typo).
 func Namespaced(gvr schema.GroupVersionResource) (namespaced, known bool) {
-	namespaced, known = scopes()[gvr]
-	return namespaced, known
+	r, known := resources()[gvr]
+	return r.namespaced, known
+}
+
+// TypeOf returns the Go type of gvr, a resource client-go serves; ok is false for a resource
+// it does not serve.
+func TypeOf(gvr schema.GroupVersionResource) (t reflect.Type, ok bool) {
+	r, ok := resources()[gvr]
+	return r.typ, ok
 }
 
 // Types returns every type kubernetes.Interface has a typed client for.

@@ -49,6 +49,22 @@ func TestNamespaced(t *testing.T) {
 	}
 }
 
+// Every type's resource maps back to the type, and a resource client-go does not serve to none.
+func TestTypeOf(t *testing.T) {
+	for _, typ := range Types() {
+		bt, err := Of(typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := TypeOf(bt.GVR); !ok || got != typ {
+			t.Errorf("TypeOf(%v) = %v, %v; want %v", bt.GVR, got, ok, typ)
+		}
+	}
+	if got, ok := TypeOf(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "tenants"}); ok {
+		t.Errorf("a custom resource has a type: %v", got)
+	}
+}
+
 func TestTypes(t *testing.T) {
 	in, ok := table[reflect.TypeFor[*appsv1.ReplicaSet]()]
 	if !ok || in.group != "AppsV1" || in.resource != "replicasets" || !in.namespaced || !in.status || in.list != reflect.TypeFor[*appsv1.ReplicaSetList]() {
