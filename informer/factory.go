@@ -11,9 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -59,9 +57,9 @@ type factory struct {
 	// releases it.
 	name *cache.InformerName
 
-	typed    *typedInformers                              // the built-in types' informers
-	dynamic  dynamicinformer.DynamicSharedInformerFactory // nil without Options.DynamicClient
-	metadata metadatainformer.SharedInformerFactory       // nil without Options.MetadataClient
+	typed    *typedInformers    // the built-in types' informers
+	dynamic  *resourceInformers // nil without Options.DynamicClient
+	metadata *resourceInformers // nil without Options.MetadataClient
 
 	mu        sync.Mutex
 	informers map[registryKey]registered
@@ -166,12 +164,11 @@ func NewFactory(client kubernetes.Interface, opts Options) *Factory {
 	f.typed = newTypedInformers(client, f.cfg.resync, f.transform, f.name)
 
 	if f.cfg.dynamicClient != nil {
-		f.dynamic = dynamicinformer.NewFilteredDynamicSharedInformerFactory(f.cfg.dynamicClient, f.cfg.resync, f.cfg.namespace, f.cfg.tweak)
+		f.dynamic = newDynamicInformers(f.cfg.dynamicClient, f.cfg.namespace, f.cfg.tweak, f.cfg.resync)
 	}
 	if f.cfg.metadataClient != nil {
-		// Transforms are set per informer (ForMetadata): this constructor is
-		// the only one that takes both a namespace and list tweaks.
-		f.metadata = metadatainformer.NewFilteredSharedInformerFactory(f.cfg.metadataClient, f.cfg.resync, f.cfg.namespace, f.cfg.tweak)
+		// Transforms are set per informer (ForMetadata).
+		f.metadata = newMetadataInformers(f.cfg.metadataClient, f.cfg.namespace, f.cfg.tweak, f.cfg.resync)
 	}
 	return f
 }
@@ -219,10 +216,10 @@ func (f *Factory) startLocked() {
 	ctx := f.runCtx
 	f.typed.StartWithContext(ctx)
 	if f.dynamic != nil {
-		f.dynamic.Start(ctx.Done())
+		f.dynamic.StartWithContext(ctx)
 	}
 	if f.metadata != nil {
-		start(f.metadata, ctx)
+		f.metadata.StartWithContext(ctx)
 	}
 	for _, s := range f.scoped {
 		start(s, ctx)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/internal/builtin"
+	"github.com/ctrlkit/ctrlkit/internal/directinformer"
 	"github.com/ctrlkit/ctrlkit/internal/object"
 )
 
@@ -258,26 +259,16 @@ func typedList(bt builtin.Type, cs kubernetes.Interface, ns string, tweak func(*
 // identity under name (nil: none).
 func newTypedInformer(bt builtin.Type, cs kubernetes.Interface, obj runtime.Object, ns string,
 	tweak func(*metav1.ListOptions), resync time.Duration, name *cache.InformerName) cache.SharedIndexInformer {
-	list := typedList(bt, cs, ns, tweak)
 	watchFn := func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 		c, err := builtin.Client[builtin.Object](bt, cs, ns)
 		if err != nil {
 			return nil, fmt.Errorf("watch %s: %w", bt.GVR.GroupResource(), err)
 		}
-		if tweak != nil {
-			tweak(&opts)
-		}
 		return c.Watch(ctx, opts)
 	}
-	lw := &cache.ListWatch{
-		ListFunc:             func(opts metav1.ListOptions) (runtime.Object, error) { return list(context.Background(), opts) },
-		WatchFunc:            func(opts metav1.ListOptions) (watch.Interface, error) { return watchFn(context.Background(), opts) },
-		ListWithContextFunc:  list,
-		WatchFuncWithContext: watchFn,
-	}
-	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, cs), obj, cache.SharedIndexInformerOptions{
+	return directinformer.Resource(bt.GVR, cs, typedList(bt, cs, ns, nil), watchFn, tweak, directinformer.Options{
+		ObjectType:   obj,
 		ResyncPeriod: resync,
-		Indexers:     cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		Identifier:   name.WithResource(bt.GVR),
 	})
 }

@@ -11,9 +11,13 @@ import (
 )
 
 // Handler receives an informer's events as typed objects. Implement it, or
-// use HandlerFuncs for the common case. Handlers run on the informer's
-// notification goroutine, one event at a time per handler, and must not
-// mutate the objects they receive.
+// use HandlerFuncs for the common case. A handler is called one event at a
+// time, in the order the cache applied them, and must not mutate the objects
+// it receives. The informers of built-in types call handlers on the
+// goroutine that applies each change, as it applies it (no queue, no
+// goroutine per handler): a handler should do what controllers' handlers do,
+// map the object to keys and enqueue them, since a slow one holds up the
+// watch.
 //
 // The methods are named Handle* (not OnAdd...) so that HandlerFuncs can have
 // fields named OnAdd, OnUpdate and OnDelete.

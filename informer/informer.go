@@ -23,7 +23,8 @@ const indexControllerUID = "ctrlkit.dev/controller-uid"
 // listers use it.
 const indexNamespace = cache.NamespaceIndex
 
-// Informer is a typed view of one shared client-go informer. All methods are
+// Informer is a typed view of one shared informer (a client-go
+// cache.SharedIndexInformer). All methods are
 // safe for concurrent use. Objects returned by listers, indexes and handlers
 // are the cache's own: never mutate them (DeepCopy first).
 type Informer[T Object] interface {

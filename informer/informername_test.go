@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctrlkit/ctrlkit/internal/directinformer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +22,8 @@ type metricsRecorder struct {
 	mu     sync.Mutex
 	stores map[string][]*recordedGauge // by informerKey
 	queues map[string][]*recordedGauge
+	// latencies by informerKey
+	latencies map[string]*countingHistogram
 }
 
 type recordedGauge struct {
@@ -35,13 +38,23 @@ func (g *recordedGauge) get() (float64, bool) {
 	return v, ok
 }
 
-type discardHistogram struct{}
+// countingHistogram counts observations.
+type countingHistogram struct{ n atomic.Int64 }
 
-func (discardHistogram) Observe(float64) {}
+func (h *countingHistogram) Observe(float64) { h.n.Add(1) }
 
-var metricsRec = &metricsRecorder{stores: map[string][]*recordedGauge{}, queues: map[string][]*recordedGauge{}}
+var metricsRec = &metricsRecorder{
+	stores:    map[string][]*recordedGauge{},
+	queues:    map[string][]*recordedGauge{},
+	latencies: map[string]*countingHistogram{},
+}
 
-func init() { cache.SetInformerMetricsProvider(metricsRec) }
+// init registers the recorder as clientgometrics.Install registers
+// manager's provider: with client-go and with ctrlkit's own informers.
+func init() {
+	cache.SetInformerMetricsProvider(metricsRec)
+	directinformer.SetMetricsProvider(metricsRec)
+}
 
 func informerKey(name string, gvr schema.GroupVersionResource) string {
 	return name + "|" + gvr.String()
@@ -51,8 +64,18 @@ func (r *metricsRecorder) NewQueuedItemMetric(id cache.InformerNameAndResource) 
 	return r.add(r.queues, id)
 }
 
-func (r *metricsRecorder) NewProcessingLatencyMetric(cache.InformerNameAndResource) cache.HistogramMetric {
-	return discardHistogram{}
+func (r *metricsRecorder) NewProcessingLatencyMetric(id cache.InformerNameAndResource) cache.HistogramMetric {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := &countingHistogram{}
+	r.latencies[informerKey(id.Name(), id.GroupVersionResource())] = h
+	return h
+}
+
+func (r *metricsRecorder) latency(name string, gvr schema.GroupVersionResource) *countingHistogram {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.latencies[informerKey(name, gvr)]
 }
 
 func (r *metricsRecorder) NewStoreResourceVersionMetric(id cache.InformerNameAndResource) cache.GaugeMetric {
@@ -110,7 +133,13 @@ func TestInformerNameReportsTypedInformers(t *testing.T) {
 		v, ok := stores[0].get()
 		return ok && v > 0
 	}, 10*time.Second, time.Millisecond, "the store's resourceVersion is reported")
-	assert.NotEmpty(t, metricsRec.queueGauges(name, podsGVR), "the informer's queue reports")
+	queues := metricsRec.queueGauges(name, podsGVR)
+	require.Len(t, queues, 1, "the informer reports its queue")
+	v, _ := queues[0].get()
+	assert.Zero(t, v, "nothing waits in a queue: handlers are called as changes are applied")
+	lat := metricsRec.latency(name, podsGVR)
+	require.NotNil(t, lat, "the informer reports its processing latency")
+	assert.Positive(t, lat.n.Load(), "the initial list was observed")
 	assert.True(t, stores[0].id.Reserved())
 
 	f.Shutdown()

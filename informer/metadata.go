@@ -5,7 +5,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -43,14 +42,14 @@ func ForMetadata(f *Factory, gvr schema.GroupVersionResource, opts ...ScopeOptio
 	transform := func(obj any) (any, error) { return f.transformFor(key, obj) }
 	inf, err := lookupOrCreate(f, key, sc, func() (*sharedInformer[*metav1.PartialObjectMetadata], error) {
 		if !sc.narrowed() && f.hold == nil {
-			shared := f.metadata.ForResource(gvr).Informer()
+			shared := f.metadata.Informer(gvr)
 			setTransform(f, name, shared, transform)
 			return newSharedInformer[*metav1.PartialObjectMetadata](f, name, gvr, f.kindOf(gvr, nil), shared)
 		}
 		combined, err := f.newScoped(name, sc, func(p string) (startable, cache.SharedIndexInformer, error) {
 			ns, tweak := sc.partition(p, f.cfg.namespace, f.cfg.tweak)
-			factory := metadatainformer.NewFilteredSharedInformerFactory(f.cfg.metadataClient, f.cfg.resync, ns, tweak)
-			shared := factory.ForResource(gvr).Informer()
+			factory := newMetadataInformers(f.cfg.metadataClient, ns, tweak, f.cfg.resync)
+			shared := factory.Informer(gvr)
 			setTransform(f, name, shared, f.checkNamespace(name, ns, transform))
 			return factory, shared, nil
 		}, func() string { return name })

@@ -8,7 +8,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/internal/object"
@@ -66,14 +65,14 @@ func ForResource[T Object](f *Factory, gvr schema.GroupVersionResource, opts ...
 	key := registryKey{source: sourceDynamic, gvr: gvr}
 	inf, err := lookupOrCreate(f, key, sc, func() (*sharedInformer[T], error) {
 		if !sc.narrowed() && f.hold == nil {
-			shared := f.dynamic.ForResource(gvr).Informer()
+			shared := f.dynamic.Informer(gvr)
 			setTransform(f, name, shared, convertTransform[T](f, key, name))
 			return newSharedInformer[T](f, name, gvr, f.kindOf(gvr, t), shared)
 		}
 		combined, err := f.newScoped(name, sc, func(p string) (startable, cache.SharedIndexInformer, error) {
 			ns, tweak := sc.partition(p, f.cfg.namespace, f.cfg.tweak)
-			factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(f.cfg.dynamicClient, f.cfg.resync, ns, tweak)
-			shared := factory.ForResource(gvr).Informer()
+			factory := newDynamicInformers(f.cfg.dynamicClient, ns, tweak, f.cfg.resync)
+			shared := factory.Informer(gvr)
 			setTransform(f, name, shared, f.checkNamespace(name, ns, convertTransform[T](f, key, name)))
 			return factory, shared, nil
 		}, func() string { return name })

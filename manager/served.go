@@ -13,12 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/customresource"
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/internal/directinformer"
 )
 
 // defaultServedRecheck is how often a WhenServed runnable asks discovery
@@ -285,9 +285,9 @@ func (s *servedRunnable) watchCRDs(ctx context.Context, poke func()) (map[string
 		if _, ok := infs[name]; ok {
 			continue
 		}
-		inf := dynamicinformer.NewFilteredDynamicInformer(s.m.dynamic, customresource.CRDResource, "", 0, cache.Indexers{}, func(o *metav1.ListOptions) {
+		inf := directinformer.Dynamic(s.m.dynamic, customresource.CRDResource, "", func(o *metav1.ListOptions) {
 			o.FieldSelector = "metadata.name=" + name
-		}).Informer()
+		}, directinformer.Options{Name: "customresourcedefinitions " + name})
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { poke() },
 			UpdateFunc: func(any, any) { poke() },

@@ -9,6 +9,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	clientmetrics "k8s.io/client-go/tools/metrics"
+
+	"github.com/ctrlkit/ctrlkit/internal/directinformer"
 )
 
 // collectors is what Register adds to a registry.
@@ -32,6 +34,7 @@ func Install() {
 		})
 		leaderelection.SetProvider(leaderMetricsProvider{})
 		cache.SetInformerMetricsProvider(informerSeries)
+		directinformer.SetMetricsProvider(informerSeries)
 	})
 }
 

@@ -1,0 +1,199 @@
+package directinformer
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
+)
+
+// store is the informer as the reflector's cache.ReflectorStore: each call
+// applies a change to the indexer and hands it to the handlers.
+type store Informer
+
+// kind is what an event tells a handler.
+type kind uint8
+
+const (
+	added kind = iota
+	updated
+	deleted
+	listed // the listener has seen the initial list
+)
+
+type event struct {
+	kind    kind
+	initial bool // an add of the initial list
+	old     any
+	obj     any
+}
+
+func (s *store) Add(obj any) error    { return s.upsert(obj) }
+func (s *store) Update(obj any) error { return s.upsert(obj) }
+
+// upsert caches obj and tells the handlers: an add if its key was not
+// cached, else an update from the cached object (client-go's informer
+// decides by the cache too, not by the watch event's type).
+func (s *store) upsert(obj any) error {
+	s.dispatch.Lock()
+	defer s.dispatch.Unlock()
+	defer s.observe(s.start())
+	obj, err := s.transformed(obj)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	old, exists, err := s.indexer.Get(obj)
+	if err == nil {
+		if exists {
+			err = s.indexer.Update(obj)
+		} else {
+			err = s.indexer.Add(obj)
+		}
+	}
+	ls := s.listeners
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("informer %s: %w", s.name, err)
+	}
+	e := event{kind: added, obj: obj}
+	if exists {
+		e = event{kind: updated, old: old, obj: obj}
+	}
+	for _, l := range ls {
+		l.deliver(e)
+	}
+	return nil
+}
+
+// Delete uncaches obj, the object's last state the watch reported.
+func (s *store) Delete(obj any) error {
+	s.dispatch.Lock()
+	defer s.dispatch.Unlock()
+	defer s.observe(s.start())
+	obj, err := s.transformed(obj)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	err = s.indexer.Delete(obj)
+	ls := s.listeners
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("informer %s: %w", s.name, err)
+	}
+	for _, l := range ls {
+		l.deliver(event{kind: deleted, obj: obj})
+	}
+	return nil
+}
+
+// Replace makes the cache the list: a tombstone for each cached object the
+// list lacks, then an add or update for each listed one. The first Replace
+// is the initial list: its adds say so, and it syncs the informer.
+func (s *store) Replace(list []any, resourceVersion string) error {
+	s.dispatch.Lock()
+	defer s.dispatch.Unlock()
+	defer s.observe(s.start())
+	for n, obj := range list {
+		t, err := s.transformed(obj)
+		if err != nil {
+			return err
+		}
+		list[n] = t
+	}
+	keys := make(sets.Set[string], len(list))
+	for _, obj := range list {
+		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+		if err != nil {
+			return fmt.Errorf("informer %s: %w", s.name, cache.KeyError{Obj: obj, Err: err})
+		}
+		keys.Insert(key)
+	}
+
+	s.mu.Lock()
+	initial := !s.hasSynced
+	var events []event
+	for _, key := range s.indexer.ListKeys() {
+		if keys.Has(key) {
+			continue
+		}
+		old, _, _ := s.indexer.GetByKey(key)
+		events = append(events, event{kind: deleted, obj: cache.DeletedFinalStateUnknown{Key: key, Obj: old}})
+	}
+	for _, obj := range list {
+		if old, exists, _ := s.indexer.Get(obj); exists {
+			events = append(events, event{kind: updated, old: old, obj: obj})
+		} else {
+			events = append(events, event{kind: added, initial: initial, obj: obj})
+		}
+	}
+	err := s.indexer.Replace(list, resourceVersion)
+	if err == nil && initial {
+		s.hasSynced = true
+		close(s.synced)
+	}
+	ls := s.listeners
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("informer %s: %w", s.name, err)
+	}
+	for _, l := range ls {
+		for _, e := range events {
+			l.deliver(e)
+		}
+		if initial {
+			l.deliver(event{kind: listed})
+		}
+	}
+	return nil
+}
+
+// Resync hands every cached object, as an update from itself, to the
+// listeners whose resync period elapsed (shouldResync picked them).
+func (s *store) Resync() error {
+	s.dispatch.Lock()
+	defer s.dispatch.Unlock()
+	defer s.observe(s.start())
+	s.mu.Lock()
+	due := s.syncing
+	s.syncing = nil
+	objs := s.indexer.List()
+	s.mu.Unlock()
+	for _, l := range due {
+		for _, obj := range objs {
+			l.deliver(event{kind: updated, old: obj, obj: obj})
+		}
+	}
+	return nil
+}
+
+// start is when a change began, if its latency is reported.
+func (s *store) start() time.Time {
+	if s.metrics.latency == nil {
+		return time.Time{}
+	}
+	return s.clock.Now()
+}
+
+// observe reports how long a change took to apply and hand out.
+func (s *store) observe(start time.Time) {
+	if !start.IsZero() {
+		s.metrics.latency.Observe(s.clock.Since(start).Seconds())
+	}
+}
+
+func (s *store) transformed(obj any) (any, error) {
+	if s.transform == nil {
+		return obj, nil
+	}
+	if _, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return obj, nil
+	}
+	t, err := s.transform(obj)
+	if err != nil {
+		return nil, fmt.Errorf("informer %s: transform: %w", s.name, err)
+	}
+	return t, nil
+}
