@@ -177,7 +177,8 @@
 //
 // Testing with k8s.io/client-go/kubernetes/fake: the fake stores objects
 // with the resourceVersion the test gave them, so two versions of an object
-// usually both have "" and client-go's informer treats the update as a
-// resync, delivering it only to handlers that asked for resyncs. Set
-// resourceVersion in tests, or add a reactor that stamps one.
+// usually both have "" and the informer treats the update as a resync: once
+// any handler of the informer resyncs (Options.Resync, or a handler's own
+// period), it reaches only the handlers whose resync is due, as in client-go.
+// Set resourceVersion in tests, or add a reactor that stamps one.
 package informer

@@ -20,8 +20,12 @@ func ExampleResource() {
 	client := fake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-0"}})
 	pods := client.CoreV1().Pods("")
 	inf := directinformer.Resource(corev1.SchemeGroupVersion.WithResource("pods"), client,
-		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) { return pods.List(ctx, opts) },
-		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) { return pods.Watch(ctx, opts) },
+		func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return pods.List(ctx, opts)
+		},
+		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return pods.Watch(ctx, opts)
+		},
 		nil, directinformer.Options{ObjectType: &corev1.Pod{}})
 	reg, _ := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { fmt.Println("add", obj.(*corev1.Pod).Name) },

@@ -68,7 +68,6 @@ type Informer struct {
 
 	mu          sync.Mutex
 	listeners   []*listener // replaced, never changed in place: dispatch reads it without mu
-	syncing     []*listener // the listeners whose resync is due (shouldResync)
 	resyncCheck time.Duration
 	transform   cache.TransformFunc
 	watchErr    cache.WatchErrorHandlerWithContext
@@ -270,6 +269,9 @@ func (i *Informer) AddEventHandlerWithOptions(h cache.ResourceEventHandler, o ca
 		}
 	}
 	l := &listener{handler: h, resync: resync, nextResync: i.clock.Now().Add(resync), synced: make(chan struct{}), name: i.name}
+	// Syncing until the first resync check says otherwise, as in client-go:
+	// without resyncs, every listener gets updates that changed nothing.
+	l.syncing.Store(true)
 	if !i.started {
 		i.listeners = append(slices.Clip(i.listeners), l)
 		i.mu.Unlock()
@@ -311,20 +313,25 @@ func (i *Informer) RemoveEventHandler(reg cache.ResourceEventHandlerRegistration
 	return nil
 }
 
-// shouldResync is the reflector's question before a resync: it picks the
-// listeners whose period elapsed.
+// shouldResync is the reflector's question before a resync, asked only when
+// some handler resyncs. It marks the listeners whose period elapsed as
+// syncing: until the next question they receive the updates that changed no
+// resourceVersion (the resync's, and a relist's unchanged objects), and the
+// others do not. client-go's informer keeps the same state.
 func (i *Informer) shouldResync() bool {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	now := i.clock.Now()
-	i.syncing = i.syncing[:0]
+	someDue := false
 	for _, l := range i.listeners {
-		if l.resync > 0 && !now.Before(l.nextResync) {
-			i.syncing = append(i.syncing, l)
+		due := l.resync > 0 && !now.Before(l.nextResync)
+		l.syncing.Store(due)
+		if due {
 			l.nextResync = now.Add(l.resync)
+			someDue = true
 		}
 	}
-	return len(i.syncing) > 0
+	return someDue
 }
 
 // controller is the informer as client-go's cache.Controller.

@@ -2,6 +2,7 @@ package directinformer
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/tools/cache"
@@ -17,6 +18,7 @@ type listener struct {
 	synced     chan struct{} // closed once the handler has seen the initial list
 	resync     time.Duration // under Informer.mu
 	nextResync time.Time     // under Informer.mu
+	syncing    atomic.Bool   // its resync is due: it receives updates that changed nothing
 
 	mu       sync.Mutex
 	busy     bool
@@ -30,6 +32,9 @@ var _ cache.ResourceEventHandlerRegistration = (*listener)(nil)
 // deliver calls the handler with e, or leaves e to the goroutine that is
 // calling it now.
 func (l *listener) deliver(e event) {
+	if e.sync && !l.syncing.Load() {
+		return
+	}
 	l.mu.Lock()
 	if l.removed {
 		l.mu.Unlock()

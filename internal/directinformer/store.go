@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
 )
@@ -25,8 +26,17 @@ const (
 type event struct {
 	kind    kind
 	initial bool // an add of the initial list
+	sync    bool // an update that changed no resourceVersion: for syncing listeners only
 	old     any
 	obj     any
+}
+
+// unchanged reports whether an update kept the resourceVersion: a resync, or
+// an object a relist found as it was.
+func unchanged(old, obj any) bool {
+	o, ok1 := old.(metav1.Object)
+	n, ok2 := obj.(metav1.Object)
+	return ok1 && ok2 && o.GetResourceVersion() == n.GetResourceVersion()
 }
 
 func (s *store) Add(obj any) error    { return s.upsert(obj) }
@@ -59,7 +69,7 @@ func (s *store) upsert(obj any) error {
 	}
 	e := event{kind: added, obj: obj}
 	if exists {
-		e = event{kind: updated, old: old, obj: obj}
+		e = event{kind: updated, sync: unchanged(old, obj), old: old, obj: obj}
 	}
 	for _, l := range ls {
 		l.deliver(e)
@@ -114,7 +124,7 @@ func (s *store) Replace(list []any, resourceVersion string) error {
 
 	s.mu.Lock()
 	initial := !s.hasSynced
-	var events []event
+	events := make([]event, 0, len(list))
 	for _, key := range s.indexer.ListKeys() {
 		if keys.Has(key) {
 			continue
@@ -124,7 +134,7 @@ func (s *store) Replace(list []any, resourceVersion string) error {
 	}
 	for _, obj := range list {
 		if old, exists, _ := s.indexer.Get(obj); exists {
-			events = append(events, event{kind: updated, old: old, obj: obj})
+			events = append(events, event{kind: updated, sync: unchanged(old, obj), old: old, obj: obj})
 		} else {
 			events = append(events, event{kind: added, initial: initial, obj: obj})
 		}
@@ -151,19 +161,21 @@ func (s *store) Replace(list []any, resourceVersion string) error {
 }
 
 // Resync hands every cached object, as an update from itself, to the
-// listeners whose resync period elapsed (shouldResync picked them).
+// listeners shouldResync marked syncing.
 func (s *store) Resync() error {
 	s.dispatch.Lock()
 	defer s.dispatch.Unlock()
 	defer s.observe(s.start())
 	s.mu.Lock()
-	due := s.syncing
-	s.syncing = nil
+	ls := s.listeners
 	objs := s.indexer.List()
 	s.mu.Unlock()
-	for _, l := range due {
+	for _, l := range ls {
+		if !l.syncing.Load() {
+			continue
+		}
 		for _, obj := range objs {
-			l.deliver(event{kind: updated, old: obj, obj: obj})
+			l.deliver(event{kind: updated, sync: true, old: obj, obj: obj})
 		}
 	}
 	return nil
