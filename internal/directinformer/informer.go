@@ -206,13 +206,7 @@ func (i *Informer) AddIndexers(indexers cache.Indexers) error {
 
 // SetTransform sets the function applied to each object before it is cached.
 func (i *Informer) SetTransform(fn cache.TransformFunc) error {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.started {
-		return fmt.Errorf("set transform of %s: %w", i.name, errStarted)
-	}
-	i.transform = fn
-	return nil
+	return i.beforeStart("set transform", func() { i.transform = fn })
 }
 
 // SetWatchErrorHandler sets the function called when a list or watch fails.
@@ -223,12 +217,17 @@ func (i *Informer) SetWatchErrorHandler(fn cache.WatchErrorHandler) error {
 // SetWatchErrorHandlerWithContext sets the function called when a list or
 // watch fails.
 func (i *Informer) SetWatchErrorHandlerWithContext(fn cache.WatchErrorHandlerWithContext) error {
+	return i.beforeStart("set watch error handler", func() { i.watchErr = fn })
+}
+
+// beforeStart runs set unless Run has started; what names it in the error.
+func (i *Informer) beforeStart(what string, set func()) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.started {
-		return fmt.Errorf("set watch error handler of %s: %w", i.name, errStarted)
+		return fmt.Errorf("%s of %s: %w", what, i.name, errStarted)
 	}
-	i.watchErr = fn
+	set()
 	return nil
 }
 

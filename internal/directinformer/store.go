@@ -46,39 +46,30 @@ func (s *store) Update(obj any) error { return s.upsert(obj) }
 // cached, else an update from the cached object (client-go's informer
 // decides by the cache too, not by the watch event's type).
 func (s *store) upsert(obj any) error {
-	s.dispatch.Lock()
-	defer s.dispatch.Unlock()
-	defer s.observe(s.start())
-	obj, err := s.transformed(obj)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	old, exists, err := s.indexer.Get(obj)
-	if err == nil {
-		if exists {
-			err = s.indexer.Update(obj)
-		} else {
-			err = s.indexer.Add(obj)
+	return s.apply(obj, func(obj any) (event, error) {
+		old, exists, err := s.indexer.Get(obj)
+		switch {
+		case err != nil:
+			return event{}, err
+		case exists:
+			return event{kind: updated, sync: unchanged(old, obj), old: old, obj: obj}, s.indexer.Update(obj)
+		default:
+			return event{kind: added, obj: obj}, s.indexer.Add(obj)
 		}
-	}
-	ls := s.listeners
-	s.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("informer %s: %w", s.name, err)
-	}
-	e := event{kind: added, obj: obj}
-	if exists {
-		e = event{kind: updated, sync: unchanged(old, obj), old: old, obj: obj}
-	}
-	for _, l := range ls {
-		l.deliver(e)
-	}
-	return nil
+	})
 }
 
 // Delete uncaches obj, the object's last state the watch reported.
 func (s *store) Delete(obj any) error {
+	return s.apply(obj, func(obj any) (event, error) {
+		return event{kind: deleted, obj: obj}, s.indexer.Delete(obj)
+	})
+}
+
+// apply transforms obj, applies it to the cache with change (under mu, so a
+// joining handler's snapshot is before or after it), and hands the event
+// change returns to the handlers.
+func (s *store) apply(obj any, change func(obj any) (event, error)) error {
 	s.dispatch.Lock()
 	defer s.dispatch.Unlock()
 	defer s.observe(s.start())
@@ -87,14 +78,14 @@ func (s *store) Delete(obj any) error {
 		return err
 	}
 	s.mu.Lock()
-	err = s.indexer.Delete(obj)
+	e, err := change(obj)
 	ls := s.listeners
 	s.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("informer %s: %w", s.name, err)
 	}
 	for _, l := range ls {
-		l.deliver(event{kind: deleted, obj: obj})
+		l.deliver(e)
 	}
 	return nil
 }
