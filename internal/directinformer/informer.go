@@ -153,14 +153,7 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 }
 
 // HasSynced reports whether the cache holds a full list.
-func (i *Informer) HasSynced() bool {
-	select {
-	case <-i.synced:
-		return true
-	default:
-		return false
-	}
-}
+func (i *Informer) HasSynced() bool { return doneChecker{done: i.synced}.isDone() }
 
 // HasSyncedChecker is HasSynced as a channel.
 func (i *Informer) HasSyncedChecker() cache.DoneChecker { return doneChecker{i.name, i.synced} }
@@ -350,3 +343,12 @@ type doneChecker struct {
 
 func (d doneChecker) Name() string          { return d.name }
 func (d doneChecker) Done() <-chan struct{} { return d.done }
+
+func (d doneChecker) isDone() bool {
+	select {
+	case <-d.done:
+		return true
+	default:
+		return false
+	}
+}

@@ -100,14 +100,7 @@ func (l *listener) remove() {
 }
 
 // HasSynced reports whether the handler has seen the initial list.
-func (l *listener) HasSynced() bool {
-	select {
-	case <-l.synced:
-		return true
-	default:
-		return false
-	}
-}
+func (l *listener) HasSynced() bool { return doneChecker{done: l.synced}.isDone() }
 
 // HasSyncedChecker is HasSynced as a channel.
 func (l *listener) HasSyncedChecker() cache.DoneChecker { return doneChecker{l.name, l.synced} }
