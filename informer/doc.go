@@ -170,9 +170,10 @@
 // # Informer metrics
 //
 // Options.InformerName gives the factory a process-unique name under which
-// client-go reports its typed informers' queue length, handler latency and
-// store resourceVersion to the provider of cache.SetInformerMetricsProvider
-// (package manager registers one exporting kube's informer_* series). The
+// its typed informers report client-go's informer series (the store's
+// resourceVersion, processing latency, and a queue length that stays 0:
+// handlers are called as the cache applies each change) to the provider
+// package manager registers, exporting kube's informer_* series. The
 // factory holds the name until Shutdown.
 //
 // Testing with k8s.io/client-go/kubernetes/fake: the fake stores objects

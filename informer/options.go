@@ -85,12 +85,15 @@ type Options struct {
 	// release grace. nil means clock.RealClock{}. client-go's informers keep their own clocks.
 	Clock clock.WithTicker
 
-	// InformerName makes the factory's informers report client-go's
-	// informer metrics (queued items, processing latency, the store's
-	// resourceVersion) under this name, through the provider registered
-	// with cache.SetInformerMetricsProvider (a manager.Manager registers
-	// one; see docs/metrics.md). client-go reports only for informers of a
-	// factory given a name, and a name may belong to one factory of the
+	// InformerName makes the factory's typed informers report client-go's
+	// informer metrics (queued items, always 0 here; processing latency;
+	// the store's resourceVersion) under this name, through the provider a
+	// manager.Manager registers (see docs/metrics.md). A provider given to
+	// cache.SetInformerMetricsProvider by other code receives the store's
+	// resourceVersion only: client-go keeps its provider to itself, and
+	// the rest is reported by ctrlkit's informers, which read the
+	// Manager's. Only informers of a factory given a name report, and a
+	// name may belong to one factory of the
 	// process at a time: NewFactory reserves it (cache.NewInformerName) and
 	// Shutdown releases it, after the informers stopped, so a later factory
 	// may take it again.
