@@ -105,13 +105,13 @@ func (f *Factory) CacheMemory() CacheMemory {
 // are keyed by namespace/name), and forgetting twice is harmless.
 //
 // Deletions reach the meter through the handlers of this package (every
-// adapter forgets before it hands the event on), so it needs no client-go
-// listener of its own, which would cost two goroutines and a buffer of a
-// thousand events per informer. An informer that starts without such a
-// handler gets a listener of its own (listen). Removing the last handler of
-// a running informer would lose the deletions still queued for it (client-go
-// drops a removed listener's queue), so that one stays, muted, and keeps
-// forgetting.
+// adapter forgets before it hands the event on), so it needs no handler
+// registration of its own (with client-go's informers each cost two
+// goroutines and a buffer). An informer that starts without such a
+// handler gets a registration of its own (listen). Removing the last handler
+// of a running informer could lose the deletions still on their way to it (a
+// removed registration receives nothing more), so that one stays, muted, and
+// keeps forgetting.
 type meter struct {
 	resource, scope string
 	typ             reflect.Type // the Go type the informer serves
