@@ -71,7 +71,6 @@ type Informer struct {
 	resyncCheck time.Duration
 	transform   cache.TransformFunc
 	watchErr    cache.WatchErrorHandlerWithContext
-	hasSynced   bool
 	started     bool
 	stopped     bool
 	reflector   *cache.Reflector
@@ -274,7 +273,7 @@ func (i *Informer) AddEventHandlerWithOptions(h cache.ResourceEventHandler, o ca
 	// the listener after it (held in pending while the replay runs).
 	l.busy = true
 	objs := i.indexer.List()
-	synced := i.hasSynced
+	synced := i.HasSynced() // closed under mu, as the list was applied
 	i.listeners = append(slices.Clip(i.listeners), l)
 	i.mu.Unlock()
 	for _, obj := range objs {

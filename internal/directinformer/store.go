@@ -114,7 +114,7 @@ func (s *store) Replace(list []any, resourceVersion string) error {
 	}
 
 	s.mu.Lock()
-	initial := !s.hasSynced
+	initial := !(*Informer)(s).HasSynced()
 	events := make([]event, 0, len(list))
 	for _, key := range s.indexer.ListKeys() {
 		if keys.Has(key) {
@@ -132,7 +132,6 @@ func (s *store) Replace(list []any, resourceVersion string) error {
 	}
 	err := s.indexer.Replace(list, resourceVersion)
 	if err == nil && initial {
-		s.hasSynced = true
 		close(s.synced)
 	}
 	ls := s.listeners
